@@ -1,0 +1,176 @@
+// Package capture writes and reads host captures: a tar.gz of exactly the
+// sysfs/procfs files inventory read, laid out as a root tree, so anyone can
+// replay a host with --root.
+package capture
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/rdmalab/rdmalab/internal/hostfs"
+)
+
+// ManifestName is the file at the top of every capture that says what it is.
+const ManifestName = "rdmalab-capture.json"
+
+// Manifest describes a capture.
+type Manifest struct {
+	Format     int       `json:"format"`
+	Hostname   string    `json:"hostname"`
+	CapturedAt time.Time `json:"captured_at"`
+	Root       string    `json:"root"`
+	Files      int       `json:"files"`
+}
+
+// maxExtractBytes bounds what Extract writes, so a hostile archive cannot
+// fill the disk; real captures are a few MiB.
+const maxExtractBytes = 512 << 20
+
+// Write writes the entries a Recorder saw under fsys as a tar.gz to w.
+func Write(w io.Writer, fsys *hostfs.FS, entries []hostfs.Entry, m Manifest) error {
+	gz := gzip.NewWriter(w)
+	tw := tar.NewWriter(gz)
+	now := m.CapturedAt
+	dirs := map[string]bool{}
+	mkdirs := func(p string) error {
+		var chain []string
+		for d := path.Dir(p); d != "/" && d != "." && !dirs[d]; d = path.Dir(d) {
+			chain = append([]string{d}, chain...)
+		}
+		for _, d := range chain {
+			dirs[d] = true
+			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(d, "/") + "/", Mode: 0o755, ModTime: now}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, e := range entries {
+		if err := mkdirs(e.Path); err != nil {
+			return fmt.Errorf("capture: %w", err)
+		}
+		name := strings.TrimPrefix(e.Path, "/")
+		switch {
+		case e.IsLink:
+			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: name, Linkname: e.Link, ModTime: now}); err != nil {
+				return fmt.Errorf("capture %s: %w", e.Path, err)
+			}
+		case e.IsDir:
+			if dirs[e.Path] {
+				continue
+			}
+			dirs[e.Path] = true
+			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name + "/", Mode: 0o755, ModTime: now}); err != nil {
+				return fmt.Errorf("capture %s: %w", e.Path, err)
+			}
+		default:
+			data := e.Data
+			if data == nil {
+				var err error
+				if data, err = fsys.ReadFile(e.Path); err != nil {
+					continue // vanished since it was read; the snapshot still records it
+				}
+			}
+			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o444, Size: int64(len(data)), ModTime: now}); err != nil {
+				return fmt.Errorf("capture %s: %w", e.Path, err)
+			}
+			if _, err := tw.Write(data); err != nil {
+				return fmt.Errorf("capture %s: %w", e.Path, err)
+			}
+		}
+	}
+	m.Format = 1
+	mb, _ := json.MarshalIndent(m, "", "  ")
+	mb = append(mb, '\n')
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: ManifestName, Mode: 0o444, Size: int64(len(mb)), ModTime: now}); err != nil {
+		return fmt.Errorf("capture: %w", err)
+	}
+	if _, err := tw.Write(mb); err != nil {
+		return fmt.Errorf("capture: %w", err)
+	}
+	if err := tw.Close(); err != nil {
+		return fmt.Errorf("capture: %w", err)
+	}
+	return gz.Close()
+}
+
+// IsArchive reports whether p names a capture archive rather than a directory.
+func IsArchive(p string) bool {
+	return strings.HasSuffix(p, ".tar.gz") || strings.HasSuffix(p, ".tgz")
+}
+
+// Extract unpacks a capture (or any tar.gz of a root tree) into dir. Writes
+// go through os.Root, so no entry or symlink in the archive can place a file
+// outside dir.
+func Extract(archive, dir string) error {
+	f, err := os.Open(archive)
+	if err != nil {
+		return fmt.Errorf("capture: %w", err)
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		return fmt.Errorf("capture %s: not a gzip file: %w", archive, err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return fmt.Errorf("capture: %w", err)
+	}
+	defer root.Close()
+	tr := tar.NewReader(gz)
+	var written int64
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("capture %s: %w", archive, err)
+		}
+		name := path.Clean(strings.TrimPrefix(h.Name, "/"))
+		if name == "." || strings.HasPrefix(name, "../") || name == ".." {
+			continue
+		}
+		name = filepath.FromSlash(name)
+		if d := filepath.Dir(name); d != "." {
+			if err := root.MkdirAll(d, 0o755); err != nil {
+				return fmt.Errorf("capture %s: %s: %w", archive, h.Name, err)
+			}
+		}
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if err := root.MkdirAll(name, 0o755); err != nil {
+				return fmt.Errorf("capture %s: %s: %w", archive, h.Name, err)
+			}
+		case tar.TypeSymlink:
+			if err := root.Symlink(h.Linkname, name); err != nil && !errors.Is(err, os.ErrExist) {
+				return fmt.Errorf("capture %s: %s: %w", archive, h.Name, err)
+			}
+		case tar.TypeReg:
+			written += h.Size
+			if written > maxExtractBytes {
+				return fmt.Errorf("capture %s: larger than %d MiB unpacked; not a host capture", archive, maxExtractBytes>>20)
+			}
+			out, err := root.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+			if err != nil {
+				return fmt.Errorf("capture %s: %s: %w", archive, h.Name, err)
+			}
+			_, err = io.Copy(out, io.LimitReader(tr, h.Size))
+			if cerr := out.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return fmt.Errorf("capture %s: %s: %w", archive, h.Name, err)
+			}
+		}
+	}
+}

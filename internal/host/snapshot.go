@@ -1,0 +1,425 @@
+// Package host is the host model: what rdmalab knows about one machine's
+// NUMA layout, CPUs, PCI tree, GPUs, RDMA devices and kernel, as a versioned
+// JSON snapshot that every command accepts back with --snapshot. It holds the
+// value types and their parsers and the pure computations over a snapshot
+// (GPU↔NIC affinity, locality); reading a host lives in package inventory.
+package host
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"time"
+)
+
+// SchemaVersion is bumped on any change that removes or re-types a field.
+// Added fields do not bump it. docs/snapshot.md documents every field.
+const SchemaVersion = 1
+
+// Snapshot is everything inventory learnt about one host.
+type Snapshot struct {
+	SchemaVersion int       `json:"schema_version"`
+	Hostname      string    `json:"hostname"`
+	CollectedAt   time.Time `json:"collected_at"`
+	// Source is the root directory read ("/" on a live host).
+	Source string `json:"source"`
+
+	Kernel      Kernel         `json:"kernel"`
+	NUMANodes   []NUMANode     `json:"numa_nodes"`
+	CPUs        []CPU          `json:"cpus"`
+	PCIDevices  []PCIDevice    `json:"pci_devices"`
+	GPUs        []GPU          `json:"gpus"`
+	RDMADevices []RDMADevice   `json:"rdma_devices"`
+	NetDevs     []NetDev       `json:"netdevs"`
+	Affinity    []AffinityPair `json:"gpu_nic_affinity"`
+	// Errors lists what could not be read; the rest of the snapshot still stands.
+	Errors []CollectError `json:"errors"`
+}
+
+// CollectError is one thing inventory could not read or parse.
+type CollectError struct {
+	Subject string `json:"subject"` // "mlx5_0 port 1", "pci 0000:41:00.0", "numa node 2"
+	Path    string `json:"path,omitempty"`
+	Error   string `json:"error"`
+}
+
+// NUMANode is /sys/devices/system/node/nodeN.
+type NUMANode struct {
+	ID   int    `json:"id"`
+	CPUs string `json:"cpus"` // kernel cpulist, "0-7,32-39"
+	// MemTotalBytes and MemFreeBytes come from nodeN/meminfo.
+	MemTotalBytes int64 `json:"mem_total_bytes"`
+	MemFreeBytes  int64 `json:"mem_free_bytes"`
+	// Distances is the SLIT row, indexed like NUMANodes' ids in order.
+	Distances []int          `json:"distances"`
+	HugePages []HugePagePool `json:"hugepages"`
+}
+
+// HugePagePool is one page size's pool on a node, or system-wide.
+type HugePagePool struct {
+	PageSizeBytes int64 `json:"page_size_bytes"`
+	Total         int64 `json:"total"`
+	Free          int64 `json:"free"`
+	Surplus       int64 `json:"surplus"`
+}
+
+// CPU is one logical CPU (/sys/devices/system/cpu/cpuN).
+type CPU struct {
+	ID       int    `json:"id"`
+	Online   bool   `json:"online"`
+	Package  int    `json:"package"`  // physical_package_id, -1 when the arch has none
+	Die      int    `json:"die"`      // die_id, -1 when absent
+	Core     int    `json:"core"`     // core_id, unique only within a package
+	Siblings string `json:"siblings"` // thread_siblings_list, includes the CPU itself
+	NUMANode int    `json:"numa_node"`
+	Governor string `json:"governor,omitempty"`
+}
+
+// PCIDevice is one PCI function (/sys/bus/pci/devices/<address>).
+type PCIDevice struct {
+	Address         string `json:"address"` // 0000:41:00.0
+	Class           string `json:"class"`   // 0x020000
+	ClassName       string `json:"class_name"`
+	Vendor          string `json:"vendor"` // 0x15b3
+	Device          string `json:"device"` // 0x1015
+	SubsystemVendor string `json:"subsystem_vendor,omitempty"`
+	SubsystemDevice string `json:"subsystem_device,omitempty"`
+	Driver          string `json:"driver,omitempty"` // "" when no driver is bound
+	// NUMANode is numa_node as the kernel reports it (-1 = unknown).
+	NUMANode int `json:"numa_node"`
+	// LocalCPUs is local_cpulist.
+	LocalCPUs string `json:"local_cpus,omitempty"`
+	// LocalityNUMANode is where the device really sits: numa_node, or when
+	// that is -1 the node whose CPUs equal local_cpulist (hwloc's fallback),
+	// or -1. LocalitySource says which.
+	LocalityNUMANode int    `json:"locality_numa_node"`
+	LocalitySource   string `json:"locality_source"` // "numa_node", "local_cpulist", "single_node", "unknown"
+	IOMMUGroup       *int   `json:"iommu_group,omitempty"`
+	ResetMethod      string `json:"reset_method,omitempty"`
+
+	CurrentLinkSpeedGTps float64 `json:"current_link_speed_gtps,omitempty"`
+	CurrentLinkWidth     int     `json:"current_link_width,omitempty"`
+	MaxLinkSpeedGTps     float64 `json:"max_link_speed_gtps,omitempty"`
+	MaxLinkWidth         int     `json:"max_link_width,omitempty"`
+
+	// HostBridge is the pciDDDD:BB directory the device hangs under.
+	HostBridge string `json:"host_bridge"`
+	// Parents lists the upstream bridges, nearest first, up to the root port.
+	Parents []string `json:"parents,omitempty"`
+	// BridgeRole is set for class 0x0604: "root_port", "switch_upstream",
+	// "switch_downstream" or "bridge"; it is read from the tree's shape.
+	BridgeRole string `json:"bridge_role,omitempty"`
+	// Switch is the upstream-port address of the PCIe switch the device sits
+	// directly below, if any.
+	Switch string `json:"switch,omitempty"`
+	// SRIOV is set on physical functions that can make virtual functions.
+	SRIOVTotalVFs int    `json:"sriov_total_vfs,omitempty"`
+	SRIOVNumVFs   int    `json:"sriov_num_vfs,omitempty"`
+	PhysFn        string `json:"physfn,omitempty"` // set on a virtual function
+}
+
+// GPU is a PCI display or 3D controller or accelerator.
+type GPU struct {
+	Address  string `json:"address"`
+	Vendor   string `json:"vendor"`
+	Device   string `json:"device"`
+	Name     string `json:"name"`
+	Driver   string `json:"driver"`    // nvidia, nouveau, amdgpu, vfio-pci, or "" (unbound)
+	NUMANode int    `json:"numa_node"` // effective locality, -1 unknown
+	Switch   string `json:"switch,omitempty"`
+}
+
+// RDMADevice is one /sys/class/infiniband/<name> device.
+type RDMADevice struct {
+	Name         string     `json:"name"`
+	NodeType     string     `json:"node_type"` // CA, RNIC, switch, ...
+	NodeGUID     string     `json:"node_guid,omitempty"`
+	SysImageGUID string     `json:"sys_image_guid,omitempty"`
+	NodeDesc     string     `json:"node_desc,omitempty"`
+	FWVersion    string     `json:"fw_version,omitempty"`
+	BoardID      string     `json:"board_id,omitempty"`
+	HCAType      string     `json:"hca_type,omitempty"`
+	PCIAddress   string     `json:"pci_address,omitempty"`
+	Driver       string     `json:"driver,omitempty"`
+	NUMANode     int        `json:"numa_node"`
+	Ports        []RDMAPort `json:"ports"`
+	// HWCounters are device-level hw_counters (some drivers), by file name.
+	HWCounters map[string]uint64 `json:"hw_counters,omitempty"`
+}
+
+// RDMAPort is /sys/class/infiniband/<dev>/ports/<n>.
+type RDMAPort struct {
+	Port        int    `json:"port"`
+	State       string `json:"state"` // ACTIVE, DOWN, INIT, ARMED, ...
+	StateID     int    `json:"state_id"`
+	PhysState   string `json:"phys_state"` // LinkUp, Polling, Disabled, ...
+	PhysStateID int    `json:"phys_state_id"`
+	Rate        IBRate `json:"rate"`
+	// RateGbps repeats Rate.Gbps at the top level for scripts.
+	RateGbps  float64 `json:"rate_gbps"`
+	LinkLayer string  `json:"link_layer"` // InfiniBand, Ethernet
+	// LID and SMLID are nil when the files are absent (a partial capture):
+	// unknown is not the same as 0 (unassigned).
+	LID     *int   `json:"lid,omitempty"`
+	SMLID   *int   `json:"sm_lid,omitempty"`
+	SMSL    int    `json:"sm_sl"`
+	LMC     int    `json:"lmc"`
+	CapMask string `json:"cap_mask,omitempty"`
+	GIDs    []GID  `json:"gids,omitempty"`
+	// NetDevs are the netdevs bound to this port (from gid_attrs/ndevs, or
+	// the PCI function's net/ directory).
+	NetDevs []string `json:"netdevs,omitempty"`
+	// Counters are counters/* (PMA PortCounters) and HWCounters hw_counters/*,
+	// by file name, as read. Unavailable lists files that were present but
+	// not numeric ("N/A (no PMA)") or not readable (EINVAL).
+	Counters    map[string]uint64 `json:"counters,omitempty"`
+	HWCounters  map[string]uint64 `json:"hw_counters,omitempty"`
+	Unavailable []string          `json:"unavailable_counters,omitempty"`
+}
+
+// GID is one non-zero GID table entry.
+type GID struct {
+	Index  int    `json:"index"`
+	GID    string `json:"gid"`  // canonical IPv6 form
+	Type   string `json:"type"` // "IB/RoCE v1" or "RoCE v2"; "" if unreadable
+	NetDev string `json:"netdev,omitempty"`
+	IPv4   string `json:"ipv4,omitempty"` // for IPv4-mapped RoCE GIDs
+}
+
+// NetDev is /sys/class/net/<name>.
+type NetDev struct {
+	Name       string `json:"name"`
+	MTUBytes   int    `json:"mtu_bytes"`
+	SpeedMbps  int    `json:"speed_mbps"` // -1 when unknown or link down
+	OperState  string `json:"operstate"`
+	Type       int    `json:"type"` // ARPHRD: 1 Ethernet, 32 InfiniBand
+	Address    string `json:"address,omitempty"`
+	Driver     string `json:"driver,omitempty"`
+	PCIAddress string `json:"pci_address,omitempty"`
+	IPoIBMode  string `json:"ipoib_mode,omitempty"` // datagram, connected
+	RDMADevice string `json:"rdma_device,omitempty"`
+	RDMAPort   int    `json:"rdma_port,omitempty"`
+	// Master is the bond or bridge this netdev is enslaved to.
+	Master string `json:"master,omitempty"`
+}
+
+// Kernel is the kernel and OS state that matters for RDMA and VMs.
+type Kernel struct {
+	Release   string        `json:"release,omitempty"`
+	Cmdline   string        `json:"cmdline"`
+	Params    []KernelParam `json:"params"`
+	Modules   []Module      `json:"modules"`
+	IOMMU     IOMMU         `json:"iommu"`
+	Isolation CPUIsolation  `json:"cpu_isolation"`
+	// HugePages are the system-wide pools from /sys/kernel/mm/hugepages.
+	HugePages            []HugePagePool `json:"hugepages"`
+	DefaultHugePageBytes int64          `json:"default_hugepage_bytes,omitempty"`
+	HugetlbfsMounts      []Mount        `json:"hugetlbfs_mounts,omitempty"`
+	MemTotalBytes        int64          `json:"mem_total_bytes,omitempty"`
+	Memlock              Memlock        `json:"memlock"`
+	GPUDirect            GPUDirect      `json:"gpudirect"`
+	// ModuleVersions are /sys/module/<name>/version of the RDMA and GPU
+	// modules that have one (OFED and NVIDIA modules do; inbox mlx5 does not).
+	ModuleVersions map[string]string `json:"module_versions,omitempty"`
+	NVIDIADriver   string            `json:"nvidia_driver,omitempty"` // /proc/driver/nvidia/version first line
+}
+
+// IOMMU says whether DMA remapping is on and how.
+type IOMMU struct {
+	// Present is true when /sys/kernel/iommu_groups has groups or /sys/class/iommu has units.
+	Present bool `json:"present"`
+	Groups  int  `json:"groups"`
+	// Units are /sys/class/iommu entries (dmar0, ivhd0).
+	Units []string `json:"units,omitempty"`
+	// Passthrough is true when iommu=pt is on the command line.
+	Passthrough bool `json:"passthrough"`
+}
+
+// CPUIsolation is isolcpus/nohz_full/rcu_nocbs as the kernel applied them.
+type CPUIsolation struct {
+	Isolated string `json:"isolated"`  // /sys/devices/system/cpu/isolated
+	NohzFull string `json:"nohz_full"` // /sys/devices/system/cpu/nohz_full
+	// RCUNoCBs comes from the command line; the kernel exposes no file.
+	RCUNoCBs string `json:"rcu_nocbs,omitempty"`
+}
+
+// Mount is a hugetlbfs mount.
+type Mount struct {
+	Path          string `json:"path"`
+	PageSizeBytes int64  `json:"page_size_bytes,omitempty"`
+}
+
+// Memlock is the locked-memory limit RDMA registration runs into.
+type Memlock struct {
+	// ProcessSoftBytes/HardBytes are this process's limits (-1 unlimited);
+	// nil when not read (a capture without /proc/self/limits).
+	ProcessSoftBytes *int64 `json:"process_soft_bytes,omitempty"`
+	ProcessHardBytes *int64 `json:"process_hard_bytes,omitempty"`
+	// Rules are the memlock lines of /etc/security/limits.conf and limits.d.
+	Rules []LimitRule `json:"rules,omitempty"`
+}
+
+// LimitRule is one memlock line of a limits.conf file.
+type LimitRule struct {
+	File   string `json:"file"`
+	Line   int    `json:"line"`
+	Domain string `json:"domain"` // "*", "@group", "user"
+	Type   string `json:"type"`   // soft, hard, -
+	Value  string `json:"value"`  // "unlimited" or KiB
+}
+
+// GPUDirect records what makes GPUDirect RDMA possible.
+type GPUDirect struct {
+	// PeerMem is the module that provides it: "nvidia_peermem", "nv_peer_mem", or "".
+	PeerMem string `json:"peermem,omitempty"`
+	// OpenKernelModule is true when the NVIDIA driver is the open kernel module
+	// (needed for the DMA-BUF path).
+	OpenKernelModule bool `json:"open_kernel_module,omitempty"`
+}
+
+// AffinityPair is the PCIe path between one GPU and one NIC, like a cell of
+// `nvidia-smi topo -m`.
+type AffinityPair struct {
+	GPU   string `json:"gpu"`            // PCI address
+	NIC   string `json:"nic"`            // PCI address
+	RDMA  string `json:"rdma,omitempty"` // mlx5_0
+	Level string `json:"level"`          // PIX, PXB, PHB, NODE, SYS (SYS? when a NUMA node is unknown)
+}
+
+// Load reads a snapshot file and checks its schema version.
+func Load(path string) (*Snapshot, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	defer f.Close()
+	s, err := Decode(f)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Decode reads a snapshot and checks its schema version.
+func Decode(r io.Reader) (*Snapshot, error) {
+	var s Snapshot
+	dec := json.NewDecoder(r)
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("not a snapshot (JSON): %w", err)
+	}
+	if s.SchemaVersion == 0 {
+		return nil, fmt.Errorf("not a snapshot: no schema_version (make one with `rdmalab inventory --output json`)")
+	}
+	if s.SchemaVersion > SchemaVersion {
+		return nil, fmt.Errorf("schema_version %d is newer than this rdmalab understands (%d): upgrade rdmalab", s.SchemaVersion, SchemaVersion)
+	}
+	s.Normalize()
+	return &s, nil
+}
+
+// Encode writes s as indented JSON.
+func (s *Snapshot) Encode(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(s)
+}
+
+// PCI returns the device at address, or nil.
+func (s *Snapshot) PCI(address string) *PCIDevice {
+	i := slices.IndexFunc(s.PCIDevices, func(d PCIDevice) bool { return d.Address == address })
+	if i < 0 {
+		return nil
+	}
+	return &s.PCIDevices[i]
+}
+
+// RDMA returns the RDMA device named name, or nil.
+func (s *Snapshot) RDMA(name string) *RDMADevice {
+	i := slices.IndexFunc(s.RDMADevices, func(d RDMADevice) bool { return d.Name == name })
+	if i < 0 {
+		return nil
+	}
+	return &s.RDMADevices[i]
+}
+
+// NetDev returns the netdev named name, or nil.
+func (s *Snapshot) NetDev(name string) *NetDev {
+	i := slices.IndexFunc(s.NetDevs, func(d NetDev) bool { return d.Name == name })
+	if i < 0 {
+		return nil
+	}
+	return &s.NetDevs[i]
+}
+
+// HasModule reports whether a module is loaded (names compare with - and _ alike).
+func (k Kernel) HasModule(name string) bool {
+	n := normModule(name)
+	return slices.ContainsFunc(k.Modules, func(m Module) bool { return normModule(m.Name) == n })
+}
+
+// Param returns the value of the last occurrence of a command-line key.
+func (k Kernel) Param(key string) (string, bool) {
+	for i := len(k.Params) - 1; i >= 0; i-- {
+		if k.Params[i].Key == key {
+			return k.Params[i].Value, true
+		}
+	}
+	return "", false
+}
+
+func normModule(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c == '-' {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+// Normalize makes absent lists empty so that JSON shows [] rather than null
+// and consumers never need a nil check.
+func (s *Snapshot) Normalize() {
+	for _, p := range []*[]KernelParam{&s.Kernel.Params} {
+		if *p == nil {
+			*p = []KernelParam{}
+		}
+	}
+	if s.Kernel.Modules == nil {
+		s.Kernel.Modules = []Module{}
+	}
+	if s.Kernel.HugePages == nil {
+		s.Kernel.HugePages = []HugePagePool{}
+	}
+	if s.NUMANodes == nil {
+		s.NUMANodes = []NUMANode{}
+	}
+	if s.CPUs == nil {
+		s.CPUs = []CPU{}
+	}
+	if s.PCIDevices == nil {
+		s.PCIDevices = []PCIDevice{}
+	}
+	if s.GPUs == nil {
+		s.GPUs = []GPU{}
+	}
+	if s.RDMADevices == nil {
+		s.RDMADevices = []RDMADevice{}
+	}
+	for i := range s.RDMADevices {
+		if s.RDMADevices[i].Ports == nil {
+			s.RDMADevices[i].Ports = []RDMAPort{}
+		}
+	}
+	if s.NetDevs == nil {
+		s.NetDevs = []NetDev{}
+	}
+	if s.Affinity == nil {
+		s.Affinity = []AffinityPair{}
+	}
+	if s.Errors == nil {
+		s.Errors = []CollectError{}
+	}
+}

@@ -1,0 +1,332 @@
+// Package hostfs is the only code that reads a host's root: sysfs, procfs and
+// /etc, under a root directory that is "/" on a live host or a captured tree.
+//
+// Paths are given as absolute host paths ("/sys/class/infiniband"); symlinks
+// are followed one component at a time and re-rooted, so a capture whose links
+// are absolute still resolves inside its root. Every file, directory and link
+// a reader touches can be recorded, so that `rdmalab gather` copies exactly
+// what inventory read.
+package hostfs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// maxFileBytes caps a single read: sysfs attributes are one page, and the
+// largest procfs files read here (/proc/modules, /proc/cpuinfo) are well below.
+const maxFileBytes = 4 << 20
+
+// maxLinkHops bounds symlink resolution so a looping capture cannot hang us.
+const maxLinkHops = 64
+
+// FS reads a host tree rooted at Root.
+type FS struct {
+	root   string
+	rec    *Recorder
+	mounts map[string]string // host path -> directory on this machine
+}
+
+// New returns an FS rooted at root ("/" for the live host).
+func New(root string) (*FS, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("root %s: %w", root, err)
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("root %s: %w", root, err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("root %s: not a directory", root)
+	}
+	return &FS{root: abs}, nil
+}
+
+// Root is the directory this FS reads under.
+func (f *FS) Root() string { return f.root }
+
+// IsLive reports whether the FS reads the running host rather than a capture.
+func (f *FS) IsLive() bool { return f.root == "/" }
+
+// Record makes the FS note every path it touches into r.
+func (f *FS) Record(r *Recorder) { f.rec = r }
+
+// Mount serves host path at (e.g. /sys/class/infiniband) from dir on this
+// machine, for partial captures that hold one sysfs directory and nothing else.
+func (f *FS) Mount(at, dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("mount %s: %w", dir, err)
+	}
+	if f.mounts == nil {
+		f.mounts = map[string]string{}
+	}
+	f.mounts[path.Clean(at)] = abs
+	return nil
+}
+
+// aboveMount reports whether p is a proper ancestor of a mount point (it
+// then exists as a directory whatever the root holds).
+func (f *FS) aboveMount(p string) bool {
+	for at := range f.mounts {
+		if strings.HasPrefix(at, strings.TrimSuffix(p, "/")+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// hostPath turns a root-relative path into the path on this machine.
+func (f *FS) hostPath(p string) string {
+	for at, dir := range f.mounts {
+		if p == at {
+			return dir
+		}
+		if rest, ok := strings.CutPrefix(p, at+"/"); ok {
+			return filepath.Join(dir, filepath.FromSlash(rest))
+		}
+	}
+	return filepath.Join(f.root, filepath.FromSlash(p))
+}
+
+// resolve follows symlinks in p component by component and returns the
+// resolved host path (absolute, slash-separated, inside the root).
+func (f *FS) resolve(p string) (string, error) {
+	p = path.Clean("/" + p)
+	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	cur := "/"
+	hops := 0
+	for len(parts) > 0 {
+		part := parts[0]
+		parts = parts[1:]
+		if part == "" || part == "." {
+			continue
+		}
+		if part == ".." {
+			cur = path.Dir(cur)
+			continue
+		}
+		next := path.Join(cur, part)
+		if f.aboveMount(next) {
+			cur = next
+			continue
+		}
+		st, err := os.Lstat(f.hostPath(next))
+		if err != nil {
+			return "", err
+		}
+		if st.Mode()&fs.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		hops++
+		if hops > maxLinkHops {
+			return "", fmt.Errorf("%s: too many levels of symbolic links", p)
+		}
+		target, err := os.Readlink(f.hostPath(next))
+		if err != nil {
+			return "", err
+		}
+		f.note(next, kindLink, target)
+		if path.IsAbs(target) {
+			cur = "/"
+		}
+		parts = append(strings.Split(strings.TrimPrefix(target, "/"), "/"), parts...)
+	}
+	return cur, nil
+}
+
+// Realpath returns p with every symlink resolved, as a host path ("/sys/devices/...").
+func (f *FS) Realpath(p string) (string, error) {
+	r, err := f.resolve(p)
+	if err != nil {
+		return "", fmt.Errorf("resolve %s: %w", p, err)
+	}
+	return r, nil
+}
+
+// ReadFile returns the contents of p, read once and capped, the way sysfs
+// wants to be read.
+func (f *FS) ReadFile(p string) ([]byte, error) {
+	r, err := f.resolve(p)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", p, err)
+	}
+	fh, err := os.Open(f.hostPath(r))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", p, err)
+	}
+	defer fh.Close()
+	data, err := io.ReadAll(io.LimitReader(fh, maxFileBytes))
+	if err != nil && len(data) == 0 {
+		return nil, fmt.Errorf("read %s: %w", p, err)
+	}
+	f.noteData(r, data)
+	return data, nil
+}
+
+// ReadString returns the contents of p with surrounding white space removed.
+func (f *FS) ReadString(p string) (string, error) {
+	b, err := f.ReadFile(p)
+	if err != nil {
+		return "", err
+	}
+	// Some attributes of old kernels end in a NUL (nohz_full read "\x00\n").
+	return strings.Trim(string(b), " \t\r\n\x00"), nil
+}
+
+// ReadInt reads a decimal or 0x-prefixed integer attribute.
+func (f *FS) ReadInt(p string) (int64, error) {
+	s, err := f.ReadString(p)
+	if err != nil {
+		return 0, err
+	}
+	v, err := strconv.ParseInt(s, 0, 64)
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", p, err)
+	}
+	return v, nil
+}
+
+// ReadDir lists the entry names of directory p, sorted.
+func (f *FS) ReadDir(p string) ([]string, error) {
+	r, err := f.resolve(p)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", p, err)
+	}
+	ents, err := os.ReadDir(f.hostPath(r))
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", p, err)
+	}
+	f.note(r, kindDir, "")
+	names := make([]string, 0, len(ents))
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// Readlink returns the target of symlink p (its last component is not followed).
+func (f *FS) Readlink(p string) (string, error) {
+	dir, err := f.resolve(path.Dir(path.Clean("/" + p)))
+	if err != nil {
+		return "", fmt.Errorf("readlink %s: %w", p, err)
+	}
+	lp := path.Join(dir, path.Base(p))
+	target, err := os.Readlink(f.hostPath(lp))
+	if err != nil {
+		return "", fmt.Errorf("readlink %s: %w", p, err)
+	}
+	f.note(lp, kindLink, target)
+	return target, nil
+}
+
+// Exists reports whether p resolves to something.
+func (f *FS) Exists(p string) bool {
+	r, err := f.resolve(p)
+	if err != nil {
+		return false
+	}
+	_, err = os.Stat(f.hostPath(r))
+	return err == nil
+}
+
+// IsDir reports whether p resolves to a directory.
+func (f *FS) IsDir(p string) bool {
+	r, err := f.resolve(p)
+	if err != nil {
+		return false
+	}
+	st, err := os.Stat(f.hostPath(r))
+	return err == nil && st.IsDir()
+}
+
+// IsNotExist reports whether err means the file is absent, as opposed to
+// present but unreadable.
+func IsNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+
+func (f *FS) note(p string, k entryKind, target string) {
+	if f.rec != nil {
+		f.rec.add(p, k, target, nil)
+	}
+}
+
+func (f *FS) noteData(p string, data []byte) {
+	if f.rec != nil {
+		f.rec.add(p, kindFile, "", data)
+	}
+}
+
+type entryKind int
+
+const (
+	kindFile entryKind = iota
+	kindDir
+	kindLink
+)
+
+// Entry is one path a reader touched.
+type Entry struct {
+	Path   string // host path, e.g. /sys/devices/pci0000:00/0000:00:01.0/vendor
+	IsDir  bool
+	Link   string // symlink target, when the path is a symlink
+	IsLink bool
+	// Data is what was read, for files read through the FS; nil for files
+	// another library read (see Note), whose contents must be read again.
+	Data []byte
+}
+
+// Recorder collects the paths an FS touched. It is safe for concurrent use.
+type Recorder struct {
+	mu      sync.Mutex
+	entries map[string]Entry
+}
+
+// NewRecorder returns an empty Recorder.
+func NewRecorder() *Recorder { return &Recorder{entries: map[string]Entry{}} }
+
+func (r *Recorder) add(p string, k entryKind, target string, data []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := Entry{Path: p, IsDir: k == kindDir, IsLink: k == kindLink, Link: target, Data: data}
+	if old, ok := r.entries[p]; ok && old.IsLink {
+		return
+	}
+	r.entries[p] = e
+}
+
+// Entries returns what was touched, sorted by path.
+func (r *Recorder) Entries() []Entry {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]Entry, 0, len(r.entries))
+	for _, e := range r.entries {
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
+	return out
+}
+
+// Note records p as read although another library read it (procfs reads
+// /proc itself); gather then captures it too.
+func (f *FS) Note(p string) {
+	if f.rec == nil {
+		return
+	}
+	if r, err := f.resolve(p); err == nil {
+		if st, err := os.Stat(f.hostPath(r)); err == nil && !st.IsDir() {
+			f.note(r, kindFile, "")
+		}
+	}
+}

@@ -1,0 +1,282 @@
+// Package inventory reads a host (live, or a captured tree under --root)
+// into a host.Snapshot. It lists first and parses each device on its own, so
+// one unreadable device or port is recorded in Snapshot.Errors and never
+// blanks the rest.
+package inventory
+
+import (
+	"cmp"
+	"errors"
+	"os"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rdmalab/rdmalab/internal/host"
+	"github.com/rdmalab/rdmalab/internal/hostfs"
+	"k8s.io/utils/cpuset"
+)
+
+// Options tune a collection.
+type Options struct {
+	// Now stamps the snapshot; nil means time.Now. Tests pass a fixed clock.
+	Now func() time.Time
+}
+
+type collector struct {
+	fs   *hostfs.FS
+	snap *host.Snapshot
+}
+
+// Collect reads the host under fsys into a snapshot. It does not fail: what
+// it cannot read is listed in the snapshot's Errors.
+func Collect(fsys *hostfs.FS, opt Options) *host.Snapshot {
+	now := time.Now
+	if opt.Now != nil {
+		now = opt.Now
+	}
+	c := &collector{fs: fsys, snap: &host.Snapshot{
+		SchemaVersion: host.SchemaVersion,
+		CollectedAt:   now().UTC(),
+		Source:        fsys.Root(),
+	}}
+	c.hostname()
+	c.kernel()
+	c.cpus()
+	c.numa()
+	c.pci()
+	c.rdma()
+	c.netdevs()
+	c.linkNetdevs()
+	c.gpus()
+	c.snap.ComputeAffinity()
+	c.snap.Normalize()
+	return c.snap
+}
+
+// fail records an error about subject; absent files are not errors.
+func (c *collector) fail(subject, p string, err error) {
+	c.snap.Errors = append(c.snap.Errors, host.CollectError{Subject: subject, Path: p, Error: err.Error()})
+}
+
+// str reads an optional attribute: ok is false when it is absent or
+// unreadable, and only the unreadable case is recorded.
+func (c *collector) str(subject, p string) (string, bool) {
+	s, err := c.fs.ReadString(p)
+	if err != nil {
+		if !hostfs.IsNotExist(err) {
+			c.fail(subject, p, err)
+		}
+		return "", false
+	}
+	return s, true
+}
+
+// num reads an optional integer attribute (decimal or 0x hex).
+func (c *collector) num(subject, p string) (int64, bool) {
+	s, ok := c.str(subject, p)
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(s, 0, 64)
+	if err != nil {
+		c.fail(subject, p, err)
+		return 0, false
+	}
+	return v, true
+}
+
+// list lists an optional directory.
+func (c *collector) list(subject, p string) []string {
+	names, err := c.fs.ReadDir(p)
+	if err != nil && !hostfs.IsNotExist(err) {
+		c.fail(subject, p, err)
+	}
+	return names
+}
+
+// linkBase returns the last component of a symlink's target ("mlx5_core"
+// for a driver link), or "".
+func (c *collector) linkBase(p string) string {
+	t, err := c.fs.Readlink(p)
+	if err != nil {
+		return ""
+	}
+	return path.Base(t)
+}
+
+func (c *collector) hostname() {
+	for _, p := range []string{"/proc/sys/kernel/hostname", "/etc/hostname"} {
+		if s, ok := c.str("host", p); ok && s != "" {
+			c.snap.Hostname = s
+			return
+		}
+	}
+	if c.fs.IsLive() {
+		c.snap.Hostname, _ = os.Hostname()
+	}
+}
+
+var numbered = regexp.MustCompile(`^(cpu|node)(\d+)$`)
+
+// numberedEntries returns the N of the prefixN entries of a directory, sorted.
+func numberedEntries(names []string, prefix string) []int {
+	var ids []int
+	for _, n := range names {
+		if m := numbered.FindStringSubmatch(n); m != nil && m[1] == prefix {
+			id, _ := strconv.Atoi(m[2])
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func (c *collector) cpus() {
+	const base = "/sys/devices/system/cpu"
+	var online cpuset.CPUSet
+	onlineKnown := false
+	if s, ok := c.str("cpus", base+"/online"); ok {
+		if set, err := cpuset.Parse(s); err == nil {
+			online, onlineKnown = set, true
+		} else {
+			c.fail("cpus", base+"/online", err)
+		}
+	}
+	for _, id := range numberedEntries(c.list("cpus", base), "cpu") {
+		dir := base + "/cpu" + strconv.Itoa(id)
+		subject := "cpu " + strconv.Itoa(id)
+		cpu := host.CPU{ID: id, Package: -1, Die: -1, NUMANode: -1, Online: !onlineKnown || online.Contains(id)}
+		if v, ok := c.num(subject, dir+"/topology/physical_package_id"); ok {
+			cpu.Package = int(v)
+		}
+		if v, ok := c.num(subject, dir+"/topology/die_id"); ok {
+			cpu.Die = int(v)
+		}
+		if v, ok := c.num(subject, dir+"/topology/core_id"); ok {
+			cpu.Core = int(v)
+		}
+		if s, ok := c.str(subject, dir+"/topology/thread_siblings_list"); ok {
+			cpu.Siblings = canonCPUList(s)
+		} else if cpu.Online && c.fs.IsDir(dir+"/topology") {
+			cpu.Siblings = strconv.Itoa(id)
+		}
+		if cpu.Online && !c.fs.IsDir(dir+"/topology") && onlineKnown {
+			// The kernel drops topology/ of offline CPUs; a capture that
+			// lost it is not the same as an offline CPU, so say so.
+			c.fail(subject, dir+"/topology", errors.New("no topology directory for an online CPU"))
+		}
+		if s, ok := c.str(subject, dir+"/cpufreq/scaling_governor"); ok {
+			cpu.Governor = s
+		}
+		c.snap.CPUs = append(c.snap.CPUs, cpu)
+	}
+	iso := &c.snap.Kernel.Isolation
+	iso.Isolated, _ = c.str("cpus", base+"/isolated")
+	iso.NohzFull, _ = c.str("cpus", base+"/nohz_full")
+	if iso.NohzFull == "(null)" {
+		iso.NohzFull = ""
+	}
+	iso.RCUNoCBs, _ = c.snap.Kernel.Param("rcu_nocbs")
+}
+
+// canonCPUList rewrites a cpulist in the kernel's canonical form; unparseable
+// text is kept as read.
+func canonCPUList(s string) string {
+	set, err := cpuset.Parse(strings.TrimSpace(s))
+	if err != nil {
+		return s
+	}
+	return set.String()
+}
+
+func (c *collector) numa() {
+	const base = "/sys/devices/system/node"
+	ids := numberedEntries(c.list("numa", base), "node")
+	for _, id := range ids {
+		dir := base + "/node" + strconv.Itoa(id)
+		subject := "numa node " + strconv.Itoa(id)
+		n := host.NUMANode{ID: id, HugePages: []host.HugePagePool{}}
+		if s, ok := c.str(subject, dir+"/cpulist"); ok {
+			n.CPUs = canonCPUList(s)
+		}
+		if s, ok := c.str(subject, dir+"/meminfo"); ok {
+			n.MemTotalBytes, n.MemFreeBytes = parseNodeMeminfo(s)
+		}
+		if s, ok := c.str(subject, dir+"/distance"); ok {
+			for _, f := range strings.Fields(s) {
+				d, err := strconv.Atoi(f)
+				if err != nil {
+					c.fail(subject, dir+"/distance", err)
+					break
+				}
+				n.Distances = append(n.Distances, d)
+			}
+		}
+		n.HugePages = c.hugePools(subject, dir+"/hugepages")
+		c.snap.NUMANodes = append(c.snap.NUMANodes, n)
+	}
+	if len(c.snap.NUMANodes) == 0 && len(c.snap.CPUs) > 0 {
+		// A kernel without NUMA (or a capture without node/) has one node
+		// holding every CPU, which is how hwloc models it too.
+		var all []int
+		for _, cpu := range c.snap.CPUs {
+			all = append(all, cpu.ID)
+		}
+		c.snap.NUMANodes = []host.NUMANode{{ID: 0, CPUs: cpuset.New(all...).String(), MemTotalBytes: c.snap.Kernel.MemTotalBytes, Distances: []int{10}, HugePages: c.snap.Kernel.HugePages}}
+	}
+	for i := range c.snap.CPUs {
+		for _, n := range c.snap.NUMANodes {
+			if set, err := cpuset.Parse(n.CPUs); err == nil && set.Contains(c.snap.CPUs[i].ID) {
+				c.snap.CPUs[i].NUMANode = n.ID
+			}
+		}
+	}
+}
+
+func parseNodeMeminfo(s string) (total, free int64) {
+	for _, line := range strings.Split(s, "\n") {
+		f := strings.Fields(line)
+		// "Node 0 MemTotal:       32768 kB"
+		if len(f) < 4 || f[0] != "Node" {
+			continue
+		}
+		v, err := strconv.ParseInt(f[3], 10, 64)
+		if err != nil {
+			continue
+		}
+		if len(f) > 4 && f[4] == "kB" {
+			v <<= 10
+		}
+		switch f[2] {
+		case "MemTotal:":
+			total = v
+		case "MemFree:":
+			free = v
+		}
+	}
+	return total, free
+}
+
+var hugeDir = regexp.MustCompile(`^hugepages-(\d+)kB$`)
+
+func (c *collector) hugePools(subject, dir string) []host.HugePagePool {
+	pools := []host.HugePagePool{}
+	for _, name := range c.list(subject, dir) {
+		m := hugeDir.FindStringSubmatch(name)
+		if m == nil {
+			continue
+		}
+		kb, _ := strconv.ParseInt(m[1], 10, 64)
+		p := host.HugePagePool{PageSizeBytes: kb << 10}
+		p.Total, _ = c.num(subject, dir+"/"+name+"/nr_hugepages")
+		p.Free, _ = c.num(subject, dir+"/"+name+"/free_hugepages")
+		p.Surplus, _ = c.num(subject, dir+"/"+name+"/surplus_hugepages")
+		pools = append(pools, p)
+	}
+	slices.SortFunc(pools, func(a, b host.HugePagePool) int { return cmp.Compare(a.PageSizeBytes, b.PageSizeBytes) })
+	return pools
+}

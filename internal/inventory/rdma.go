@@ -1,0 +1,200 @@
+package inventory
+
+import (
+	"cmp"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/rdmalab/rdmalab/internal/host"
+)
+
+const ibClass = "/sys/class/infiniband"
+
+func (c *collector) rdma() {
+	for _, name := range c.list("rdma", ibClass) {
+		c.snap.RDMADevices = append(c.snap.RDMADevices, c.rdmaDevice(name))
+	}
+	slices.SortFunc(c.snap.RDMADevices, func(a, b host.RDMADevice) int { return naturalCompare(a.Name, b.Name) })
+}
+
+func (c *collector) rdmaDevice(name string) host.RDMADevice {
+	dir := ibClass + "/" + name
+	subject := name
+	d := host.RDMADevice{Name: name, NUMANode: -1, Ports: []host.RDMAPort{}}
+	if s, ok := c.str(subject, dir+"/node_type"); ok {
+		if _, n, err := host.ParseEnumState(s); err == nil {
+			d.NodeType = n
+		} else {
+			c.fail(subject, dir+"/node_type", err)
+		}
+	}
+	d.NodeGUID, _ = c.str(subject, dir+"/node_guid")
+	d.SysImageGUID, _ = c.str(subject, dir+"/sys_image_guid")
+	d.NodeDesc, _ = c.str(subject, dir+"/node_desc")
+	d.FWVersion, _ = c.str(subject, dir+"/fw_ver")
+	d.BoardID, _ = c.str(subject, dir+"/board_id")
+	d.HCAType, _ = c.str(subject, dir+"/hca_type")
+	if real, err := c.fs.Realpath(dir + "/device"); err == nil {
+		if a, err := host.ParsePCIAddress(path.Base(real)); err == nil {
+			d.PCIAddress = a.String()
+			if p := c.snap.PCI(d.PCIAddress); p != nil {
+				d.Driver = p.Driver
+				d.NUMANode = p.LocalityNUMANode
+			}
+		}
+	}
+	d.HWCounters, _ = c.counters(subject, dir+"/hw_counters")
+	for _, p := range c.list(subject, dir+"/ports") {
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			continue
+		}
+		d.Ports = append(d.Ports, c.rdmaPort(name, n, dir+"/ports/"+p))
+	}
+	slices.SortFunc(d.Ports, func(a, b host.RDMAPort) int { return cmp.Compare(a.Port, b.Port) })
+	return d
+}
+
+func (c *collector) rdmaPort(dev string, n int, dir string) host.RDMAPort {
+	subject := dev + " port " + strconv.Itoa(n)
+	p := host.RDMAPort{Port: n}
+	enum := func(file string) (int, string) {
+		s, ok := c.str(subject, dir+"/"+file)
+		if !ok {
+			return 0, ""
+		}
+		id, name, err := host.ParseEnumState(s)
+		if err != nil {
+			c.fail(subject, dir+"/"+file, err)
+		}
+		return id, name
+	}
+	p.StateID, p.State = enum("state")
+	p.PhysStateID, p.PhysState = enum("phys_state")
+	if s, ok := c.str(subject, dir+"/rate"); ok {
+		r, err := host.ParseIBRate(s)
+		if err != nil {
+			c.fail(subject, dir+"/rate", err)
+		}
+		p.Rate, p.RateGbps = r, r.Gbps
+	}
+	p.LinkLayer, _ = c.str(subject, dir+"/link_layer")
+	num := func(file string) int {
+		v, _ := c.num(subject, dir+"/"+file)
+		return int(v)
+	}
+	opt := func(file string) *int {
+		if v, ok := c.num(subject, dir+"/"+file); ok {
+			n := int(v)
+			return &n
+		}
+		return nil
+	}
+	p.LID, p.SMLID = opt("lid"), opt("sm_lid")
+	p.SMSL, p.LMC = num("sm_sl"), num("lid_mask_count")
+	p.CapMask, _ = c.str(subject, dir+"/cap_mask")
+	p.GIDs = c.gids(subject, dir)
+	var na []string
+	p.Counters, na = c.counters(subject, dir+"/counters")
+	p.Unavailable = append(p.Unavailable, na...)
+	p.HWCounters, na = c.counters(subject, dir+"/hw_counters")
+	for _, f := range na {
+		p.Unavailable = append(p.Unavailable, "hw_counters/"+f)
+	}
+	for _, g := range p.GIDs {
+		if g.NetDev != "" && !slices.Contains(p.NetDevs, g.NetDev) {
+			p.NetDevs = append(p.NetDevs, g.NetDev)
+		}
+	}
+	return p
+}
+
+// gids reads the non-zero entries of a port's GID table. Types and ndevs
+// of an entry can fail with EINVAL (no netdev, container namespaces); that
+// leaves the field empty and is not an error.
+func (c *collector) gids(subject, dir string) []host.GID {
+	var out []host.GID
+	names := c.list(subject, dir+"/gids")
+	slices.SortFunc(names, naturalCompare)
+	for _, name := range names {
+		idx, err := strconv.Atoi(name)
+		if err != nil {
+			continue
+		}
+		s, err := c.fs.ReadString(dir + "/gids/" + name)
+		if err != nil {
+			continue
+		}
+		a, err := host.ParseGID(s)
+		if err != nil {
+			c.fail(subject, dir+"/gids/"+name, err)
+			continue
+		}
+		if b := a.As16(); a.IsUnspecified() || [8]byte(b[8:]) == [8]byte{} {
+			// Empty slots read as zeros, or as the fe80:: prefix with a zero
+			// interface id on older kernels; perftest and NCCL skip both.
+			continue
+		}
+		g := host.GID{Index: idx, GID: a.String()}
+		g.Type, _ = c.fs.ReadString(dir + "/gid_attrs/types/" + name)
+		g.NetDev, _ = c.fs.ReadString(dir + "/gid_attrs/ndevs/" + name)
+		if v4, ok := host.GIDIPv4(a); ok {
+			g.IPv4 = v4.String()
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+// counters reads every file of a counters directory. Files that are not
+// numbers ("N/A (no PMA)") or fail to read (EINVAL on some ConnectX-7
+// counters) are returned by name, not as errors: the port stays readable.
+func (c *collector) counters(subject, dir string) (map[string]uint64, []string) {
+	names := c.list(subject, dir)
+	if len(names) == 0 {
+		return nil, nil
+	}
+	vals := map[string]uint64{}
+	var unavailable []string
+	for _, n := range names {
+		if n == "lifespan" {
+			continue
+		}
+		s, err := c.fs.ReadString(dir + "/" + n)
+		if err != nil {
+			if !c.fs.IsDir(dir + "/" + n) {
+				unavailable = append(unavailable, n)
+			}
+			continue
+		}
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			unavailable = append(unavailable, n)
+			continue
+		}
+		vals[n] = v
+	}
+	return vals, unavailable
+}
+
+var digitsRE = regexp.MustCompile(`\d+|\D+`)
+
+// naturalCompare orders mlx5_2 before mlx5_10.
+func naturalCompare(a, b string) int {
+	pa, pb := digitsRE.FindAllString(a, -1), digitsRE.FindAllString(b, -1)
+	for i := 0; i < len(pa) && i < len(pb); i++ {
+		if pa[i] == pb[i] {
+			continue
+		}
+		na, ea := strconv.Atoi(pa[i])
+		nb, eb := strconv.Atoi(pb[i])
+		if ea == nil && eb == nil {
+			return cmp.Compare(na, nb)
+		}
+		return strings.Compare(pa[i], pb[i])
+	}
+	return cmp.Compare(len(pa), len(pb))
+}
