@@ -55,6 +55,10 @@ type NUMANode struct {
 	// Distances is the SLIT row, indexed like NUMANodes' ids in order.
 	Distances []int          `json:"distances"`
 	HugePages []HugePagePool `json:"hugepages"`
+	// GPUMemoryOf is set when the node is a GPU's memory exposed as a NUMA
+	// node (POWER9/Grace with coherent GPUs, from /proc/driver/nvidia/gpus/*/numa_status);
+	// such a node has no CPUs and is not where host threads or hugepages go.
+	GPUMemoryOf string `json:"gpu_memory_of,omitempty"`
 }
 
 // HugePagePool is one page size's pool on a node, or system-wide.

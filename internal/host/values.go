@@ -316,3 +316,31 @@ func ParseSize(s string) (int64, error) {
 	}
 	return v * mult, nil
 }
+
+// ParseCPUMask parses the kernel's CPU bitmap ("00000000,0000ffff": 32-bit
+// hex words, most significant first) into CPU ids.
+func ParseCPUMask(s string) ([]int, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, nil
+	}
+	words := strings.Split(s, ",")
+	var cpus []int
+	for i := len(words) - 1; i >= 0; i-- {
+		w := strings.TrimPrefix(words[i], "0x")
+		if len(w) == 0 || len(w) > 8 {
+			return nil, fmt.Errorf("cpu mask %q: want 32-bit hex words joined by commas", s)
+		}
+		v, err := strconv.ParseUint(w, 16, 32)
+		if err != nil {
+			return nil, fmt.Errorf("cpu mask %q: %w", s, err)
+		}
+		base := (len(words) - 1 - i) * 32
+		for b := 0; b < 32; b++ {
+			if v&(1<<b) != 0 {
+				cpus = append(cpus, base+b)
+			}
+		}
+	}
+	return cpus, nil
+}

@@ -219,6 +219,7 @@ func (c *collector) numa() {
 		n.HugePages = c.hugePools(subject, dir+"/hugepages")
 		c.snap.NUMANodes = append(c.snap.NUMANodes, n)
 	}
+	c.gpuMemoryNodes()
 	if len(c.snap.NUMANodes) == 0 && len(c.snap.CPUs) > 0 {
 		// A kernel without NUMA (or a capture without node/) has one node
 		// holding every CPU, which is how hwloc models it too.
@@ -228,10 +229,51 @@ func (c *collector) numa() {
 		}
 		c.snap.NUMANodes = []host.NUMANode{{ID: 0, CPUs: cpuset.New(all...).String(), MemTotalBytes: c.snap.Kernel.MemTotalBytes, Distances: []int{10}, HugePages: c.snap.Kernel.HugePages}}
 	}
+	if len(c.snap.CPUs) > 0 {
+		// A node can list CPUs that have no cpuN directory only in a pruned
+		// capture; keep the node to the CPUs that exist, as hwloc does.
+		var known []int
+		for _, cpu := range c.snap.CPUs {
+			known = append(known, cpu.ID)
+		}
+		all := cpuset.New(known...)
+		for i := range c.snap.NUMANodes {
+			if set, err := cpuset.Parse(c.snap.NUMANodes[i].CPUs); err == nil {
+				c.snap.NUMANodes[i].CPUs = set.Intersection(all).String()
+			}
+		}
+	}
 	for i := range c.snap.CPUs {
 		for _, n := range c.snap.NUMANodes {
 			if set, err := cpuset.Parse(n.CPUs); err == nil && set.Contains(c.snap.CPUs[i].ID) {
 				c.snap.CPUs[i].NUMANode = n.ID
+			}
+		}
+	}
+}
+
+// gpuMemoryNodes marks NUMA nodes that are GPU memory (the NVIDIA driver
+// names them in /proc/driver/nvidia/gpus/<bdf>/numa_status).
+func (c *collector) gpuMemoryNodes() {
+	const base = "/proc/driver/nvidia/gpus"
+	for _, bdf := range c.list("numa", base) {
+		s, ok := c.str("gpu "+bdf, base+"/"+bdf+"/numa_status")
+		if !ok {
+			continue
+		}
+		for _, line := range strings.Split(s, "\n") {
+			v, found := strings.CutPrefix(line, "Node:")
+			if !found {
+				continue
+			}
+			id, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil || id < 0 {
+				continue
+			}
+			for i := range c.snap.NUMANodes {
+				if c.snap.NUMANodes[i].ID == id {
+					c.snap.NUMANodes[i].GPUMemoryOf = bdf
+				}
 			}
 		}
 	}

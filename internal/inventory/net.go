@@ -85,7 +85,18 @@ func (c *collector) netdevPort(name string) int {
 }
 
 func (c *collector) gpus() {
+	// The NVIDIA driver lists its GPUs; that names them even where a
+	// capture lost the vendor file.
+	nv := map[string]bool{}
+	for _, bdf := range c.list("gpus", "/proc/driver/nvidia/gpus") {
+		if a, err := host.ParsePCIAddress(bdf); err == nil {
+			nv[a.String()] = true
+		}
+	}
 	for _, d := range c.snap.PCIDevices {
+		if nv[d.Address] && d.Vendor == "" {
+			d.Vendor = host.VendorNVIDIA
+		}
 		if !host.IsGPUClass(d.Class, d.Vendor) {
 			continue
 		}

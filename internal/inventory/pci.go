@@ -55,6 +55,14 @@ func (c *collector) pciDevice(addr, dir string) host.PCIDevice {
 	}
 	if s, ok := c.str(subject, dir+"/local_cpulist"); ok {
 		d.LocalCPUs = canonCPUList(s)
+	} else if s, ok := c.str(subject, dir+"/local_cpus"); ok {
+		// Older kernels and some arches (POWER) only have the mask.
+		cpus, err := host.ParseCPUMask(s)
+		if err != nil {
+			c.fail(subject, dir+"/local_cpus", err)
+		} else {
+			d.LocalCPUs = cpuset.New(cpus...).String()
+		}
 	}
 	if g := c.linkBase(dir + "/iommu_group"); g != "" {
 		if n, err := strconv.Atoi(g); err == nil {

@@ -179,12 +179,32 @@ func (m Machine) cpus(w *writer) {
 		w.file(d+"/topology/physical_package_id", strconv.Itoa(pkg))
 		w.file(d+"/topology/die_id", strconv.Itoa(node%m.NodesPerSocket))
 		w.file(d+"/topology/core_id", strconv.Itoa(core%(m.CoresPerNode*m.NodesPerSocket)))
-		w.file(d+"/topology/thread_siblings_list", cpuset.New(sib...).String())
-		w.file(d+"/topology/core_siblings_list", cpuset.New(m.socketCPUs(pkg)...).String())
+		pkgCPUs := m.socketCPUs(pkg)
+		for _, f := range []struct {
+			name string
+			cpus []int
+		}{{"thread_siblings", sib}, {"core_cpus", sib}, {"core_siblings", pkgCPUs}, {"package_cpus", pkgCPUs}, {"die_cpus", m.CPUsOfNode(node)}} {
+			w.file(d+"/topology/"+f.name, cpuMask(f.cpus, all))
+			w.file(d+"/topology/"+f.name+"_list", cpuset.New(f.cpus...).String())
+		}
 		if m.Governor != "" {
 			w.file(d+"/cpufreq/scaling_governor", m.Governor)
 		}
 	}
+}
+
+// cpuMask prints CPUs as the kernel's bitmap: 32-bit hex words, most
+// significant first, joined by commas.
+func cpuMask(cpus []int, total int) string {
+	words := make([]uint32, (total+31)/32)
+	for _, c := range cpus {
+		words[c/32] |= 1 << (c % 32)
+	}
+	parts := make([]string, len(words))
+	for i, wd := range words {
+		parts[len(words)-1-i] = fmt.Sprintf("%08x", wd)
+	}
+	return strings.Join(parts, ",")
 }
 
 func (m Machine) socketCPUs(pkg int) []int {
@@ -217,6 +237,7 @@ func (m Machine) numa(w *writer) {
 	for i := 0; i < n; i++ {
 		d := fmt.Sprintf("%s/node%d", base, i)
 		w.file(d+"/cpulist", cpuset.New(m.CPUsOfNode(i)...).String())
+		w.file(d+"/cpumap", cpuMask(m.CPUsOfNode(i), m.nodes()*m.CoresPerNode*m.Threads))
 		var dist []string
 		for j := 0; j < n; j++ {
 			dist = append(dist, strconv.Itoa(m.distance(i, j)))
@@ -310,6 +331,7 @@ func (m Machine) pciFunc(w *writer, f PCIFunc) {
 	w.file(d+"/numa_node", strconv.Itoa(f.Node))
 	if f.Node >= 0 {
 		w.file(d+"/local_cpulist", cpuset.New(m.CPUsOfNode(f.Node)...).String())
+		w.file(d+"/local_cpus", cpuMask(m.CPUsOfNode(f.Node), m.nodes()*m.CoresPerNode*m.Threads))
 	}
 	if f.Link != "" {
 		speed, width, _ := strings.Cut(f.Link, " x")

@@ -1,0 +1,24 @@
+package inventory
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rdmalab/rdmalab/internal/testhost"
+)
+
+func TestMain(m *testing.M) { os.Exit(testhost.Main(m)) }
+
+func timeNow() time.Time { return time.Now() }
+
+func countFiles(root string) int {
+	n := 0
+	filepath.WalkDir(root, func(_ string, d fs.DirEntry, _ error) error {
+		n++
+		return nil
+	})
+	return n
+}
