@@ -1,7 +1,49 @@
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"fmt"
+
+	"github.com/rdmalab/rdmalab/examples"
+	"github.com/rdmalab/rdmalab/internal/report"
+	"github.com/spf13/cobra"
+)
 
 func newDemoCmd() *cobra.Command {
-	return &cobra.Command{Use: "demo", Short: "Run every stage on the built-in example hosts", RunE: func(cmd *cobra.Command, _ []string) error { return nil }}
+	var only string
+	c := &cobra.Command{
+		Use:   "demo",
+		Short: "Run every stage on the built-in example hosts (no root, no hardware)",
+		Long: `demo runs rdmalab on the example hosts built into the binary: the EPYC lab
+host of "Building a Multi-Node RDMA Lab on a Single Machine" (two RTX 3090s,
+two ConnectX-4 Lx, RoCE 25G), a Dell R730 on a QDR InfiniBand switch, and an
+HGX 8×H200 host with eight ConnectX-7 behind four PCIe switches.
+
+Any command reads them too: --snapshot example:NAME.`,
+		Example: `  rdmalab demo
+  rdmalab demo --host hgx-h200
+  rdmalab inventory --snapshot example:seed000-epyc --output json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			// The homelab first: it is the one most readers have.
+			names := []string{"seed000-epyc", "r730-qdr", "hgx-h200"}
+			if only != "" {
+				names = []string{only}
+			}
+			w := cmd.OutOrStdout()
+			for i, name := range names {
+				s, err := examples.Load(name)
+				if err != nil {
+					return usageErr("%v", err)
+				}
+				if i > 0 {
+					fmt.Fprintln(w)
+				}
+				fmt.Fprintf(w, "━━━ example host %s: rdmalab inventory --snapshot example:%s\n\n", name, name)
+				report.Inventory(w, s)
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&only, "host", "", "run on this example host only")
+	return c
 }

@@ -3,7 +3,9 @@ package cli
 import (
 	"os"
 	"path/filepath"
+	"strings"
 
+	"github.com/rdmalab/rdmalab/examples"
 	"github.com/rdmalab/rdmalab/internal/capture"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/hostfs"
@@ -19,7 +21,7 @@ type hostInput struct {
 
 func (in *hostInput) register(c *cobra.Command, multi bool) {
 	c.Flags().StringVar(&in.root, "root", "/", "read the host from this root: a directory or a capture .tar.gz (rdmalab gather)")
-	help := "read a saved snapshot instead of a host (from 'rdmalab inventory --output json')"
+	help := "read a saved snapshot instead of a host (from 'rdmalab inventory --output json'; example:NAME for a built-in one)"
 	if multi {
 		help += "; repeat for a fleet"
 	}
@@ -31,7 +33,11 @@ func (in *hostInput) load() ([]*host.Snapshot, error) {
 	if len(in.snapshots) > 0 {
 		var out []*host.Snapshot
 		for _, p := range in.snapshots {
-			s, err := host.Load(p)
+			load := host.Load
+			if name, ok := strings.CutPrefix(p, "example:"); ok {
+				p, load = name, examples.Load
+			}
+			s, err := load(p)
 			if err != nil {
 				return nil, usageErr("%v", err)
 			}

@@ -34,6 +34,9 @@ type FS struct {
 	root   string
 	rec    *Recorder
 	mounts map[string]string // host path -> directory on this machine
+	// dirs caches resolved directories: sysfs paths are deep and share
+	// prefixes, and resolving each component is one lstat.
+	dirs sync.Map
 }
 
 // New returns an FS rooted at root ("/" for the live host).
@@ -103,8 +106,27 @@ func (f *FS) hostPath(p string) string {
 // resolved host path (absolute, slash-separated, inside the root).
 func (f *FS) resolve(p string) (string, error) {
 	p = path.Clean("/" + p)
+	if p == "/" {
+		return p, nil
+	}
+	dir, base := path.Split(p)
+	dir = path.Clean(dir)
+	var rdir string
+	if v, ok := f.dirs.Load(dir); ok {
+		rdir = v.(string)
+	} else {
+		var err error
+		if rdir, err = f.walk(dir, "/"); err != nil {
+			return "", err
+		}
+		f.dirs.Store(dir, rdir)
+	}
+	return f.walk(base, rdir)
+}
+
+// walk resolves the relative path p from the resolved directory cur.
+func (f *FS) walk(p, cur string) (string, error) {
 	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
-	cur := "/"
 	hops := 0
 	for len(parts) > 0 {
 		part := parts[0]
@@ -212,6 +234,16 @@ func (f *FS) ReadDir(p string) ([]string, error) {
 	names := make([]string, 0, len(ents))
 	for _, e := range ents {
 		names = append(names, e.Name())
+		// A listing replays only if its subdirectories and links exist in
+		// the capture, even those never read (iommu_groups/N).
+		switch {
+		case e.Type()&fs.ModeSymlink != 0:
+			if target, err := os.Readlink(f.hostPath(path.Join(r, e.Name()))); err == nil {
+				f.note(path.Join(r, e.Name()), kindLink, target)
+			}
+		case e.IsDir():
+			f.note(path.Join(r, e.Name()), kindDir, "")
+		}
 	}
 	slices.Sort(names)
 	return names, nil

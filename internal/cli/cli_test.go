@@ -1,0 +1,140 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rdmalab/rdmalab/internal/host"
+	"github.com/rdmalab/rdmalab/internal/testhost"
+)
+
+func TestMain(m *testing.M) { os.Exit(testhost.Main(m)) }
+
+func run(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var o, e bytes.Buffer
+	code = Main(args, &o, &e)
+	return o.String(), e.String(), code
+}
+
+func decode(t *testing.T, s string) *host.Snapshot {
+	t.Helper()
+	snap, err := host.Decode(strings.NewReader(s))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, s)
+	}
+	return snap
+}
+
+func TestInventoryOnSeedTree(t *testing.T) {
+	root := testhost.WriteTree(t, testhost.Seed000())
+	out, errOut, code := run(t, "inventory", "--root", root)
+	if code != ExitOK || errOut != "" {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"epyc-lab", "GPU GeForce RTX 3090", "enp65s0f0np0 mlx5_0", "::ffff:10.0.0.1", "SYS"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q", want)
+		}
+	}
+	js, _, code := run(t, "inventory", "--root", root, "--output", "json")
+	s := decode(t, js)
+	if code != ExitOK || s.SchemaVersion != host.SchemaVersion || len(s.RDMADevices) != 4 {
+		t.Fatalf("json: exit %d, %+v", code, s)
+	}
+	// The snapshot goes back in and renders the same tables.
+	snapFile := filepath.Join(t.TempDir(), "h.json")
+	os.WriteFile(snapFile, []byte(js), 0o644)
+	again, _, code := run(t, "inventory", "--snapshot", snapFile)
+	if code != ExitOK || again != out {
+		t.Errorf("--snapshot renders differently (exit %d)", code)
+	}
+}
+
+// gather captures exactly what inventory reads; replaying the capture gives
+// the same snapshot.
+func TestGatherRoundTrip(t *testing.T) {
+	root := testhost.WriteTree(t, testhost.HGX())
+	archive := filepath.Join(t.TempDir(), "hgx.tar.gz")
+	_, errOut, code := run(t, "gather", archive, "--root", root)
+	if code != ExitOK || !strings.Contains(errOut, "wrote "+archive) {
+		t.Fatalf("gather exit %d: %s", code, errOut)
+	}
+	direct, _, _ := run(t, "inventory", "--root", root, "-o", "json")
+	replayed, errOut, code := run(t, "inventory", "--root", archive, "-o", "json")
+	if code != ExitOK {
+		t.Fatalf("replay exit %d: %s", code, errOut)
+	}
+	a, b := decode(t, direct), decode(t, replayed)
+	a.Source, b.Source = "", ""
+	a.CollectedAt = b.CollectedAt
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	if !bytes.Equal(ja, jb) {
+		t.Errorf("replayed capture differs from the host it captured")
+	}
+	if st, _ := os.Stat(archive); st.Size() > 1<<20 {
+		t.Errorf("capture is %d bytes; it should hold only what inventory reads", st.Size())
+	}
+	if _, err := os.Stat(archive + ".partial"); err == nil {
+		t.Error("a .partial file was left behind")
+	}
+}
+
+func TestPartialInfinibandCapture(t *testing.T) {
+	caps := testhost.Captures(t)
+	c := caps["sys-class-infiniband-h100.0"]
+	out, errOut, code := run(t, "inventory", "--root", c.Root)
+	if code != ExitOK || !strings.Contains(out, "mlx5_bond_0") || !strings.Contains(out, "400 Gb/sec (4X NDR)") {
+		t.Fatalf("exit %d %s\n%s", code, errOut, out)
+	}
+}
+
+func TestUserMistakesExitTwoWithoutStack(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nope")
+	notSnap := filepath.Join(t.TempDir(), "x.json")
+	os.WriteFile(notSnap, []byte(`{"hello":1}`), 0o644)
+	empty := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"inventory", "--root", missing}, missing},
+		{[]string{"inventory", "--root", empty}, "no sys/ or proc/"},
+		{[]string{"inventory", "--snapshot", notSnap}, "no schema_version"},
+		{[]string{"inventory", "--snapshot", "example:nope"}, "have hgx-h200"},
+		{[]string{"inventory", "--output", "yaml"}, "want table or json"},
+		{[]string{"inventory", "--frobnicate"}, "unknown flag"},
+		{[]string{"gather", "out.zip"}, "must end in .tar.gz"},
+		{[]string{"gather"}, "accepts 1 arg"},
+		{[]string{"nosuchcommand"}, "unknown command"},
+	} {
+		_, errOut, code := run(t, tc.args...)
+		if code != ExitUsage || !strings.Contains(errOut, tc.want) || strings.Contains(errOut, "goroutine") {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 mentioning %q", tc.args, code, errOut, tc.want)
+		}
+	}
+}
+
+func TestDemo(t *testing.T) {
+	out, _, code := run(t, "demo")
+	if code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{"example host seed000-epyc", "example host hgx-h200", "columbia.lab", "PIX"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo lacks %q", want)
+		}
+	}
+}
+
+func TestHelpTeaches(t *testing.T) {
+	out, _, code := run(t, "inventory", "--help")
+	if code != ExitOK || !strings.Contains(out, "Example") || !strings.Contains(out, "--snapshot") {
+		t.Errorf("help: exit %d\n%s", code, out)
+	}
+}
