@@ -386,44 +386,24 @@ func normModule(s string) string {
 // Normalize makes absent lists empty so that JSON shows [] rather than null
 // and consumers never need a nil check.
 func (s *Snapshot) Normalize() {
-	for _, p := range []*[]KernelParam{&s.Kernel.Params} {
-		if *p == nil {
-			*p = []KernelParam{}
-		}
-	}
-	if s.Kernel.Modules == nil {
-		s.Kernel.Modules = []Module{}
-	}
-	if s.Kernel.HugePages == nil {
-		s.Kernel.HugePages = []HugePagePool{}
-	}
-	if s.NUMANodes == nil {
-		s.NUMANodes = []NUMANode{}
-	}
-	if s.CPUs == nil {
-		s.CPUs = []CPU{}
-	}
-	if s.PCIDevices == nil {
-		s.PCIDevices = []PCIDevice{}
-	}
-	if s.GPUs == nil {
-		s.GPUs = []GPU{}
-	}
-	if s.RDMADevices == nil {
-		s.RDMADevices = []RDMADevice{}
-	}
+	emptyIfNil(&s.Kernel.Params)
+	emptyIfNil(&s.Kernel.Modules)
+	emptyIfNil(&s.Kernel.HugePages)
+	emptyIfNil(&s.NUMANodes)
+	emptyIfNil(&s.CPUs)
+	emptyIfNil(&s.PCIDevices)
+	emptyIfNil(&s.GPUs)
+	emptyIfNil(&s.RDMADevices)
 	for i := range s.RDMADevices {
-		if s.RDMADevices[i].Ports == nil {
-			s.RDMADevices[i].Ports = []RDMAPort{}
-		}
+		emptyIfNil(&s.RDMADevices[i].Ports)
 	}
-	if s.NetDevs == nil {
-		s.NetDevs = []NetDev{}
-	}
-	if s.Affinity == nil {
-		s.Affinity = []AffinityPair{}
-	}
-	if s.Errors == nil {
-		s.Errors = []CollectError{}
+	emptyIfNil(&s.NetDevs)
+	emptyIfNil(&s.Affinity)
+	emptyIfNil(&s.Errors)
+}
+
+func emptyIfNil[T any](p *[]T) {
+	if *p == nil {
+		*p = []T{}
 	}
 }

@@ -1,6 +1,9 @@
 package testhost
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 const (
 	roceActive = "4: ACTIVE"
@@ -16,22 +19,6 @@ const (
 
 var unlimitedMemlock = "# RDMA pins memory\n* soft memlock unlimited\n* hard memlock unlimited\n"
 
-func fields(s string) []string {
-	var out []string
-	cur := ""
-	for _, r := range s + " " {
-		if r == ' ' {
-			if cur != "" {
-				out = append(out, cur)
-			}
-			cur = ""
-			continue
-		}
-		cur += string(r)
-	}
-	return out
-}
-
 // Seed000 is the EPYC 7551P lab host of seed 000: 4 NUMA nodes × 8 cores × 2
 // threads, RTX 3090s at 06:00.0 (node 0) and 21:00.0 (node 1), ConnectX-4 Lx
 // dual-port cards at 41:00.x (node 2) and 61:00.x (node 3) cabled back to back,
@@ -43,7 +30,7 @@ func Seed000() Machine {
 		Sockets: 1, NodesPerSocket: 4, CoresPerNode: 8, Threads: 2, MemPerNodeGiB: 64,
 		Distances:   [][]int{{10, 16, 16, 16}, {16, 10, 16, 16}, {16, 16, 10, 16}, {16, 16, 16, 10}},
 		HugePages1G: 16, Isolated: "2-29,34-61", NohzFull: "2-29,34-61", Governor: "performance",
-		Modules: fields(modsRDMA + " nvidia nvidia_uvm nvidia_modeset nvidia_drm nvidia_peermem vfio_pci vfio_iommu_type1 vfio"),
+		Modules: strings.Fields(modsRDMA + " nvidia nvidia_uvm nvidia_modeset nvidia_drm nvidia_peermem vfio_pci vfio_iommu_type1 vfio"),
 		Limits:  unlimitedMemlock, IOMMU: true,
 	}
 	group := 10
@@ -88,7 +75,7 @@ func R730() Machine {
 		Hostname: "columbia.lab", Kernel: "6.12.0-55.el10_0.x86_64",
 		Cmdline: "BOOT_IMAGE=(hd0,msdos1)/vmlinuz-6.12.0-55.el10_0.x86_64 root=/dev/mapper/rhel-root ro intel_iommu=on iommu=pt crashkernel=1G-4G:192M",
 		Sockets: 2, NodesPerSocket: 1, CoresPerNode: 14, Threads: 2, MemPerNodeGiB: 128, Governor: "performance",
-		Modules: fields(modsRDMA + " ib_ipoib nvidia nvidia_uvm nvidia_peermem"),
+		Modules: strings.Fields(modsRDMA + " ib_ipoib nvidia nvidia_uvm nvidia_peermem"),
 		Limits:  unlimitedMemlock, IOMMU: true,
 	}
 	m.PCI = []PCIFunc{
@@ -120,7 +107,7 @@ func HGX() Machine {
 		Cmdline: "BOOT_IMAGE=/boot/vmlinuz-6.8.0-45-generic root=UUID=3f1c0d5e-8a7b-4c2d-9e1f-0a1b2c3d4e5f ro intel_iommu=on iommu=pt default_hugepagesz=1G hugepagesz=1G hugepages=1024",
 		Sockets: 2, NodesPerSocket: 1, CoresPerNode: 48, Threads: 2, MemPerNodeGiB: 1024,
 		HugePages1G: 512, Governor: "performance",
-		Modules: fields(modsRDMA + " ib_ipoib nvidia nvidia_uvm nvidia_peermem nvme"),
+		Modules: strings.Fields(modsRDMA + " ib_ipoib nvidia nvidia_uvm nvidia_peermem nvme"),
 		Limits:  unlimitedMemlock, IOMMU: true,
 	}
 	m.PCI = []PCIFunc{
