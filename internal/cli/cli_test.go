@@ -125,7 +125,7 @@ func TestDemo(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d", code)
 	}
-	for _, want := range []string{"example host seed000-epyc", "example host hgx-h200", "columbia.lab", "PIX"} {
+	for _, want := range []string{"example host seed000-epyc", "example host hgx-h200", "columbia.lab", "PIX", "rdmalab doctor", "affinity.gpu-nic"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo lacks %q", want)
 		}
@@ -136,5 +136,53 @@ func TestHelpTeaches(t *testing.T) {
 	out, _, code := run(t, "inventory", "--help")
 	if code != ExitOK || !strings.Contains(out, "Example") || !strings.Contains(out, "--snapshot") {
 		t.Errorf("help: exit %d\n%s", code, out)
+	}
+}
+
+func TestDoctorExitCodesAndNHC(t *testing.T) {
+	healthy := testhost.WriteTree(t, testhost.Seed000())
+	out, _, code := run(t, "doctor", "--root", healthy)
+	if code != ExitOK || !strings.Contains(out, "0 fail") {
+		t.Fatalf("healthy host: exit %d\n%s", code, out)
+	}
+	sick := testhost.WriteTree(t, testhost.Seed000())
+	os.WriteFile(filepath.Join(sick, "sys/devices/pci0000:40/0000:40:01.1/0000:41:00.0/infiniband/mlx5_0/ports/1/state"), []byte("1: DOWN\n"), 0o644)
+	out, _, code = run(t, "doctor", "--root", sick)
+	if code != ExitFindings || !strings.Contains(out, "port.state") || !strings.Contains(out, "fix:") {
+		t.Fatalf("port down: exit %d\n%s", code, out)
+	}
+	out, _, code = run(t, "doctor", "--root", sick, "--nhc")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != ExitFindings || len(lines) != 1 || !strings.HasPrefix(lines[0], "ERROR: rdmalab: port.state: epyc-lab mlx5_0 port 1") {
+		t.Fatalf("nhc: exit %d %q", code, out)
+	}
+	js, _, code := run(t, "doctor", "--root", sick, "-o", "json")
+	var doc struct {
+		Findings []struct{ Check, Outcome string }
+		Counts   map[string]int
+	}
+	if err := json.Unmarshal([]byte(js), &doc); err != nil || code != ExitFindings || doc.Counts["fail"] != 1 {
+		t.Fatalf("json: exit %d err %v counts %v", code, err, doc.Counts)
+	}
+	if _, errOut, code := run(t, "doctor", "--expect-link-layer", "ethernetz"); code != ExitUsage || !strings.Contains(errOut, "want InfiniBand or Ethernet") {
+		t.Errorf("bad flag: exit %d %q", code, errOut)
+	}
+}
+
+func TestDoctorFleetOfSnapshots(t *testing.T) {
+	dir := t.TempDir()
+	var args []string
+	for i, rate := range []string{"400 Gb/sec (4X NDR)", "400 Gb/sec (4X NDR)", "200 Gb/sec (4X HDR)"} {
+		root := testhost.WriteTree(t, testhost.HGX())
+		os.WriteFile(filepath.Join(root, "proc/sys/kernel/hostname"), []byte("node"+string(rune('1'+i))+"\n"), 0o644)
+		os.WriteFile(filepath.Join(root, "sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:01.0/0000:19:00.0/infiniband/mlx5_0/ports/1/rate"), []byte(rate+"\n"), 0o644)
+		js, _, _ := run(t, "inventory", "--root", root, "-o", "json")
+		p := filepath.Join(dir, "n"+string(rune('1'+i))+".json")
+		os.WriteFile(p, []byte(js), 0o644)
+		args = append(args, "--snapshot", p)
+	}
+	out, _, code := run(t, append([]string{"doctor", "--nhc"}, args...)...)
+	if code != ExitFindings || !strings.Contains(out, "fleet.rate: node3") || !strings.Contains(out, "port.rate.below-expected: node3 mlx5_0 port 1") || strings.Contains(out, "node1") {
+		t.Fatalf("exit %d\n%s", code, out)
 	}
 }

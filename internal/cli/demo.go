@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/rdmalab/rdmalab/examples"
+	"github.com/rdmalab/rdmalab/internal/hostcheck"
 	"github.com/rdmalab/rdmalab/internal/report"
 	"github.com/spf13/cobra"
 )
@@ -12,7 +13,7 @@ func newDemoCmd() *cobra.Command {
 	var only string
 	c := &cobra.Command{
 		Use:   "demo",
-		Short: "Run every stage on the built-in example hosts (no root, no hardware)",
+		Short: "Run inventory and doctor on the built-in example hosts (no root, no hardware)",
 		Long: `demo runs rdmalab on the example hosts built into the binary: the EPYC lab
 host of "Building a Multi-Node RDMA Lab on a Single Machine" (two RTX 3090s,
 two ConnectX-4 Lx, RoCE 25G), a Dell R730 on a QDR InfiniBand switch, and an
@@ -40,6 +41,8 @@ Any command reads them too: --snapshot example:NAME.`,
 				}
 				fmt.Fprintf(w, "━━━ example host %s: rdmalab inventory --snapshot example:%s\n\n", name, name)
 				report.Inventory(w, s)
+				fmt.Fprintf(w, "━━━ rdmalab doctor --snapshot example:%s\n\n", name)
+				report.Findings(w, hostcheck.Run(s, hostcheck.Options{}), false)
 			}
 			return nil
 		},

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/rdmalab/rdmalab/examples"
+	"github.com/rdmalab/rdmalab/internal/hostcheck"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -43,4 +44,14 @@ func TestInventoryGolden(t *testing.T) {
 			golden(t, "inventory-"+name+".txt", buf.Bytes())
 		})
 	}
+}
+
+func TestFindingsGolden(t *testing.T) {
+	s, err := examples.Load("seed000-epyc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	Findings(&buf, hostcheck.Run(s, hostcheck.Options{ExpectRateGbps: 100}), true)
+	golden(t, "doctor-seed000-epyc.txt", buf.Bytes())
 }

@@ -1,0 +1,728 @@
+// Package hostcheck holds doctor's health rules over host snapshots: one
+// host at a time, and the fleet rules that compare hosts. Every rule is a
+// pure function of snapshots, table-tested without a filesystem.
+package hostcheck
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/host"
+	"k8s.io/utils/cpuset"
+)
+
+// Options are what the user expects of the hosts.
+type Options struct {
+	// ExpectRateGbps is the rate every active RDMA port should run at (0: no expectation).
+	ExpectRateGbps float64
+	// ExpectLinkLayer is "InfiniBand" or "Ethernet" ("" : no expectation).
+	ExpectLinkLayer string
+}
+
+// rule is one host rule.
+type rule struct {
+	check.Entry
+	run func(r rule, s *host.Snapshot, o Options) []check.Finding
+}
+
+// finding starts a finding of rule r about subject on host s.
+func (r rule) finding(s *host.Snapshot, out check.Outcome, subject, format string, a ...any) check.Finding {
+	return check.Finding{Check: r.ID, Outcome: out, Host: s.Hostname, Subject: subject, Message: fmt.Sprintf(format, a...)}
+}
+
+func ev(what, value, source string) check.Evidence {
+	return check.Evidence{What: what, Value: value, Source: source}
+}
+
+func portPath(dev string, port int, file string) string {
+	return fmt.Sprintf("/sys/class/infiniband/%s/ports/%d/%s", dev, port, file)
+}
+
+func portSubject(dev string, port int) string { return fmt.Sprintf("%s port %d", dev, port) }
+
+// nicMaxGbps is the fastest port each ConnectX generation can run.
+var nicMaxGbps = map[string]float64{
+	"0x1013": 100, "0x1015": 50, "0x1017": 100, "0x1019": 100, "0x101b": 200, "0x101d": 200,
+	"0x101f": 50, "0x1021": 400, "0x1023": 800, "0xa2d6": 200, "0xa2dc": 400,
+}
+
+// Rules is every host rule, in catalog order.
+var Rules = []rule{
+	{check.Entry{ID: "port.state", Title: "RDMA port is Active and LinkUp",
+		Why:    "A port that is Down, Polling or Init carries no traffic; Polling means no link partner or a bad cable.",
+		Source: "seed 001 (ibstat State/Physical state), seed 003 health check",
+		Fix:    "check the cable and the switch port; on InfiniBand a port stuck in Init waits for a subnet manager"}, portState},
+	{check.Entry{ID: "port.rate.below-expected", Title: "Port rate matches the expected fabric rate",
+		Why:    "A 200 Gb/s port that came up at 100 Gb/s is the most common silent failure: bad cable, wrong DAC, switch port forced low.",
+		Source: "seed 001; NHC check_hw_ib",
+		Fix:    "reseat or replace the cable/transceiver; check the switch port speed; ibportstate to query"}, portRateExpected},
+	{check.Entry{ID: "port.rate.below-nic-max", Title: "Port runs at what the NIC can do",
+		Why:    "A NIC on a slower switch or cable works, but below its own best; worth knowing before judging benchmarks.",
+		Source: "seeds 002/003 (EDR card on a QDR switch)",
+		Fix:    "expected on a slower fabric; otherwise check cable and switch"}, portRateNICMax},
+	{check.Entry{ID: "port.link-layer", Title: "Link layer is the one expected",
+		Why:    "A dual-mode ConnectX in the wrong mode is InfiniBand where Ethernet was meant, or the reverse.",
+		Source: "seed 001",
+		Fix:    "mlxconfig -d <dev> set LINK_TYPE_P1=1 (IB) or 2 (Ethernet), then reboot"}, portLinkLayer},
+	{check.Entry{ID: "pcie.link.degraded", Title: "NIC and GPU PCIe links trained at full width and speed",
+		Why:    "A NIC at x8 in a x16 slot, or at a lower generation, caps RDMA bandwidth well below line rate.",
+		Source: "seed 001 (check PCIe gen and lane count); NHC PR #90",
+		Fix:    "reseat the card, move it to a x16 slot wired to the CPU, check BIOS bifurcation and link speed settings"}, pcieDegraded},
+	{check.Entry{ID: "roce.mtu", Title: "RoCE netdev MTU allows RDMA MTU 4096",
+		Why:    "RoCE MTU is the largest IB MTU below netdev MTU − 96: 1500 gives 1024, 4200 gives 4096.",
+		Source: "seed 000 (jumbo frames), seed 001",
+		Fix:    "nmcli con modify <conn> 802-3-ethernet.mtu 4200 (or 9000) on every host and switch port"}, roceMTU},
+	{check.Entry{ID: "roce.gid.v2", Title: "RoCE port has a RoCE v2 GID for its IPv4 address",
+		Why:    "RoCE v2 (UDP/4791) is what modern stacks route; without a v2 GID bound to the netdev's address, perftest and NCCL pick a wrong index.",
+		Source: "seed 000 (GID table, -x 3), seed 001 (cma_roce_mode)",
+		Fix:    "assign an IPv4 address to the netdev; cma_roce_mode -d <dev> -p 1 -m 2; pass -x N / NCCL_IB_GID_INDEX=N"}, roceGID},
+	{check.Entry{ID: "ib.sm", Title: "InfiniBand port sees a subnet manager and has a LID",
+		Why:    "Nothing on an InfiniBand fabric routes until a subnet manager assigns LIDs.",
+		Source: "seed 001, seeds 002/003 (OpenSM)",
+		Fix:    "apt install opensm && systemctl enable --now opensm on exactly one node (or enable the switch's SM)"}, ibSM},
+	{check.Entry{ID: "port.errors", Title: "Error and drop counters are zero",
+		Why:    "Symbol errors, link downs and receive errors point at cables; out_of_buffer and sequence errors at drops on RoCE.",
+		Source: "seed 000 (rdma stat, ethtool -S), ibqueryerrors thresholds 0",
+		Fix:    "clear counters and watch their rate; replace the cable on a port whose symbol errors keep rising"}, portErrors},
+	{check.Entry{ID: "kernel.modules.rdma", Title: "RDMA kernel modules are loaded",
+		Why:    "ib_uverbs lets applications use verbs, ib_umad the management tools, ib_ipoib IP over InfiniBand.",
+		Source: "seed 003 (/etc/modules-load.d/hpc.conf)",
+		Fix:    "modprobe ib_uverbs ib_umad ib_ipoib; list them in /etc/modules-load.d/rdma.conf"}, rdmaModules},
+	{check.Entry{ID: "gpudirect.peermem", Title: "GPUDirect RDMA is possible (nvidia-peermem or DMA-BUF)",
+		Why:    "Without peermem (or the DMA-BUF path of the open kernel module) NIC↔GPU transfers bounce through host memory, often 5× slower.",
+		Source: "seed 001, seed 003, seed 004",
+		Fix:    "modprobe nvidia-peermem; echo nvidia-peermem > /etc/modules-load.d/nvidia-peermem.conf"}, peermem},
+	{check.Entry{ID: "memlock", Title: "Locked-memory limit is unlimited",
+		Why:    "RDMA pins memory; a small memlock limit makes registration fail.",
+		Source: "seed 003 (/etc/security/limits.d/99-hpc.conf)",
+		Fix:    "printf '* soft memlock unlimited\\n* hard memlock unlimited\\n' > /etc/security/limits.d/99-rdma.conf"}, memlock},
+	{check.Entry{ID: "iommu.passthrough", Title: "IOMMU in passthrough mode on an RDMA/GPU host",
+		Why:    "Translated DMA costs peer-to-peer performance; iommu=pt keeps host devices untranslated while VFIO still works.",
+		Source: "seed 000 (iommu=pt), RDMA reference §1.13",
+		Fix:    "grubby --update-kernel=ALL --args=iommu=pt (add intel_iommu=on on Intel), then reboot"}, iommuPT},
+	{check.Entry{ID: "hugepages.allocated", Title: "Hugepages asked for on the command line were allocated",
+		Why:    "hugepages=N that the kernel could not satisfy at boot leaves VMs without backing memory.",
+		Source: "seed 000 (grep HugePages_ /proc/meminfo)",
+		Fix:    "reserve them at boot (default_hugepagesz=1G hugepagesz=1G hugepages=N) with enough memory per node"}, hugepages},
+	{check.Entry{ID: "cpu.isolation.smt", Title: "isolcpus, nohz_full and rcu_nocbs agree and cover whole cores",
+		Why:    "Isolating one SMT thread while the host runs on its sibling makes the two compete for the core: latency spikes.",
+		Source: "seed 000",
+		Fix:    "isolate both siblings of every core (see thread_siblings_list); use the same set for isolcpus, nohz_full and rcu_nocbs"}, isolationSMT},
+	{check.Entry{ID: "cpu.governor", Title: "CPU frequency governor is performance",
+		Why:    "Frequency scaling skews benchmark results and perftest warns about it.",
+		Source: "seed 000, seed 003 (cpupower frequency-set -g performance)",
+		Fix:    "cpupower frequency-set -g performance"}, governor},
+	{check.Entry{ID: "numa.unknown", Title: "NICs and GPUs have a known NUMA node",
+		Why:    "Without locality, pinning and GPU↔NIC pairing are guesses.",
+		Source: "seed 000 (numa_node per device), hwloc",
+		Fix:    "enable ACPI SRAT/NUMA in the BIOS; in a VM, give the guest a NUMA topology with pxb-pcie per node"}, numaUnknown},
+	{check.Entry{ID: "affinity.gpu-nic", Title: "Each GPU has a NIC on its PCIe switch or host bridge",
+		Why:    "GPUDirect RDMA does not work well across host bridges and not at all across sockets (NCCL's default GDR level is PXB).",
+		Source: "seed 004, NCCL paths.cc",
+		Fix:    "move the NIC next to the GPU, or pair each GPU with its nearest NIC (NCCL_IB_HCA per rank)"}, gpuNIC},
+}
+
+func portState(r rule, s *host.Snapshot, o Options) []check.Finding {
+	var out []check.Finding
+	for _, d := range s.RDMADevices {
+		for _, p := range d.Ports {
+			sub := portSubject(d.Name, p.Port)
+			e := []check.Evidence{ev("state", fmt.Sprintf("%d: %s", p.StateID, p.State), portPath(d.Name, p.Port, "state")), ev("phys_state", fmt.Sprintf("%d: %s", p.PhysStateID, p.PhysState), portPath(d.Name, p.Port, "phys_state"))}
+			var f check.Finding
+			switch {
+			case p.State == "":
+				f = r.finding(s, check.Unknown, sub, "port state could not be read")
+			case p.State == "ACTIVE" && (p.PhysState == "LinkUp" || p.PhysState == ""):
+				f = r.finding(s, check.Pass, sub, "Active, LinkUp")
+			case p.State == "INIT" && p.LinkLayer == "InfiniBand":
+				f = r.finding(s, check.Fail, sub, "link is up but the port is Init: no subnet manager has configured it")
+				f.Fix = []string{"systemctl enable --now opensm   # on exactly one node", "sminfo   # shows the master SM once it runs"}
+			default:
+				f = r.finding(s, check.Fail, sub, "port is %s / %s: it carries no traffic", p.State, p.PhysState)
+				f.Fix = []string{"check the cable and the link partner (switch port enabled?)", fmt.Sprintf("ibstat %s %d", d.Name, p.Port)}
+			}
+			f.Evidence = e
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func activePorts(s *host.Snapshot, fn func(d host.RDMADevice, p host.RDMAPort)) {
+	for _, d := range s.RDMADevices {
+		for _, p := range d.Ports {
+			if p.State == "ACTIVE" {
+				fn(d, p)
+			}
+		}
+	}
+}
+
+func portRateExpected(r rule, s *host.Snapshot, o Options) []check.Finding {
+	if o.ExpectRateGbps <= 0 {
+		return nil
+	}
+	var out []check.Finding
+	activePorts(s, func(d host.RDMADevice, p host.RDMAPort) {
+		sub := portSubject(d.Name, p.Port)
+		e := []check.Evidence{ev("rate", p.Rate.Raw, portPath(d.Name, p.Port, "rate")), ev("expected", fmt.Sprintf("%g Gb/s", o.ExpectRateGbps), "--expect-rate")}
+		var f check.Finding
+		switch {
+		case p.RateGbps == 0:
+			f = r.finding(s, check.Unknown, sub, "rate could not be read")
+		case p.RateGbps < o.ExpectRateGbps:
+			f = r.finding(s, check.Fail, sub, "runs at %g Gb/s (%s), expected %g Gb/s", p.RateGbps, p.Rate.Raw, o.ExpectRateGbps)
+			f.Fix = strings.Split(r.Fix, "; ")
+		default:
+			f = r.finding(s, check.Pass, sub, "%g Gb/s as expected", p.RateGbps)
+		}
+		f.Evidence = e
+		out = append(out, f)
+	})
+	return out
+}
+
+func portRateNICMax(r rule, s *host.Snapshot, o Options) []check.Finding {
+	var out []check.Finding
+	activePorts(s, func(d host.RDMADevice, p host.RDMAPort) {
+		pci := s.PCI(d.PCIAddress)
+		if pci == nil || p.RateGbps == 0 {
+			return
+		}
+		max, ok := nicMaxGbps[pci.Device]
+		if !ok || pci.Vendor != host.VendorMellanox {
+			return
+		}
+		sub := portSubject(d.Name, p.Port)
+		f := r.finding(s, check.Pass, sub, "%g Gb/s, the best a %s does", p.RateGbps, host.DeviceName(pci.Vendor, pci.Device))
+		if p.RateGbps < max {
+			f = r.finding(s, check.Warn, sub, "runs at %g Gb/s; a %s can do %g Gb/s (slower switch or cable?)", p.RateGbps, host.DeviceName(pci.Vendor, pci.Device), max)
+			f.Fix = []string{r.Fix}
+		}
+		f.Evidence = []check.Evidence{ev("rate", p.Rate.Raw, portPath(d.Name, p.Port, "rate")), ev("nic", host.DeviceName(pci.Vendor, pci.Device)+" "+pci.Device, "/sys/bus/pci/devices/"+pci.Address+"/device")}
+		out = append(out, f)
+	})
+	return out
+}
+
+func portLinkLayer(r rule, s *host.Snapshot, o Options) []check.Finding {
+	if o.ExpectLinkLayer == "" {
+		return nil
+	}
+	var out []check.Finding
+	for _, d := range s.RDMADevices {
+		for _, p := range d.Ports {
+			sub := portSubject(d.Name, p.Port)
+			f := r.finding(s, check.Pass, sub, "%s as expected", p.LinkLayer)
+			switch {
+			case p.LinkLayer == "":
+				f = r.finding(s, check.Unknown, sub, "link layer could not be read")
+			case !strings.EqualFold(p.LinkLayer, o.ExpectLinkLayer):
+				f = r.finding(s, check.Fail, sub, "link layer is %s, expected %s", p.LinkLayer, o.ExpectLinkLayer)
+				mode := "2"
+				if strings.EqualFold(o.ExpectLinkLayer, "InfiniBand") {
+					mode = "1"
+				}
+				f.Fix = []string{fmt.Sprintf("mlxconfig -d %s set LINK_TYPE_P%d=%s && reboot", d.PCIAddress, p.Port, mode)}
+			}
+			f.Evidence = []check.Evidence{ev("link_layer", p.LinkLayer, portPath(d.Name, p.Port, "link_layer"))}
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func pcieDegraded(r rule, s *host.Snapshot, o Options) []check.Finding {
+	var out []check.Finding
+	var addrs []string
+	for _, d := range s.RDMADevices {
+		if d.PCIAddress != "" && !slices.Contains(addrs, d.PCIAddress) {
+			addrs = append(addrs, d.PCIAddress)
+		}
+	}
+	for _, g := range s.GPUs {
+		addrs = append(addrs, g.Address)
+	}
+	for _, a := range addrs {
+		d := s.PCI(a)
+		if d == nil {
+			continue
+		}
+		isGPU := host.IsGPUClass(d.Class, d.Vendor)
+		gt, w := s.LinkCeiling(d)
+		sub := d.Address
+		e := []check.Evidence{
+			ev("current", fmt.Sprintf("%g GT/s x%d", d.CurrentLinkSpeedGTps, d.CurrentLinkWidth), "/sys/bus/pci/devices/"+a+"/current_link_{speed,width}"),
+			ev("capable", fmt.Sprintf("%g GT/s x%d (device and slot)", gt, w), "/sys/bus/pci/devices/"+a+"/max_link_{speed,width} and its upstream port"),
+		}
+		var f check.Finding
+		switch {
+		case d.CurrentLinkWidth == 0 || w == 0:
+			f = r.finding(s, check.Unknown, sub, "PCIe link not readable")
+		case d.CurrentLinkWidth < w:
+			f = r.finding(s, check.Fail, sub, "PCIe link trained at x%d, the device and slot can do x%d", d.CurrentLinkWidth, w)
+			f.Fix = []string{r.Fix}
+		case d.CurrentLinkSpeedGTps < gt && isGPU:
+			// GPUs drop their link speed when idle; judge them under load.
+			f = r.finding(s, check.Warn, sub, "GPU link at Gen%d, capable of Gen%d (normal at idle; check under load)", host.PCIeGen(d.CurrentLinkSpeedGTps), host.PCIeGen(gt))
+		case d.CurrentLinkSpeedGTps < gt:
+			f = r.finding(s, check.Fail, sub, "PCIe link at Gen%d, the device and slot can do Gen%d", host.PCIeGen(d.CurrentLinkSpeedGTps), host.PCIeGen(gt))
+			f.Fix = []string{r.Fix}
+		default:
+			f = r.finding(s, check.Pass, sub, "Gen%d x%d, full width and speed", host.PCIeGen(d.CurrentLinkSpeedGTps), d.CurrentLinkWidth)
+		}
+		f.Evidence = e
+		out = append(out, f)
+	}
+	return out
+}
+
+// roceMTU: RoCE MTU = largest IB MTU <= netdev MTU - 96 (iboe_get_mtu).
+func roceMTU(r rule, s *host.Snapshot, o Options) []check.Finding {
+	var out []check.Finding
+	activePorts(s, func(d host.RDMADevice, p host.RDMAPort) {
+		if p.LinkLayer != "Ethernet" {
+			return
+		}
+		for _, name := range p.NetDevs {
+			n := s.NetDev(name)
+			if n == nil {
+				continue
+			}
+			sub := portSubject(d.Name, p.Port) + " (" + name + ")"
+			rdmaMTU := RoCEMTU(n.MTUBytes)
+			f := r.finding(s, check.Pass, sub, "netdev MTU %d gives RDMA MTU %d", n.MTUBytes, rdmaMTU)
+			if rdmaMTU < 4096 {
+				f = r.finding(s, check.Warn, sub, "netdev MTU %d limits RDMA MTU to %d (4096 needs ≥ 4192)", n.MTUBytes, rdmaMTU)
+				f.Fix = []string{fmt.Sprintf("nmcli con modify <connection of %s> 802-3-ethernet.mtu 4200 && nmcli con up <connection>", name), "ip link set " + name + " mtu 4200   # not persistent", "set the same MTU on the peer and every switch port"}
+			}
+			f.Evidence = []check.Evidence{ev("mtu", strconv.Itoa(n.MTUBytes), "/sys/class/net/"+name+"/mtu")}
+			out = append(out, f)
+		}
+	})
+	return out
+}
+
+// RoCEMTU is the RDMA MTU a RoCE port gets from its netdev MTU.
+func RoCEMTU(netdevMTU int) int {
+	for _, m := range []int{4096, 2048, 1024, 512, 256} {
+		if netdevMTU-96 >= m {
+			return m
+		}
+	}
+	return 0
+}
+
+func roceGID(r rule, s *host.Snapshot, o Options) []check.Finding {
+	var out []check.Finding
+	activePorts(s, func(d host.RDMADevice, p host.RDMAPort) {
+		if p.LinkLayer != "Ethernet" {
+			return
+		}
+		sub := portSubject(d.Name, p.Port)
+		var v2 *host.GID
+		for i, g := range p.GIDs {
+			if g.Type == host.GIDTypeRoCEv2 && g.IPv4 != "" {
+				v2 = &p.GIDs[i]
+				break
+			}
+		}
+		var f check.Finding
+		switch {
+		case v2 != nil:
+			f = r.finding(s, check.Pass, sub, "RoCE v2 GID index %d for %s: use -x %d / NCCL_IB_GID_INDEX=%d", v2.Index, v2.IPv4, v2.Index, v2.Index)
+			f.Evidence = []check.Evidence{ev("gid", fmt.Sprintf("%d %s %s %s", v2.Index, v2.GID, v2.Type, v2.NetDev), portPath(d.Name, p.Port, fmt.Sprintf("gids/%d", v2.Index)))}
+		case len(p.GIDs) == 0:
+			f = r.finding(s, check.Fail, sub, "no GIDs at all: the port has no usable address")
+			f.Fix = strings.Split(r.Fix, "; ")
+		default:
+			f = r.finding(s, check.Fail, sub, "no RoCE v2 GID with an IPv4 address (%d GIDs, none usable for routed RoCE v2)", len(p.GIDs))
+			f.Fix = strings.Split(r.Fix, "; ")
+		}
+		out = append(out, f)
+	})
+	return out
+}
+
+func ibSM(r rule, s *host.Snapshot, o Options) []check.Finding {
+	var out []check.Finding
+	activePorts(s, func(d host.RDMADevice, p host.RDMAPort) {
+		if p.LinkLayer != "InfiniBand" {
+			return
+		}
+		sub := portSubject(d.Name, p.Port)
+		var f check.Finding
+		switch {
+		case p.SMLID == nil || p.LID == nil:
+			f = r.finding(s, check.Unknown, sub, "lid/sm_lid not in the capture")
+		case *p.SMLID == 0:
+			f = r.finding(s, check.Fail, sub, "no subnet manager: sm_lid is 0")
+			f.Fix = []string{"systemctl enable --now opensm   # on exactly one node", "sminfo"}
+		case *p.LID == 0 || *p.LID >= 0xc000:
+			f = r.finding(s, check.Fail, sub, "port has no valid LID (0x%x)", *p.LID)
+			f.Fix = []string{"check the SM log (/var/log/opensm.log) for this port GUID"}
+		default:
+			f = r.finding(s, check.Pass, sub, "LID %d, SM at LID %d", *p.LID, *p.SMLID)
+		}
+		if p.LID != nil && p.SMLID != nil {
+			f.Evidence = []check.Evidence{ev("lid", strconv.Itoa(*p.LID), portPath(d.Name, p.Port, "lid")), ev("sm_lid", strconv.Itoa(*p.SMLID), portPath(d.Name, p.Port, "sm_lid"))}
+		}
+		out = append(out, f)
+	})
+	return out
+}
+
+// errorCounters are the counters whose non-zero value means trouble.
+var errorCounters = []string{"symbol_error", "link_downed", "link_error_recovery", "port_rcv_errors", "port_rcv_remote_physical_errors", "port_xmit_discards", "local_link_integrity_errors", "excessive_buffer_overrun_errors"}
+var errorHWCounters = []string{"out_of_buffer", "out_of_sequence", "packet_seq_err", "local_ack_timeout_err", "rnr_nak_retry_err", "req_transport_retries_exceeded"}
+
+func portErrors(r rule, s *host.Snapshot, o Options) []check.Finding {
+	var out []check.Finding
+	for _, d := range s.RDMADevices {
+		for _, p := range d.Ports {
+			sub := portSubject(d.Name, p.Port)
+			if len(p.Counters) == 0 && len(p.HWCounters) == 0 {
+				out = append(out, r.finding(s, check.Unknown, sub, "no counters readable"))
+				continue
+			}
+			var bad []check.Evidence
+			for _, c := range errorCounters {
+				if v := p.Counters[c]; v > 0 {
+					bad = append(bad, ev(c, strconv.FormatUint(v, 10), portPath(d.Name, p.Port, "counters/"+c)))
+				}
+			}
+			for _, c := range errorHWCounters {
+				if v := p.HWCounters[c]; v > 0 {
+					bad = append(bad, ev(c, strconv.FormatUint(v, 10), portPath(d.Name, p.Port, "hw_counters/"+c)))
+				}
+			}
+			if len(bad) == 0 {
+				out = append(out, r.finding(s, check.Pass, sub, "error counters are zero"))
+				continue
+			}
+			var names []string
+			for _, b := range bad {
+				names = append(names, b.What+"="+b.Value)
+			}
+			f := r.finding(s, check.Warn, sub, "non-zero error counters since boot: %s", strings.Join(names, ", "))
+			f.Evidence = bad
+			f.Fix = []string{"take a second snapshot later and compare: rising counters mean a live problem", r.Fix}
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func rdmaModules(r rule, s *host.Snapshot, o Options) []check.Finding {
+	if len(s.RDMADevices) == 0 {
+		return nil
+	}
+	if len(s.Kernel.Modules) == 0 {
+		return []check.Finding{r.finding(s, check.Unknown, "kernel", "/proc/modules not read")}
+	}
+	ib := false
+	for _, d := range s.RDMADevices {
+		for _, p := range d.Ports {
+			ib = ib || p.LinkLayer == "InfiniBand"
+		}
+	}
+	need := []string{"ib_uverbs"}
+	if ib {
+		need = append(need, "ib_umad")
+	}
+	var missing []string
+	for _, m := range need {
+		if !s.Kernel.HasModule(m) {
+			missing = append(missing, m)
+		}
+	}
+	if len(missing) == 0 {
+		return []check.Finding{r.finding(s, check.Pass, "kernel", "%s loaded", strings.Join(need, ", "))}
+	}
+	f := r.finding(s, check.Fail, "kernel", "RDMA devices present but %s not loaded", strings.Join(missing, ", "))
+	f.Evidence = []check.Evidence{ev("missing", strings.Join(missing, " "), "/proc/modules")}
+	f.Fix = []string{"modprobe " + strings.Join(missing, " "), fmt.Sprintf("printf '%%s\\n' %s > /etc/modules-load.d/rdma.conf", strings.Join(missing, " "))}
+	return []check.Finding{f}
+}
+
+func hasNVIDIAGPU(s *host.Snapshot) bool {
+	return slices.ContainsFunc(s.GPUs, func(g host.GPU) bool { return g.Vendor == host.VendorNVIDIA && g.Driver == "nvidia" })
+}
+
+func peermem(r rule, s *host.Snapshot, o Options) []check.Finding {
+	if !hasNVIDIAGPU(s) || len(s.RDMADevices) == 0 {
+		return nil
+	}
+	gd := s.Kernel.GPUDirect
+	switch {
+	case gd.PeerMem != "":
+		return []check.Finding{r.finding(s, check.Pass, "kernel", "%s loaded", gd.PeerMem)}
+	case gd.OpenKernelModule:
+		return []check.Finding{r.finding(s, check.Pass, "kernel", "no peermem, but the open kernel module allows DMA-BUF (kernel ≥ 5.12, CUDA ≥ 11.7)")}
+	case len(s.Kernel.Modules) == 0:
+		return []check.Finding{r.finding(s, check.Unknown, "kernel", "/proc/modules not read")}
+	}
+	f := r.finding(s, check.Fail, "kernel", "NVIDIA GPUs and RDMA NICs, but nvidia-peermem is not loaded: GPUDirect RDMA will stage through host memory")
+	f.Evidence = []check.Evidence{ev("nvidia_peermem", "not in /proc/modules", "/proc/modules")}
+	f.Fix = []string{"modprobe nvidia-peermem", "echo nvidia-peermem > /etc/modules-load.d/nvidia-peermem.conf", "if it fails to load: install MLNX_OFED/DOCA first, then the NVIDIA driver"}
+	return []check.Finding{f}
+}
+
+func memlock(r rule, s *host.Snapshot, o Options) []check.Finding {
+	if len(s.RDMADevices) == 0 {
+		return nil
+	}
+	ml := s.Kernel.Memlock
+	soft, hard := "", ""
+	var e []check.Evidence
+	for _, rule := range ml.Rules {
+		if rule.Domain != "*" && !strings.HasPrefix(rule.Domain, "@") {
+			continue
+		}
+		e = append(e, ev(rule.Domain+" "+rule.Type, rule.Value, fmt.Sprintf("%s:%d", rule.File, rule.Line)))
+		switch rule.Type {
+		case "soft":
+			soft = rule.Value
+		case "hard":
+			hard = rule.Value
+		case "-":
+			soft, hard = rule.Value, rule.Value
+		}
+	}
+	sub := "limits"
+	switch {
+	case soft == "unlimited" && hard == "unlimited":
+		f := r.finding(s, check.Pass, sub, "memlock unlimited for all users")
+		f.Evidence = e
+		return []check.Finding{f}
+	case ml.ProcessSoftBytes != nil && *ml.ProcessSoftBytes == -1 && len(ml.Rules) == 0:
+		f := r.finding(s, check.Pass, sub, "this process runs with memlock unlimited")
+		return []check.Finding{f}
+	case len(ml.Rules) == 0 && ml.ProcessSoftBytes == nil:
+		return []check.Finding{r.finding(s, check.Unknown, sub, "no limits.conf memlock rules and no process limits in the snapshot")}
+	}
+	msg := "memlock is not unlimited"
+	if ml.ProcessSoftBytes != nil && *ml.ProcessSoftBytes >= 0 {
+		msg += fmt.Sprintf(" (this process: %d KiB)", *ml.ProcessSoftBytes>>10)
+		e = append(e, ev("process soft limit", strconv.FormatInt(*ml.ProcessSoftBytes, 10)+" bytes", "/proc/self/limits"))
+	}
+	f := r.finding(s, check.Fail, sub, "%s: RDMA memory registration will fail for large buffers", msg)
+	f.Evidence = e
+	f.Fix = []string{"printf '* soft memlock unlimited\\n* hard memlock unlimited\\n' > /etc/security/limits.d/99-rdma.conf", "systemd services: LimitMEMLOCK=infinity", "log in again"}
+	return []check.Finding{f}
+}
+
+func iommuPT(r rule, s *host.Snapshot, o Options) []check.Finding {
+	if len(s.RDMADevices) == 0 || len(s.Kernel.Params) == 0 {
+		return nil
+	}
+	io := s.Kernel.IOMMU
+	f := r.finding(s, check.Pass, "kernel", "IOMMU off: DMA is untranslated")
+	switch {
+	case io.Present && io.Passthrough:
+		f = r.finding(s, check.Pass, "kernel", "IOMMU on with iommu=pt")
+	case io.Present:
+		f = r.finding(s, check.Warn, "kernel", "IOMMU translates DMA for host devices (no iommu=pt): GPU↔NIC peer traffic pays for it")
+		f.Fix = []string{r.Fix}
+	}
+	f.Evidence = []check.Evidence{ev("iommu groups", strconv.Itoa(io.Groups), "/sys/kernel/iommu_groups"), ev("cmdline", s.Kernel.Cmdline, "/proc/cmdline")}
+	return []check.Finding{f}
+}
+
+func hugepages(r rule, s *host.Snapshot, o Options) []check.Finding {
+	want, ok := s.Kernel.Param("hugepages")
+	if !ok {
+		return nil
+	}
+	n, err := strconv.ParseInt(want, 10, 64)
+	if err != nil {
+		return nil // the per-node "0:32,1:32" form is checked by plan
+	}
+	size := s.Kernel.DefaultHugePageBytes
+	if v, ok := s.Kernel.Param("hugepagesz"); ok {
+		if b, err := host.ParseSize(v); err == nil {
+			size = b
+		}
+	}
+	for _, p := range s.Kernel.HugePages {
+		if p.PageSizeBytes != size {
+			continue
+		}
+		e := []check.Evidence{ev("asked", want, "/proc/cmdline"), ev("nr_hugepages", strconv.FormatInt(p.Total, 10), fmt.Sprintf("/sys/kernel/mm/hugepages/hugepages-%dkB/nr_hugepages", size>>10)), ev("free", strconv.FormatInt(p.Free, 10), "")}
+		f := r.finding(s, check.Pass, "kernel", "%d × %s pages allocated as asked, %d free", p.Total, sizeText(size), p.Free)
+		if p.Total < n {
+			f = r.finding(s, check.Fail, "kernel", "asked for %d × %s pages at boot, got %d", n, sizeText(size), p.Total)
+			f.Fix = []string{r.Fix}
+		}
+		f.Evidence = e
+		return []check.Finding{f}
+	}
+	return []check.Finding{r.finding(s, check.Fail, "kernel", "asked for %s hugepages of %s, but no such pool exists", want, sizeText(size))}
+}
+
+func sizeText(b int64) string {
+	switch {
+	case b >= 1<<30:
+		return fmt.Sprintf("%dG", b>>30)
+	case b >= 1<<20:
+		return fmt.Sprintf("%dM", b>>20)
+	}
+	return fmt.Sprintf("%dK", b>>10)
+}
+
+func isolationSMT(r rule, s *host.Snapshot, o Options) []check.Finding {
+	iso := s.Kernel.Isolation
+	isolcpus, _ := s.Kernel.Param("isolcpus")
+	if iso.Isolated == "" && iso.NohzFull == "" && isolcpus == "" {
+		return nil
+	}
+	sets := map[string]string{"isolated": iso.Isolated, "nohz_full": iso.NohzFull, "rcu_nocbs": iso.RCUNoCBs}
+	var out []check.Finding
+	var e []check.Evidence
+	var differ []string
+	base, _ := cpuset.Parse(iso.Isolated)
+	for _, k := range []string{"isolated", "nohz_full", "rcu_nocbs"} {
+		e = append(e, ev(k, sets[k], "/sys/devices/system/cpu/"+k))
+		if set, err := cpuset.Parse(sets[k]); err == nil && sets[k] != "" && !set.Equals(base) {
+			differ = append(differ, k)
+		}
+	}
+	// Whole cores: every isolated CPU's siblings are isolated too.
+	var split []string
+	for _, c := range s.CPUs {
+		if !base.Contains(c.ID) {
+			continue
+		}
+		sib, err := cpuset.Parse(c.Siblings)
+		if err == nil && !sib.IsSubsetOf(base) {
+			split = append(split, fmt.Sprintf("cpu%d (siblings %s)", c.ID, c.Siblings))
+		}
+	}
+	switch {
+	case len(split) > 0:
+		f := r.finding(s, check.Fail, "cpus", "isolation splits SMT siblings: %s", strings.Join(firstN(split, 4), ", "))
+		f.Evidence = e
+		f.Fix = []string{r.Fix}
+		out = append(out, f)
+	case len(differ) > 0:
+		f := r.finding(s, check.Warn, "cpus", "%s differ from isolated CPUs %s", strings.Join(differ, ", "), iso.Isolated)
+		f.Evidence = e
+		f.Fix = []string{r.Fix}
+		out = append(out, f)
+	default:
+		f := r.finding(s, check.Pass, "cpus", "isolated %s covers whole cores; nohz_full and rcu_nocbs agree", iso.Isolated)
+		f.Evidence = e
+		out = append(out, f)
+	}
+	return out
+}
+
+func firstN(s []string, n int) []string {
+	if len(s) > n {
+		return append(s[:n:n], fmt.Sprintf("… %d more", len(s)-n))
+	}
+	return s
+}
+
+func governor(r rule, s *host.Snapshot, o Options) []check.Finding {
+	count := map[string]int{}
+	for _, c := range s.CPUs {
+		if c.Governor != "" {
+			count[c.Governor]++
+		}
+	}
+	if len(count) == 0 {
+		return nil // no cpufreq (VMs, captures): nothing to judge
+	}
+	var others []string
+	for g, n := range count {
+		if g != "performance" {
+			others = append(others, fmt.Sprintf("%s on %d CPUs", g, n))
+		}
+	}
+	slices.Sort(others)
+	if len(others) == 0 {
+		return []check.Finding{r.finding(s, check.Pass, "cpus", "performance on every CPU")}
+	}
+	f := r.finding(s, check.Warn, "cpus", "governor is %s", strings.Join(others, ", "))
+	f.Evidence = []check.Evidence{ev("scaling_governor", strings.Join(others, ", "), "/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor")}
+	f.Fix = []string{r.Fix}
+	return []check.Finding{f}
+}
+
+func numaUnknown(r rule, s *host.Snapshot, o Options) []check.Finding {
+	if len(s.NUMANodes) < 2 {
+		return nil
+	}
+	var out []check.Finding
+	seen := map[string]bool{}
+	check1 := func(addr, what string) {
+		d := s.PCI(addr)
+		if d == nil || seen[addr] {
+			return
+		}
+		seen[addr] = true
+		e := []check.Evidence{ev("numa_node", strconv.Itoa(d.NUMANode), "/sys/bus/pci/devices/"+addr+"/numa_node"), ev("local_cpulist", d.LocalCPUs, "/sys/bus/pci/devices/"+addr+"/local_cpulist")}
+		var f check.Finding
+		switch d.LocalitySource {
+		case "unknown":
+			f = r.finding(s, check.Warn, addr, "%s has no known NUMA node", what)
+			f.Fix = []string{r.Fix}
+		case "local_cpulist":
+			f = r.finding(s, check.Pass, addr, "%s: numa_node is -1, local_cpulist places it on node %d", what, d.LocalityNUMANode)
+		default:
+			f = r.finding(s, check.Pass, addr, "%s on NUMA node %d", what, d.LocalityNUMANode)
+		}
+		f.Evidence = e
+		out = append(out, f)
+	}
+	for _, d := range s.RDMADevices {
+		check1(d.PCIAddress, d.Name)
+	}
+	for _, g := range s.GPUs {
+		check1(g.Address, "GPU")
+	}
+	return out
+}
+
+func gpuNIC(r rule, s *host.Snapshot, o Options) []check.Finding {
+	if len(s.GPUs) == 0 || len(s.Affinity) == 0 {
+		return nil
+	}
+	var out []check.Finding
+	for _, g := range s.GPUs {
+		best, nic := "", ""
+		for _, p := range s.Affinity {
+			if p.GPU == g.Address && (best == "" || host.LevelRank(p.Level) < host.LevelRank(best)) {
+				best, nic = p.Level, p.RDMA
+			}
+		}
+		if best == "" {
+			continue
+		}
+		e := []check.Evidence{ev("nearest NIC", nic+" at "+best, "PCI tree under /sys/devices")}
+		var f check.Finding
+		if host.LevelRank(best) <= host.LevelRank(host.LevelPHB) {
+			f = r.finding(s, check.Pass, g.Address, "nearest NIC %s is %s: GPUDirect RDMA path is good", nic, best)
+		} else {
+			f = r.finding(s, check.Warn, g.Address, "nearest NIC %s is %s: GPUDirect RDMA will be slow or off (NCCL uses it up to PXB by default)", nic, best)
+			f.Fix = []string{r.Fix, "rdmalab plan vms pairs GPUs with their nearest NICs"}
+		}
+		f.Evidence = e
+		out = append(out, f)
+	}
+	return out
+}
+
+// Run applies every host rule to one snapshot.
+func Run(s *host.Snapshot, o Options) []check.Finding {
+	var out []check.Finding
+	for _, r := range Rules {
+		out = append(out, r.run(r, s, o)...)
+	}
+	check.Sort(out)
+	return out
+}

@@ -1,0 +1,276 @@
+package hostcheck
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/host"
+	"github.com/rdmalab/rdmalab/internal/hostfs"
+	"github.com/rdmalab/rdmalab/internal/inventory"
+	"github.com/rdmalab/rdmalab/internal/testhost"
+)
+
+var update = flag.Bool("update", false, "rewrite docs/checks.md")
+
+func TestMain(m *testing.M) { os.Exit(testhost.Main(m)) }
+
+func snap(t *testing.T, root string, ibOnly bool) *host.Snapshot {
+	t.Helper()
+	fs, err := hostfs.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ibOnly {
+		fs.Mount("/sys/class/infiniband", root)
+	}
+	return inventory.Collect(fs, inventory.Options{Now: func() time.Time { return time.Unix(0, 0) }})
+}
+
+func tree(t *testing.T, m testhost.Machine, edit func(root string)) *host.Snapshot {
+	t.Helper()
+	root := testhost.WriteTree(t, m)
+	if edit != nil {
+		edit(root)
+	}
+	return snap(t, root, false)
+}
+
+func write(t *testing.T, root, p, v string) {
+	t.Helper()
+	full := filepath.Join(root, p)
+	if real, err := filepath.EvalSymlinks(filepath.Dir(full)); err == nil {
+		full = filepath.Join(real, filepath.Base(full))
+	}
+	if err := os.WriteFile(full, []byte(v+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func outcomes(fs []check.Finding, id string) map[check.Outcome]int {
+	m := map[check.Outcome]int{}
+	for _, f := range fs {
+		if f.Check == id {
+			m[f.Outcome]++
+		}
+	}
+	return m
+}
+
+func fails(fs []check.Finding) []string {
+	var out []string
+	for _, f := range fs {
+		if f.Outcome == check.Fail {
+			out = append(out, f.Check+" "+f.Subject+": "+f.Message)
+		}
+	}
+	return out
+}
+
+// The unmodified seed trees are healthy: no rule fails on them.
+func TestSeedTreesHaveNoFailure(t *testing.T) {
+	for name, mk := range testhost.Seeds() {
+		s := tree(t, mk(), nil)
+		if f := fails(Run(s, Options{})); len(f) > 0 {
+			t.Errorf("%s: %v", name, f)
+		}
+	}
+}
+
+const mlx0 = "sys/class/infiniband/mlx5_0/ports/1/"
+
+// faults are injected into the seed trees; each must be found by its check.
+var faults = []struct {
+	name    string
+	machine func() testhost.Machine
+	edit    func(t *testing.T, root string)
+	opt     Options
+	want    string
+}{
+	{"port down", testhost.Seed000, func(t *testing.T, r string) {
+		write(t, r, mlx0+"state", "1: DOWN")
+		write(t, r, mlx0+"phys_state", "3: Disabled")
+	}, Options{}, "port.state"},
+	{"port polling", testhost.HGX, func(t *testing.T, r string) {
+		write(t, r, mlx0+"state", "1: DOWN")
+		write(t, r, mlx0+"phys_state", "2: Polling")
+	}, Options{}, "port.state"},
+	{"100G on a 200G-expected port", testhost.HGX, func(t *testing.T, r string) {
+		write(t, r, mlx0+"rate", "100 Gb/sec (4X EDR)")
+	}, Options{ExpectRateGbps: 400}, "port.rate.below-expected"},
+	{"MTU 1500 on RoCE", testhost.Seed000, func(t *testing.T, r string) {
+		write(t, r, "sys/class/net/enp65s0f0np0/mtu", "1500")
+	}, Options{}, "roce.mtu"},
+	{"PCIe x8 on a x16 NIC", testhost.HGX, func(t *testing.T, r string) {
+		write(t, r, "sys/bus/pci/devices/0000:19:00.0/current_link_width", "8")
+	}, Options{}, "pcie.link.degraded"},
+	{"no SM LID", testhost.R730, func(t *testing.T, r string) {
+		write(t, r, mlx0+"sm_lid", "0x0")
+	}, Options{}, "ib.sm"},
+	{"missing nvidia-peermem", testhost.HGX, func(t *testing.T, r string) {
+		b, _ := os.ReadFile(filepath.Join(r, "proc/modules"))
+		var keep []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if !strings.HasPrefix(l, "nvidia_peermem ") {
+				keep = append(keep, l)
+			}
+		}
+		write(t, r, "proc/modules", strings.Join(keep, "\n"))
+	}, Options{}, "gpudirect.peermem"},
+	{"isolcpus splitting SMT siblings", testhost.Seed000, func(t *testing.T, r string) {
+		write(t, r, "sys/devices/system/cpu/isolated", "2-29")
+		write(t, r, "sys/devices/system/cpu/nohz_full", "2-29")
+	}, Options{}, "cpu.isolation.smt"},
+	{"InfiniBand where Ethernet was meant", testhost.R730, nil, Options{ExpectLinkLayer: "Ethernet"}, "port.link-layer"},
+	{"RoCE without a v2 GID", testhost.Seed000, func(t *testing.T, r string) {
+		write(t, r, mlx0+"gid_attrs/types/3", "IB/RoCE v1")
+		write(t, r, mlx0+"gid_attrs/types/1", "IB/RoCE v1")
+	}, Options{}, "roce.gid.v2"},
+	{"memlock limited", testhost.R730, func(t *testing.T, r string) {
+		write(t, r, "etc/security/limits.d/99-rdma.conf", "* soft memlock 65536\n* hard memlock 65536")
+	}, Options{}, "memlock"},
+	{"no ib_uverbs", testhost.R730, func(t *testing.T, r string) {
+		write(t, r, "proc/modules", "mlx5_core 16384 0 - Live 0x0\nib_umad 16384 0 - Live 0x0")
+	}, Options{}, "kernel.modules.rdma"},
+	{"hugepages not allocated", testhost.Seed000, func(t *testing.T, r string) {
+		write(t, r, "sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages", "12")
+	}, Options{}, "hugepages.allocated"},
+}
+
+// Each injected fault on a seed tree is found with the right check id, and
+// comes with a message and a fix.
+func TestInjectedFaults(t *testing.T) {
+	for _, tc := range faults {
+		t.Run(tc.name, func(t *testing.T) {
+			s := tree(t, tc.machine(), func(root string) {
+				if tc.edit != nil {
+					tc.edit(t, root)
+				}
+			})
+			fs := Run(s, tc.opt)
+			if o := outcomes(fs, tc.want); o[check.Fail]+o[check.Warn] == 0 {
+				t.Errorf("%s not raised; failures: %v", tc.want, fails(fs))
+			}
+			for _, f := range fs {
+				if f.Check == tc.want && f.Outcome != check.Pass && (f.Message == "" || len(f.Fix) == 0) {
+					t.Errorf("%s failed without a message or a fix: %+v", tc.want, f)
+				}
+			}
+		})
+	}
+}
+
+// Every rule has a passing and a failing (or warning) case somewhere.
+func TestEveryRuleHasBothCases(t *testing.T) {
+	pass := map[string]bool{}
+	bad := map[string]bool{}
+	record := func(fs []check.Finding) {
+		for _, f := range fs {
+			switch f.Outcome {
+			case check.Pass:
+				pass[f.Check] = true
+			case check.Fail, check.Warn:
+				bad[f.Check] = true
+			}
+		}
+	}
+	for _, mk := range testhost.Seeds() {
+		record(Run(tree(t, mk(), nil), Options{ExpectRateGbps: 25, ExpectLinkLayer: "InfiniBand"}))
+	}
+	for _, tc := range faults {
+		record(Run(tree(t, tc.machine(), func(root string) {
+			if tc.edit != nil {
+				tc.edit(t, root)
+			}
+		}), tc.opt))
+	}
+	bad2 := testhost.Seed000()
+	bad2.Governor = "powersave"
+	bad2.Cmdline = strings.Replace(bad2.Cmdline, "iommu=pt ", "", 1)
+	bad2.RDMA[0].Ports[0].Counters = map[string]uint64{"symbol_error": 12}
+	record(Run(tree(t, bad2, func(r string) {
+		write(t, r, "sys/bus/pci/devices/0000:41:00.0/numa_node", "-1")
+		os.Remove(filepath.Join(r, "sys/devices/pci0000:40/0000:40:01.1/0000:41:00.0/local_cpulist"))
+		os.Remove(filepath.Join(r, "sys/devices/pci0000:40/0000:40:01.1/0000:41:00.0/local_cpus"))
+	}), Options{}))
+	for _, r := range Rules {
+		if !pass[r.ID] || !bad[r.ID] {
+			t.Errorf("%s: pass case %v, failing case %v", r.ID, pass[r.ID], bad[r.ID])
+		}
+	}
+}
+
+// Doctor runs on every real capture without a rule panicking or erroring,
+// and flags what the captures really show.
+func TestRunsOnEveryCapture(t *testing.T) {
+	for name, c := range testhost.Captures(t) {
+		fs := Run(snap(t, c.Root, c.IBClassOnly), Options{})
+		if name == "sys-class-infiniband-h100.0" {
+			// No lid/sm_lid files in this capture: unknown, never pass or fail.
+			if o := outcomes(fs, "ib.sm"); o[check.Unknown] != 8 || o[check.Pass]+o[check.Fail] != 0 {
+				t.Errorf("%s ib.sm = %v", name, o)
+			}
+		}
+		if name == "node_exporter-sys" {
+			if o := outcomes(fs, "port.errors"); o[check.Unknown] == 0 {
+				t.Errorf("i40iw counters are all N/A: want unknown, got %v", o)
+			}
+		}
+	}
+}
+
+func TestFleet(t *testing.T) {
+	a := tree(t, testhost.HGX(), nil)
+	b := tree(t, testhost.HGX(), nil)
+	c := tree(t, testhost.HGX(), func(r string) {
+		write(t, r, "sys/class/infiniband/mlx5_3/ports/1/rate", "200 Gb/sec (4X HDR)")
+		write(t, r, "proc/sys/kernel/hostname", "hgx-h200-03")
+	})
+	b.Hostname = "hgx-h200-02"
+	hosts := []*host.Snapshot{a, b, c}
+	if got := MajorityRateGbps(hosts); got != 400 {
+		t.Fatalf("majority = %g", got)
+	}
+	var fs []check.Finding
+	for _, h := range hosts {
+		fs = append(fs, Run(h, Options{ExpectRateGbps: MajorityRateGbps(hosts)})...)
+	}
+	fs = append(fs, RunFleet(hosts)...)
+	var odd []string
+	for _, f := range fs {
+		if f.Outcome == check.Fail {
+			odd = append(odd, f.Check+"@"+f.Host)
+		}
+	}
+	slices.Sort(odd)
+	want := []string{"fleet.rate@hgx-h200-03", "port.rate.below-expected@hgx-h200-03"}
+	if !slices.Equal(odd, want) {
+		t.Errorf("failures %v, want %v", odd, want)
+	}
+}
+
+// docs/checks.md is the catalog, generated from the code.
+func TestCatalogDoc(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("# Checks\n\nEvery check `rdmalab doctor` runs, generated from the code (`go test ./internal/hostcheck -update`).\n")
+	b.WriteString("Outcomes: `fail` (exit 1), `warn`, `unknown` (inputs could not be read: never reported as pass), `pass`.\n\n")
+	b.WriteString("| id | checks | why it matters | source | fix |\n|---|---|---|---|---|\n")
+	for _, e := range Catalog() {
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", e.ID, e.Title, e.Why, e.Source, strings.ReplaceAll(e.Fix, "|", "\\|"))
+	}
+	p := "../../docs/checks.md"
+	if *update {
+		os.WriteFile(p, []byte(b.String()), 0o644)
+		return
+	}
+	got, err := os.ReadFile(p)
+	if err != nil || string(got) != b.String() {
+		t.Errorf("docs/checks.md is out of date: go test ./internal/hostcheck -update (%v)", err)
+	}
+}
