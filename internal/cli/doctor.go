@@ -23,7 +23,8 @@ func newDoctorCmd() *cobra.Command {
 width and speed, RoCE MTU and GIDs, subnet manager, error counters, RDMA and
 GPUDirect modules, memlock, IOMMU, hugepages, CPU isolation and governor, NUMA
 locality and GPU↔NIC affinity; with several hosts, firmware, rate, MTU, link
-layer, driver stack and kernel must match and the odd one out is named.
+layer, driver stack and kernel must match and the odd one out is named; two
+snapshots of the same host give error counter rates.
 Every check is described in docs/checks.md.
 
 Exit codes: 0 no failures, 1 failures found, 2 could not run.
@@ -31,6 +32,7 @@ Exit codes: 0 no failures, 1 failures found, 2 could not run.
 		Example: `  rdmalab doctor
   rdmalab doctor --expect-rate 200 --expect-link-layer InfiniBand
   rdmalab doctor --snapshot node1.json --snapshot node2.json --snapshot node3.json
+  rdmalab doctor --snapshot before.json --snapshot after.json   # same host twice: counter rates
   rdmalab doctor --nhc || echo "drain this node"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -51,9 +53,10 @@ Exit codes: 0 no failures, 1 failures found, 2 could not run.
 				opt.ExpectRateGbps = hostcheck.MajorityRateGbps(hosts)
 			}
 			var fs []check.Finding
-			for _, h := range hosts {
+			for _, h := range hostcheck.Latest(hosts) {
 				fs = append(fs, hostcheck.Run(h, opt)...)
 			}
+			fs = append(fs, hostcheck.RunDeltas(hosts)...)
 			fs = append(fs, hostcheck.RunFleet(hosts)...)
 			check.Sort(fs)
 			w := cmd.OutOrStdout()

@@ -78,7 +78,8 @@ func joinPorts(s *host.Snapshot, f func(host.RDMAPort) string) string {
 }
 
 // RunFleet compares hosts; with fewer than two it says nothing.
-func RunFleet(hosts []*host.Snapshot) []check.Finding {
+func RunFleet(all []*host.Snapshot) []check.Finding {
+	hosts := Latest(all)
 	if len(hosts) < 2 {
 		return nil
 	}
@@ -118,6 +119,23 @@ func RunFleet(hosts []*host.Snapshot) []check.Finding {
 	return out
 }
 
+// Latest keeps the newest snapshot of each host, in first-seen order.
+func Latest(all []*host.Snapshot) []*host.Snapshot {
+	idx := map[string]int{}
+	var out []*host.Snapshot
+	for _, s := range all {
+		i, ok := idx[s.Hostname]
+		switch {
+		case !ok:
+			idx[s.Hostname] = len(out)
+			out = append(out, s)
+		case s.CollectedAt.After(out[i].CollectedAt):
+			out[i] = s
+		}
+	}
+	return out
+}
+
 // MajorityRateGbps is the most common active port rate across hosts, the
 // rate a fleet expects when the user named none (0 if no ports).
 func MajorityRateGbps(hosts []*host.Snapshot) float64 {
@@ -146,6 +164,7 @@ func Catalog() []check.Entry {
 	for _, r := range Rules {
 		out = append(out, r.Entry)
 	}
+	out = append(out, RisingEntry)
 	for _, k := range FleetRules {
 		out = append(out, k.Entry)
 	}

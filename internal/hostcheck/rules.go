@@ -83,6 +83,10 @@ var Rules = []rule{
 		Why:    "Nothing on an InfiniBand fabric routes until a subnet manager assigns LIDs.",
 		Source: "seed 001, seeds 002/003 (OpenSM)",
 		Fix:    "apt install opensm && systemctl enable --now opensm on exactly one node (or enable the switch's SM)"}, ibSM},
+	{check.Entry{ID: "ipoib.mode", Title: "IPoIB connected mode uses its large MTU",
+		Why:    "Connected mode exists for its 65520-byte MTU; connected mode with a small MTU costs throughput for nothing.",
+		Source: "seed 002 (IPoIB connected mode, MTU 65520), kernel ipoib.rst",
+		Fix:    "nmcli con modify <ib conn> infiniband.transport-mode connected infiniband.mtu 65520"}, ipoibMode},
 	{check.Entry{ID: "port.errors", Title: "Error and drop counters are zero",
 		Why:    "Symbol errors, link downs and receive errors point at cables; out_of_buffer and sequence errors at drops on RoCE.",
 		Source: "seed 000 (rdma stat, ethtool -S), ibqueryerrors thresholds 0",
@@ -372,6 +376,23 @@ func ibSM(r rule, s *host.Snapshot, o Options) []check.Finding {
 		}
 		out = append(out, f)
 	})
+	return out
+}
+
+func ipoibMode(r rule, s *host.Snapshot, o Options) []check.Finding {
+	var out []check.Finding
+	for _, n := range s.NetDevs {
+		if n.Type != 32 || n.IPoIBMode == "" {
+			continue
+		}
+		f := r.finding(s, check.Pass, n.Name, "%s mode, MTU %d", n.IPoIBMode, n.MTUBytes)
+		if n.IPoIBMode == "connected" && n.MTUBytes < 65520 {
+			f = r.finding(s, check.Warn, n.Name, "connected mode with MTU %d: the point of connected mode is MTU 65520", n.MTUBytes)
+			f.Fix = []string{strings.ReplaceAll(r.Fix, "<ib conn>", "<connection of "+n.Name+">")}
+		}
+		f.Evidence = []check.Evidence{ev("mode", n.IPoIBMode, "/sys/class/net/"+n.Name+"/mode"), ev("mtu", strconv.Itoa(n.MTUBytes), "/sys/class/net/"+n.Name+"/mtu")}
+		out = append(out, f)
+	}
 	return out
 }
 

@@ -141,6 +141,9 @@ var faults = []struct {
 	{"hugepages not allocated", testhost.Seed000, func(t *testing.T, r string) {
 		write(t, r, "sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages", "12")
 	}, Options{}, "hugepages.allocated"},
+	{"IPoIB connected mode with a small MTU", testhost.R730, func(t *testing.T, r string) {
+		write(t, r, "sys/class/net/ib0/mtu", "2044")
+	}, Options{}, "ipoib.mode"},
 }
 
 // Each injected fault on a seed tree is found with the right check id, and
@@ -272,5 +275,22 @@ func TestCatalogDoc(t *testing.T) {
 	got, err := os.ReadFile(p)
 	if err != nil || string(got) != b.String() {
 		t.Errorf("docs/checks.md is out of date: go test ./internal/hostcheck -update (%v)", err)
+	}
+}
+
+func TestRisingCounters(t *testing.T) {
+	before := tree(t, testhost.R730(), nil)
+	after := tree(t, testhost.R730(), func(r string) { write(t, r, mlx0+"counters/symbol_error", "37") })
+	after.CollectedAt = before.CollectedAt.Add(2 * time.Hour)
+	fs := RunDeltas([]*host.Snapshot{after, before})
+	if len(fs) != 1 || fs[0].Outcome != check.Fail || !strings.Contains(fs[0].Message, "symbol_error +37 (18.5/h)") {
+		t.Fatalf("%+v", fs)
+	}
+	same := RunDeltas([]*host.Snapshot{before, before})
+	if len(same) != 1 || same[0].Outcome != check.Pass {
+		t.Fatalf("%+v", same)
+	}
+	if got := Latest([]*host.Snapshot{before, after}); len(got) != 1 || got[0] != after {
+		t.Errorf("Latest = %v", got)
 	}
 }

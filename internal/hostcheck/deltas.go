@@ -1,0 +1,93 @@
+package hostcheck
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/host"
+)
+
+// RisingID is the check that compares two snapshots of one host.
+const RisingID = "port.errors.rising"
+
+// RisingEntry describes it for the catalog.
+var RisingEntry = check.Entry{ID: RisingID, Title: "Error counters do not rise between two snapshots of a host",
+	Why:    "Counters since boot may be old history; counters that rise between two snapshots are a live fault.",
+	Source: "ibqueryerrors thresholds 0; RDMA reference §1.6 (small counters saturate)",
+	Fix:    "replace the cable or transceiver of the port; check the switch side with ibqueryerrors / ethtool -S"}
+
+// RunDeltas compares consecutive snapshots of the same host (same hostname,
+// ordered by collection time) and reports error counters that rose, with
+// their rate per hour.
+func RunDeltas(hosts []*host.Snapshot) []check.Finding {
+	byHost := map[string][]*host.Snapshot{}
+	for _, s := range hosts {
+		byHost[s.Hostname] = append(byHost[s.Hostname], s)
+	}
+	var out []check.Finding
+	for name, snaps := range byHost {
+		if len(snaps) < 2 {
+			continue
+		}
+		slices.SortFunc(snaps, func(a, b *host.Snapshot) int { return a.CollectedAt.Compare(b.CollectedAt) })
+		for i := 1; i < len(snaps); i++ {
+			out = append(out, deltas(name, snaps[i-1], snaps[i])...)
+		}
+	}
+	return out
+}
+
+func deltas(name string, a, b *host.Snapshot) []check.Finding {
+	hours := b.CollectedAt.Sub(a.CollectedAt).Hours()
+	var out []check.Finding
+	for _, db := range b.RDMADevices {
+		da := a.RDMA(db.Name)
+		if da == nil {
+			continue
+		}
+		for _, pb := range db.Ports {
+			var pa *host.RDMAPort
+			for i := range da.Ports {
+				if da.Ports[i].Port == pb.Port {
+					pa = &da.Ports[i]
+				}
+			}
+			if pa == nil {
+				continue
+			}
+			sub := portSubject(db.Name, pb.Port)
+			var rose []string
+			var e []check.Evidence
+			cmp := func(names []string, before, after map[string]uint64, dir string) {
+				for _, c := range names {
+					x, okA := before[c]
+					y, okB := after[c]
+					if !okA || !okB || y <= x {
+						continue
+					}
+					d := y - x
+					rate := ""
+					if hours > 0 {
+						rate = fmt.Sprintf(" (%.1f/h)", float64(d)/hours)
+					}
+					rose = append(rose, fmt.Sprintf("%s +%d%s", c, d, rate))
+					e = append(e, check.Evidence{What: c, Value: strconv.FormatUint(x, 10) + " → " + strconv.FormatUint(y, 10), Source: portPath(db.Name, pb.Port, dir+"/"+c)})
+				}
+			}
+			cmp(errorCounters, pa.Counters, pb.Counters, "counters")
+			cmp(errorHWCounters, pa.HWCounters, pb.HWCounters, "hw_counters")
+			f := check.Finding{Check: RisingID, Host: name, Subject: sub}
+			if len(rose) == 0 {
+				f.Outcome, f.Message = check.Pass, fmt.Sprintf("no error counter rose in %s", b.CollectedAt.Sub(a.CollectedAt).Round(1e9))
+			} else {
+				f.Outcome, f.Message = check.Fail, "error counters rose between snapshots: "+strings.Join(rose, ", ")
+				f.Evidence, f.Fix = e, []string{RisingEntry.Fix}
+			}
+			out = append(out, f)
+		}
+	}
+	return out
+}
