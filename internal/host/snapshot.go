@@ -207,6 +207,19 @@ type NetDev struct {
 	RDMAPort   int    `json:"rdma_port,omitempty"`
 	// Master is the bond or bridge this netdev is enslaved to.
 	Master string `json:"master,omitempty"`
+	// ECN is the MLNX_OFED/DOCA ECN state (/sys/class/net/<if>/ecn); nil
+	// where the driver does not expose it (inbox mlx5).
+	ECN *ECN `json:"ecn,omitempty"`
+	// Trust is the QoS trust mode (pcp or dscp) where exposed (qos/trust).
+	Trust string `json:"trust,omitempty"`
+}
+
+// ECN lists the priorities (0-7) with ECN enabled for RoCE, per role.
+type ECN struct {
+	// NotificationPoint priorities: the receiver marks CE and sends CNPs.
+	NotificationPoint []int `json:"roce_np"`
+	// ReactionPoint priorities: the sender slows down on CNPs.
+	ReactionPoint []int `json:"roce_rp"`
 }
 
 // Kernel is the kernel and OS state that matters for RDMA and VMs.

@@ -1,11 +1,13 @@
 package hostcheck
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -141,6 +143,15 @@ var faults = []struct {
 	{"hugepages not allocated", testhost.Seed000, func(t *testing.T, r string) {
 		write(t, r, "sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages", "12")
 	}, Options{}, "hugepages.allocated"},
+	{"ECN off on every priority", testhost.Seed000, func(t *testing.T, r string) {
+		for p := 0; p < 8; p++ {
+			for _, role := range []string{"roce_np", "roce_rp"} {
+				d := filepath.Join(r, "sys/devices/pci0000:40/0000:40:01.1/0000:41:00.0/net/enp65s0f0np0/ecn", role, "enable")
+				os.MkdirAll(d, 0o755)
+				os.WriteFile(filepath.Join(d, strconv.Itoa(p)), []byte("0\n"), 0o644)
+			}
+		}
+	}, Options{}, "roce.ecn"},
 	{"IPoIB connected mode with a small MTU", testhost.R730, func(t *testing.T, r string) {
 		write(t, r, "sys/class/net/ib0/mtu", "2044")
 	}, Options{}, "ipoib.mode"},
@@ -161,7 +172,7 @@ func TestInjectedFaults(t *testing.T) {
 				t.Errorf("%s not raised; failures: %v", tc.want, fails(fs))
 			}
 			for _, f := range fs {
-				if f.Check == tc.want && f.Outcome != check.Pass && (f.Message == "" || len(f.Fix) == 0) {
+				if f.Check == tc.want && (f.Outcome == check.Fail || f.Outcome == check.Warn) && (f.Message == "" || len(f.Fix) == 0) {
 					t.Errorf("%s failed without a message or a fix: %+v", tc.want, f)
 				}
 			}
@@ -193,6 +204,11 @@ func TestEveryRuleHasBothCases(t *testing.T) {
 			}
 		}), tc.opt))
 	}
+	ofed := testhost.Seed000()
+	for i := range ofed.Net {
+		ofed.Net[i].ECN = []int{3}
+	}
+	record(Run(tree(t, ofed, nil), Options{}))
 	bad2 := testhost.Seed000()
 	bad2.Governor = "powersave"
 	bad2.Cmdline = strings.Replace(bad2.Cmdline, "iommu=pt ", "", 1)
@@ -292,5 +308,49 @@ func TestRisingCounters(t *testing.T) {
 	}
 	if got := Latest([]*host.Snapshot{before, after}); len(got) != 1 || got[0] != after {
 		t.Errorf("Latest = %v", got)
+	}
+}
+
+// Every fleet rule names the odd host when one host differs in its key,
+// and passes when none does.
+func TestEveryFleetRule(t *testing.T) {
+	base := tree(t, testhost.Seed000(), nil)
+	clone := func(name string) *host.Snapshot {
+		var c host.Snapshot
+		b, _ := json.Marshal(base)
+		json.Unmarshal(b, &c)
+		c.Hostname = name
+		return &c
+	}
+	mutate := map[string]func(s *host.Snapshot){
+		"fleet.firmware":   func(s *host.Snapshot) { s.RDMADevices[0].FWVersion = "14.20.1010" },
+		"fleet.rate":       func(s *host.Snapshot) { s.RDMADevices[0].Ports[0].Rate.Raw = "10 Gb/sec (1X QDR)" },
+		"fleet.link-layer": func(s *host.Snapshot) { s.RDMADevices[0].Ports[0].LinkLayer = "InfiniBand" },
+		"fleet.mtu":        func(s *host.Snapshot) { s.NetDevs[0].MTUBytes = 1500 },
+		"fleet.driver":     func(s *host.Snapshot) { s.Kernel.ModuleVersions = map[string]string{"mlx5_core": "24.10-1.1.4"} },
+		"fleet.kernel":     func(s *host.Snapshot) { s.Kernel.Release = "6.1.0-28-amd64" },
+	}
+	for _, k := range FleetRules {
+		m, ok := mutate[k.ID]
+		if !ok {
+			t.Errorf("%s has no test", k.ID)
+			continue
+		}
+		healthy := RunFleet([]*host.Snapshot{clone("a"), clone("b"), clone("c")})
+		if o := outcomes(healthy, k.ID); o[check.Pass] != 1 || o[check.Fail] != 0 {
+			t.Errorf("%s on identical hosts: %v", k.ID, o)
+		}
+		odd := clone("c")
+		m(odd)
+		fs := RunFleet([]*host.Snapshot{clone("a"), clone("b"), odd})
+		var named []string
+		for _, f := range fs {
+			if f.Check == k.ID && f.Outcome == check.Fail {
+				named = append(named, f.Host)
+			}
+		}
+		if !slices.Equal(named, []string{"c"}) {
+			t.Errorf("%s: failing hosts %v, want [c]", k.ID, named)
+		}
 	}
 }

@@ -165,6 +165,10 @@ func TestCapturesConcreteValues(t *testing.T) {
 			if p := port(t, s, "mlx5_0", 1); p.PhysState != "ACTIVE" || p.PhysStateID != 4 || len(p.HWCounters) == 0 {
 				t.Errorf("mlx5_0/1 keeps the capture's odd phys_state: %+v", p)
 			}
+			// eth0 carries MLNX_OFED's ecn/ tree: priorities 2 and 5 are off.
+			if n := s.NetDev("eth0"); n == nil || n.ECN == nil || slices.Contains(n.ECN.NotificationPoint, 2) || !slices.Contains(n.ECN.NotificationPoint, 3) {
+				t.Errorf("eth0 ecn = %+v", n)
+			}
 		}},
 		{"fakepcilocalities", func(t *testing.T, s *host.Snapshot) {
 			d := s.RDMA("qib0")

@@ -39,6 +39,10 @@ func (c *collector) netdev(name string) host.NetDev {
 	n.Address, _ = c.str(subject, dir+"/address")
 	n.IPoIBMode, _ = c.str(subject, dir+"/mode")
 	n.Master = c.linkBase(dir + "/master")
+	n.Trust, _ = c.str(subject, dir+"/qos/trust")
+	if c.fs.IsDir(dir + "/ecn") {
+		n.ECN = &host.ECN{NotificationPoint: c.ecnPrios(subject, dir+"/ecn/roce_np/enable"), ReactionPoint: c.ecnPrios(subject, dir+"/ecn/roce_rp/enable")}
+	}
 	if real, err := c.fs.Realpath(dir + "/device"); err == nil {
 		if a, err := host.ParsePCIAddress(path.Base(real)); err == nil {
 			n.PCIAddress = a.String()
@@ -46,6 +50,22 @@ func (c *collector) netdev(name string) host.NetDev {
 		}
 	}
 	return n
+}
+
+// ecnPrios lists the priorities whose enable file reads 1.
+func (c *collector) ecnPrios(subject, dir string) []int {
+	prios := []int{}
+	for _, name := range c.list(subject, dir) {
+		p, err := strconv.Atoi(name)
+		if err != nil {
+			continue
+		}
+		if v, ok := c.num(subject, dir+"/"+name); ok && v == 1 {
+			prios = append(prios, p)
+		}
+	}
+	slices.Sort(prios)
+	return prios
 }
 
 // linkNetdevs ties RDMA ports and netdevs together: through the GID table

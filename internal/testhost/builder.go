@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -74,6 +75,8 @@ type GIDEntry struct {
 type NetDev struct {
 	Name, PCI, Mode, OperState string
 	MTU, SpeedMbps, Type, Port int
+	// ECN, when set, writes the MLNX_OFED ecn/ tree with these priorities enabled.
+	ECN []int
 }
 
 // Write writes the tree under dir.
@@ -435,5 +438,17 @@ func (m Machine) netdev(w *writer, n NetDev, pciDir string) {
 	w.file(d+"/address", "50:6b:4b:43:fe:3a")
 	if n.Mode != "" {
 		w.file(d+"/mode", n.Mode)
+	}
+	if n.ECN != nil {
+		for _, role := range []string{"roce_np", "roce_rp"} {
+			for p := 0; p < 8; p++ {
+				v := "0"
+				if slices.Contains(n.ECN, p) {
+					v = "1"
+				}
+				w.file(fmt.Sprintf("%s/ecn/%s/enable/%d", d, role, p), v)
+			}
+		}
+		w.file(d+"/qos/trust", "dscp")
 	}
 }
