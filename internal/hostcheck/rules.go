@@ -772,7 +772,7 @@ func gpuNIC(r rule, s *host.Snapshot, o Options) []check.Finding {
 			f = r.finding(s, check.Pass, g.Address, "nearest NIC %s is %s: GPUDirect RDMA path is good", nic, best)
 		} else {
 			f = r.finding(s, check.Warn, g.Address, "nearest NIC %s is %s: GPUDirect RDMA will be slow or off (NCCL uses it up to PXB by default)", nic, best)
-			f.Fix = []string{r.Fix, "rdmalab plan vms pairs GPUs with their nearest NICs"}
+			f.Fix = []string{r.Fix}
 		}
 		f.Evidence = e
 		out = append(out, f)
