@@ -291,27 +291,31 @@ func pcieDegraded(r rule, s *host.Snapshot, o Options) []check.Finding {
 // roceMTU: RoCE MTU = largest IB MTU <= netdev MTU - 96 (iboe_get_mtu).
 func roceMTU(r rule, s *host.Snapshot, o Options) []check.Finding {
 	var out []check.Finding
+	roceNetdevs(s, func(name, sub string, n *host.NetDev) {
+		rdmaMTU := RoCEMTU(n.MTUBytes)
+		f := r.finding(s, check.Pass, sub, "netdev MTU %d gives RDMA MTU %d", n.MTUBytes, rdmaMTU)
+		if rdmaMTU < 4096 {
+			f = r.finding(s, check.Warn, sub, "netdev MTU %d limits RDMA MTU to %d (4096 needs ≥ 4192)", n.MTUBytes, rdmaMTU)
+			f.Fix = []string{fmt.Sprintf("nmcli con modify <connection of %s> 802-3-ethernet.mtu 4200 && nmcli con up <connection>", name), "ip link set " + name + " mtu 4200   # not persistent", "set the same MTU on the peer and every switch port"}
+		}
+		f.Evidence = []check.Evidence{ev("mtu", strconv.Itoa(n.MTUBytes), "/sys/class/net/"+name+"/mtu")}
+		out = append(out, f)
+	})
+	return out
+}
+
+// roceNetdevs calls fn for every netdev of every active RoCE port.
+func roceNetdevs(s *host.Snapshot, fn func(name, subject string, n *host.NetDev)) {
 	activePorts(s, func(d host.RDMADevice, p host.RDMAPort) {
 		if p.LinkLayer != "Ethernet" {
 			return
 		}
 		for _, name := range p.NetDevs {
-			n := s.NetDev(name)
-			if n == nil {
-				continue
+			if n := s.NetDev(name); n != nil {
+				fn(name, portSubject(d.Name, p.Port)+" ("+name+")", n)
 			}
-			sub := portSubject(d.Name, p.Port) + " (" + name + ")"
-			rdmaMTU := RoCEMTU(n.MTUBytes)
-			f := r.finding(s, check.Pass, sub, "netdev MTU %d gives RDMA MTU %d", n.MTUBytes, rdmaMTU)
-			if rdmaMTU < 4096 {
-				f = r.finding(s, check.Warn, sub, "netdev MTU %d limits RDMA MTU to %d (4096 needs ≥ 4192)", n.MTUBytes, rdmaMTU)
-				f.Fix = []string{fmt.Sprintf("nmcli con modify <connection of %s> 802-3-ethernet.mtu 4200 && nmcli con up <connection>", name), "ip link set " + name + " mtu 4200   # not persistent", "set the same MTU on the peer and every switch port"}
-			}
-			f.Evidence = []check.Evidence{ev("mtu", strconv.Itoa(n.MTUBytes), "/sys/class/net/"+name+"/mtu")}
-			out = append(out, f)
 		}
 	})
-	return out
 }
 
 // RoCEMTU is the RDMA MTU a RoCE port gets from its netdev MTU.
@@ -357,38 +361,28 @@ func roceGID(r rule, s *host.Snapshot, o Options) []check.Finding {
 
 func roceECN(r rule, s *host.Snapshot, o Options) []check.Finding {
 	var out []check.Finding
-	activePorts(s, func(d host.RDMADevice, p host.RDMAPort) {
-		if p.LinkLayer != "Ethernet" {
+	roceNetdevs(s, func(name, sub string, n *host.NetDev) {
+		if n.ECN == nil {
+			out = append(out, r.finding(s, check.Unknown, sub, "the driver exposes no ECN state in sysfs (inbox mlx5): check with mlnx_qos or dcb"))
 			return
 		}
-		for _, name := range p.NetDevs {
-			n := s.NetDev(name)
-			if n == nil {
-				continue
-			}
-			sub := portSubject(d.Name, p.Port) + " (" + name + ")"
-			if n.ECN == nil {
-				out = append(out, r.finding(s, check.Unknown, sub, "the driver exposes no ECN state in sysfs (inbox mlx5): check with mlnx_qos or dcb"))
-				continue
-			}
-			e := []check.Evidence{ev("roce_np enabled priorities", fmt.Sprint(n.ECN.NotificationPoint), "/sys/class/net/"+name+"/ecn/roce_np/enable"), ev("roce_rp enabled priorities", fmt.Sprint(n.ECN.ReactionPoint), "/sys/class/net/"+name+"/ecn/roce_rp/enable")}
-			if n.Trust != "" {
-				e = append(e, ev("trust", n.Trust, "/sys/class/net/"+name+"/qos/trust"))
-			}
-			var both []int
-			for _, p := range n.ECN.NotificationPoint {
-				if slices.Contains(n.ECN.ReactionPoint, p) {
-					both = append(both, p)
-				}
-			}
-			f := r.finding(s, check.Pass, sub, "ECN on for priorities %v (notification and reaction)", both)
-			if len(both) == 0 {
-				f = r.finding(s, check.Warn, sub, "ECN is not enabled as both notification and reaction point on any priority: congestion falls to PFC alone")
-				f.Fix = strings.Split(strings.ReplaceAll(r.Fix, "<if>", name), "; ")
-			}
-			f.Evidence = e
-			out = append(out, f)
+		e := []check.Evidence{ev("roce_np enabled priorities", fmt.Sprint(n.ECN.NotificationPoint), "/sys/class/net/"+name+"/ecn/roce_np/enable"), ev("roce_rp enabled priorities", fmt.Sprint(n.ECN.ReactionPoint), "/sys/class/net/"+name+"/ecn/roce_rp/enable")}
+		if n.Trust != "" {
+			e = append(e, ev("trust", n.Trust, "/sys/class/net/"+name+"/qos/trust"))
 		}
+		var both []int
+		for _, p := range n.ECN.NotificationPoint {
+			if slices.Contains(n.ECN.ReactionPoint, p) {
+				both = append(both, p)
+			}
+		}
+		f := r.finding(s, check.Pass, sub, "ECN on for priorities %v (notification and reaction)", both)
+		if len(both) == 0 {
+			f = r.finding(s, check.Warn, sub, "ECN is not enabled as both notification and reaction point on any priority: congestion falls to PFC alone")
+			f.Fix = strings.Split(strings.ReplaceAll(r.Fix, "<if>", name), "; ")
+		}
+		f.Evidence = e
+		out = append(out, f)
 	})
 	return out
 }
