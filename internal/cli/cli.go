@@ -33,7 +33,7 @@ func usageErr(format string, a ...any) error {
 	return &exitError{code: ExitUsage, err: fmt.Errorf(format, a...)}
 }
 
-// findingsErr means the command ran and found failures: exit 1.
+// errFindings means the command ran and found failures: exit 1.
 var errFindings = &exitError{code: ExitFindings, err: errors.New("failures found")}
 
 // Version is set at build time with -ldflags "-X .../cli.Version=v1.2.3".
@@ -90,7 +90,7 @@ Exit codes: 0 ran and nothing failed, 1 ran and found failures, 2 could not run.
 	return root
 }
 
-// outputFlag validates --output.
+// checkOutput validates --output.
 func checkOutput(o string) error {
 	switch o {
 	case "table", "json":

@@ -5,14 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/rdmalab/rdmalab/internal/testhost"
 )
 
 func TestMain(m *testing.M) { os.Exit(testhost.Main(m)) }
-
-func timeNow() time.Time { return time.Now() }
 
 func countFiles(root string) int {
 	n := 0

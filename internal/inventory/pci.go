@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -103,16 +104,10 @@ func (c *collector) pcieWidth(subject, p string) int {
 	}
 	// 63 and other non-widths mean the device fell off the bus or never trained.
 	if !slices.Contains([]int64{0, 1, 2, 4, 8, 12, 16, 32}, v) {
-		c.fail(subject, p, &badWidthError{v})
+		c.fail(subject, p, fmt.Errorf("link width %d is not a PCIe width (device fell off the bus?)", v))
 		return 0
 	}
 	return int(v)
-}
-
-type badWidthError struct{ v int64 }
-
-func (e *badWidthError) Error() string {
-	return "link width " + strconv.FormatInt(e.v, 10) + " is not a PCIe width (device fell off the bus?)"
 }
 
 // pciRoles tells root ports, switch ports and plain bridges apart by the

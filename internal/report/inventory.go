@@ -196,7 +196,7 @@ func shortAddr(a string) string {
 
 // interesting picks the devices a locality map shows: GPUs, network
 // controllers, NVMe and accelerators; bridges and chipset functions are noise.
-func interesting(d host.PCIDevice, s *host.Snapshot) bool {
+func interesting(d host.PCIDevice) bool {
 	c := strings.ToLower(d.Class)
 	return host.IsGPUClass(d.Class, d.Vendor) || strings.HasPrefix(c, "0x02") || strings.HasPrefix(c, "0x0108") || strings.HasPrefix(c, "0x12")
 }
@@ -206,7 +206,7 @@ func localityTable(w io.Writer, s *host.Snapshot) {
 	t.AppendHeader(table.Row{"Device", "PCI address", "NUMA", "Driver", "Netdev / RDMA", "PCIe link (now/max)", "Switch", "IOMMU"})
 	rows := 0
 	for _, d := range s.PCIDevices {
-		if !interesting(d, s) || d.PhysFn != "" {
+		if !interesting(d) || d.PhysFn != "" {
 			continue
 		}
 		rows++
