@@ -76,7 +76,8 @@ Exit codes: 0 ran and nothing failed, 1 ran and found failures, 2 could not run.
 		Example: `  rdmalab demo                             # everything, on the built-in example hosts
   rdmalab inventory                        # this host
   rdmalab inventory --output json > h.json # a snapshot for later or for another machine
-  rdmalab gather host.tar.gz               # capture this host to replay anywhere with --root`,
+  rdmalab gather host.tar.gz               # capture this host to replay anywhere with --root
+  rdmalab plan vms --vms 2 --out lab/      # VMs with GPU+NIC passthrough, pinned, as libvirt XML`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       Version,
@@ -86,7 +87,7 @@ Exit codes: 0 ran and nothing failed, 1 ran and found failures, 2 could not run.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageErr("%v (see 'rdmalab %s --help')", err, c.Name())
 	})
-	root.AddCommand(newInventoryCmd(), newDoctorCmd(), newGatherCmd(), newDemoCmd())
+	root.AddCommand(newInventoryCmd(), newDoctorCmd(), newGatherCmd(), newPlanCmd(), newDemoCmd())
 	return root
 }
 

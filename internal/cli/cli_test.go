@@ -186,3 +186,59 @@ func TestDoctorFleetOfSnapshots(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
 }
+
+func TestPlanVMs(t *testing.T) {
+	dir := filepath.Join(testhost.TempDir(t), "lab")
+	out, errOut, code := run(t, "plan", "vms", "--root", testhost.WriteTree(t, testhost.Seed000()), "--vms", "2", "--out", dir)
+	if code != ExitOK || errOut != "" {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"vm00 (6 cores)", "host (2 cores)", "hugepages=64", "06:00.0 ↔ 41:00.0 SYS", "Wrote " + dir} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, f := range []string{"plan.json", "kernel-cmdline.txt", "vfio.sh", "vm00.xml", "vm01.xml", "virt-install.sh", "CHECKLIST.md"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+
+	// Refused: exit 1, the reason, the nearest request and its plan; no files.
+	dir2 := filepath.Join(testhost.TempDir(t), "none")
+	out, _, code = run(t, "plan", "vms", "--snapshot", "example:seed000-epyc", "--vms", "3", "--vcpus", "40", "--out", dir2)
+	if code != ExitFindings || !strings.Contains(out, "plan.vms") || !strings.Contains(out, "plan.cpus") ||
+		!strings.Contains(out, "Nearest feasible request: --vms 2 --vcpus 28") || !strings.Contains(out, "vm01") {
+		t.Errorf("refusal: exit %d\n%s", code, out)
+	}
+	if _, err := os.Stat(dir2); !os.IsNotExist(err) {
+		t.Errorf("a refused plan wrote %s", dir2)
+	}
+	js, _, code := run(t, "plan", "vms", "--snapshot", "example:seed000-epyc", "--policy", "single-numa-node", "--vms", "2", "-o", "json")
+	var res struct {
+		Plan    struct{ VMs []struct{ Name string } }
+		Refused []struct{ Check string }
+		Nearest struct{ Policy string } `json:"nearest_request"`
+	}
+	if err := json.Unmarshal([]byte(js), &res); err != nil || code != ExitFindings || len(res.Refused) == 0 ||
+		res.Refused[0].Check != "plan.policy" || res.Nearest.Policy != "restricted" || len(res.Plan.VMs) != 2 {
+		t.Errorf("json refusal: exit %d err %v\n%s", code, err, js)
+	}
+
+	// User mistakes: exit 2 with the culprit named.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--vm", "07:00.0"}, "no PCI device 0000:07:00.0"},
+		{[]string{"--vm", "zz"}, "--vm zz"},
+		{[]string{"--memory", "lots"}, "--memory \"lots\""},
+		{[]string{"--policy", "strict"}, "policy \"strict\""},
+		{[]string{"--page-size", "4K"}, "page size"},
+	} {
+		_, errOut, code := run(t, append([]string{"plan", "vms", "--snapshot", "example:seed000-epyc"}, c.args...)...)
+		if code != ExitUsage || !strings.Contains(errOut, c.want) || strings.Contains(errOut, "goroutine") {
+			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, code, errOut, c.want)
+		}
+	}
+}

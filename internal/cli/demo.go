@@ -9,11 +9,14 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// demoVMs is how many VMs the demo plans on each example host.
+var demoVMs = map[string]int{"seed000-epyc": 2, "hgx-h200": 2}
+
 func newDemoCmd() *cobra.Command {
 	var only string
 	c := &cobra.Command{
 		Use:   "demo",
-		Short: "Run inventory and doctor on the built-in example hosts (no root, no hardware)",
+		Short: "Run inventory, doctor and plan on the built-in example hosts (no root, no hardware)",
 		Long: `demo runs rdmalab on the example hosts built into the binary: the EPYC lab
 host of "Building a Multi-Node RDMA Lab on a Single Machine" (two RTX 3090s,
 two ConnectX-4 Lx, RoCE 25G), a Dell R730 on a QDR InfiniBand switch, and an
@@ -43,6 +46,10 @@ Any command reads them too: --snapshot example:NAME.`,
 				report.Inventory(w, s)
 				fmt.Fprintf(w, "━━━ rdmalab doctor --snapshot example:%s\n\n", name)
 				report.Findings(w, hostcheck.Run(s, hostcheck.Options{}), false)
+				if vms := demoVMs[name]; vms > 0 {
+					fmt.Fprintf(w, "\n━━━ rdmalab plan vms --snapshot example:%s --vms %d\n\n", name, vms)
+					planDemo(w, s, vms)
+				}
 			}
 			return nil
 		},

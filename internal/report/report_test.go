@@ -3,12 +3,14 @@ package report
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/rdmalab/rdmalab/examples"
 	"github.com/rdmalab/rdmalab/internal/hostcheck"
+	"github.com/rdmalab/rdmalab/internal/plan"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -54,4 +56,23 @@ func TestFindingsGolden(t *testing.T) {
 	var buf bytes.Buffer
 	Findings(&buf, hostcheck.Run(s, hostcheck.Options{ExpectRateGbps: 100}), true)
 	golden(t, "doctor-seed000-epyc.txt", buf.Bytes())
+}
+
+func TestPlanGolden(t *testing.T) {
+	for _, c := range []struct {
+		host string
+		vms  int
+	}{{"seed000-epyc", 2}, {"hgx-h200", 8}} {
+		s, err := examples.Load(c.host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := plan.Make(s, plan.Request{VMs: c.vms, MemoryBytes: 64 << 30})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		Plan(&buf, p)
+		golden(t, fmt.Sprintf("plan-%s-%d.txt", c.host, c.vms), buf.Bytes())
+	}
 }

@@ -1,0 +1,228 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/host"
+	"github.com/rdmalab/rdmalab/internal/plan"
+	"github.com/rdmalab/rdmalab/internal/report"
+	"github.com/spf13/cobra"
+)
+
+func newPlanCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "plan",
+		Short: "Plan a lab on a host: VMs with GPU+NIC passthrough, pinning, hugepages, libvirt XML",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return usageErr("plan needs a subcommand: rdmalab plan vms (see 'rdmalab plan --help')")
+		},
+	}
+	c.AddCommand(newPlanVMsCmd())
+	return c
+}
+
+func newPlanVMsCmd() *cobra.Command {
+	var in hostInput
+	var output, outDir, memory, pageSize, reserve, policy string
+	var groups []string
+	var req plan.Request
+	c := &cobra.Command{
+		Use:   "vms",
+		Short: "Split a host's GPUs and NICs into VMs, NUMA-aware, and emit host config and libvirt domains",
+		Long: `plan vms splits a host into VMs the way seed 000 does by hand, from the host's
+own topology:
+
+  devices   each GPU is paired with its nearest RDMA NIC (same PCIe switch,
+            then several switches, host bridge, NUMA node, across); whole
+            IOMMU groups, all functions of a device, and everything under a
+            bridge that is the only way to reset a device go to one VM
+  CPUs      whole cores only, from the NUMA nodes of the VM's devices, after
+            the housekeeping cores the host keeps (half at the lowest CPU ids,
+            half at the highest); guest vCPUs 2k and 2k+1 are one host core
+  memory    hugepages per node, strict numatune, one guest NUMA cell per
+            host node with the host's distances
+
+--out DIR writes: plan.json, kernel-cmdline.txt (grubby and /etc/default/grub
+forms), vfio.sh (driverctl, persistent), one libvirt domain XML per VM,
+virt-install.sh and CHECKLIST.md. Nothing is applied to the host.
+
+A request that cannot be met is refused with the reason, and the plan for
+the nearest request that can be met is shown instead (exit 1).
+--policy: single-numa-node (each VM on one node), restricted (each VM in one
+socket, so GPUDirect RDMA can work), best-effort (plan and warn; default).
+
+Exit codes: 0 planned, 1 refused (the nearest plan is shown), 2 bad input.`,
+		Example: `  rdmalab plan vms --snapshot example:seed000-epyc --vms 2
+  rdmalab plan vms --snapshot example:hgx-h200 --vms 8 --memory 200G --out lab/
+  rdmalab plan vms --vm 06:00.0,41:00.0 --vm 21:00.0,61:00.0 --vcpus 16
+  rdmalab plan vms --vms 2 --policy restricted --output json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			var err error
+			if req.MemoryBytes, err = sizeFlag("--memory", memory, 0); err != nil {
+				return err
+			}
+			if req.PageSizeBytes, err = sizeFlag("--page-size", pageSize, 1<<30); err != nil {
+				return err
+			}
+			if req.HostReserveBytes, err = sizeFlag("--host-reserve", reserve, 4<<30); err != nil {
+				return err
+			}
+			req.Policy = plan.Policy(policy)
+			for _, g := range groups {
+				req.Groups = append(req.Groups, strings.Split(g, ","))
+			}
+			hosts, err := in.load()
+			if err != nil {
+				return err
+			}
+			s, err := one(hosts, "plan vms")
+			if err != nil {
+				return err
+			}
+			if err := checkGroups(s, req.Groups); err != nil {
+				return err
+			}
+			p, refusal, err := plan.MakeOrNearest(s, req)
+			if err != nil && refusal == nil {
+				return usageErr("%v", err)
+			}
+			w := cmd.OutOrStdout()
+			if output == "json" {
+				out := struct {
+					Plan    *plan.Plan      `json:"plan,omitempty"`
+					Refused []check.Finding `json:"refused,omitempty"`
+					Nearest *plan.Request   `json:"nearest_request,omitempty"`
+				}{Plan: p}
+				if refusal != nil {
+					out.Refused, out.Nearest = refusal.Reasons, refusal.Nearest
+				}
+				enc := json.NewEncoder(w)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(out); err != nil {
+					return err
+				}
+			} else {
+				if refusal != nil {
+					near := ""
+					if p != nil {
+						near = requestFlags(p.Request)
+					}
+					report.Refusal(w, refusal.Reasons, near)
+				}
+				if p != nil {
+					report.Plan(w, p)
+				}
+			}
+			if refusal != nil {
+				return errFindings
+			}
+			if outDir != "" {
+				files, err := plan.Files(p)
+				if err != nil {
+					return err
+				}
+				if err := plan.Write(outDir, files); err != nil {
+					return usageErr("%v", err)
+				}
+				if output != "json" {
+					names := make([]string, len(files))
+					for i, f := range files {
+						names[i] = f.Name
+					}
+					fmt.Fprintf(w, "\nWrote %s: %s\n", outDir, strings.Join(names, ", "))
+				}
+			}
+			return nil
+		},
+	}
+	in.register(c, false)
+	f := c.Flags()
+	f.IntVar(&req.VMs, "vms", 0, "number of VMs to split the GPU+NIC pairs over (default 1)")
+	f.StringArrayVar(&groups, "vm", nil, "one VM's devices, comma-separated PCI addresses (repeat per VM; overrides --vms)")
+	f.IntVar(&req.VCPUs, "vcpus", 0, "vCPUs per VM (default: every free core local to the VM's devices)")
+	f.StringVar(&memory, "memory", "", "memory per VM, e.g. 32G (default: the hugepages already reserved on its nodes, else half of them)")
+	f.IntVar(&req.HousekeepingCores, "housekeeping-cores", 4, "whole cores the host keeps for itself, IRQs and emulator threads")
+	f.StringVar(&pageSize, "page-size", "1G", "hugepage size backing guest memory: 1G or 2M")
+	f.StringVar(&reserve, "host-reserve", "4G", "memory per NUMA node kept out of hugepages for the host")
+	f.StringVar(&policy, "policy", string(plan.BestEffort), "single-numa-node, restricted or best-effort")
+	f.StringVar(&req.NamePrefix, "name-prefix", "vm", "VM names are this plus 00, 01, ...")
+	f.StringVar(&outDir, "out", "", "write the host config, domain XML, virt-install and checklist into this directory")
+	f.StringVarP(&output, "output", "o", "table", "table or json")
+	return c
+}
+
+func sizeFlag(name, v string, def int64) (int64, error) {
+	if v == "" {
+		return def, nil
+	}
+	n, err := host.ParseSize(v)
+	if err != nil || n == 0 {
+		return 0, usageErr("%s %q: want a size such as 32G, 2M or 1T", name, v)
+	}
+	return n, nil
+}
+
+// checkGroups rejects addresses the host does not have: a typo, not a refusal.
+func checkGroups(s *host.Snapshot, groups [][]string) error {
+	for _, g := range groups {
+		for _, a := range g {
+			addr := a
+			if strings.Count(a, ":") == 1 {
+				addr = "0000:" + a
+			}
+			if _, err := host.ParsePCIAddress(addr); err != nil {
+				return usageErr("--vm %s: %v", strings.Join(g, ","), err)
+			}
+			if s.PCI(addr) == nil {
+				return usageErr("--vm %s: %s has no PCI device %s (see 'rdmalab inventory')", strings.Join(g, ","), s.Hostname, addr)
+			}
+		}
+	}
+	return nil
+}
+
+// requestFlags renders a request as the flags that ask for it.
+func requestFlags(r plan.Request) string {
+	var f []string
+	if len(r.Groups) > 0 {
+		for _, g := range r.Groups {
+			f = append(f, "--vm "+strings.Join(g, ","))
+		}
+	} else {
+		f = append(f, fmt.Sprintf("--vms %d", r.VMs))
+	}
+	if r.VCPUs > 0 {
+		f = append(f, fmt.Sprintf("--vcpus %d", r.VCPUs))
+	}
+	if r.MemoryBytes > 0 {
+		f = append(f, "--memory "+sizeText(r.MemoryBytes))
+	}
+	f = append(f, fmt.Sprintf("--housekeeping-cores %d", r.HousekeepingCores), "--policy "+string(r.Policy))
+	return strings.Join(f, " ")
+}
+
+// planDemo prints the plan for an example host, for the demo.
+func planDemo(w io.Writer, s *host.Snapshot, vms int) {
+	p, err := plan.Make(s, plan.Request{VMs: vms})
+	if err != nil {
+		fmt.Fprintf(w, "%v\n", err)
+		return
+	}
+	report.Plan(w, p)
+}
+
+func sizeText(b int64) string {
+	if b%(1<<30) == 0 {
+		return fmt.Sprintf("%dG", b>>30)
+	}
+	return fmt.Sprintf("%dM", b>>20)
+}

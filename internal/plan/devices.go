@@ -1,0 +1,459 @@
+package plan
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/host"
+)
+
+// vmDevices is one VM's share of devices before CPUs are placed.
+type vmDevices struct {
+	devices []Device
+	pairs   []Pair
+	nodes   []int
+}
+
+// units joins PCI functions that must go to one VM: one IOMMU group, one
+// physical device (all its functions), and everything under the bridge of
+// a function that can only be reset by resetting that bridge. It returns
+// the unit id of every endpoint, and why each joined.
+type units struct {
+	parent map[string]string
+	why    map[string]string
+}
+
+func (u *units) find(a string) string {
+	for u.parent[a] != a {
+		u.parent[a] = u.parent[u.parent[a]]
+		a = u.parent[a]
+	}
+	return a
+}
+
+func (u *units) union(a, b, why string) {
+	ra, rb := u.find(a), u.find(b)
+	if ra == rb {
+		return
+	}
+	if rb < ra {
+		ra, rb = rb, ra
+	}
+	u.parent[rb] = ra
+	if _, ok := u.why[b]; !ok {
+		u.why[b] = why
+	}
+	if _, ok := u.why[a]; !ok {
+		u.why[a] = why
+	}
+}
+
+func newUnits(s *host.Snapshot) *units {
+	u := &units{parent: map[string]string{}, why: map[string]string{}}
+	var eps []*host.PCIDevice
+	for i := range s.PCIDevices {
+		d := &s.PCIDevices[i]
+		if d.BridgeRole != "" || host.IsBridgeClass(d.Class) {
+			continue
+		}
+		eps = append(eps, d)
+		u.parent[d.Address] = d.Address
+	}
+	first := map[string]string{}
+	join := func(key, addr, why string) {
+		if f, ok := first[key]; ok {
+			u.union(f, addr, why)
+		} else {
+			first[key] = addr
+		}
+	}
+	for _, d := range eps {
+		if d.IOMMUGroup != nil {
+			join(fmt.Sprintf("group %d", *d.IOMMUGroup), d.Address, fmt.Sprintf("same IOMMU group %d", *d.IOMMUGroup))
+		}
+		if a, err := host.ParsePCIAddress(d.Address); err == nil {
+			join("slot "+a.Slot(), d.Address, "another function of the same device")
+		}
+	}
+	for _, d := range eps {
+		if d.ResetMethod == "bus" && len(d.Parents) > 0 {
+			for _, o := range eps {
+				if len(o.Parents) > 0 && o.Parents[0] == d.Parents[0] {
+					u.union(d.Address, o.Address, fmt.Sprintf("%s can only be reset with its bridge %s", d.Address, d.Parents[0]))
+				}
+			}
+		}
+	}
+	return u
+}
+
+// members lists the endpoints of addr's unit, sorted.
+func (u *units) members(addr string) []string {
+	r := u.find(addr)
+	var out []string
+	for a := range u.parent {
+		if u.find(a) == r {
+			out = append(out, a)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// pairGPUs matches every GPU with the nearest free RDMA NIC: best path level
+// first, then NUMA distance, then PCI address. NICs are physical functions
+// only; a GPU left without a NIC gets an empty one.
+func pairGPUs(s *host.Snapshot, t *topology) []Pair {
+	bridges := s.BridgeIndex()
+	type cand struct {
+		gpu, nic *host.PCIDevice
+		rdma     string
+		level    string
+	}
+	var cs []cand
+	for _, g := range s.GPUs {
+		gd := s.PCI(g.Address)
+		if gd == nil {
+			continue
+		}
+		for _, n := range nics(s) {
+			cs = append(cs, cand{gd, n.dev, n.rdma, host.PathLevel(gd, n.dev, bridges)})
+		}
+	}
+	slices.SortStableFunc(cs, func(a, b cand) int {
+		return cmp.Or(
+			cmp.Compare(host.LevelRank(a.level), host.LevelRank(b.level)),
+			cmp.Compare(t.distance(a.gpu.LocalityNUMANode, a.nic.LocalityNUMANode), t.distance(b.gpu.LocalityNUMANode, b.nic.LocalityNUMANode)),
+			cmp.Compare(a.gpu.Address, b.gpu.Address),
+			cmp.Compare(a.nic.Address, b.nic.Address))
+	})
+	usedGPU, usedNIC := map[string]bool{}, map[string]bool{}
+	var pairs []Pair
+	for _, c := range cs {
+		if usedGPU[c.gpu.Address] || usedNIC[c.nic.Address] {
+			continue
+		}
+		usedGPU[c.gpu.Address], usedNIC[c.nic.Address] = true, true
+		pairs = append(pairs, Pair{GPU: c.gpu.Address, NIC: c.nic.Address, RDMA: c.rdma, Level: c.level})
+	}
+	for _, g := range s.GPUs {
+		if !usedGPU[g.Address] && s.PCI(g.Address) != nil {
+			pairs = append(pairs, Pair{GPU: g.Address})
+		}
+	}
+	return pairs
+}
+
+type nic struct {
+	dev  *host.PCIDevice
+	rdma string
+}
+
+// nics are the RDMA devices' physical functions, one per PCI device (a
+// dual-port card's second function comes along with its first).
+func nics(s *host.Snapshot) []nic {
+	var out []nic
+	seen := map[string]bool{}
+	for _, r := range s.RDMADevices {
+		d := s.PCI(r.PCIAddress)
+		if d == nil || d.PhysFn != "" {
+			continue
+		}
+		slot := d.Address
+		if a, err := host.ParsePCIAddress(d.Address); err == nil {
+			slot = a.Slot()
+		}
+		if seen[slot] {
+			continue
+		}
+		seen[slot] = true
+		out = append(out, nic{d, r.Name})
+	}
+	slices.SortFunc(out, func(a, b nic) int { return cmp.Compare(a.dev.Address, b.dev.Address) })
+	return out
+}
+
+// assignDevices splits the host's devices into VMs, by count or by the
+// explicit groups of the request, and grows every VM to whole units.
+func assignDevices(s *host.Snapshot, t *topology, req Request) ([]vmDevices, []check.Finding, *Refusal) {
+	u := newUnits(s)
+	var notes []check.Finding
+	var wanted [][]string // per VM, the devices asked for
+	var pairsOf [][]Pair
+	npairs := 0
+	if len(req.Groups) > 0 {
+		for _, g := range req.Groups {
+			var addrs []string
+			for _, a := range g {
+				addrs = append(addrs, canonical(a))
+			}
+			wanted = append(wanted, addrs)
+			pairsOf = append(pairsOf, pairsWithin(s, addrs))
+		}
+	} else {
+		pairs := pairGPUs(s, t)
+		if len(pairs) == 0 {
+			for _, n := range nics(s) {
+				pairs = append(pairs, Pair{NIC: n.dev.Address, RDMA: n.rdma})
+			}
+		}
+		if len(pairs) == 0 {
+			return nil, nil, refuse(nil, "plan.devices", s.Hostname, "%s has no GPU and no RDMA NIC to pass through", s.Hostname)
+		}
+		if len(pairs)%req.VMs != 0 {
+			n := nearestDivisor(len(pairs), req.VMs)
+			near := req
+			near.VMs = n
+			return nil, nil, refuse(&near, "plan.vms", s.Hostname,
+				"%d GPU+NIC pairs cannot be split evenly over %d VMs (nearest: %d VMs of %d pairs)", len(pairs), req.VMs, n, len(pairs)/n)
+		}
+		// Pairs of one socket and one switch stay together: sort by GPU
+		// node, then switch, then address, and cut into equal runs.
+		slices.SortStableFunc(pairs, func(a, b Pair) int {
+			da, db := pairDev(s, a), pairDev(s, b)
+			return cmp.Or(cmp.Compare(t.pkgOf(da.LocalityNUMANode), t.pkgOf(db.LocalityNUMANode)),
+				cmp.Compare(da.LocalityNUMANode, db.LocalityNUMANode), cmp.Compare(da.Switch, db.Switch), cmp.Compare(da.Address, db.Address))
+		})
+		npairs = len(pairs)
+		per := len(pairs) / req.VMs
+		for i := range req.VMs {
+			chunk := pairs[i*per : (i+1)*per]
+			var addrs []string
+			for _, p := range chunk {
+				for _, a := range []string{p.GPU, p.NIC} {
+					if a != "" {
+						addrs = append(addrs, a)
+					}
+				}
+			}
+			wanted = append(wanted, addrs)
+			pairsOf = append(pairsOf, slices.Clone(chunk))
+		}
+	}
+
+	owner := map[string]int{} // unit root → VM
+	var out []vmDevices
+	for i, addrs := range wanted {
+		var vd vmDevices
+		vd.pairs = pairsOf[i]
+		seen := map[string]bool{}
+		for _, a := range addrs {
+			d := s.PCI(a)
+			if d == nil {
+				continue // validated by the caller for explicit groups
+			}
+			if d.IOMMUGroup == nil {
+				return nil, nil, refuse(nil, "plan.iommu", a,
+					"%s is in no IOMMU group: the IOMMU is off (add intel_iommu=on or amd_iommu=on and iommu=pt, reboot)", a)
+			}
+			root := u.find(a)
+			if o, ok := owner[root]; ok && o != i {
+				near := req
+				if len(req.Groups) > 0 {
+					near.Groups = mergeGroups(req.Groups, o, i)
+				} else {
+					near.VMs = largestDivisorBelow(npairs, req.VMs)
+				}
+				return nil, nil, refuse(&near, "plan.iommu.split", a,
+					"%s is in one unit with %s (%s) but they were asked for two VMs; VFIO assigns a whole IOMMU group to one VM",
+					a, strings.Join(u.members(a), ", "), u.whyOf(a))
+			}
+			owner[root] = i
+			for _, m := range u.members(a) {
+				if seen[m] {
+					continue
+				}
+				seen[m] = true
+				vd.devices = append(vd.devices, describe(s, m, slices.Contains(addrs, m), u))
+			}
+		}
+		slices.SortFunc(vd.devices, func(a, b Device) int { return cmp.Compare(a.Address, b.Address) })
+		nodes := map[int]bool{}
+		for _, d := range vd.devices {
+			if d.Role == "function" {
+				continue
+			}
+			if d.NUMANode < 0 {
+				notes = append(notes, note("plan.numa.unknown", d.Address, "",
+					"%s reports numa_node -1: its locality is unknown, so its VM's CPUs are chosen from its other devices' nodes", d.Address))
+				continue
+			}
+			nodes[d.NUMANode] = true
+		}
+		for n := range nodes {
+			vd.nodes = append(vd.nodes, n)
+		}
+		slices.Sort(vd.nodes)
+		out = append(out, vd)
+	}
+	for i, vd := range out {
+		name := fmt.Sprintf("%s%02d", req.NamePrefix, i)
+		for _, p := range vd.pairs {
+			if p.NIC == "" {
+				notes = append(notes, note("plan.pair.no-nic", name+" "+p.GPU, "", "GPU %s has no RDMA NIC of its own: GPUDirect RDMA is not possible for it", p.GPU))
+				continue
+			}
+			if host.LevelRank(p.Level) >= host.LevelRank(host.LevelSYS) {
+				notes = append(notes, note("plan.pair.sys", name+" "+p.GPU+" ↔ "+p.NIC, "",
+					"%s: GPU %s ↔ NIC %s (%s) path is %s (GPU on node %d, NIC on node %d): GPUDirect RDMA will not work well, NCCL will not use it by default",
+					name, p.GPU, p.NIC, p.RDMA, p.Level, pairDev(s, p).LocalityNUMANode, nodeOf(s, p.NIC)))
+			}
+		}
+		if r := checkPolicy(t, req, name, vd); r != nil {
+			return nil, nil, r
+		}
+	}
+	return out, notes, nil
+}
+
+func (u *units) whyOf(a string) string {
+	for _, m := range u.members(a) {
+		if w, ok := u.why[m]; ok {
+			return w
+		}
+	}
+	return "one unit"
+}
+
+// checkPolicy refuses a VM the policy does not allow, pointing at the
+// nearest policy that does.
+func checkPolicy(t *topology, req Request, name string, vd vmDevices) *Refusal {
+	pkgs := map[int]bool{}
+	for _, n := range vd.nodes {
+		pkgs[t.pkgOf(n)] = true
+	}
+	switch {
+	case req.Policy == SingleNUMANode && len(vd.nodes) > 1:
+		near := req
+		near.Policy = Restricted
+		if len(pkgs) > 1 {
+			near.Policy = BestEffort
+		}
+		return refuse(&near, "plan.policy", name,
+			"%s's devices sit on NUMA nodes %s; policy single-numa-node wants one (nearest: --policy %s)", name, joinInts(vd.nodes), near.Policy)
+	case req.Policy == Restricted && len(pkgs) > 1:
+		near := req
+		near.Policy = BestEffort
+		return refuse(&near, "plan.policy", name,
+			"%s's devices span %d sockets (NUMA nodes %s); policy restricted keeps a VM in one socket (nearest: --policy best-effort, or more VMs)", name, len(pkgs), joinInts(vd.nodes))
+	}
+	return nil
+}
+
+func describe(s *host.Snapshot, addr string, asked bool, u *units) Device {
+	d := s.PCI(addr)
+	dev := Device{Address: addr, NUMANode: d.LocalityNUMANode, IOMMUGroup: d.IOMMUGroup, Driver: d.Driver,
+		Name: host.DeviceName(d.Vendor, d.Device), Role: "function"}
+	if dev.Name == "" {
+		dev.Name = d.ClassName
+	}
+	for _, g := range s.GPUs {
+		if g.Address == addr {
+			dev.Role = "gpu"
+		}
+	}
+	for _, r := range s.RDMADevices {
+		if r.PCIAddress == addr {
+			dev.Role, dev.RDMA = "nic", r.Name
+		}
+	}
+	if !asked && dev.Role == "function" {
+		dev.Why = u.why[addr]
+	}
+	if !asked && dev.Role != "function" {
+		dev.Why = u.whyOf(addr)
+	}
+	return dev
+}
+
+// pairsWithin pairs the GPUs and NICs of an explicit group with each other.
+func pairsWithin(s *host.Snapshot, addrs []string) []Pair {
+	sub := *s
+	sub.GPUs = nil
+	sub.RDMADevices = nil
+	for _, g := range s.GPUs {
+		if slices.Contains(addrs, g.Address) {
+			sub.GPUs = append(sub.GPUs, g)
+		}
+	}
+	for _, r := range s.RDMADevices {
+		if slices.Contains(addrs, r.PCIAddress) {
+			sub.RDMADevices = append(sub.RDMADevices, r)
+		}
+	}
+	return pairGPUs(&sub, newTopology(s))
+}
+
+func pairDev(s *host.Snapshot, p Pair) *host.PCIDevice {
+	if p.GPU != "" {
+		return s.PCI(p.GPU)
+	}
+	return s.PCI(p.NIC)
+}
+
+func nodeOf(s *host.Snapshot, addr string) int {
+	if d := s.PCI(addr); d != nil {
+		return d.LocalityNUMANode
+	}
+	return -1
+}
+
+// canonical adds the PCI domain a user may leave out ("41:00.0").
+func canonical(a string) string {
+	if strings.Count(a, ":") == 1 {
+		return "0000:" + a
+	}
+	return a
+}
+
+// nearestDivisor is the divisor of n closest to want (the smaller on a tie).
+func nearestDivisor(n, want int) int {
+	best := 1
+	for d := 1; d <= n; d++ {
+		if n%d == 0 && abs(d-want) < abs(best-want) {
+			best = d
+		}
+	}
+	return best
+}
+
+func largestDivisorBelow(n, below int) int {
+	for d := below - 1; d > 1; d-- {
+		if n%d == 0 {
+			return d
+		}
+	}
+	return 1
+}
+
+func mergeGroups(groups [][]string, a, b int) [][]string {
+	var out [][]string
+	for i, g := range groups {
+		switch i {
+		case a:
+			out = append(out, append(slices.Clone(g), groups[b]...))
+		case b:
+		default:
+			out = append(out, slices.Clone(g))
+		}
+	}
+	return out
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, "+")
+}

@@ -1,0 +1,168 @@
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// File is one output of a plan.
+type File struct {
+	Name    string
+	Content string
+	Mode    os.FileMode
+}
+
+// Files renders everything a plan emits besides its table: the kernel
+// command line, VFIO binding, one domain XML per VM, the virt-install
+// equivalent, the checklist and the plan itself as JSON.
+func Files(p *Plan) ([]File, error) {
+	var fs []File
+	js, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	fs = append(fs,
+		File{"plan.json", string(js) + "\n", 0o644},
+		File{"kernel-cmdline.txt", KernelCmdline(p), 0o644},
+		File{"vfio.sh", VFIOScript(p), 0o755},
+	)
+	for _, vm := range p.VMs {
+		x, err := DomainXML(p, vm)
+		if err != nil {
+			return nil, err
+		}
+		fs = append(fs, File{vm.Name + ".xml", x, 0o644})
+	}
+	fs = append(fs, File{"virt-install.sh", VirtInstall(p), 0o755}, File{"CHECKLIST.md", Checklist(p), 0o644})
+	return fs, nil
+}
+
+// Write writes files into dir, each through a temporary file and a rename,
+// so an interrupted run never leaves a half-written file behind.
+func Write(dir string, files []File) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	for _, f := range files {
+		path := filepath.Join(dir, f.Name)
+		tmp := path + ".tmp"
+		if err := os.WriteFile(tmp, []byte(f.Content), f.Mode); err != nil {
+			return fmt.Errorf("write %s: %w", tmp, err)
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			return fmt.Errorf("rename %s: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// KernelCmdline gives the arguments in grubby's form (RHEL family) and
+// /etc/default/grub's (Debian family).
+func KernelCmdline(p *Plan) string {
+	args := strings.Join(p.KernelArgs, " ")
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Kernel command line for %s (rdmalab plan). Apply one form, then reboot.\n\n", p.Host)
+	fmt.Fprintf(&b, "# RHEL, Rocky, Alma, CentOS Stream, Fedora:\ngrubby --update-kernel=ALL --args=%q\n\n", args)
+	fmt.Fprintf(&b, "# Debian, Ubuntu: append to GRUB_CMDLINE_LINUX_DEFAULT in /etc/default/grub, then update-grub\nGRUB_CMDLINE_LINUX_DEFAULT=\"$GRUB_CMDLINE_LINUX_DEFAULT %s\"\n", args)
+	return b.String()
+}
+
+// VFIOScript binds every planned device to vfio-pci in a way that survives
+// reboots (seed 000's manual binding "needs to run every boot").
+func VFIOScript(p *Plan) string {
+	var b strings.Builder
+	b.WriteString("#!/bin/sh\n# Bind the planned devices to vfio-pci, persistently (driverctl keeps the override across reboots).\nset -eu\nmodprobe vfio-pci\n")
+	for _, vm := range p.VMs {
+		fmt.Fprintf(&b, "\n# %s\n", vm.Name)
+		for _, d := range vm.Devices {
+			fmt.Fprintf(&b, "driverctl set-override %s vfio-pci   # %s %s", d.Address, d.Role, d.Name)
+			if d.Driver != "" && d.Driver != "vfio-pci" {
+				fmt.Fprintf(&b, ", now on %s", d.Driver)
+			}
+			b.WriteString("\n")
+		}
+	}
+	b.WriteString("\n# Without driverctl: 'options vfio-pci ids=VENDOR:DEVICE,...' in /etc/modprobe.d/vfio.conf plus\n" +
+		"# 'softdep DRIVER pre: vfio-pci' catches every device with those ids, including ones the host keeps.\n")
+	return b.String()
+}
+
+// VirtInstall is the virt-install equivalent of each domain. The XML files
+// are the reference; `virsh define vmNN.xml` applies them directly.
+func VirtInstall(p *Plan) string {
+	var b strings.Builder
+	b.WriteString("#!/bin/sh\n# virt-install equivalents of the planned domains (or: virsh define vmNN.xml).\nset -eu\n")
+	for _, vm := range p.VMs {
+		var cpu, tune, numa []string
+		cpu = append(cpu, "host-passthrough")
+		numa = append(numa, nodeset(vm.Cells), "mode=strict")
+		for _, c := range vm.Cells {
+			cpu = append(cpu, fmt.Sprintf("cell%d.id=%d,cell%d.cpus=%s,cell%d.memory=%d", c.ID, c.ID, c.ID, c.VCPUs, c.ID, c.MemoryBytes>>10))
+			numa = append(numa, fmt.Sprintf("memnode%d.cellid=%d,memnode%d.mode=strict,memnode%d.nodeset=%d", c.ID, c.ID, c.ID, c.ID, c.HostNode))
+		}
+		for i, cpuID := range vm.Pins {
+			tune = append(tune, fmt.Sprintf("vcpupin%d.vcpu=%d,vcpupin%d.cpuset=%d", i, i, i, cpuID))
+		}
+		tune = append(tune, fmt.Sprintf("emulatorpin.cpuset=\"%s\"", vm.EmulatorCPUs))
+		fmt.Fprintf(&b, "\n# %s\nvirt-install \\\n", vm.Name)
+		lines := [][2]string{
+			{"--name", vm.Name},
+			{"--memory", fmt.Sprint(vm.MemoryBytes >> 20)},
+			{"--vcpus", fmt.Sprintf("%d,sockets=%d,cores=%d,threads=%d", vm.VCPUs, vm.Sockets, vm.CoresPerSkt, vm.Threads)},
+			{"--cpu", strings.Join(cpu, ",")},
+			{"--cputune", strings.Join(tune, ",")},
+			{"--numatune", strings.Join(numa, ",")},
+			{"--memorybacking", fmt.Sprintf("hugepages.page0.size=%d,hugepages.page0.unit=KiB,locked=on", p.Request.PageSizeBytes>>10)},
+			{"--iothreads", fmt.Sprintf("iothreads=1,iothreadpin0.iothread=1,iothreadpin0.cpuset=\"%s\"", vm.EmulatorCPUs)},
+			{"--machine", "q35"},
+			{"--boot", "uefi"},
+			{"--memballoon", "none"},
+			{"--disk", "path=/var/lib/libvirt/images/" + vm.Name + ".qcow2"},
+			{"--network", "network=default"},
+		}
+		for _, d := range vm.Devices {
+			lines = append(lines, [2]string{"--host-device", d.Address})
+		}
+		lines = append(lines, [2]string{"--import", ""}, [2]string{"--noautoconsole", ""})
+		for i, l := range lines {
+			end := " \\\n"
+			if i == len(lines)-1 {
+				end = "\n"
+			}
+			if l[1] == "" {
+				fmt.Fprintf(&b, "  %s%s", l[0], end)
+			} else {
+				fmt.Fprintf(&b, "  %s '%s'%s", l[0], l[1], end)
+			}
+		}
+	}
+	return b.String()
+}
+
+// Checklist is the order in which to apply the plan and what to verify.
+func Checklist(p *Plan) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Applying the plan for %s\n\n", p.Host)
+	b.WriteString("1. BIOS: VT-d/AMD-Vi (IOMMU) on, SR-IOV and Above 4G Decoding on, Resizable BAR as the GPU vendor says.\n")
+	b.WriteString("2. Kernel command line: run one form from `kernel-cmdline.txt`, reboot.\n")
+	fmt.Fprintf(&b, "3. Verify: `cat /sys/devices/system/cpu/isolated` prints `%s`;", p.IsolatedCPUs)
+	for _, np := range p.HugePages {
+		fmt.Fprintf(&b, " node %d has %d in `/sys/devices/system/node/node%d/hugepages/hugepages-%s/nr_hugepages`;", np.Node, np.Pages, np.Node, hugeDir(np.PageSizeBytes))
+	}
+	b.WriteString(" `rdmalab doctor` passes.\n")
+	b.WriteString("4. VFIO: `sh vfio.sh` (driverctl), then `lspci -nnk` shows `vfio-pci` on every planned device.\n")
+	b.WriteString("5. Domains: `virsh define vmNN.xml` for each VM (or `sh virt-install.sh`), then `virsh start vmNN`.\n")
+	b.WriteString("6. Verify pinning: `virsh vcpupin vmNN`, `virsh emulatorpin vmNN`, `virsh numatune vmNN` match `plan.json`.\n")
+	b.WriteString("7. `cpupower frequency-set -g performance` on the host.\n")
+	b.WriteString("8. In each guest: `nvidia-smi topo -m` and `ibv_devinfo`, then `rdmalab bench` between the VMs.\n")
+	if len(p.Notes) > 0 {
+		b.WriteString("\n## Warnings\n\n")
+		for _, n := range p.Notes {
+			fmt.Fprintf(&b, "- %s\n", n.Message)
+		}
+	}
+	return b.String()
+}
