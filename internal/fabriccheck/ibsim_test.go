@@ -1,0 +1,175 @@
+package fabriccheck
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/fabric"
+	"github.com/rdmalab/rdmalab/internal/testhost"
+)
+
+func TestMain(m *testing.M) { os.Exit(testhost.Main(m)) }
+
+func scan(t *testing.T, sim *testhost.IBSim, interval time.Duration) *fabric.Snapshot {
+	t.Helper()
+	s, err := fabric.Scan(context.Background(), fabric.Exec{Dir: sim.Dir, Env: sim.Env(), Timeout: 30 * time.Second}, fabric.ScanOptions{Interval: interval})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// failing returns the findings of outcome out, by check id.
+func failing(fs []check.Finding, out check.Outcome) map[string][]check.Finding {
+	m := map[string][]check.Finding{}
+	for _, f := range fs {
+		if f.Outcome == out {
+			m[f.Check] = append(m[f.Check], f)
+		}
+	}
+	return m
+}
+
+func ids(m map[string][]check.Finding) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func wantOne(t *testing.T, m map[string][]check.Finding, id string, contains ...string) {
+	t.Helper()
+	fs := m[id]
+	if len(fs) != 1 {
+		t.Errorf("%s: %d findings, want 1: %+v", id, len(fs), fs)
+		return
+	}
+	for _, c := range contains {
+		if !strings.Contains(fs[0].Message, c) {
+			t.Errorf("%s: message %q lacks %q", id, fs[0].Message, c)
+		}
+	}
+}
+
+// The shipped ibsim examples, brought up by the real OpenSM and read by
+// the real diagnostics: healthy when declared at full speed, and every
+// link flagged when left at ibsim's default 4X SDR (both ends support 12X QDR).
+func TestExampleNetlists(t *testing.T) {
+	dir := filepath.Join(testhost.SharedTestdata(t), "ibnetdiscover", "ibsim-net-examples")
+	for _, name := range []string{"net.2sw2path4hca", "net.1"} {
+		t.Run(name, func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan, err := fabric.ParseTopology(string(b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sim := testhost.StartIBSim(t, testhost.FullSpeed+string(b))
+			sim.StartSM("", 0)
+			sim.WaitUp(30 * time.Second)
+			s := scan(t, sim, 0)
+			fs := Run(s, Options{Plan: plan, ExpectRateGbps: 120})
+			if f := failing(fs, check.Fail); len(f) > 0 {
+				t.Errorf("healthy %s: failures %v: %+v", name, ids(f), f)
+			}
+			if got := len(s.Links()); got != len(plan.Links) {
+				t.Errorf("%d links discovered, the netlist has %d", got, len(plan.Links))
+			}
+
+			slow := testhost.StartIBSim(t, string(b))
+			slow.StartSM("", 0)
+			slow.WaitUp(30 * time.Second)
+			f := failing(Run(scan(t, slow, 0), Options{}), check.Fail)
+			if len(f["fabric.link.width"]) != len(plan.Links) || len(f["fabric.link.speed"]) != len(plan.Links) {
+				t.Errorf("4X SDR links: want every link below 12X and QDR, got %v", ids(f))
+			}
+		})
+	}
+}
+
+// One fat tree, faults injected one after another: a 1X link, a DDR link,
+// a cable unplugged, errors over threshold, a saturated counter, a counter
+// rising while sampled, a cable moved, a second SM at the same priority.
+func TestInjectedFaults(t *testing.T) {
+	netlist := testhost.FatTree(2, 2, 3)
+	plan, err := fabric.ParseTopology(netlist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// node0001 at 1X and node0002 at DDR, declared on both ends.
+	faulty := strings.Replace(netlist, "[1]\t\"node0001\"[1]\n", "[1]\t\"node0001\"[1] w=1\n", 1)
+	faulty = strings.Replace(faulty, "[1]\t\"leaf01\"[1]\n", "[1]\t\"leaf01\"[1] w=1\n", 1)
+	faulty = strings.Replace(faulty, "[2]\t\"node0002\"[1]\n", "[2]\t\"node0002\"[1] s=2\n", 1)
+	faulty = strings.Replace(faulty, "[1]\t\"leaf01\"[2]\n", "[1]\t\"leaf01\"[2] s=2\n", 1)
+	sim := testhost.StartIBSim(t, faulty)
+	sim.StartSM("node0001", 0) // the lowest GUID: it stays master when a second SM comes
+	sim.WaitUp(30 * time.Second)
+
+	f := failing(Run(scan(t, sim, 0), Options{Plan: plan}), check.Fail)
+	if got := ids(f); !slices.Equal(got, []string{"fabric.link.speed", "fabric.link.width"}) {
+		t.Fatalf("want only the width and speed faults, got %v", got)
+	}
+	wantOne(t, f, "fabric.link.width", "node0001 port 1 ↔ leaf01 port 1", "1X QDR", "both ends support 12X")
+	wantOne(t, f, "fabric.link.speed", "node0002 port 1 ↔ leaf01 port 2", "12X DDR", "both ends support QDR")
+
+	sim.Console(`Unlink "node0003"[1]`)
+	sim.Console(`PerformanceSet "node0004"[1] PortCounters.SymbolErrorCounter=50`)
+	sim.Console(`PerformanceSet "spine01"[1] PortCounters.PortRcvErrors=65535`)
+	sim.Console(`PerformanceSet "node0005"[1] PortCounters.LinkDownedCounter=2`) // under threshold
+	go func() {
+		time.Sleep(400 * time.Millisecond)
+		sim.Console(`PerformanceSet "node0004"[1] PortCounters.SymbolErrorCounter=80`)
+	}()
+	s := scan(t, sim, 1500*time.Millisecond)
+	f = failing(Run(s, Options{Plan: plan}), check.Fail)
+	wantOne(t, f, "fabric.port.down", "leaf01 port 3 ↔ node0003 port 1")
+	if got := f["fabric.port.errors"]; len(got) != 2 {
+		t.Errorf("port errors: %+v", got)
+	} else {
+		msgs := got[0].Message + "\n" + got[1].Message
+		for _, want := range []string{"node0004 port 1: SymbolErrorCounter = 80, over the threshold 10 (link to leaf02 port 1)", "spine01 port 1: PortRcvErrors is saturated at 65535"} {
+			if !strings.Contains(msgs, want) {
+				t.Errorf("port errors lack %q:\n%s", want, msgs)
+			}
+		}
+	}
+	wantOne(t, f, "fabric.port.errors.rising", "node0004 port 1: SymbolErrorCounter rising")
+
+	sim.Console(`Unlink "node0006"[1]`)
+	sim.Console(`Link "node0006"[1] "leaf02"[6]`)
+	f = failing(Run(scan(t, sim, 0), Options{Plan: plan}), check.Fail)
+	wantOne(t, f, "fabric.topology.miswired", "planned leaf02 port 3 ↔ node0006 port 1", "node0006 port 1 ↔ leaf02 port 6")
+
+	sim.StartSM("node0005", 0)
+	// The master learns of the standby at its next sweep (every 2 s here).
+	s = scan(t, sim, 0)
+	for deadline := time.Now().Add(20 * time.Second); len(s.SMs) < 2 && time.Now().Before(deadline); {
+		time.Sleep(500 * time.Millisecond)
+		s = scan(t, sim, 0)
+	}
+	w := failing(Run(s, Options{}), check.Warn)
+	wantOne(t, w, "fabric.sm.priority-clash", "2 subnet managers share priority 0")
+}
+
+// Without a subnet manager nothing is configured, and the check says so.
+func TestNoSubnetManager(t *testing.T) {
+	sim := testhost.StartIBSim(t, testhost.FatTree(1, 1, 2))
+	s := scan(t, sim, 0)
+	f := failing(Run(s, Options{}), check.Fail)
+	wantOne(t, f, "fabric.sm", "no subnet manager")
+	wantOne(t, f, "fabric.lid.unassigned", "have LID 0")
+	wantOne(t, f, "fabric.port.state", "not Active")
+	if s.SMQueryError == "" {
+		t.Error("sminfo's failure is not recorded")
+	}
+}
