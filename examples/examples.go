@@ -10,11 +10,15 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rdmalab/rdmalab/internal/fabric"
 	"github.com/rdmalab/rdmalab/internal/host"
 )
 
 //go:embed *.json
 var files embed.FS
+
+//go:embed fabric/*.json
+var fabricFiles embed.FS
 
 // Names lists the example hosts, sorted.
 func Names() []string {
@@ -36,6 +40,31 @@ func Load(name string) (*host.Snapshot, error) {
 	s, err := host.Decode(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("example %s: %w", name, err)
+	}
+	return s, nil
+}
+
+// FabricNames lists the recorded example fabrics, sorted.
+func FabricNames() []string {
+	ents, _ := fabricFiles.ReadDir("fabric")
+	var out []string
+	for _, e := range ents {
+		out = append(out, strings.TrimSuffix(e.Name(), ".json"))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// LoadFabric returns the recorded example fabric called name: a scan of an
+// ibsim fabric by the real OpenSM and infiniband-diags.
+func LoadFabric(name string) (*fabric.Snapshot, error) {
+	data, err := fabricFiles.ReadFile("fabric/" + name + ".json")
+	if err != nil {
+		return nil, fmt.Errorf("no example fabric %q (have %s)", name, strings.Join(FabricNames(), ", "))
+	}
+	s, err := fabric.Decode(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("example fabric %s: %w", name, err)
 	}
 	return s, nil
 }

@@ -2,10 +2,17 @@ package examples
 
 import (
 	"bytes"
+	"context"
 	"flag"
+	"fmt"
 	"os"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/fabric"
+	"github.com/rdmalab/rdmalab/internal/fabriccheck"
 
 	"github.com/rdmalab/rdmalab/internal/hostfs"
 	"github.com/rdmalab/rdmalab/internal/inventory"
@@ -47,5 +54,51 @@ func TestExamplesMatchSeedTrees(t *testing.T) {
 		if _, err := Load(name); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// The recorded fabric is a real scan of testhost.QDRLab on ibsim: -update
+// records it again; otherwise a fresh scan must find the same links and
+// the same failures.
+func TestFabricExampleRecorded(t *testing.T) {
+	sim := testhost.StartIBSim(t, testhost.QDRLab)
+	sim.StartSM("lab01 HCA-1", 0)
+	sim.WaitUp(30 * time.Second)
+	sim.Console(`PerformanceSet "lab02 HCA-1"[1] PortCounters.SymbolErrorCounter=37`)
+	s, err := fabric.Scan(context.Background(), fabric.Exec{Dir: sim.Dir, Env: sim.Env(), Timeout: 30 * time.Second},
+		fabric.ScanOptions{Now: func() time.Time { return time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Source = "recorded: rdmalab fabric scan on ibsim (testhost.QDRLab), OpenSM on lab01"
+	if *update {
+		f, err := os.Create("fabric/qdr-lab.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := s.Encode(f); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	rec, err := LoadFabric("qdr-lab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	summary := func(s *fabric.Snapshot) []string {
+		var out []string
+		for _, l := range s.Links() {
+			out = append(out, fmt.Sprintf("%s %s %s", l.Name(), l.A.Width, l.A.Speed))
+		}
+		for _, f := range fabriccheck.Run(s, fabriccheck.Options{}) {
+			if f.Outcome != check.Pass {
+				out = append(out, f.Check+" "+f.Subject)
+			}
+		}
+		return out
+	}
+	if got, want := summary(s), summary(rec); !slices.Equal(got, want) {
+		t.Errorf("a fresh scan differs from the recording (go test ./examples -update):\n%v\n%v", got, want)
 	}
 }

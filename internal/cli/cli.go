@@ -77,7 +77,8 @@ Exit codes: 0 ran and nothing failed, 1 ran and found failures, 2 could not run.
   rdmalab inventory                        # this host
   rdmalab inventory --output json > h.json # a snapshot for later or for another machine
   rdmalab gather host.tar.gz               # capture this host to replay anywhere with --root
-  rdmalab plan vms --vms 2 --out lab/      # VMs with GPU+NIC passthrough, pinned, as libvirt XML`,
+  rdmalab plan vms --vms 2 --out lab/      # VMs with GPU+NIC passthrough, pinned, as libvirt XML
+  rdmalab fabric check --expect-rate 200   # every InfiniBand link, port, counter and SM`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       Version,
@@ -87,7 +88,7 @@ Exit codes: 0 ran and nothing failed, 1 ran and found failures, 2 could not run.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageErr("%v (see 'rdmalab %s --help')", err, c.Name())
 	})
-	root.AddCommand(newInventoryCmd(), newDoctorCmd(), newGatherCmd(), newPlanCmd(), newDemoCmd())
+	root.AddCommand(newInventoryCmd(), newDoctorCmd(), newGatherCmd(), newPlanCmd(), newFabricCmd(), newDemoCmd())
 	return root
 }
 

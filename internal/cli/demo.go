@@ -46,6 +46,12 @@ Any command reads them too: --snapshot example:NAME.`,
 				report.Inventory(w, s)
 				fmt.Fprintf(w, "━━━ rdmalab doctor --snapshot example:%s\n\n", name)
 				report.Findings(w, hostcheck.Run(s, hostcheck.Options{}), false)
+				if name == "r730-qdr" {
+					fmt.Fprintf(w, "\n━━━ rdmalab fabric check --snapshot example:qdr-lab   (the QDR lab's fabric, recorded on ibsim)\n\n")
+					if err := fabricDemo(w); err != nil {
+						return err
+					}
+				}
 				if vms := demoVMs[name]; vms > 0 {
 					fmt.Fprintf(w, "\n━━━ rdmalab plan vms --snapshot example:%s --vms %d\n\n", name, vms)
 					planDemo(w, s, vms)

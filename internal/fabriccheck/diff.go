@@ -51,7 +51,7 @@ func Diff(s *fabric.Snapshot, plan *fabric.Topology) []check.Finding {
 		_, knowB := ports[b]
 		if len(absent) == 2 || (len(absent) == 1 && !knowA && !knowB) {
 			fs = append(fs, find("fabric.topology.missing", check.Fail, subject,
-				"planned %s: %s not found in the fabric", subject, strings.Join(absent, " and ")))
+				"planned, but %s not found in the fabric", strings.Join(absent, " and ")))
 			continue
 		}
 		var moved []string
@@ -63,7 +63,7 @@ func Diff(s *fabric.Snapshot, plan *fabric.Topology) []check.Finding {
 			}
 		}
 		if len(moved) > 0 {
-			f := find("fabric.topology.miswired", check.Fail, subject, "planned %s, found %s", subject, strings.Join(moved, " and "))
+			f := find("fabric.topology.miswired", check.Fail, subject, "planned, but found %s", strings.Join(moved, " and "))
 			f.Evidence = ev
 			fs = append(fs, f)
 			continue
@@ -72,7 +72,7 @@ func Diff(s *fabric.Snapshot, plan *fabric.Topology) []check.Finding {
 		if len(absent) == 1 {
 			unreachable = "; " + absent[0] + " is not reachable through it"
 		}
-		f := find("fabric.port.down", check.Fail, subject, "planned %s is not linked%s", subject, unreachable)
+		f := find("fabric.port.down", check.Fail, subject, "planned, but not linked%s", unreachable)
 		for _, e := range []fabric.TopoEnd{a, b} {
 			if p, ok := ports[e]; ok {
 				f.Evidence = append(f.Evidence, check.Evidence{What: e.String(), Value: p.State + "/" + p.PhysState, Source: "iblinkinfo"})
@@ -85,7 +85,7 @@ func Diff(s *fabric.Snapshot, plan *fabric.Topology) []check.Finding {
 		if planned[a] || planned[b] {
 			continue // a planned cable found elsewhere is reported as miswired
 		}
-		fs = append(fs, find("fabric.topology.extra", check.Warn, l.Name(), "%s is not in the plan", l.Name()))
+		fs = append(fs, find("fabric.topology.extra", check.Warn, l.Name(), "linked, but not in the plan"))
 	}
 	if ok == len(plan.Links) {
 		fs = append(fs, find("fabric.topology.miswired", check.Pass, "plan", "all %d planned cables found where planned", ok))

@@ -52,9 +52,10 @@ func wantOne(t *testing.T, m map[string][]check.Finding, id string, contains ...
 		t.Errorf("%s: %d findings, want 1: %+v", id, len(fs), fs)
 		return
 	}
+	line := fs[0].Subject + ": " + fs[0].Message
 	for _, c := range contains {
-		if !strings.Contains(fs[0].Message, c) {
-			t.Errorf("%s: message %q lacks %q", id, fs[0].Message, c)
+		if !strings.Contains(line, c) {
+			t.Errorf("%s: %q lacks %q", id, line, c)
 		}
 	}
 }
@@ -136,19 +137,19 @@ func TestInjectedFaults(t *testing.T) {
 	if got := f["fabric.port.errors"]; len(got) != 2 {
 		t.Errorf("port errors: %+v", got)
 	} else {
-		msgs := got[0].Message + "\n" + got[1].Message
-		for _, want := range []string{"node0004 port 1: SymbolErrorCounter = 80, over the threshold 10 (link to leaf02 port 1)", "spine01 port 1: PortRcvErrors is saturated at 65535"} {
+		msgs := got[0].Subject + ": " + got[0].Message + "\n" + got[1].Subject + ": " + got[1].Message
+		for _, want := range []string{"node0004 port 1 SymbolErrorCounter: 80, over the threshold 10 (link to leaf02 port 1)", "spine01 port 1 PortRcvErrors: saturated at 65535"} {
 			if !strings.Contains(msgs, want) {
 				t.Errorf("port errors lack %q:\n%s", want, msgs)
 			}
 		}
 	}
-	wantOne(t, f, "fabric.port.errors.rising", "node0004 port 1: SymbolErrorCounter rising")
+	wantOne(t, f, "fabric.port.errors.rising", "node0004 port 1 SymbolErrorCounter: rising")
 
 	sim.Console(`Unlink "node0006"[1]`)
 	sim.Console(`Link "node0006"[1] "leaf02"[6]`)
 	f = failing(Run(scan(t, sim, 0), Options{Plan: plan}), check.Fail)
-	wantOne(t, f, "fabric.topology.miswired", "planned leaf02 port 3 ↔ node0006 port 1", "node0006 port 1 ↔ leaf02 port 6")
+	wantOne(t, f, "fabric.topology.miswired", "leaf02 port 3 ↔ node0006 port 1: planned, but found", "node0006 port 1 ↔ leaf02 port 6")
 
 	sim.StartSM("node0005", 0)
 	// The master learns of the standby at its next sweep (every 2 s here).

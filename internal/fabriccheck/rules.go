@@ -189,17 +189,17 @@ func linkRules(s *fabric.Snapshot, o Options) []check.Finding {
 		if width != "" {
 			bad = true
 			fs = append(fs, evidence(find("fabric.link.width", check.Fail, l.Name(),
-				"%s: %s, both ends support %s", l.Name(), linkText(a), width), a, b))
+				"%s, both ends support %s", linkText(a), width), a, b))
 		}
 		if speed != "" {
 			bad = true
 			fs = append(fs, evidence(find("fabric.link.speed", check.Fail, l.Name(),
-				"%s: %s, both ends support %s", l.Name(), linkText(a), speed), a, b))
+				"%s, both ends support %s", linkText(a), speed), a, b))
 		}
 		if o.ExpectRateGbps > 0 && a.RateGbps > 0 && a.RateGbps < o.ExpectRateGbps {
 			bad = true
 			fs = append(fs, evidence(find("fabric.link.rate", check.Fail, l.Name(),
-				"%s: %s, below the expected %g Gb/s", l.Name(), linkText(a), o.ExpectRateGbps), a, b))
+				"%s, below the expected %g Gb/s", linkText(a), o.ExpectRateGbps), a, b))
 		}
 		if !bad {
 			ok++
@@ -213,7 +213,7 @@ func evidence(f check.Finding, a, b *fabric.Port) check.Finding {
 	for _, p := range []*fabric.Port{a, b} {
 		v := fmt.Sprintf("%s %s, %s/%s, LID %d", p.Width, p.Speed, p.State, p.PhysState, p.LID)
 		if p.CouldBeWidth != "" || p.CouldBeSpeed != "" {
-			v += strings.TrimRight(fmt.Sprintf(", could be %s %s", p.CouldBeWidth, p.CouldBeSpeed), " ")
+			v += ", could be " + strings.TrimSpace(p.CouldBeWidth+" "+p.CouldBeSpeed)
 		}
 		f.Evidence = append(f.Evidence, check.Evidence{What: p.Name(), Value: v, Source: "iblinkinfo"})
 	}
@@ -243,17 +243,17 @@ func counterRules(s *fabric.Snapshot, o Options) []check.Finding {
 			switch {
 			case counterMax[n] > 0 && v >= counterMax[n]:
 				bad++
-				f := find("fabric.port.errors", check.Fail, subject, "%s: %s is saturated at %d: the true count is unknown and new errors are not counted%s", p.Name(), n, v, peer(p))
+				f := find("fabric.port.errors", check.Fail, subject, "saturated at %d: the true count is unknown and new errors are not counted%s", v, peer(p))
 				f.Evidence = append(f.Evidence, ev)
 				fs = append(fs, f)
 			case v > limit:
 				bad++
-				f := find("fabric.port.errors", check.Fail, subject, "%s: %s = %d, over the threshold %d%s", p.Name(), n, v, limit, peer(p))
+				f := find("fabric.port.errors", check.Fail, subject, "%d, over the threshold %d%s", v, limit, peer(p))
 				f.Evidence = append(f.Evidence, ev)
 				fs = append(fs, f)
 			}
 			if r := p.CounterRates[n]; r > 0 {
-				f := find("fabric.port.errors.rising", check.Fail, subject, "%s: %s rising at %.2f/s (%.0f/hour) over %.0f s%s", p.Name(), n, r, r*3600, s.IntervalSeconds, peer(p))
+				f := find("fabric.port.errors.rising", check.Fail, subject, "rising at %.2f/s (%.0f/hour) over %.0f s%s", r, r*3600, s.IntervalSeconds, peer(p))
 				f.Evidence = append(f.Evidence, ev)
 				fs = append(fs, f)
 			}

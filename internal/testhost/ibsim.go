@@ -222,3 +222,21 @@ func FatTree(spines, leaves, hostsPerLeaf int) string {
 }
 
 func hostName(i int) string { return fmt.Sprintf("node%04d", i) }
+
+// QDRLab is seeds 002/003's lab as an ibsim netlist: three hosts on one QDR
+// switch (12X here, ibsim's best), the SM on lab01, with the faults people
+// meet first: lab03's cable trained at DDR on both ends.
+const QDRLab = FullSpeed + `Switch	8 "ib-sw01"
+[1]	"lab01 HCA-1"[1]
+[2]	"lab02 HCA-1"[1]
+[3]	"lab03 HCA-1"[1] s=3
+
+Hca	1 "lab01 HCA-1"
+[1]	"ib-sw01"[1]
+
+Hca	1 "lab02 HCA-1"
+[1]	"ib-sw01"[2]
+
+Hca	1 "lab03 HCA-1"
+[1]	"ib-sw01"[3] s=3
+`

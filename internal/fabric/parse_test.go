@@ -1,0 +1,243 @@
+package fabric
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rdmalab/rdmalab/internal/testhost"
+)
+
+func shared(t *testing.T, rel string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(testhost.SharedTestdata(t), rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestParseIBLinkInfoReal(t *testing.T) {
+	cases := []struct {
+		file                   string
+		ports, active, polling int
+		first                  Port
+	}{
+		// xCAT: 2 CAs + an SB7700 EDR switch, 16 of its 18 ports Down/Polling.
+		{"ibtools/iblinkinfo/xcat-edr-2node_SB7700_iblinkinfo.txt", 20, 4, 16,
+			Port{NodeType: "CA", NodeDesc: "n02 HCA-1", Num: 1, PortGUID: "0xec0d9a03003d62be", LID: 4, State: "Active", PhysState: "LinkUp", Width: "4X", Speed: "EDR", LaneGbps: 25.78125, RateGbps: 100}},
+		// MQM8700 HDR switch: V100 hosts at EDR lane speed, the SHARP aggregation node at HDR.
+		{"ibtools/iblinkinfo/nccl-tests-issue-71_HDR-MQM8700_SHARP-aggnode_iblinkinfo_excerpt.txt", 8, 8, 0,
+			Port{NodeType: "CA", NodeDesc: "gpu-v100-3 HCA-1", Num: 1, PortGUID: "0xb88303ffff7f61c4", LID: 6, State: "Active", PhysState: "LinkUp", Width: "4X", Speed: "EDR", LaneGbps: 25.78125, RateGbps: 100}},
+	}
+	for _, c := range cases {
+		t.Run(filepath.Base(c.file), func(t *testing.T) {
+			ps, err := ParseIBLinkInfo(shared(t, c.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			active, polling := 0, 0
+			for _, p := range ps {
+				switch {
+				case p.State == "Active":
+					active++
+				case p.PhysState == "Polling":
+					polling++
+				}
+			}
+			if len(ps) != c.ports || active != c.active || polling != c.polling {
+				t.Errorf("%d ports (%d active, %d polling), want %d (%d, %d)", len(ps), active, polling, c.ports, c.active, c.polling)
+			}
+			got := ps[0]
+			got.Remote = nil
+			if got.NodeDesc != c.first.NodeDesc || got.LID != c.first.LID || got.RateGbps != c.first.RateGbps || got.Speed != c.first.Speed || got.PortGUID != c.first.PortGUID || got.NodeType != c.first.NodeType {
+				t.Errorf("first port %+v\nwant %+v", got, c.first)
+			}
+		})
+	}
+	// The aggregation node runs HDR; its remote end is switch port 41.
+	ps, _ := ParseIBLinkInfo(shared(t, "ibtools/iblinkinfo/nccl-tests-issue-71_HDR-MQM8700_SHARP-aggnode_iblinkinfo_excerpt.txt"))
+	agg := ps[1]
+	if agg.NodeDesc != "Mellanox Technologies Aggregation Node" || agg.Speed != "HDR" || agg.RateGbps != 200 || agg.Remote == nil || agg.Remote.Port != 41 || agg.Remote.LID != 3 {
+		t.Errorf("aggregation node: %+v %+v", agg, agg.Remote)
+	}
+}
+
+func TestParseIBLinkInfoLineMode(t *testing.T) {
+	out := `0x000000000010000a "                          Hca4"      6    1[  ] ==( 4X           2.5 Gbps Active/  LinkUp)==>  0x0000000000200001      3    2[  ] "Switch2" (Could be 12X Could be 10.0 Gbps)
+0x0000000000200001 "                       Switch2"      3    4[  ] ==(                Down/ Polling)==>             [  ] "" ( )
+0x000000000010000a "                          Hca4"      0    1[  ] ==(12X      25.78125 Gbps Initialize/  LinkUp)==>  0x0000000000200000      0    4[  ] "Switch1" ( Could be 53.125 Gbps)
+`
+	ps, err := ParseIBLinkInfo(out)
+	if err != nil || len(ps) != 3 {
+		t.Fatalf("%v %+v", err, ps)
+	}
+	if p := ps[0]; p.NodeDesc != "Hca4" || p.PortGUID != "0x000000000010000a" || p.Width != "4X" || p.Speed != "SDR" || p.CouldBeWidth != "12X" || p.CouldBeSpeed != "QDR" ||
+		p.Remote.GUID != "0x0000000000200001" || p.Remote.LID != 3 || p.Remote.Port != 2 || p.Remote.NodeDesc != "Switch2" {
+		t.Errorf("%+v %+v", p, p.Remote)
+	}
+	if p := ps[1]; p.State != "Down" || p.PhysState != "Polling" || p.Remote != nil || p.Linked() {
+		t.Errorf("down port %+v", p)
+	}
+	if p := ps[2]; p.State != "Initialize" || p.LID != 0 || p.CouldBeSpeed != "HDR" || p.CouldBeWidth != "" {
+		t.Errorf("init port %+v", p)
+	}
+	if _, err := ParseIBLinkInfo("0x1 \"x\" 1 1[ ] ==( 4X 10.0 Gbps Sideways )==> 2 2[ ] \"y\" ( )\n"); err == nil || !strings.Contains(err.Error(), "line 1") {
+		t.Errorf("a bad state must be an error naming the line, got %v", err)
+	}
+}
+
+func TestParseTopologyReal(t *testing.T) {
+	cases := []struct {
+		file         string
+		nodes, links int
+		a, b         TopoEnd
+		width, speed string
+	}{
+		// Real Azure HDR fabric, pruned: ids "S-…", descriptions in comments, s=/w=/e= fields.
+		{"ibnetdiscover/superbench_topo_aware_ibnetdiscover_FAKED.txt", 18, 18,
+			TopoEnd{"MF0;rmd70-0101-0908-01ib1-A:MCS8500/L01/U1", 21}, TopoEnd{"MF0;rmd70-0101-0908-01ib1-A:MCS8500/S01/U1", 1}, "4X", "HDR"},
+		// NDR QM9700 with split ports, ids redacted to the same string: the
+		// per-line descriptions keep the nodes apart. A shell prompt and an elision are skipped.
+		{"ibnetdiscover/ndr-qm9700-129port-split-2xNDR_REDACTED_TRUNCATED.txt", 1, 5,
+			TopoEnd{"MF0;CNTSN-POD229-QM97-IB-02:MQM9700/U1", 1}, TopoEnd{"tj01-4090-node005 mlx5_2", 1}, "2X", "NDR"},
+		// ibsim's own dialect: "Hca", no GUIDs, no comments.
+		{"ibnetdiscover/ibsim-net-examples/net.2sw2path4hca", 6, 6, TopoEnd{"Hca1", 1}, TopoEnd{"Switch1", 1}, "", ""},
+	}
+	for _, c := range cases {
+		t.Run(filepath.Base(c.file), func(t *testing.T) {
+			top, err := ParseTopology(shared(t, c.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(top.Nodes) != c.nodes || len(top.Links) != c.links {
+				t.Errorf("%d nodes %d links, want %d %d", len(top.Nodes), len(top.Links), c.nodes, c.links)
+			}
+			found := false
+			for _, l := range top.Links {
+				if (l.A == c.a && l.B == c.b) || (l.A == c.b && l.B == c.a) {
+					found = true
+					if l.Width != c.width || l.Speed != c.speed {
+						t.Errorf("%v: %s %s, want %s %s", l, l.Width, l.Speed, c.width, c.speed)
+					}
+				}
+			}
+			if !found {
+				t.Errorf("no link %v ↔ %v in %+v", c.a, c.b, top.Links)
+			}
+		})
+	}
+	if _, err := ParseTopology("Switch 8 \"S1\"\n[1] Hca1\n"); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("a port line without a quoted remote must fail naming line 2, got %v", err)
+	}
+}
+
+func TestParseIBQueryErrors(t *testing.T) {
+	out := `Errors for "Hca2"
+   GUID 0x100004 port 1: [SymbolErrorCounter == 12] [PortXmitData == 1872 (7.312KB)]
+Errors for 0x200000 "Switch1"
+   GUID 0x200000 port ALL: [LinkDownedCounter == 3] [PortRcvErrors == 65535]
+   GUID 0x200000 port 3: [LinkDownedCounter == 3] [PortRcvErrors == 65535]
+       Link info:      1   3[  ] ==(12X           5.0 Gbps Active/  LinkUp)==>  0x0000000000100007      4    1[  ] "Hca3" ( Could be 10.0 Gbps)
+
+## Summary: 5 nodes checked, 2 bad nodes found
+`
+	pes, err := ParseIBQueryErrors(out)
+	if err != nil || len(pes) != 2 {
+		t.Fatalf("%v %+v", err, pes)
+	}
+	if pes[0].NodeDesc != "Hca2" || pes[0].GUID != "0x0000000000100004" || pes[0].Counters["SymbolErrorCounter"] != 12 || pes[0].Counters["PortXmitData"] != 1872 {
+		t.Errorf("%+v", pes[0])
+	}
+	if pes[1].Port != 3 || pes[1].Counters["PortRcvErrors"] != 65535 || pes[1].NodeDesc != "Switch1" {
+		t.Errorf("%+v", pes[1])
+	}
+}
+
+func TestParseSM(t *testing.T) {
+	sm, err := ParseSMInfo("sminfo: sm lid 1 sm guid 0x200000, activity count 118 priority 0 state 3 SMINFO_MASTER\n")
+	if err != nil || sm.LID != 1 || sm.GUID != "0x0000000000200000" || sm.State != "MASTER" || sm.ActCount != 118 {
+		t.Errorf("%+v %v", sm, err)
+	}
+	if _, err := ParseSMInfo("sminfo: iberror: failed: query\n"); err == nil {
+		t.Error("an sminfo error line must not parse")
+	}
+	recs, err := ParseSMInfoRecords(`SMInfoRecord dump:
+		RID
+		LID...................9
+		SMInfo dump:
+		GUID..................0x0000000000100009
+		SM_Key................0x0000000000000000
+		ActCount..............196
+		Priority..............5
+		SMState...............3
+SMInfoRecord dump:
+		RID
+		LID...................1
+		SMInfo dump:
+		GUID..................0x0000000000200000
+		Priority..............0
+		SMState...............2
+`)
+	if err != nil || len(recs) != 2 || recs[0].State != "MASTER" || recs[0].Priority != 5 || recs[1].State != "STANDBY" || recs[1].LID != 1 {
+		t.Errorf("%+v %v", recs, err)
+	}
+}
+
+func TestParseCabling(t *testing.T) {
+	top, err := ParseCabling([]byte("links:\n  - {a: {node: \"gpu017 HCA-1\", port: 1}, b: {node: leaf03, port: 14}}\n"))
+	if err != nil || len(top.Links) != 1 || top.Links[0].B != (TopoEnd{"leaf03", 14}) {
+		t.Fatalf("%+v %v", top, err)
+	}
+	for _, bad := range []struct{ yaml, want string }{
+		{"links:\n  - {a: {node: x, port: 1}, b: {node: y, port: 1}, colour: red}\n", "unknown field"},
+		{"links:\n  - {a: {node: x, port: 0}, b: {node: y, port: 1}}\n", "links[0]"},
+		{"links:\n  - {a: {node: x, port: 1}, b: {node: y, port: 1}}\n  - {a: {node: x, port: 1}, b: {node: z, port: 2}}\n", "already cabled in links[0]"},
+	} {
+		if _, err := ParseCabling([]byte(bad.yaml)); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%q: got %v, want an error with %q", bad.yaml, err, bad.want)
+		}
+	}
+}
+
+func FuzzParseIBLinkInfo(f *testing.F) {
+	f.Add(`0x000000000010000a "   Hca4"      6    1[  ] ==( 4X           2.5 Gbps Active/  LinkUp)==>  0x0000000000200001      3    2[  ] "Switch2" (Could be 12X Could be 10.0 Gbps)`)
+	f.Add("CA: n02 HCA-1:\n      0xec0d9a03003d62be      4    1[  ] ==( 4X      25.78125 Gbps Active/  LinkUp)==>       2   17[  ] \"MF0;SB7700\" ( )\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		ps, err := ParseIBLinkInfo(s)
+		if err != nil {
+			return
+		}
+		for _, p := range ps {
+			if p.Linked() && p.Remote == nil {
+				t.Fatal("linked without a remote")
+			}
+		}
+	})
+}
+
+func FuzzParseTopology(f *testing.F) {
+	f.Add("Switch 8 \"Switch1\"\n[1] \"Hca1\"[1] w=8\n\nHca 2 \"Hca1\"\n[1] \"Switch1\"[1]\n")
+	f.Add("switchguid=0x1(1)\nSwitch 36 \"S-1\" # \"leaf\" enhanced port 0 lid 5 lmc 0\n[1] \"H-2\"[1](2) # \"h HCA-1\" lid 3 4xEDR\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		top, err := ParseTopology(s)
+		if err != nil {
+			return
+		}
+		for _, l := range top.Links {
+			if l.A.Node == "" || l.B.Node == "" {
+				t.Fatalf("link with an empty end: %+v", l)
+			}
+		}
+	})
+}
+
+func FuzzParseIBQueryErrors(f *testing.F) {
+	f.Add("Errors for \"Hca2\"\n   GUID 0x100004 port 1: [SymbolErrorCounter == 12]\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		_, _ = ParseIBQueryErrors(s)
+		_, _ = ParseSMInfoRecords(s)
+		_, _ = ParseSMInfo(s)
+	})
+}
