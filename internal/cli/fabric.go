@@ -120,7 +120,8 @@ func newFabricCheckCmd() *cobra.Command {
 
   links below what both ends support (iblinkinfo's "Could be"), or below
   --expect-rate, naming both ends; error counters over their thresholds
-  (infiniband-diags' documented defaults; --threshold NAME=N), saturated
+  (0, as ibqueryerrors; --threshold NAME=N, e.g.
+  SymbolErrorCounter=10 as infiniband-diags' error_thresholds suggests), saturated
   counters, and counters rising between two samples (--interval); no subnet
   manager, two masters, SMs sharing a priority; linked ports without a LID or
   not Active; and with --topology, the cabling against the plan (an

@@ -126,13 +126,13 @@ func TestInjectedFaults(t *testing.T) {
 	sim.Console(`Unlink "node0003"[1]`)
 	sim.Console(`PerformanceSet "node0004"[1] PortCounters.SymbolErrorCounter=50`)
 	sim.Console(`PerformanceSet "spine01"[1] PortCounters.PortRcvErrors=65535`)
-	sim.Console(`PerformanceSet "node0005"[1] PortCounters.LinkDownedCounter=2`) // under threshold
+	sim.Console(`PerformanceSet "node0005"[1] PortCounters.LinkDownedCounter=2`) // under its threshold of 5 below
 	go func() {
 		time.Sleep(400 * time.Millisecond)
 		sim.Console(`PerformanceSet "node0004"[1] PortCounters.SymbolErrorCounter=80`)
 	}()
 	s := scan(t, sim, 1500*time.Millisecond)
-	f = failing(Run(s, Options{Plan: plan}), check.Fail)
+	f = failing(Run(s, Options{Plan: plan, Thresholds: map[string]uint64{"SymbolErrorCounter": 10, "LinkDownedCounter": 5}}), check.Fail)
 	wantOne(t, f, "fabric.port.down", "leaf01 port 3 ↔ node0003 port 1")
 	if got := f["fabric.port.errors"]; len(got) != 2 {
 		t.Errorf("port errors: %+v", got)

@@ -27,13 +27,14 @@ type Options struct {
 	Thresholds map[string]uint64
 }
 
-// DefaultThresholds are the values infiniband-diags documents in its
-// error_thresholds file; a counter above its threshold fails.
+// DefaultThresholds are ibqueryerrors' own defaults: 0, so any error counts.
+// infiniband-diags' error_thresholds file documents looser values (10 for
+// symbol errors, 100 for discards); pass them with Options.Thresholds.
 var DefaultThresholds = map[string]uint64{
-	"SymbolErrorCounter": 10, "LinkErrorRecoveryCounter": 10, "LinkDownedCounter": 10, "PortRcvErrors": 10,
-	"PortRcvRemotePhysicalErrors": 100, "PortRcvSwitchRelayErrors": 100, "PortXmitDiscards": 100,
-	"PortXmitConstraintErrors": 100, "PortRcvConstraintErrors": 100, "LocalLinkIntegrityErrors": 10,
-	"ExcessiveBufferOverrunErrors": 10, "VL15Dropped": 100, "PortXmitWait": 1000,
+	"SymbolErrorCounter": 0, "LinkErrorRecoveryCounter": 0, "LinkDownedCounter": 0, "PortRcvErrors": 0,
+	"PortRcvRemotePhysicalErrors": 0, "PortRcvSwitchRelayErrors": 0, "PortXmitDiscards": 0,
+	"PortXmitConstraintErrors": 0, "PortRcvConstraintErrors": 0, "LocalLinkIntegrityErrors": 0,
+	"ExcessiveBufferOverrunErrors": 0, "VL15Dropped": 0, "PortXmitWait": 0,
 }
 
 // counterMax is each PortCounters field's width: a counter at its maximum

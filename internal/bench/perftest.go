@@ -1,0 +1,221 @@
+// Package bench runs pairwise benchmarks across a cluster and judges each
+// result against what the link can carry: the cluster file, the perftest
+// output parsers, the built-in TCP engine, the circle-method schedule, the
+// expected-rate model and the verdicts.
+package bench
+
+import (
+	"bufio"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// PerftestResult is one perftest run's table.
+type PerftestResult struct {
+	Kind string `json:"kind"` // bw or lat
+	// Unit is the bandwidth unit the table used: "Gb/sec", "MiB/sec", or
+	// "MB/sec" (perftest 4.x; it means MiB/s too).
+	Unit     string         `json:"unit,omitempty"`
+	Rows     []PerftestRow  `json:"rows"`
+	LinkType string         `json:"link_type,omitempty"` // IB, Ethernet
+	MTUBytes int            `json:"mtu_bytes,omitempty"`
+	Warnings []string       `json:"warnings,omitempty"`
+	Extra    map[string]any `json:"-"`
+}
+
+// PerftestRow is one message size. Bandwidths are in Gb/s whatever the
+// table's unit; latencies in microseconds.
+type PerftestRow struct {
+	Bytes       int64   `json:"bytes"`
+	Iterations  int64   `json:"iterations"`
+	PeakGbps    float64 `json:"peak_gbps,omitempty"`
+	AvgGbps     float64 `json:"avg_gbps,omitempty"`
+	MsgRateMpps float64 `json:"msg_rate_mpps,omitempty"`
+	MinUs       float64 `json:"t_min_us,omitempty"`
+	MaxUs       float64 `json:"t_max_us,omitempty"`
+	TypicalUs   float64 `json:"t_typical_us,omitempty"`
+	AvgUs       float64 `json:"t_avg_us,omitempty"`
+	StdevUs     float64 `json:"t_stdev_us,omitempty"`
+	P99Us       float64 `json:"p99_us,omitempty"`
+	P999Us      float64 `json:"p99_9_us,omitempty"`
+}
+
+var (
+	rowRE  = regexp.MustCompile(`^\s*\d+\s+\d+\s`)
+	unitRE = regexp.MustCompile(`BW average\[([^\]]+)\]`)
+	mtuRE  = regexp.MustCompile(`^\s*Mtu\s*:\s*(\d+)`)
+	linkRE = regexp.MustCompile(`^\s*Link type\s*:\s*(\S+)`)
+)
+
+// ParsePerftest reads the output of any perftest bandwidth or latency test
+// of any generation: 4.x MB/sec tables, --report_gbits, MiB/sec, -a sweeps,
+// latency tables with or without percentile columns, warnings printed
+// inside the table, and loopback runs whose server and client lines are
+// interleaved (identical rows are kept once). A line that looks like a row
+// but does not parse is an error that quotes it, never a zero.
+func ParsePerftest(text string) (*PerftestResult, error) {
+	r := &PerftestResult{}
+	var cols []string
+	seen := map[int64]bool{}
+	sc := bufio.NewScanner(strings.NewReader(text))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := strings.ReplaceAll(sc.Text(), "\t", " ")
+		trim := strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(trim, "#bytes"):
+			if len(r.Rows) > 0 {
+				return nil, fmt.Errorf("perftest output line %d: a second result table; give one run's output at a time: %q", n, trim)
+			}
+			cols = headerColumns(trim)
+			if strings.Contains(trim, "BW ") {
+				r.Kind = "bw"
+				if m := unitRE.FindStringSubmatch(trim); m != nil {
+					r.Unit = m[1]
+				}
+			} else {
+				r.Kind = "lat"
+			}
+			continue
+		case mtuRE.MatchString(line):
+			r.MTUBytes, _ = strconv.Atoi(mtuRE.FindStringSubmatch(line)[1])
+			continue
+		case linkRE.MatchString(line):
+			r.LinkType = linkRE.FindStringSubmatch(line)[1]
+			continue
+		case strings.Contains(trim, "Conflicting CPU frequency") || strings.Contains(trim, "won't be measured") || strings.HasPrefix(trim, "Warning"):
+			if !containsString(r.Warnings, trim) {
+				r.Warnings = append(r.Warnings, trim)
+			}
+			continue
+		}
+		if cols == nil || !rowRE.MatchString(line) {
+			continue
+		}
+		row, err := parseRow(trim, cols, r.Unit)
+		if err != nil {
+			return nil, fmt.Errorf("perftest output line %d: %v: %q", n, err, trim)
+		}
+		if seen[row.Bytes] {
+			continue // the other side of an interleaved loopback run
+		}
+		seen[row.Bytes] = true
+		r.Rows = append(r.Rows, row)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if cols == nil {
+		return nil, fmt.Errorf("perftest output has no result table (no #bytes header): did the test run? last line: %q", lastNonEmpty(text))
+	}
+	if len(r.Rows) == 0 {
+		return nil, fmt.Errorf("perftest output has a %s table header but no rows: last line: %q", r.Kind, lastNonEmpty(text))
+	}
+	return r, nil
+}
+
+// headerColumns names the columns of a table header.
+func headerColumns(h string) []string {
+	var cols []string
+	for _, c := range []struct{ key, col string }{
+		{"#iterations", "iterations"}, {"BW peak", "peak"}, {"BW average", "avg"}, {"MsgRate", "rate"},
+		{"t_min", "min"}, {"t_max", "max"}, {"t_typical", "typical"}, {"t_avg", "tavg"}, {"t_stdev", "stdev"},
+		{"99% percentile", "p99"}, {"99.9% percentile", "p999"},
+	} {
+		if i := strings.Index(h, c.key); i >= 0 {
+			cols = append(cols, fmt.Sprintf("%08d %s", i, c.col))
+		}
+	}
+	// order by position in the header
+	for i := range cols {
+		for j := i + 1; j < len(cols); j++ {
+			if cols[j] < cols[i] {
+				cols[i], cols[j] = cols[j], cols[i]
+			}
+		}
+	}
+	out := []string{"bytes"}
+	for _, c := range cols {
+		out = append(out, c[9:])
+	}
+	return out
+}
+
+func parseRow(line string, cols []string, unit string) (PerftestRow, error) {
+	f := strings.Fields(line)
+	if len(f) != len(cols) {
+		return PerftestRow{}, fmt.Errorf("%d fields, the table header has %d", len(f), len(cols))
+	}
+	var row PerftestRow
+	toGbps := 1.0
+	switch unit {
+	case "MB/sec", "MiB/sec":
+		toGbps = 8 * (1 << 20) / 1e9
+	case "", "Gb/sec":
+	default:
+		return row, fmt.Errorf("unknown bandwidth unit %q", unit)
+	}
+	for i, c := range cols {
+		v, err := strconv.ParseFloat(f[i], 64)
+		if err != nil {
+			return row, fmt.Errorf("column %s is %q, not a number", c, f[i])
+		}
+		switch c {
+		case "bytes":
+			row.Bytes = int64(v)
+		case "iterations":
+			row.Iterations = int64(v)
+		case "peak":
+			row.PeakGbps = v * toGbps
+		case "avg":
+			row.AvgGbps = v * toGbps
+		case "rate":
+			row.MsgRateMpps = v
+		case "min":
+			row.MinUs = v
+		case "max":
+			row.MaxUs = v
+		case "typical":
+			row.TypicalUs = v
+		case "tavg":
+			row.AvgUs = v
+		case "stdev":
+			row.StdevUs = v
+		case "p99":
+			row.P99Us = v
+		case "p999":
+			row.P999Us = v
+		}
+	}
+	return row, nil
+}
+
+func containsString(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func lastNonEmpty(text string) string {
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// Best is the row a bandwidth verdict uses (the largest message) and the
+// row a latency verdict uses (the smallest).
+func (r *PerftestResult) Best() PerftestRow {
+	best := r.Rows[0]
+	for _, row := range r.Rows {
+		if (r.Kind == "bw" && row.Bytes > best.Bytes) || (r.Kind == "lat" && row.Bytes < best.Bytes) {
+			best = row
+		}
+	}
+	return best
+}
