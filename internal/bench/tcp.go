@@ -1,0 +1,171 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strings"
+	"time"
+)
+
+// The built-in TCP engine: a server that counts what it receives and a
+// client that sends for a while, so the whole pipeline runs on hosts
+// without RDMA (management network, IPoIB). Both are started as
+// `rdmalab bench agent …` on the nodes.
+
+// TCPResult is what the client prints, one JSON line.
+type TCPResult struct {
+	Mode    string  `json:"mode"` // bw or lat
+	Bytes   int64   `json:"bytes,omitempty"`
+	Seconds float64 `json:"seconds,omitempty"`
+	Gbps    float64 `json:"gbps,omitempty"`
+	// Latency of 1-byte round trips, halved (one way), microseconds.
+	P50Us  float64 `json:"p50_us,omitempty"`
+	P99Us  float64 `json:"p99_us,omitempty"`
+	P999Us float64 `json:"p99_9_us,omitempty"`
+}
+
+// Ready is the line the server prints once it listens.
+const Ready = "rdmalab-agent listening"
+
+// ServeTCP accepts one client on addr and answers its test: for bw it
+// counts bytes until the client closes and reports them with the elapsed
+// time, for lat it echoes. It gives up when ctx ends.
+func ServeTCP(ctx context.Context, addr string, out io.Writer) error {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", addr, err)
+	}
+	defer ln.Close()
+	fmt.Fprintf(out, "%s %s\n", Ready, ln.Addr())
+	go func() { <-ctx.Done(); ln.Close() }()
+	conn, err := ln.Accept()
+	if err != nil {
+		return fmt.Errorf("accept on %s: %w", addr, err)
+	}
+	defer conn.Close()
+	go func() { <-ctx.Done(); conn.Close() }()
+	r := bufio.NewReaderSize(conn, 1<<20)
+	mode, err := r.ReadString('\n')
+	if err != nil {
+		return fmt.Errorf("read test from %s: %w", conn.RemoteAddr(), err)
+	}
+	switch strings.TrimSpace(mode) {
+	case "bw":
+		buf := make([]byte, 1<<20)
+		var n int64
+		var start time.Time
+		for {
+			k, err := r.Read(buf)
+			if k > 0 && start.IsZero() {
+				start = time.Now()
+			}
+			n += int64(k)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("receive: %w", err)
+			}
+		}
+		secs := time.Since(start).Seconds()
+		// The client half-closed; the count goes back on the same connection.
+		_, err = fmt.Fprintf(conn, "%d %.9f\n", n, secs)
+		return err
+	case "lat":
+		b := make([]byte, 1)
+		for {
+			if _, err := io.ReadFull(r, b); err != nil {
+				if err == io.EOF {
+					return nil
+				}
+				return err
+			}
+			if _, err := conn.Write(b); err != nil {
+				return err
+			}
+		}
+	}
+	return fmt.Errorf("unknown test %q", mode)
+}
+
+// RunTCPClient runs one test against a ServeTCP server: bw sends for
+// seconds, lat does count 1-byte round trips.
+func RunTCPClient(ctx context.Context, addr, mode string, seconds float64, count int) (*TCPResult, error) {
+	var d net.Dialer
+	var conn net.Conn
+	var err error
+	// The server may still be binding: retry briefly.
+	for i := range 50 {
+		if conn, err = d.DialContext(ctx, "tcp", addr); err == nil || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(time.Duration(20*(i+1)) * time.Millisecond)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("connect %s: %w", addr, err)
+	}
+	defer conn.Close()
+	go func() { <-ctx.Done(); conn.Close() }()
+	if _, err := fmt.Fprintf(conn, "%s\n", mode); err != nil {
+		return nil, err
+	}
+	switch mode {
+	case "bw":
+		buf := make([]byte, 1<<20)
+		deadline := time.Now().Add(time.Duration(seconds * float64(time.Second)))
+		for time.Now().Before(deadline) {
+			if _, err := conn.Write(buf); err != nil {
+				return nil, fmt.Errorf("send to %s: %w", addr, err)
+			}
+		}
+		if err := conn.(*net.TCPConn).CloseWrite(); err != nil {
+			return nil, err
+		}
+		var n int64
+		var secs float64
+		if _, err := fmt.Fscanf(conn, "%d %f\n", &n, &secs); err != nil {
+			return nil, fmt.Errorf("read the server's count: %w", err)
+		}
+		if secs <= 0 {
+			return nil, fmt.Errorf("server measured no time")
+		}
+		return &TCPResult{Mode: mode, Bytes: n, Seconds: secs, Gbps: float64(n) * 8 / secs / 1e9}, nil
+	case "lat":
+		if tc, ok := conn.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+		}
+		b := []byte{1}
+		rtts := make([]float64, 0, count)
+		for range count {
+			t := time.Now()
+			if _, err := conn.Write(b); err != nil {
+				return nil, err
+			}
+			if _, err := io.ReadFull(conn, b); err != nil {
+				return nil, err
+			}
+			rtts = append(rtts, float64(time.Since(t).Nanoseconds())/2e3)
+		}
+		slices.Sort(rtts)
+		q := func(p float64) float64 { return rtts[min(len(rtts)-1, int(p*float64(len(rtts))))] }
+		return &TCPResult{Mode: mode, P50Us: q(0.5), P99Us: q(0.99), P999Us: q(0.999)}, nil
+	}
+	return nil, fmt.Errorf("unknown mode %q", mode)
+}
+
+// ParseTCPResult reads the client's JSON line.
+func ParseTCPResult(out []byte) (*TCPResult, error) {
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var r TCPResult
+		if json.Unmarshal([]byte(line), &r) == nil && r.Mode != "" {
+			return &r, nil
+		}
+	}
+	return nil, fmt.Errorf("no result line in the client's output: %q", lastNonEmpty(string(out)))
+}
