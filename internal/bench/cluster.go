@@ -153,11 +153,12 @@ func or(a, b string) string {
 	return b
 }
 
-// lineOf is the 1-based line where key first appears, or 0.
+// lineOf is the 1-based line where key first appears (block or flow
+// style), or 0.
 func lineOf(b []byte, key string) int {
+	re := regexp.MustCompile(`(^|[\s{,-])` + regexp.QuoteMeta(key) + `(\s|,|}|$)`)
 	for i, l := range strings.Split(string(b), "\n") {
-		t := strings.TrimLeft(strings.TrimSpace(l), "- ")
-		if strings.HasPrefix(t, key) {
+		if re.MatchString(l) {
 			return i + 1
 		}
 	}
