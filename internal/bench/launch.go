@@ -58,6 +58,16 @@ func (s SSH) Command(ctx context.Context, n Node, argv []string) *exec.Cmd {
 	return cmd
 }
 
+// Close ends the reused connections to the nodes, so nothing of the run
+// stays behind on them.
+func (s SSH) Close(nodes []Node) {
+	for _, n := range nodes {
+		args := []string{"-o", "ControlPath=" + filepath.Join(s.ControlDir, "%C"), "-p", fmt.Sprint(n.SSHPort)}
+		args = append(args, s.Options...)
+		_ = exec.Command("ssh", append(args, "-O", "exit", "--", n.SSH)...).Run()
+	}
+}
+
 // shellJoin quotes every argument for the remote shell: ssh passes one
 // string, and no value from a cluster file may be read as shell syntax.
 func shellJoin(argv []string) string {

@@ -289,42 +289,58 @@ func (r *Runner) parse(out []byte, res *Result) error {
 	return nil
 }
 
-// retest runs each suspect pair's two nodes against a node whose every
-// pair was healthy, so the bad node (or the link between the two) is named.
+// retest names the bad node: a node that fails more than half of its
+// pairs is retested against the best node (the fewest failed pairs); the
+// ends of any other failed pair are too, so a pair whose ends both pass
+// alone points at the link between them.
 func (r *Runner) retest(ctx context.Context, all []Result) []Result {
-	bad := map[string]bool{}
-	var suspects [][2]string
+	pairs, bad := map[string]int{}, map[string]int{}
+	var failed [][2]string
 	for _, res := range all {
-		if !res.Retest && (res.Error != "" || (res.Verdict != "" && res.Verdict != Healthy)) {
-			bad[res.A], bad[res.B] = true, true
-			suspects = append(suspects, [2]string{res.A, res.B})
+		if res.Retest {
+			continue
+		}
+		pairs[res.A]++
+		pairs[res.B]++
+		if res.Error != "" || (res.Verdict != "" && res.Verdict != Healthy) {
+			bad[res.A]++
+			bad[res.B]++
+			failed = append(failed, [2]string{res.A, res.B})
 		}
 	}
-	var good []int
-	for i, n := range r.Cluster.Nodes {
-		if !bad[n.Name] {
-			good = append(good, i)
-		}
-	}
-	if len(suspects) == 0 || len(good) == 0 {
+	if len(failed) == 0 {
 		return nil
 	}
 	index := map[string]int{}
+	good := -1
 	for i, n := range r.Cluster.Nodes {
 		index[n.Name] = i
-	}
-	tested := map[string]bool{}
-	var out []Result
-	for _, s := range suspects {
-		for _, name := range s {
-			if tested[name] {
-				continue
-			}
-			tested[name] = true
-			r.progress("retest %s against known-good %s\n", name, r.Cluster.Nodes[good[0]].Name)
-			p := Pair{A: good[0], B: index[name]}
-			out = append(out, r.runRound(ctx, 0, []Pair{p}, true)...)
+		if pairs[n.Name] > 0 && 2*bad[n.Name] <= pairs[n.Name] && (good < 0 || bad[n.Name] < bad[r.Cluster.Nodes[good].Name]) {
+			good = i
 		}
+	}
+	if good < 0 {
+		r.progress("no node passed most of its pairs: nothing to retest against\n")
+		return nil
+	}
+	var order []string
+	for _, n := range r.Cluster.Nodes {
+		if 2*bad[n.Name] > pairs[n.Name] {
+			order = append(order, n.Name)
+		}
+	}
+	for _, f := range failed {
+		order = append(order, f[0], f[1])
+	}
+	tested := map[string]bool{r.Cluster.Nodes[good].Name: true}
+	var out []Result
+	for _, name := range order {
+		if tested[name] {
+			continue
+		}
+		tested[name] = true
+		r.progress("retest %s against %s\n", name, r.Cluster.Nodes[good].Name)
+		out = append(out, r.runRound(ctx, 0, []Pair{{A: good, B: index[name]}}, true)...)
 	}
 	return out
 }

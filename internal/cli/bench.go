@@ -73,7 +73,9 @@ Exit codes: 0 all pairs healthy, 1 a pair is degraded, broken or failed, 2 could
 					return err
 				}
 				defer cleanup()
-				l = bench.SSH{Options: cl.Launcher.Options, KnownHosts: cl.Launcher.KnownHosts, ControlDir: dir, RemoteTimeout: timeout}
+				ssh := bench.SSH{Options: cl.Launcher.Options, KnownHosts: cl.Launcher.KnownHosts, ControlDir: dir, RemoteTimeout: timeout}
+				defer ssh.Close(cl.Nodes)
+				l = ssh
 			}
 			bin := cl.Launcher.Rdmalab
 			if rdmalab != "" {
