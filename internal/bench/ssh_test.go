@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"os"
@@ -149,7 +150,9 @@ func (c *netCluster) stop() {
 // Five hosts with real sshd in network namespaces; bench --engine tcp over
 // SSH with every link shaped to 1 Gbit/s: N rounds (N odd), every pair once,
 // the results file complete; n3 shaped to 100 Mbit/s is named as the bad
-// node; the pair n1 ↔ n2, blackholed, times out alone and the run finishes.
+// node; the pair n1 ↔ n2, blackholed, times out alone and the run
+// finishes; the run is interrupted in round 3 and --resume measures only
+// the rest.
 func TestBenchOverSSHInNamespaces(t *testing.T) {
 	c := startNetCluster(t, 5)
 	for i := range c.ns {
@@ -178,24 +181,54 @@ launcher:
 `, filepath.Join(c.dir, "known_hosts"), filepath.Join(c.dir, "id"), bin)), 0o644)
 	results := filepath.Join(c.dir, "results.jsonl")
 	start := time.Now()
-	out, err := exec.Command(bin, "bench", "--cluster", cluster, "--engine", "tcp", "--seconds", "2", "--timeout", "15s", "--results", results).CombinedOutput()
+	args := []string{"bench", "--cluster", cluster, "--engine", "tcp", "--seconds", "2", "--timeout", "15s", "--results", results}
+	// Interrupt the run when round 3 starts, then resume it.
+	first := exec.Command(bin, args...)
+	stderr, _ := first.StderrPipe()
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "round 3/") {
+			first.Process.Signal(os.Interrupt)
+			break
+		}
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	first.Wait()
+	before, err := ReadResults(results)
+	if err != nil || len(before) < 4 || len(before) >= 10 {
+		t.Fatalf("after the interrupt: %d results (%v), want rounds 1-2's and not all 10", len(before), err)
+	}
+	out, err := exec.Command(bin, append(args, "--resume")...).CombinedOutput()
 	if code := exitCode(err); code != 1 {
 		t.Fatalf("exit %d (want 1: failures found): %v\n%s", code, err, out)
+	}
+	if !strings.Contains(string(out), "already done") {
+		t.Errorf("--resume measured everything again:\n%s", out)
 	}
 	all, err := ReadResults(results)
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := map[string]Result{}
+	measured := map[string]Result{}
 	for _, r := range all {
-		if !r.Retest {
-			first[r.A+"↔"+r.B] = r
+		if r.Retest {
+			continue
 		}
+		if _, twice := measured[r.A+"↔"+r.B]; twice {
+			t.Errorf("pair %s ↔ %s measured twice", r.A, r.B)
+		}
+		measured[r.A+"↔"+r.B] = r
 	}
-	if len(first) != 10 {
-		t.Fatalf("%d pairs measured, want all 10:\n%s", len(first), out)
+	if len(measured) != 10 {
+		t.Fatalf("%d pairs measured, want all 10:\n%s", len(measured), out)
 	}
-	for k, r := range first {
+	for k, r := range measured {
 		switch {
 		case k == "n1↔n2":
 			if !r.TimedOut {
