@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rdmalab/rdmalab/internal/testhost"
 )
@@ -203,23 +202,7 @@ launcher: {type: local, rdmalab: `+bin+`, base_port: 23400}
 `), 0o644)
 	results := filepath.Join(dir, "results.jsonl")
 	args := []string{"bench", "--cluster", cluster, "--engine", "tcp", "--seconds", "1", "--timeout", "30s", "--results", results, "--no-retest"}
-	cmd := exec.Command(bin, args...)
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		if strings.HasPrefix(sc.Text(), "round 2/") {
-			cmd.Process.Signal(os.Interrupt)
-			break
-		}
-	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
-	cmd.Wait()
+	interruptAt(t, "round 2/", bin, args...)
 	first, err := ReadResults(results)
 	if err != nil || len(first) < 3 || len(first) >= 15 {
 		t.Fatalf("after the interrupt: %d results (%v), want round 1's 3 and not all 15", len(first), err)
@@ -250,5 +233,26 @@ launcher: {type: local, rdmalab: `+bin+`, base_port: 23400}
 			t.Errorf("pair %s measured %d times", k, n)
 		}
 	}
-	_ = time.Second
+}
+
+// interruptAt runs rdmalab and sends it ^C when a progress line starts with prefix.
+func interruptAt(t *testing.T, prefix, bin string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), prefix) {
+			cmd.Process.Signal(os.Interrupt)
+			break
+		}
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	cmd.Wait()
 }

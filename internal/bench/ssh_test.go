@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"os"
@@ -183,23 +182,7 @@ launcher:
 	start := time.Now()
 	args := []string{"bench", "--cluster", cluster, "--engine", "tcp", "--seconds", "2", "--timeout", "15s", "--results", results}
 	// Interrupt the run when round 3 starts, then resume it.
-	first := exec.Command(bin, args...)
-	stderr, _ := first.StderrPipe()
-	if err := first.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		if strings.HasPrefix(sc.Text(), "round 3/") {
-			first.Process.Signal(os.Interrupt)
-			break
-		}
-	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
-	first.Wait()
+	interruptAt(t, "round 3/", bin, args...)
 	before, err := ReadResults(results)
 	if err != nil || len(before) < 4 || len(before) >= 10 {
 		t.Fatalf("after the interrupt: %d results (%v), want rounds 1-2's and not all 10", len(before), err)
