@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -17,12 +18,11 @@ type PerftestResult struct {
 	Kind string `json:"kind"` // bw or lat
 	// Unit is the bandwidth unit the table used: "Gb/sec", "MiB/sec", or
 	// "MB/sec" (perftest 4.x; it means MiB/s too).
-	Unit     string         `json:"unit,omitempty"`
-	Rows     []PerftestRow  `json:"rows"`
-	LinkType string         `json:"link_type,omitempty"` // IB, Ethernet
-	MTUBytes int            `json:"mtu_bytes,omitempty"`
-	Warnings []string       `json:"warnings,omitempty"`
-	Extra    map[string]any `json:"-"`
+	Unit     string        `json:"unit,omitempty"`
+	Rows     []PerftestRow `json:"rows"`
+	LinkType string        `json:"link_type,omitempty"` // IB, Ethernet
+	MTUBytes int           `json:"mtu_bytes,omitempty"`
+	Warnings []string      `json:"warnings,omitempty"`
 }
 
 // PerftestRow is one message size. Bandwidths are in Gb/s whatever the
@@ -88,7 +88,7 @@ func ParsePerftest(text string) (*PerftestResult, error) {
 			r.LinkType = linkRE.FindStringSubmatch(line)[1]
 			continue
 		case strings.Contains(trim, "Conflicting CPU frequency") || strings.Contains(trim, "won't be measured") || strings.HasPrefix(trim, "Warning"):
-			if !containsString(r.Warnings, trim) {
+			if !slices.Contains(r.Warnings, trim) {
 				r.Warnings = append(r.Warnings, trim)
 			}
 			continue
@@ -118,29 +118,26 @@ func ParsePerftest(text string) (*PerftestResult, error) {
 	return r, nil
 }
 
-// headerColumns names the columns of a table header.
+// headerColumns names the columns of a table header, in header order.
 func headerColumns(h string) []string {
-	var cols []string
+	type col struct {
+		at   int
+		name string
+	}
+	var cols []col
 	for _, c := range []struct{ key, col string }{
 		{"#iterations", "iterations"}, {"BW peak", "peak"}, {"BW average", "avg"}, {"MsgRate", "rate"},
 		{"t_min", "min"}, {"t_max", "max"}, {"t_typical", "typical"}, {"t_avg", "tavg"}, {"t_stdev", "stdev"},
 		{"99% percentile", "p99"}, {"99.9% percentile", "p999"},
 	} {
 		if i := strings.Index(h, c.key); i >= 0 {
-			cols = append(cols, fmt.Sprintf("%08d %s", i, c.col))
+			cols = append(cols, col{i, c.col})
 		}
 	}
-	// order by position in the header
-	for i := range cols {
-		for j := i + 1; j < len(cols); j++ {
-			if cols[j] < cols[i] {
-				cols[i], cols[j] = cols[j], cols[i]
-			}
-		}
-	}
+	slices.SortFunc(cols, func(a, b col) int { return a.at - b.at })
 	out := []string{"bytes"}
 	for _, c := range cols {
-		out = append(out, c[9:])
+		out = append(out, c.name)
 	}
 	return out
 }
@@ -192,15 +189,6 @@ func parseRow(line string, cols []string, unit string) (PerftestRow, error) {
 		}
 	}
 	return row, nil
-}
-
-func containsString(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func lastNonEmpty(text string) string {

@@ -18,6 +18,7 @@ func newBenchCmd() *cobra.Command {
 	var seconds int
 	var timeout time.Duration
 	var resume, noRetest bool
+	var perftestArgs []string
 	c := &cobra.Command{
 		Use:   "bench",
 		Short: "Pairwise benchmarks across a cluster, in parallel rounds, judged against each link",
@@ -37,6 +38,7 @@ healthy" (≥95% healthy, 80–95% degraded, below broken; see thresholds).
 
 Exit codes: 0 all pairs healthy, 1 a pair is degraded, broken or failed, 2 could not run.`,
 		Example: `  rdmalab bench --cluster cluster.yaml --engine perftest --test ib_write_bw
+  rdmalab bench --cluster cluster.yaml --test ib_write_bw --perftest-arg=-q --perftest-arg=4 --perftest-arg=--use_cuda=0
   rdmalab bench --cluster cluster.yaml --engine tcp --results run1.jsonl
   rdmalab bench --cluster cluster.yaml --engine tcp --results run1.jsonl --resume`,
 		Args: cobra.NoArgs,
@@ -90,7 +92,7 @@ Exit codes: 0 all pairs healthy, 1 a pair is degraded, broken or failed, 2 could
 			defer stop()
 			r := &bench.Runner{Cluster: cl, Launcher: l, Rdmalab: bin, Options: bench.Options{
 				Engine: engine, Test: test, Seconds: seconds, Timeout: timeout, Results: results,
-				Resume: resume, Progress: cmd.ErrOrStderr(), Retest: !noRetest,
+				Resume: resume, Progress: cmd.ErrOrStderr(), Retest: !noRetest, PerftestArgs: perftestArgs,
 			}}
 			all, err := r.Run(ctx)
 			if err != nil {
@@ -130,6 +132,7 @@ Exit codes: 0 all pairs healthy, 1 a pair is degraded, broken or failed, 2 could
 	f.StringVar(&results, "results", "bench-results.jsonl", "append every finished pair here (JSON lines)")
 	f.BoolVar(&resume, "resume", false, "keep --results and measure only the pairs it lacks")
 	f.BoolVar(&noRetest, "no-retest", false, "do not retest suspects against known-good nodes")
+	f.StringArrayVar(&perftestArgs, "perftest-arg", nil, "extra perftest argument, repeatable: -s 65536, -a, -q 4, --use_cuda=0 (GPUDirect)")
 	f.StringVar(&rdmalab, "rdmalab", "", "rdmalab binary on the nodes (tcp engine; default: launcher.rdmalab, else this binary)")
 	f.StringVarP(&output, "output", "o", "table", "table or json")
 	c.AddCommand(newBenchAgentCmd())

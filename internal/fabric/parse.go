@@ -36,8 +36,7 @@ var (
 func ParseIBLinkInfo(text string) ([]Port, error) {
 	var out []Port
 	var curType, curGUID, curDesc string
-	sc := bufio.NewScanner(strings.NewReader(text))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	sc := lineScanner(text)
 	n := 0
 	for sc.Scan() {
 		n++
@@ -161,8 +160,7 @@ func ParseTopology(text string) (*Topology, error) {
 	var raws []rawPort
 	var cur *TopoNode
 	guid := ""
-	sc := bufio.NewScanner(strings.NewReader(text))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	sc := lineScanner(text)
 	n := 0
 	for sc.Scan() {
 		n++
@@ -267,8 +265,7 @@ var (
 func ParseIBQueryErrors(text string) ([]PortErrors, error) {
 	var out []PortErrors
 	desc := ""
-	sc := bufio.NewScanner(strings.NewReader(text))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	sc := lineScanner(text)
 	n := 0
 	for sc.Scan() {
 		n++
@@ -323,7 +320,7 @@ var smStates = map[int]string{0: "NOTACTIVE", 1: "DISCOVERING", 2: "STANDBY", 3:
 func ParseSMInfoRecords(text string) ([]SM, error) {
 	var out []SM
 	var cur *SM
-	sc := bufio.NewScanner(strings.NewReader(text))
+	sc := lineScanner(text)
 	n := 0
 	for sc.Scan() {
 		n++
@@ -373,4 +370,12 @@ func normGUID(s string) string {
 		return "0x" + s
 	}
 	return fmt.Sprintf("0x%016x", v)
+}
+
+// lineScanner reads tool output line by line; fabric tools print long
+// lines (node descriptions, many counters), so the buffer is 1 MiB.
+func lineScanner(text string) *bufio.Scanner {
+	sc := bufio.NewScanner(strings.NewReader(text))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	return sc
 }
