@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"github.com/rdmalab/rdmalab/internal/testhost"
 )
 
@@ -136,13 +137,13 @@ func TestRounds(t *testing.T) {
 }
 
 func TestJudge(t *testing.T) {
-	roce := Link{Layer: "RoCE", RateGbps: 25, MTUBytes: 4096}
+	roce := Link{Layer: linkrate.RoCE, RateGbps: 25, MTUBytes: 4096}
 	v, ratio, s := Judge(24.00, roce, DefaultThresholds)
 	if v != Healthy || !near(ratio, 0.98) || s != "24.00 Gb/s = 98% of what 25GbE RoCE at MTU 4096 can carry (24.51 Gb/s): healthy" {
 		t.Errorf("%s %.3f %q", v, ratio, s)
 	}
 	// QDR pays 8b/10b: 4X QDR carries 32 Gb/s of data at most.
-	qdr := Link{Layer: "IB", RateGbps: 40, Speed: "QDR", MTUBytes: 2048}
+	qdr := Link{Layer: linkrate.InfiniBand, RateGbps: 40, Speed: "QDR", MTUBytes: 2048}
 	if v, _, _ := Judge(30.75, qdr, DefaultThresholds); v != Healthy {
 		t.Errorf("the mlx4 QDR capture's 30.75 Gb/s is healthy, got %s (ceiling %.2f)", v, qdr.CeilingGbps())
 	}

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"sigs.k8s.io/yaml"
 )
 
@@ -92,16 +93,16 @@ func ParseCluster(b []byte) (*Cluster, error) {
 	if c.Thresholds.Degraded <= 0 || c.Thresholds.Healthy <= c.Thresholds.Degraded || c.Thresholds.Healthy > 1 {
 		return nil, fmt.Errorf("%d: thresholds want 0 < degraded < healthy ≤ 1, got %+v", lineOf(b, "thresholds:"), c.Thresholds)
 	}
-	switch strings.ToUpper(c.Link.Layer) {
-	case "", "IB", "ROCE", "TCP":
-	default:
-		return nil, fmt.Errorf("%d: link layer %q: want IB, RoCE or TCP", lineOf(b, "layer:"), c.Link.Layer)
+	if c.Link.Layer == "" {
+		c.Link.Layer = linkrate.TCP
 	}
+	layer, err := linkrate.ParseLayer(string(c.Link.Layer))
+	if err != nil {
+		return nil, fmt.Errorf("%d: %v", lineOf(b, "layer:"), err)
+	}
+	c.Link.Layer = layer
 	if c.Link.MTUBytes == 0 {
-		c.Link.MTUBytes = map[string]int{"IB": 4096, "ROCE": 1024}[strings.ToUpper(c.Link.Layer)]
-		if c.Link.MTUBytes == 0 {
-			c.Link.MTUBytes = 1500
-		}
+		c.Link.MTUBytes = linkrate.DefaultMTU(layer)
 	}
 	seen := map[string]bool{}
 	for i := range c.Nodes {

@@ -65,3 +65,14 @@ type Entry struct {
 	Source string
 	Fix    string
 }
+
+// Failed is the one predicate that decides exit code 1 everywhere: any
+// finding failed. Warnings and unknowns are reported, not failed.
+func Failed(fs []Finding) bool {
+	for _, f := range fs {
+		if f.Outcome == Fail {
+			return true
+		}
+	}
+	return false
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/fabric"
 	"github.com/rdmalab/rdmalab/internal/fabriccheck"
+	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"github.com/rdmalab/rdmalab/internal/report"
 	"github.com/spf13/cobra"
 )
@@ -141,11 +142,11 @@ Exit codes: 0 no failures, 1 failures found, 2 could not run.`,
 			}
 			opt := fabriccheck.Options{Thresholds: map[string]uint64{}}
 			if rate != "" {
-				r, err := fabriccheck.RateGbps(rate)
+				r, err := linkrate.ParseRate(rate)
 				if err != nil {
 					return usageErr("--expect-rate: %v", err)
 				}
-				opt.ExpectRateGbps = r
+				opt.ExpectRateGbps = r.Gbps
 			}
 			for _, t := range thresholds {
 				name, v, ok := strings.Cut(t, "=")

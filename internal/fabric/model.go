@@ -14,8 +14,6 @@ import (
 	"os"
 	"slices"
 	"time"
-
-	"github.com/rdmalab/rdmalab/internal/host"
 )
 
 // SchemaVersion is bumped on any change that removes or re-types a field.
@@ -182,19 +180,4 @@ func (s *Snapshot) Encode(w io.Writer) error {
 	e := json.NewEncoder(w)
 	e.SetIndent("", "  ")
 	return e.Encode(s)
-}
-
-// speedByLane maps iblinkinfo's per-lane signalling rate to the speed name.
-var speedByLane = map[string]string{
-	"2.5": "SDR", "5.0": "DDR", "10.0": "QDR", "14.0625": "FDR", "10.3125": "FDR10",
-	"25.78125": "EDR", "53.125": "HDR", "106.25": "NDR", "212.5": "XDR",
-}
-
-// rateGbps is the nominal data rate of a width and speed ("4X", "HDR" → 200).
-func rateGbps(width, speed string) float64 {
-	var lanes int
-	if _, err := fmt.Sscanf(width, "%dX", &lanes); err != nil {
-		return 0
-	}
-	return float64(lanes) * host.LaneGbps[speed]
 }

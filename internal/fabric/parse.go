@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/rdmalab/rdmalab/internal/linkrate"
 )
 
 // ParseError names the line a parser could not read.
@@ -74,8 +76,10 @@ func ParseIBLinkInfo(text string) ([]Port, error) {
 		p.Num, _ = strconv.Atoi(m[5])
 		if st[2] != "" {
 			p.LaneGbps, _ = strconv.ParseFloat(st[2], 64)
-			p.Speed = speedByLane[st[2]]
-			p.RateGbps = rateGbps(p.Width, p.Speed)
+			if sp, ok := linkrate.SpeedBySignal(st[2]); ok {
+				p.Speed = sp.Name
+			}
+			p.RateGbps = linkrate.IBRateGbps(p.Width, p.Speed)
 		}
 		if m[9] != "" && m[10] != "" {
 			e := &End{NodeDesc: m[10]}
@@ -90,7 +94,9 @@ func ParseIBLinkInfo(text string) ([]Port, error) {
 			p.CouldBeWidth = w[1]
 		}
 		if s := couldSpeedRE.FindStringSubmatch(m[11]); s != nil {
-			p.CouldBeSpeed = speedByLane[s[1]]
+			if sp, ok := linkrate.SpeedBySignal(s[1]); ok {
+				p.CouldBeSpeed = sp.Name
+			}
 			if p.CouldBeSpeed == "" {
 				p.CouldBeSpeed = s[1] + " Gbps"
 			}

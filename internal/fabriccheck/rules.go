@@ -14,7 +14,6 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/fabric"
-	"github.com/rdmalab/rdmalab/internal/host"
 )
 
 // Options are what a fabric is judged against.
@@ -272,25 +271,4 @@ func peer(p fabric.Port) string {
 		return ""
 	}
 	return fmt.Sprintf(" (link to %s port %d)", p.Remote.NodeDesc, p.Remote.Port)
-}
-
-// RateGbps reads an expected rate flag: "200", "4X HDR", "HDR" (as 4X).
-func RateGbps(s string) (float64, error) {
-	s = strings.TrimSpace(strings.ToUpper(s))
-	var v float64
-	if _, err := fmt.Sscanf(s, "%g", &v); err == nil && !strings.ContainsAny(s, "X") {
-		return v, nil
-	}
-	width, speed := 4, s
-	if w, sp, ok := strings.Cut(s, "X"); ok {
-		if _, err := fmt.Sscanf(w, "%d", &width); err != nil {
-			return 0, fmt.Errorf("rate %q: want Gb/s (200) or width and speed (4X HDR)", s)
-		}
-		speed = strings.TrimSpace(sp)
-	}
-	lane, ok := host.LaneGbps[speed]
-	if !ok {
-		return 0, fmt.Errorf("rate %q: unknown speed %q (SDR, DDR, QDR, FDR, EDR, HDR, NDR, XDR)", s, speed)
-	}
-	return float64(width) * lane, nil
 }

@@ -62,16 +62,6 @@ func TestRulesOnRecordedLab(t *testing.T) {
 		wantOne(t, failing(fs, check.Fail), "fabric.topology.missing", "planned, but lab05 HCA-1 and ib-sw02 not found")
 		wantOne(t, failing(fs, check.Warn), "fabric.topology.extra", "lab03 HCA-1 port 1 ↔ ib-sw01 port 3: linked, but not in the plan")
 	})
-	t.Run("rates", func(t *testing.T) {
-		for in, want := range map[string]float64{"200": 200, "4X HDR": 200, "hdr": 200, "2x ndr": 200, "12X QDR": 120} {
-			if got, err := RateGbps(in); err != nil || got != want {
-				t.Errorf("RateGbps(%q) = %v, %v; want %v", in, got, err, want)
-			}
-		}
-		if _, err := RateGbps("4X LDR"); err == nil {
-			t.Error("an unknown speed must be an error")
-		}
-	})
 }
 
 // docs/fabric-checks.md is generated from Catalog; every rule's id is in it.

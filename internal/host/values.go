@@ -128,22 +128,6 @@ func (r IBRate) Width() string {
 	return strconv.Itoa(r.WidthLanes) + "X"
 }
 
-// LaneGbps is the nominal per-lane data rate of each InfiniBand speed, as the
-// kernel's rate string prints it (FDR shows 14, not 13.64).
-var LaneGbps = map[string]float64{
-	"SDR": 2.5, "DDR": 5, "QDR": 10, "FDR10": 10, "FDR": 14, "EDR": 25, "HDR": 50, "NDR": 100, "XDR": 200,
-}
-
-// SpeedRank orders InfiniBand speed names, slowest first; unknown names rank 0.
-func SpeedRank(name string) int {
-	for i, n := range []string{"SDR", "DDR", "QDR", "FDR10", "FDR", "EDR", "HDR", "NDR", "XDR"} {
-		if n == name {
-			return i + 1
-		}
-	}
-	return 0
-}
-
 // ParseEnumState parses the "%d: %s" form of state, phys_state and node_type.
 func ParseEnumState(s string) (int, string, error) {
 	s = strings.TrimSpace(s)
@@ -198,16 +182,6 @@ func ParsePCIeSpeed(s string) (float64, error) {
 		return 0, fmt.Errorf("pcie speed %q: bad number", s)
 	}
 	return v, nil
-}
-
-// PCIeGen returns the PCIe generation of a link speed in GT/s (0 if unknown).
-func PCIeGen(gtps float64) int {
-	for gen, s := range []float64{2.5, 5, 8, 16, 32, 64, 128} {
-		if gtps > 0 && gtps <= s+0.01 {
-			return gen + 1
-		}
-	}
-	return 0
 }
 
 // KernelParam is one word of /proc/cmdline.

@@ -103,9 +103,6 @@ func TestParsePCIeSpeed(t *testing.T) {
 	if _, err := ParsePCIeSpeed("fast"); err == nil {
 		t.Error("want an error")
 	}
-	if PCIeGen(16) != 4 || PCIeGen(2.5) != 1 || PCIeGen(0) != 0 {
-		t.Error("PCIeGen")
-	}
 }
 
 func TestParseCmdline(t *testing.T) {
@@ -267,4 +264,35 @@ func TestPathLevel(t *testing.T) {
 			t.Errorf("%s↔%s (reversed) = %s, want %s", tc.b, tc.a, got, tc.want)
 		}
 	}
+}
+
+func TestGUID(t *testing.T) {
+	for _, s := range []string{"0x506b4b0300433a00", "506b:4b03:0043:3a00", "506b4b0300433a00", "0X506B4B0300433A00"} {
+		g, err := ParseGUID(s)
+		if err != nil || g.String() != "0x506b4b0300433a00" || g.Sysfs() != "506b:4b03:0043:3a00" {
+			t.Errorf("ParseGUID(%q) = %v %v", s, g, err)
+		}
+	}
+	for _, bad := range []string{"", "0x", "xyz", "0x1234567890abcdef0", "12:34"} {
+		if _, err := ParseGUID(bad); err == nil {
+			t.Errorf("ParseGUID(%q) accepted", bad)
+		}
+	}
+}
+
+func FuzzParseGUID(f *testing.F) {
+	f.Add("0x506b4b0300433a00")
+	f.Add("506b:4b03:0043:3a00")
+	f.Fuzz(func(t *testing.T, s string) {
+		g, err := ParseGUID(s)
+		if err != nil {
+			return
+		}
+		// Both printed forms read back as the same GUID.
+		for _, back := range []string{g.String(), g.Sysfs()} {
+			if h, err := ParseGUID(back); err != nil || h != g {
+				t.Fatalf("%q → %v → %q → %v %v", s, g, back, h, err)
+			}
+		}
+	})
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/host"
+	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"k8s.io/utils/cpuset"
 )
 
@@ -42,12 +43,6 @@ func portPath(dev string, port int, file string) string {
 }
 
 func portSubject(dev string, port int) string { return fmt.Sprintf("%s port %d", dev, port) }
-
-// nicMaxGbps is the fastest port each ConnectX generation can run.
-var nicMaxGbps = map[string]float64{
-	"0x1013": 100, "0x1015": 50, "0x1017": 100, "0x1019": 100, "0x101b": 200, "0x101d": 200,
-	"0x101f": 50, "0x1021": 400, "0x1023": 800, "0xa2d6": 200, "0xa2dc": 400,
-}
 
 // Rules is every host rule, in catalog order.
 var Rules = []rule{
@@ -200,8 +195,10 @@ func portRateNICMax(r rule, s *host.Snapshot, o Options) []check.Finding {
 		if pci == nil || p.RateGbps == 0 {
 			return
 		}
-		max, ok := nicMaxGbps[pci.Device]
-		if !ok || pci.Vendor != host.VendorMellanox {
+		model, ok := linkrate.ModelOf(pci.Vendor, pci.Device)
+		layer, _ := linkrate.SysfsLayer(p.LinkLayer)
+		max := model.MaxGbps(layer)
+		if !ok || max == 0 {
 			return
 		}
 		sub := portSubject(d.Name, p.Port)
@@ -275,12 +272,12 @@ func pcieDegraded(r rule, s *host.Snapshot, o Options) []check.Finding {
 			f.Fix = []string{r.Fix}
 		case d.CurrentLinkSpeedGTps < gt && isGPU:
 			// GPUs drop their link speed when idle; judge them under load.
-			f = r.finding(s, check.Warn, sub, "GPU link at Gen%d, capable of Gen%d (normal at idle; check under load)", host.PCIeGen(d.CurrentLinkSpeedGTps), host.PCIeGen(gt))
+			f = r.finding(s, check.Warn, sub, "GPU link at Gen%d, capable of Gen%d (normal at idle; check under load)", linkrate.PCIeGen(d.CurrentLinkSpeedGTps), linkrate.PCIeGen(gt))
 		case d.CurrentLinkSpeedGTps < gt:
-			f = r.finding(s, check.Fail, sub, "PCIe link at Gen%d, the device and slot can do Gen%d", host.PCIeGen(d.CurrentLinkSpeedGTps), host.PCIeGen(gt))
+			f = r.finding(s, check.Fail, sub, "PCIe link at Gen%d, the device and slot can do Gen%d", linkrate.PCIeGen(d.CurrentLinkSpeedGTps), linkrate.PCIeGen(gt))
 			f.Fix = []string{r.Fix}
 		default:
-			f = r.finding(s, check.Pass, sub, "Gen%d x%d, full width and speed", host.PCIeGen(d.CurrentLinkSpeedGTps), d.CurrentLinkWidth)
+			f = r.finding(s, check.Pass, sub, "Gen%d x%d, full width and speed", linkrate.PCIeGen(d.CurrentLinkSpeedGTps), d.CurrentLinkWidth)
 		}
 		f.Evidence = e
 		out = append(out, f)
@@ -292,7 +289,7 @@ func pcieDegraded(r rule, s *host.Snapshot, o Options) []check.Finding {
 func roceMTU(r rule, s *host.Snapshot, o Options) []check.Finding {
 	var out []check.Finding
 	roceNetdevs(s, func(name, sub string, n *host.NetDev) {
-		rdmaMTU := RoCEMTU(n.MTUBytes)
+		rdmaMTU := linkrate.RoCEMTU(n.MTUBytes)
 		f := r.finding(s, check.Pass, sub, "netdev MTU %d gives RDMA MTU %d", n.MTUBytes, rdmaMTU)
 		if rdmaMTU < 4096 {
 			f = r.finding(s, check.Warn, sub, "netdev MTU %d limits RDMA MTU to %d (4096 needs ≥ 4192)", n.MTUBytes, rdmaMTU)
@@ -316,16 +313,6 @@ func roceNetdevs(s *host.Snapshot, fn func(name, subject string, n *host.NetDev)
 			}
 		}
 	})
-}
-
-// RoCEMTU is the RDMA MTU a RoCE port gets from its netdev MTU.
-func RoCEMTU(netdevMTU int) int {
-	for _, m := range []int{4096, 2048, 1024, 512, 256} {
-		if netdevMTU-96 >= m {
-			return m
-		}
-	}
-	return 0
 }
 
 func roceGID(r rule, s *host.Snapshot, o Options) []check.Finding {

@@ -13,6 +13,7 @@ import (
 	"github.com/jedib0t/go-pretty/v6/table"
 	"github.com/jedib0t/go-pretty/v6/text"
 	"github.com/rdmalab/rdmalab/internal/host"
+	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"k8s.io/utils/cpuset"
 )
 
@@ -260,8 +261,8 @@ func linkText(d host.PCIDevice, s *host.Snapshot) string {
 	if d.MaxLinkWidth == 0 && d.CurrentLinkWidth == 0 {
 		return "-"
 	}
-	cur := fmt.Sprintf("Gen%d x%d", host.PCIeGen(d.CurrentLinkSpeedGTps), d.CurrentLinkWidth)
-	max := fmt.Sprintf("Gen%d x%d", host.PCIeGen(d.MaxLinkSpeedGTps), d.MaxLinkWidth)
+	cur := fmt.Sprintf("Gen%d x%d", linkrate.PCIeGen(d.CurrentLinkSpeedGTps), d.CurrentLinkWidth)
+	max := fmt.Sprintf("Gen%d x%d", linkrate.PCIeGen(d.MaxLinkSpeedGTps), d.MaxLinkWidth)
 	if cur == max {
 		return cur
 	}

@@ -1,0 +1,132 @@
+// Package envelope is the one JSON document every rdmalab command writes
+// with --output json and every reader of rdmalab files accepts: what kind
+// of document it is, its schema version, the counts a script checks first,
+// the findings, then the command's own payload. docs/json.md describes it.
+package envelope
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/rdmalab/rdmalab/internal/check"
+)
+
+// Version is the envelope's own schema version.
+const Version = 1
+
+// Kind names what a document holds; readers refuse the wrong kind.
+type Kind string
+
+// Kinds of document. A payload's own schema_version travels inside it.
+const (
+	HostSnapshot   Kind = "host-snapshot"   // inventory: a host.Snapshot
+	Doctor         Kind = "doctor"          // findings over one or more hosts
+	FabricSnapshot Kind = "fabric-snapshot" // fabric scan: a fabric.Snapshot
+	FabricCheck    Kind = "fabric-check"    // findings over a fabric
+	Plan           Kind = "plan"            // plan vms: a plan or a refusal
+	Bench          Kind = "bench"           // bench: results, verdicts, suspects
+	Judge          Kind = "judge"           // judge: findings over saved tool outputs
+	NCCL           Kind = "nccl"            // nccl env / run / judge
+	Design         Kind = "design"          // design calculators
+	Schedule       Kind = "schedule"        // bench schedule
+)
+
+// Summary is what a script reads first.
+type Summary struct {
+	Fail    int `json:"fail"`
+	Warn    int `json:"warn"`
+	Unknown int `json:"unknown"`
+	Pass    int `json:"pass"`
+	// Failed is true when any finding failed: the same predicate that
+	// makes the command exit 1.
+	Failed bool `json:"failed"`
+}
+
+// Summarize counts findings by outcome.
+func Summarize(fs []check.Finding) Summary {
+	c := check.Count(fs)
+	return Summary{Fail: c[check.Fail], Warn: c[check.Warn], Unknown: c[check.Unknown], Pass: c[check.Pass], Failed: check.Failed(fs)}
+}
+
+// Document is the envelope.
+type Document struct {
+	Kind          Kind            `json:"kind"`
+	SchemaVersion int             `json:"schema_version"`
+	Summary       Summary         `json:"summary"`
+	Findings      []check.Finding `json:"findings"`
+	Payload       any             `json:"payload,omitempty"`
+}
+
+// Write encodes one document, indented, findings worst first.
+func Write(w io.Writer, kind Kind, fs []check.Finding, payload any) error {
+	if fs == nil {
+		fs = []check.Finding{}
+	}
+	check.Sort(fs)
+	e := json.NewEncoder(w)
+	e.SetIndent("", "  ")
+	return e.Encode(Document{Kind: kind, SchemaVersion: Version, Summary: Summarize(fs), Findings: fs, Payload: payload})
+}
+
+// ErrNotEnvelope means the bytes are JSON but not an rdmalab envelope (a
+// bare snapshot from before envelopes existed, say).
+var ErrNotEnvelope = errors.New("not an rdmalab document")
+
+// WrongKindError is returned when a document holds another kind than the
+// reader wants.
+type WrongKindError struct {
+	Got, Want Kind
+}
+
+func (e *WrongKindError) Error() string {
+	return fmt.Sprintf("this is a %s document, not a %s", e.Got, e.Want)
+}
+
+// Peek reports the kind of an envelope, or ErrNotEnvelope.
+func Peek(b []byte) (Kind, error) {
+	var head struct {
+		Kind          Kind            `json:"kind"`
+		SchemaVersion int             `json:"schema_version"`
+		Payload       json.RawMessage `json:"payload"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return "", fmt.Errorf("not JSON: %w", err)
+	}
+	if head.Kind == "" {
+		return "", ErrNotEnvelope
+	}
+	if head.SchemaVersion > Version {
+		return "", fmt.Errorf("document schema_version %d is newer than this rdmalab understands (%d): upgrade rdmalab", head.SchemaVersion, Version)
+	}
+	return head.Kind, nil
+}
+
+// Payload returns the raw payload of an envelope of kind want. Bytes that
+// are not an envelope are returned as they are, so files written before
+// envelopes existed still load; an envelope of another kind is a
+// *WrongKindError.
+func Payload(b []byte, want Kind) ([]byte, error) {
+	kind, err := Peek(b)
+	if errors.Is(err, ErrNotEnvelope) {
+		return b, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if kind != want {
+		return nil, &WrongKindError{Got: kind, Want: want}
+	}
+	var doc struct {
+		Payload json.RawMessage `json:"payload"`
+	}
+	if err := json.NewDecoder(bytes.NewReader(b)).Decode(&doc); err != nil {
+		return nil, err
+	}
+	if len(doc.Payload) == 0 {
+		return nil, fmt.Errorf("%s document has no payload", kind)
+	}
+	return doc.Payload, nil
+}

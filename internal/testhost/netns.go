@@ -1,0 +1,219 @@
+package testhost
+
+import (
+	"bytes"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// NetCluster is hosts a test made: network namespaces on a bridge, each
+// with its own sshd and host key, reachable only from this machine. Every
+// process it starts is stopped by PID when the test ends, and the
+// namespaces, veths and bridge are deleted.
+type NetCluster struct {
+	t     *testing.T
+	Dir   string   // scratch: keys, known_hosts, sshd logs
+	NS    []string // namespace names, node i is NS[i]
+	Addrs []string // node i's address on the bridge
+	Veths []string // root-side veth of node i
+	Inner []string // namespace-side veth of node i
+	br    string
+	sshd  []*exec.Cmd
+}
+
+// Subnet returns the /24 a test package uses, 10.213.X.0, derived from a
+// name so that packages running their namespace tests at the same time
+// never share a subnet.
+func Subnet(name string) string {
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return fmt.Sprintf("10.213.%d", 1+h.Sum32()%250)
+}
+
+// RequireRoot skips (locally) or fails (in CI) a test that needs root.
+func RequireRoot(t *testing.T, why string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv("RDMALAB_REQUIRE_TOOLS") != "" {
+			t.Fatal(why + " needs root")
+		}
+		t.Skip(why + " needs root")
+	}
+}
+
+// IP runs ip(8) and fails the test on error.
+func IP(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+}
+
+// StartNetCluster makes n hosts with sshd on subnet Subnet(name) and waits
+// (bounded) until every sshd answers.
+func StartNetCluster(t *testing.T, name string, n int) *NetCluster {
+	t.Helper()
+	for _, tool := range []string{"ip", "tc", "ssh", "ssh-keygen", "sshd"} {
+		RequireTool(t, tool)
+	}
+	RequireRoot(t, "network namespaces")
+	net := Subnet(name)
+	id := fmt.Sprintf("r%s%d", strings.Split(net, ".")[2], os.Getpid()%10000)
+	c := &NetCluster{t: t, Dir: TempDir(t), br: id + "br"}
+	t.Cleanup(c.stop)
+	if err := os.MkdirAll("/run/sshd", 0o755); err != nil { // sshd's privilege separation dir
+		t.Fatal(err)
+	}
+	IP(t, "link", "add", c.br, "type", "bridge")
+	c.Veths = nil
+	IP(t, "addr", "add", net+".254/24", "dev", c.br)
+	IP(t, "link", "set", c.br, "up")
+	key := filepath.Join(c.Dir, "id")
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v %s", err, out)
+	}
+	pub, _ := os.ReadFile(key + ".pub")
+	os.WriteFile(filepath.Join(c.Dir, "authorized_keys"), pub, 0o600)
+	var known bytes.Buffer
+	for i := 1; i <= n; i++ {
+		ns, addr := fmt.Sprintf("%s-%d", id, i), fmt.Sprintf("%s.%d", net, i)
+		peer, inner := fmt.Sprintf("%sv%d", id, i), fmt.Sprintf("%sw%d", id, i)
+		IP(t, "netns", "add", ns)
+		c.NS = append(c.NS, ns)
+		IP(t, "link", "add", peer, "type", "veth", "peer", "name", inner)
+		c.Veths, c.Inner = append(c.Veths, peer), append(c.Inner, inner)
+		IP(t, "link", "set", inner, "netns", ns)
+		IP(t, "link", "set", peer, "master", c.br)
+		IP(t, "link", "set", peer, "up")
+		IP(t, "-n", ns, "addr", "add", addr+"/24", "dev", inner)
+		IP(t, "-n", ns, "link", "set", inner, "up")
+		IP(t, "-n", ns, "link", "set", "lo", "up")
+		c.Addrs = append(c.Addrs, addr)
+		hostKey := filepath.Join(c.Dir, fmt.Sprintf("host%d", i))
+		if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", hostKey).CombinedOutput(); err != nil {
+			t.Fatalf("ssh-keygen: %v %s", err, out)
+		}
+		hp, _ := os.ReadFile(hostKey + ".pub")
+		f := strings.Fields(string(hp))
+		fmt.Fprintf(&known, "%s %s %s\n", addr, f[0], f[1])
+		c.startSSHD(i - 1)
+	}
+	os.WriteFile(filepath.Join(c.Dir, "known_hosts"), known.Bytes(), 0o600)
+	for i := range c.Addrs {
+		c.WaitSSH(i, 20*time.Second)
+	}
+	return c
+}
+
+func (c *NetCluster) startSSHD(i int) {
+	c.t.Helper()
+	hostKey := filepath.Join(c.Dir, fmt.Sprintf("host%d", i+1))
+	sshd := exec.Command("ip", "netns", "exec", c.NS[i], "/usr/sbin/sshd", "-D", "-e", "-f", "/dev/null",
+		"-h", hostKey, "-o", "ListenAddress="+c.Addrs[i], "-o", "PidFile=none", "-o", "StrictModes=no",
+		"-o", "AuthorizedKeysFile="+filepath.Join(c.Dir, "authorized_keys"), "-o", "PermitRootLogin=yes",
+		"-o", "UsePAM=no", "-o", "MaxStartups=100", "-o", "MaxSessions=100")
+	log, _ := os.OpenFile(filepath.Join(c.Dir, fmt.Sprintf("sshd%d.log", i+1)), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	sshd.Stdout, sshd.Stderr = log, log
+	if err := sshd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	for len(c.sshd) <= i {
+		c.sshd = append(c.sshd, nil)
+	}
+	c.sshd[i] = sshd
+}
+
+// StopSSHD kills node i's sshd (the listener; sessions it already
+// forked live on until the namespace is cleaned).
+func (c *NetCluster) StopSSHD(i int) {
+	if p := c.sshd[i]; p != nil {
+		p.Process.Kill()
+		p.Wait()
+		c.sshd[i] = nil
+	}
+}
+
+// WaitSSH waits until node i answers over ssh, failing the test after d.
+func (c *NetCluster) WaitSSH(i int, d time.Duration) {
+	c.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		out, err := exec.Command("ssh", c.SSHArgs(c.Addrs[i], "true")...).CombinedOutput()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(filepath.Join(c.Dir, fmt.Sprintf("sshd%d.log", i+1)))
+			c.t.Fatalf("ssh to %s: %v %s\nsshd log:\n%s", c.Addrs[i], err, out, b)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// KeyFile is the client key every node accepts; KnownHosts lists every
+// node's host key.
+func (c *NetCluster) KeyFile() string    { return filepath.Join(c.Dir, "id") }
+func (c *NetCluster) KnownHosts() string { return filepath.Join(c.Dir, "known_hosts") }
+
+// SSHArgs is the ssh(1) argument list that reaches addr as root and runs cmd.
+func (c *NetCluster) SSHArgs(addr string, cmd ...string) []string {
+	return append([]string{"-F", "/dev/null", "-i", c.KeyFile(), "-o", "BatchMode=yes",
+		"-o", "StrictHostKeyChecking=yes", "-o", "UserKnownHostsFile=" + c.KnownHosts(),
+		"-o", "ConnectTimeout=5", "root@" + addr}, cmd...)
+}
+
+// Shape limits node i's link (both directions) to rate with tbf.
+func (c *NetCluster) Shape(i int, rate string) {
+	c.ShapeDir(i, rate, true, true)
+}
+
+// ShapeDir limits node i's sending (egress of its inner veth) and/or
+// receiving (egress of the root-side veth) to rate.
+func (c *NetCluster) ShapeDir(i int, rate string, send, recv bool) {
+	c.t.Helper()
+	tbf := []string{"qdisc", "replace", "dev", "", "root", "tbf", "rate", rate, "burst", "1mb", "latency", "50ms"}
+	if recv {
+		tbf[3] = c.Veths[i]
+		if out, err := exec.Command("tc", tbf...).CombinedOutput(); err != nil {
+			c.t.Fatalf("tc: %v %s", err, out)
+		}
+	}
+	if send {
+		tbf[3] = c.Inner[i]
+		if out, err := exec.Command("ip", append([]string{"netns", "exec", c.NS[i], "tc"}, tbf...)...).CombinedOutput(); err != nil {
+			c.t.Fatalf("tc in %s: %v %s", c.NS[i], err, out)
+		}
+	}
+}
+
+// PIDs lists the processes running in node i's namespace.
+func (c *NetCluster) PIDs(i int) []string {
+	out, err := exec.Command("ip", "netns", "pids", c.NS[i]).Output()
+	if err != nil {
+		return nil
+	}
+	return strings.Fields(string(out))
+}
+
+func (c *NetCluster) stop() {
+	for i := range c.sshd {
+		c.StopSSHD(i)
+	}
+	for i, ns := range c.NS {
+		// whatever still runs in a namespace the test made is the test's
+		for _, pid := range c.PIDs(i) {
+			exec.Command("kill", "-9", pid).Run()
+		}
+		exec.Command("ip", "netns", "del", ns).Run()
+	}
+	for _, v := range c.Veths {
+		exec.Command("ip", "link", "del", v).Run()
+	}
+	exec.Command("ip", "link", "del", c.br).Run()
+}
