@@ -4,10 +4,13 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 )
@@ -17,6 +20,9 @@ const (
 	ExitOK       = 0 // ran; nothing failed
 	ExitFindings = 1 // ran; found failures
 	ExitUsage    = 2 // could not run: bad flag, unreadable input
+	// ExitInterrupted is what shells and schedulers expect after SIGINT
+	// (128 + 2); what finished before it is saved.
+	ExitInterrupted = 130
 )
 
 // exitError carries an exit code with a message for the user.
@@ -41,9 +47,21 @@ var Version = "dev"
 
 // Main runs rdmalab with args and returns the process exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runCtx(ctx, args, stdout, stderr)
+}
+
+// runCtx executes one command line; an interrupt (ctx cancelled) wins over
+// whatever the command returned, so scripts see 130.
+func runCtx(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRoot(stdout, stderr)
 	root.SetArgs(args)
-	err := root.Execute()
+	err := root.ExecuteContext(ctx)
+	if ctx.Err() != nil {
+		fmt.Fprintln(stderr, "rdmalab: interrupted")
+		return ExitInterrupted
+	}
 	if err == nil {
 		return ExitOK
 	}
@@ -83,10 +101,12 @@ Exit codes: 0 ran and nothing failed, 1 ran and found failures, 2 could not run.
 		SilenceErrors: true,
 		Version:       Version,
 	}
+	// -v is --verbose wherever a command has it; the version is --version only.
+	root.Flags().Bool("version", false, "print rdmalab's version")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usageErr("%v (see 'rdmalab %s --help')", err, c.Name())
+		return usageErr("%v (see '%s --help')", err, c.CommandPath())
 	})
 	root.AddCommand(newInventoryCmd(), newDoctorCmd(), newGatherCmd(), newPlanCmd(), newFabricCmd(), newBenchCmd(), newDemoCmd())
 	return root

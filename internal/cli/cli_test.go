@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -218,12 +219,15 @@ func TestPlanVMs(t *testing.T) {
 	}
 	js, _, code := run(t, "plan", "vms", "--snapshot", "example:seed000-epyc", "--policy", "single-numa-node", "--vms", "2", "-o", "json")
 	var res struct {
-		Plan    struct{ VMs []struct{ Name string } }
-		Refused []struct{ Check string }
-		Nearest struct{ Policy string } `json:"nearest_request"`
+		Kind     string
+		Findings []struct{ Check, Outcome string }
+		Payload  struct {
+			Plan    struct{ VMs []struct{ Name string } }
+			Nearest struct{ Policy string } `json:"nearest_request"`
+		}
 	}
-	if err := json.Unmarshal([]byte(js), &res); err != nil || code != ExitFindings || len(res.Refused) == 0 ||
-		res.Refused[0].Check != "plan.policy" || res.Nearest.Policy != "restricted" || len(res.Plan.VMs) != 2 {
+	if err := json.Unmarshal([]byte(js), &res); err != nil || code != ExitFindings || res.Kind != "plan" || len(res.Findings) == 0 ||
+		res.Findings[0].Check != "plan.policy" || res.Payload.Nearest.Policy != "restricted" || len(res.Payload.Plan.VMs) != 2 {
 		t.Errorf("json refusal: exit %d err %v\n%s", code, err, js)
 	}
 
@@ -234,14 +238,28 @@ func TestPlanVMs(t *testing.T) {
 	}{
 		{[]string{"--vm", "07:00.0"}, "no PCI device 0000:07:00.0"},
 		{[]string{"--vm", "zz"}, "--vm zz"},
-		{[]string{"--memory", "lots"}, "--memory \"lots\""},
-		{[]string{"--policy", "strict"}, "policy \"strict\""},
-		{[]string{"--page-size", "4K"}, "page size"},
+		{[]string{"--memory", "lots"}, "--memory: size \"lots\""},
+		{[]string{"--policy", "strict"}, "--policy strict"},
+		{[]string{"--page-size", "4K"}, "--page-size 4K: want 1G or 2M"},
+		// Issue 12: numbers that meant something else are refused, never replaced.
+		{[]string{"--memory", "200"}, "size \"200\" has no unit: write 200G (GiB) or 200GB"},
+		{[]string{"--memory", "32GB"}, "not a whole number of 1G hugepages"},
+		{[]string{"--housekeeping-cores", "0"}, "--housekeeping-cores 0: the host needs at least 1 whole core"},
+		{[]string{"--vms", "0"}, "--vms 0: want at least 1 VM"},
+		{[]string{"--vcpus", "-4"}, "--vcpus -4"},
+		{[]string{"--name-prefix", "../../evil", "--out", filepath.Join(testhost.TempDir(t), "o1")}, "--name-prefix \"../../evil\""},
+		{[]string{"--name-prefix", "a/b"}, "--name-prefix \"a/b\""},
+		{[]string{"--out", "/dev/null"}, "--out /dev/null: not a directory"},
+		{[]string{"--out", "/nonexistent/dir/lab"}, "parent directory /nonexistent/dir does not exist"},
 	} {
-		_, errOut, code := run(t, append([]string{"plan", "vms", "--snapshot", "example:seed000-epyc"}, c.args...)...)
-		if code != ExitUsage || !strings.Contains(errOut, c.want) || strings.Contains(errOut, "goroutine") {
-			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, code, errOut, c.want)
+		out, errOut, code := run(t, append([]string{"plan", "vms", "--snapshot", "example:seed000-epyc"}, c.args...)...)
+		if code != ExitUsage || !strings.Contains(errOut, c.want) || strings.Contains(errOut, "goroutine") || out != "" {
+			t.Errorf("%v: exit %d, stdout %d bytes, stderr %q, want %q", c.args, code, len(out), errOut, c.want)
 		}
+	}
+	// Nothing was written outside --out by the hostile prefix.
+	if _, err := os.Stat(filepath.Join(testhost.TempDir(t), "..", "evil00.xml")); err == nil {
+		t.Error("--name-prefix ../../evil wrote outside --out")
 	}
 }
 
@@ -293,5 +311,22 @@ func TestFabricOnSimulator(t *testing.T) {
 		if code != ExitUsage || !strings.Contains(errOut, c.want) {
 			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, code, errOut, c.want)
 		}
+	}
+}
+
+// An interrupt exits 130 whatever the command returned, and -v is never
+// the version.
+func TestInterruptAndVersionFlags(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errOut strings.Builder
+	if code := runCtx(ctx, []string{"inventory", "--snapshot", "example:r730-qdr"}, &out, &errOut); code != ExitInterrupted || !strings.Contains(errOut.String(), "interrupted") {
+		t.Errorf("interrupted run: exit %d, stderr %q", code, errOut.String())
+	}
+	if o, _, code := run(t, "--version"); code != ExitOK || !strings.Contains(o, "rdmalab version") {
+		t.Errorf("--version: exit %d %q", code, o)
+	}
+	if _, e, code := run(t, "-v"); code != ExitUsage || !strings.Contains(e, "unknown shorthand flag: 'v'") {
+		t.Errorf("-v on the root: exit %d %q", code, e)
 	}
 }

@@ -1,15 +1,15 @@
 package cli
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 
-	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/plan"
 	"github.com/rdmalab/rdmalab/internal/report"
+	"github.com/rdmalab/rdmalab/internal/units"
 	"github.com/spf13/cobra"
 )
 
@@ -67,18 +67,26 @@ Exit codes: 0 planned, 1 refused (the nearest plan is shown), 2 bad input.`,
 				return err
 			}
 			var err error
-			if req.MemoryBytes, err = sizeFlag("--memory", memory, 0); err != nil {
+			if req.MemoryBytes, err = sizeFlag("--memory", memory); err != nil {
 				return err
 			}
-			if req.PageSizeBytes, err = sizeFlag("--page-size", pageSize, 1<<30); err != nil {
+			if req.PageSizeBytes, err = sizeFlag("--page-size", pageSize); err != nil {
 				return err
 			}
-			if req.HostReserveBytes, err = sizeFlag("--host-reserve", reserve, 4<<30); err != nil {
+			if req.HostReserveBytes, err = sizeFlag("--host-reserve", reserve); err != nil {
 				return err
 			}
 			req.Policy = plan.Policy(policy)
 			for _, g := range groups {
 				req.Groups = append(req.Groups, strings.Split(g, ","))
+			}
+			if err := req.Validate(); err != nil {
+				return requestErr(err)
+			}
+			if outDir != "" {
+				if err := plan.CheckOutDir(outDir); err != nil {
+					return usageErr("%v", err)
+				}
 			}
 			hosts, err := in.load()
 			if err != nil {
@@ -88,68 +96,42 @@ Exit codes: 0 planned, 1 refused (the nearest plan is shown), 2 bad input.`,
 			if err != nil {
 				return err
 			}
-			if err := checkGroups(s, req.Groups); err != nil {
-				return err
+			if err := plan.CheckGroups(s, req.Groups); err != nil {
+				return usageErr("--vm %v", err)
 			}
 			p, refusal, err := plan.MakeOrNearest(s, req)
 			if err != nil && refusal == nil {
-				return usageErr("%v", err)
+				return requestErr(err)
 			}
-			w := cmd.OutOrStdout()
-			if output == "json" {
-				out := struct {
-					Plan    *plan.Plan      `json:"plan,omitempty"`
-					Refused []check.Finding `json:"refused,omitempty"`
-					Nearest *plan.Request   `json:"nearest_request,omitempty"`
-				}{Plan: p}
-				if refusal != nil {
-					out.Refused, out.Nearest = refusal.Reasons, refusal.Nearest
-				}
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(out); err != nil {
-					return err
-				}
-			} else {
-				if refusal != nil {
-					near := ""
-					if p != nil {
-						near = requestFlags(p.Request)
-					}
-					report.Refusal(w, refusal.Reasons, near)
-				}
-				if p != nil {
-					report.Plan(w, p)
-				}
-			}
-			if refusal != nil {
-				return errFindings
-			}
-			if outDir != "" {
-				files, err := plan.Files(p)
-				if err != nil {
+			var files []plan.File
+			if outDir != "" && refusal == nil {
+				if files, err = plan.Files(p); err != nil {
 					return err
 				}
 				if err := plan.Write(outDir, files); err != nil {
 					return usageErr("%v", err)
 				}
-				if output != "json" {
-					names := make([]string, len(files))
-					for i, f := range files {
-						names[i] = f.Name
-					}
-					fmt.Fprintf(w, "\nWrote %s: %s\n", outDir, strings.Join(names, ", "))
+			}
+			w := cmd.OutOrStdout()
+			if output == "json" {
+				if err := report.PlanJSON(w, p, refusal); err != nil {
+					return err
 				}
+			} else {
+				report.PlanResult(w, p, refusal, requestFlags, outDir, files)
+			}
+			if refusal != nil {
+				return errFindings
 			}
 			return nil
 		},
 	}
 	in.register(c, false)
 	f := c.Flags()
-	f.IntVar(&req.VMs, "vms", 0, "number of VMs to split the GPU+NIC pairs over (default 1)")
+	f.IntVar(&req.VMs, "vms", 1, "number of VMs to split the GPU+NIC pairs over")
 	f.StringArrayVar(&groups, "vm", nil, "one VM's devices, comma-separated PCI addresses (repeat per VM; overrides --vms)")
 	f.IntVar(&req.VCPUs, "vcpus", 0, "vCPUs per VM (default: every free core local to the VM's devices)")
-	f.StringVar(&memory, "memory", "", "memory per VM, e.g. 32G (default: the hugepages already reserved on its nodes, else half of them)")
+	f.StringVar(&memory, "memory", "", "memory per VM with a unit: 32G (GiB) or 34GB (10^9 bytes); a whole number of pages (default: the hugepages already reserved on its nodes, else half of them)")
 	f.IntVar(&req.HousekeepingCores, "housekeeping-cores", 4, "whole cores the host keeps for itself, IRQs and emulator threads")
 	f.StringVar(&pageSize, "page-size", "1G", "hugepage size backing guest memory: 1G or 2M")
 	f.StringVar(&reserve, "host-reserve", "4G", "memory per NUMA node kept out of hugepages for the host")
@@ -160,34 +142,24 @@ Exit codes: 0 planned, 1 refused (the nearest plan is shown), 2 bad input.`,
 	return c
 }
 
-func sizeFlag(name, v string, def int64) (int64, error) {
+func sizeFlag(name, v string) (int64, error) {
 	if v == "" {
-		return def, nil
+		return 0, nil
 	}
-	n, err := host.ParseSize(v)
-	if err != nil || n == 0 {
-		return 0, usageErr("%s %q: want a size such as 32G, 2M or 1T", name, v)
+	n, err := units.ParseBytes(v)
+	if err != nil {
+		return 0, usageErr("%s: %v", name, err)
 	}
 	return n, nil
 }
 
-// checkGroups rejects addresses the host does not have: a typo, not a refusal.
-func checkGroups(s *host.Snapshot, groups [][]string) error {
-	for _, g := range groups {
-		for _, a := range g {
-			addr := a
-			if strings.Count(a, ":") == 1 {
-				addr = "0000:" + a
-			}
-			if _, err := host.ParsePCIAddress(addr); err != nil {
-				return usageErr("--vm %s: %v", strings.Join(g, ","), err)
-			}
-			if s.PCI(addr) == nil {
-				return usageErr("--vm %s: %s has no PCI device %s (see 'rdmalab inventory')", strings.Join(g, ","), s.Hostname, addr)
-			}
-		}
+// requestErr names the flag behind a request field.
+func requestErr(err error) error {
+	var re *plan.RequestError
+	if errors.As(err, &re) {
+		return usageErr("--%s %s: %s", strings.ReplaceAll(re.Field, "_", "-"), re.Value, re.Reason)
 	}
-	return nil
+	return usageErr("%v", err)
 }
 
 // requestFlags renders a request as the flags that ask for it.
@@ -204,7 +176,7 @@ func requestFlags(r plan.Request) string {
 		f = append(f, fmt.Sprintf("--vcpus %d", r.VCPUs))
 	}
 	if r.MemoryBytes > 0 {
-		f = append(f, "--memory "+sizeText(r.MemoryBytes))
+		f = append(f, "--memory "+units.FormatBytes(r.MemoryBytes))
 	}
 	f = append(f, fmt.Sprintf("--housekeeping-cores %d", r.HousekeepingCores), "--policy "+string(r.Policy))
 	return strings.Join(f, " ")
@@ -218,11 +190,4 @@ func planDemo(w io.Writer, s *host.Snapshot, vms int) {
 		return
 	}
 	report.Plan(w, p)
-}
-
-func sizeText(b int64) string {
-	if b%(1<<30) == 0 {
-		return fmt.Sprintf("%dG", b>>30)
-	}
-	return fmt.Sprintf("%dM", b>>20)
 }

@@ -7,7 +7,6 @@ package plan
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/rdmalab/rdmalab/internal/check"
@@ -57,7 +56,9 @@ type Request struct {
 	NamePrefix string `json:"name_prefix"`
 }
 
-// Defaults fills the zero fields of r with the planner's defaults.
+// Defaults fills the zero fields of r with the planner's defaults, for
+// callers that build a Request in code. The CLI sets every field from its
+// flags and calls Validate, so a typed 0 is refused, never replaced.
 func (r Request) Defaults() Request {
 	if r.HousekeepingCores == 0 {
 		r.HousekeepingCores = 4
@@ -243,14 +244,8 @@ func MakeOrNearest(s *host.Snapshot, req Request) (*Plan, *Refusal, error) {
 }
 
 func validate(s *host.Snapshot, req Request) error {
-	if !slices.Contains(Policies, req.Policy) {
-		return fmt.Errorf("policy %q: want one of single-numa-node, restricted, best-effort", req.Policy)
-	}
-	if req.VMs < 0 || req.VCPUs < 0 || req.MemoryBytes < 0 || req.HousekeepingCores < 0 {
-		return fmt.Errorf("vms, vcpus, memory and housekeeping cores cannot be negative")
-	}
-	if req.PageSizeBytes != 2<<20 && req.PageSizeBytes != 1<<30 {
-		return fmt.Errorf("page size %d: want 2M or 1G", req.PageSizeBytes)
+	if err := req.Validate(); err != nil {
+		return err
 	}
 	if len(s.CPUs) == 0 {
 		return fmt.Errorf("snapshot of %s has no CPUs: re-run inventory on the host", s.Hostname)

@@ -400,3 +400,25 @@ func mustCPUSet(s string) cpuset.CPUSet {
 	}
 	return c
 }
+
+// Issue 12: nothing is ever written outside the output directory.
+func TestWriteStaysInside(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "o1")
+	for _, name := range []string{"../evil.xml", "../../evil00.xml", "sub/x.xml", "..", "."} {
+		if err := Write(out, []File{{Name: name, Content: "x", Mode: 0o644}}); err == nil {
+			t.Errorf("Write accepted %q", name)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "evil.xml")); err == nil {
+		t.Error("wrote outside --out")
+	}
+	if err := Write(filepath.Join(dir, "no", "such", "parent"), nil); err == nil {
+		t.Error("Write created a missing parent chain")
+	}
+	for _, bad := range []Request{{VMs: 0}, {VMs: 1, HousekeepingCores: 0}, {VMs: 1, HousekeepingCores: 4, PageSizeBytes: 1 << 30, Policy: BestEffort, NamePrefix: "../x"}} {
+		if bad.Validate() == nil {
+			t.Errorf("Validate accepted %+v", bad)
+		}
+	}
+}
