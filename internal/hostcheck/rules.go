@@ -21,6 +21,9 @@ type Options struct {
 	ExpectRateGbps float64
 	// ExpectLinkLayer is "InfiniBand" or "Ethernet" ("" : no expectation).
 	ExpectLinkLayer string
+	// Progress, when set, is told each rule's id before it runs, so a
+	// caller with a time limit can say which check overran it.
+	Progress func(checkID string)
 }
 
 // rule is one host rule.
@@ -765,6 +768,9 @@ func gpuNIC(r rule, s *host.Snapshot, o Options) []check.Finding {
 func Run(s *host.Snapshot, o Options) []check.Finding {
 	var out []check.Finding
 	for _, r := range Rules {
+		if o.Progress != nil {
+			o.Progress(r.ID)
+		}
 		out = append(out, r.run(r, s, o)...)
 	}
 	check.Sort(out)

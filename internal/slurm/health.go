@@ -1,0 +1,165 @@
+package slurm
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rdmalab/rdmalab/internal/check"
+)
+
+// Action is what a health check does to its node.
+type Action string
+
+// Actions.
+const (
+	DrainNode  Action = "drain"  // failures, and the node is not drained by someone else
+	ResumeNode Action = "resume" // healthy again, and rdmalab drained it
+	Keep       Action = "keep"   // nothing to change
+)
+
+// Decision is the health check's verdict on its node, with the reason.
+type Decision struct {
+	Action Action `json:"action"`
+	// Reason is the drain reason given to Slurm (starts with ReasonPrefix).
+	Reason string `json:"reason,omitempty"`
+	// Why explains the decision to the person reading the log.
+	Why string `json:"why"`
+}
+
+// maxReason keeps the drain reason readable in sinfo -R.
+const maxReason = 200
+
+// Decide is the policy, a pure function: drain on failures unless the node
+// is already drained by someone else (their reason stands); resume only a
+// node rdmalab drained; never resume an admin's drain.
+func Decide(n Node, failing []check.Finding, timedOutIn string) Decision {
+	var reason string
+	switch {
+	case timedOutIn != "":
+		reason = fmt.Sprintf("%s health check timed out in %s", ReasonPrefix, timedOutIn)
+	case len(failing) > 0:
+		f := failing[0]
+		reason = fmt.Sprintf("%s %s %s: %s", ReasonPrefix, f.Check, f.Subject, f.Message)
+		if len(failing) > 1 {
+			reason += fmt.Sprintf(" (+%d more)", len(failing)-1)
+		}
+	}
+	if len(reason) > maxReason {
+		reason = reason[:maxReason-1] + "…"
+	}
+	reason = strings.ReplaceAll(reason, "\n", " ")
+	switch {
+	case reason != "" && n.Drained() && !n.OursToResume():
+		return Decision{Action: Keep, Why: fmt.Sprintf("unhealthy, but already drained by someone else (%q): their reason stands", n.Reason)}
+	case reason != "" && n.OursToResume() && n.Reason == reason:
+		return Decision{Action: Keep, Reason: reason, Why: "unhealthy and already drained by rdmalab for the same reason"}
+	case reason != "":
+		return Decision{Action: DrainNode, Reason: reason, Why: "unhealthy"}
+	case n.OursToResume():
+		return Decision{Action: ResumeNode, Why: fmt.Sprintf("healthy again; rdmalab had drained it (%q)", n.Reason)}
+	case n.Drained():
+		return Decision{Action: Keep, Why: fmt.Sprintf("healthy, but drained by someone else (%q): left drained", n.Reason)}
+	}
+	return Decision{Action: Keep, Why: "healthy"}
+}
+
+// Stage reports which check a health run is in, so a timeout can name it.
+type Stage struct {
+	mu   sync.Mutex
+	name string
+}
+
+// Enter records the check now running.
+func (s *Stage) Enter(name string) {
+	s.mu.Lock()
+	s.name = name
+	s.mu.Unlock()
+}
+
+// Name is the check running now.
+func (s *Stage) Name() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.name
+}
+
+// HealthOptions configures one health run.
+type HealthOptions struct {
+	Node string
+	// TimeLimit bounds the checks (slurmd kills a HealthCheckProgram
+	// after 60 s without saying why; rdmalab stops first and says where).
+	TimeLimit time.Duration
+	// DryRun decides without changing the node.
+	DryRun bool
+}
+
+// HealthResult is what one health run found and did.
+type HealthResult struct {
+	Node     string          `json:"node"`
+	State    string          `json:"state"`
+	Findings []check.Finding `json:"-"`
+	Decision Decision        `json:"decision"`
+	// TimedOutIn names the check that was running when time ran out.
+	TimedOutIn string `json:"timed_out_in,omitempty"`
+	Applied    bool   `json:"applied"`
+}
+
+// Health runs checks on this node within the time limit, then drains or
+// resumes it as Decide says. A controller that does not answer yet (the
+// first run, before slurmd registered) changes nothing and is an error.
+func Health(ctx context.Context, r Runner, opt HealthOptions, checks func(ctx context.Context, stage *Stage) []check.Finding) (HealthResult, error) {
+	res := HealthResult{Node: opt.Node}
+	node, err := ShowNode(ctx, r, opt.Node)
+	if err != nil {
+		return res, fmt.Errorf("node %s: %w", opt.Node, err)
+	}
+	res.State = node.State
+	limit := opt.TimeLimit
+	if limit <= 0 {
+		limit = 50 * time.Second
+	}
+	cctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	stage := &Stage{}
+	done := make(chan []check.Finding, 1)
+	go func() { done <- checks(cctx, stage) }()
+	select {
+	case fs := <-done:
+		res.Findings = fs
+	case <-cctx.Done():
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		res.TimedOutIn = stage.Name()
+		if res.TimedOutIn == "" {
+			res.TimedOutIn = "start-up"
+		}
+	}
+	var failing []check.Finding
+	for _, f := range res.Findings {
+		if f.Outcome == check.Fail {
+			failing = append(failing, f)
+		}
+	}
+	check.Sort(failing)
+	res.Decision = Decide(node, failing, res.TimedOutIn)
+	if opt.DryRun {
+		return res, nil
+	}
+	switch res.Decision.Action {
+	case DrainNode:
+		err = Drain(ctx, r, opt.Node, res.Decision.Reason)
+	case ResumeNode:
+		err = Resume(ctx, r, opt.Node)
+	default:
+		return res, nil
+	}
+	if err != nil {
+		return res, fmt.Errorf("%s node %s: %w", res.Decision.Action, opt.Node, err)
+	}
+	res.Applied = true
+	return res, nil
+}

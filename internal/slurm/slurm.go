@@ -1,0 +1,161 @@
+// Package slurm is rdmalab's side of Slurm: reading a node's state and
+// draining or resuming it with scontrol (bounded, never hanging on a
+// controller that does not answer yet), the health-check policy that
+// drains only for its own findings and resumes only what it drained, and
+// the node-list syntax of SLURM_JOB_NODELIST.
+package slurm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// ReasonPrefix marks a drain as rdmalab's. A node drained with any other
+// reason belongs to an admin or another tool and is never resumed.
+const ReasonPrefix = "rdmalab:"
+
+// Node is what scontrol says about one node.
+type Node struct {
+	Name   string
+	State  string // "IDLE", "IDLE+DRAIN", "MIXED+DRAIN", "DOWN*+DRAIN" ...
+	Reason string // empty when none
+}
+
+// Drained reports a node that is draining or drained.
+func (n Node) Drained() bool {
+	return strings.Contains(n.State, "DRAIN")
+}
+
+// OursToResume reports a drain rdmalab made.
+func (n Node) OursToResume() bool {
+	return n.Drained() && strings.HasPrefix(n.Reason, ReasonPrefix)
+}
+
+// ErrControllerDown means scontrol could not reach slurmctld in time: a
+// health check then changes nothing.
+var ErrControllerDown = errors.New("slurmctld did not answer")
+
+// Runner runs a Slurm command with a deadline.
+type Runner interface {
+	Run(ctx context.Context, name string, args ...string) (string, error)
+}
+
+// Exec runs the real commands, each in its own process group killed at
+// the deadline (scontrol retries for a minute when the controller is
+// away: the deadline bounds that).
+type Exec struct {
+	Timeout time.Duration
+	Env     []string // extra environment, e.g. SLURM_CONF=...
+}
+
+// Run runs name with args and returns its standard output.
+func (e Exec) Run(ctx context.Context, name string, args ...string) (string, error) {
+	t := e.Timeout
+	if t <= 0 {
+		t = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, t)
+	defer cancel()
+	cmd := exec.Command(findTool(name), args...)
+	cmd.Env = append(cmd.Environ(), e.Env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		return "", fmt.Errorf("%s: %w", name, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return out.String(), fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
+		}
+		return out.String(), nil
+	case <-ctx.Done():
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		return "", fmt.Errorf("%s %s: no answer in %s: %w", name, strings.Join(args, " "), t, ErrControllerDown)
+	}
+}
+
+// toolDirs are where Slurm's clients live when PATH does not say: slurmd
+// runs HealthCheckProgram with an empty PATH, so a bare "scontrol" would
+// never be found there.
+var toolDirs = []string{"/usr/bin", "/usr/local/bin", "/opt/slurm/bin", "/usr/local/slurm/bin"}
+
+func findTool(name string) string {
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	for _, d := range toolDirs {
+		p := filepath.Join(d, name)
+		if st, err := os.Stat(p); err == nil && st.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return name
+}
+
+// ShowNode reads one node's state.
+func ShowNode(ctx context.Context, r Runner, name string) (Node, error) {
+	out, err := r.Run(ctx, "scontrol", "--oneliner", "show", "node", name)
+	if err != nil {
+		return Node{}, err
+	}
+	return ParseNode(out)
+}
+
+// ParseNode reads `scontrol --oneliner show node` output: space-separated
+// Key=Value words, where Reason's value runs to the end of the line (it
+// may hold spaces) and ends with "[user@time]".
+func ParseNode(out string) (Node, error) {
+	line := strings.TrimSpace(out)
+	if i := strings.IndexByte(line, '\n'); i >= 0 {
+		line = line[:i]
+	}
+	var n Node
+	if i := strings.Index(line, " Reason="); i >= 0 {
+		n.Reason = strings.TrimSpace(line[i+len(" Reason="):])
+		line = line[:i]
+		if j := strings.LastIndex(n.Reason, " ["); j >= 0 && strings.HasSuffix(n.Reason, "]") {
+			n.Reason = n.Reason[:j]
+		}
+		if n.Reason == "(null)" {
+			n.Reason = ""
+		}
+	}
+	for _, w := range strings.Fields(line) {
+		k, v, _ := strings.Cut(w, "=")
+		switch k {
+		case "NodeName":
+			n.Name = v
+		case "State":
+			n.State = v
+		}
+	}
+	if n.Name == "" || n.State == "" {
+		return Node{}, fmt.Errorf("scontrol show node: no NodeName/State in %q", strings.TrimSpace(out))
+	}
+	return n, nil
+}
+
+// Drain drains a node with a reason (marked as rdmalab's).
+func Drain(ctx context.Context, r Runner, name, reason string) error {
+	_, err := r.Run(ctx, "scontrol", "update", "NodeName="+name, "State=DRAIN", "Reason="+reason)
+	return err
+}
+
+// Resume returns a node to service.
+func Resume(ctx context.Context, r Runner, name string) error {
+	_, err := r.Run(ctx, "scontrol", "update", "NodeName="+name, "State=RESUME")
+	return err
+}
