@@ -75,7 +75,6 @@ func hostileHost(t *testing.T, dir string) string {
 	return p
 }
 
-
 func render(t *testing.T, inputs ...string) (string, *report.ClusterView) {
 	t.Helper()
 	in, err := report.LoadInputs(inputs)
