@@ -14,6 +14,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/rdmalab/rdmalab/internal/bench"
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/report"
 )
@@ -162,7 +163,7 @@ func newBenchPage(b report.BenchView) benchPage {
 			hc.Text = fmt.Sprintf("%.0f", c.P50Us)
 			hc.Title = fmt.Sprintf("%s ↔ %s: p50 %.1f µs, p99 %.1f µs, p99.9 %.1f µs", c.A, c.B, c.P50Us, c.P99Us, c.P999Us)
 		default:
-			hc.Fill, hc.Ink = ramp(c.Share)
+			hc.Fill, hc.Ink = ramp(shareScale(c.Share))
 			hc.Text = fmt.Sprintf("%.0f", 100*c.Share)
 			hc.Title = fmt.Sprintf("%s ↔ %s: %s", c.A, c.B, c.Text)
 		}
@@ -175,8 +176,8 @@ func newBenchPage(b report.BenchView) benchPage {
 			p.Legend = append(p.Legend, legendStop{f, ink, fmt.Sprintf("%.0f µs", b.MinUs+(1-x)*(b.MaxUs-b.MinUs))})
 		}
 	} else {
-		for _, x := range []float64{1, 0.95, 0.8, 0.6, 0.4, 0.2, 0} {
-			f, ink := ramp(x)
+		for _, x := range []float64{1, 0.95, 0.9, 0.8, 0.6, 0.4, 0} {
+			f, ink := ramp(shareScale(x))
 			p.Legend = append(p.Legend, legendStop{f, ink, fmt.Sprintf("%.0f%%", 100*x)})
 		}
 	}
@@ -184,6 +185,20 @@ func newBenchPage(b report.BenchView) benchPage {
 		p.Sweeps = append(p.Sweeps, newSweepPlot(s))
 	}
 	return p
+}
+
+// shareScale bends the colour scale at bench's default thresholds, so the
+// colours split where the verdicts do: below 80% (broken) the dark half of
+// viridis, 80–95% (degraded) the greens, 95% and up (healthy) the yellows.
+func shareScale(share float64) float64 {
+	d, h := bench.DefaultThresholds.Degraded, bench.DefaultThresholds.Healthy
+	switch {
+	case share < d:
+		return math.Max(0, share) / d * 0.5
+	case share < h:
+		return 0.5 + (share-d)/(h-d)*0.35
+	}
+	return 0.85 + math.Min(share-h, 0.05)/0.05*0.15
 }
 
 // levelClass colours a GPU↔NIC path level from near (PIX) to far (SYS).
