@@ -302,7 +302,6 @@ type BenchView struct {
 	Retests      []RetestRow
 	Sweeps       []Sweep
 	Findings     FindingsView
-	MinUs, MaxUs float64 // latency range over measured pairs (p50)
 }
 
 // PairCell is one pair's first measurement.
@@ -424,7 +423,6 @@ func newBenchView(rs []BenchResult) BenchView {
 	}
 	v.RelativeOnly = !v.Latency && !anyCeiling
 	v.Counts = map[string]int{}
-	v.MinUs = math.Inf(1)
 	for i := range v.Nodes {
 		for j := i + 1; j < len(v.Nodes); j++ {
 			c := PairCell{Row: i, Col: j, A: v.Nodes[i], B: v.Nodes[j]}
@@ -443,7 +441,6 @@ func newBenchView(rs []BenchResult) BenchView {
 				}
 				if v.Latency && r.Error == "" {
 					c.Verdict = "measured"
-					v.MinUs, v.MaxUs = min(v.MinUs, r.P50Us), max(v.MaxUs, r.P50Us)
 				}
 				c.Text = cmp.Or(r.Error, r.Judgment)
 				v.Counts[c.Verdict]++
@@ -453,9 +450,6 @@ func newBenchView(rs []BenchResult) BenchView {
 			}
 			v.Pairs = append(v.Pairs, c)
 		}
-	}
-	if math.IsInf(v.MinUs, 1) {
-		v.MinUs = 0
 	}
 	if !v.Latency {
 		v.Scores = scores(v.Nodes, v.Pairs)

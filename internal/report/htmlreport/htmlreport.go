@@ -67,8 +67,7 @@ type page struct {
 // benchPage is a BenchView with its drawings laid out.
 type benchPage struct {
 	report.BenchView
-	Heat   heatmap
-	Legend []legendStop
+	Heats  []heatmap // bandwidth: one; latency: typical (p50) and p99.9
 	Sweeps []sweepPlot
 }
 
@@ -99,6 +98,10 @@ func ramp(x float64) (fill, ink string) {
 }
 
 type heatmap struct {
+	Title         string
+	Aria          string
+	Legend        []legendStop
+	LegendNote    string
 	Width, Height int
 	RowLabels     []label
 	ColLabels     []label
@@ -131,13 +134,68 @@ const (
 
 func newBenchPage(b report.BenchView) benchPage {
 	p := benchPage{BenchView: b}
-	n := len(b.Nodes)
-	if n < 2 {
+	for _, s := range b.Sweeps {
+		p.Sweeps = append(p.Sweeps, newSweepPlot(s))
+	}
+	if len(b.Nodes) < 2 {
 		return p
 	}
-	// Rows are nodes 0..n-2, columns nodes 1..n-1: the upper triangle, one
-	// cell per pair.
-	h := heatmap{Width: labelPx + (n-1)*cellPx + 4, Height: headerPx + (n-1)*cellPx + 4}
+	if !b.Latency {
+		title := "Bandwidth heatmap: % of what each link can carry"
+		if b.RelativeOnly {
+			title = "Bandwidth heatmap: % of the best pair (no link ceiling was given)"
+		}
+		h := newHeatmap(b, title, "bandwidth", func(c report.PairCell) (float64, string, string) {
+			return shareScale(c.Share), fmt.Sprintf("%.0f", 100*c.Share), fmt.Sprintf("%s ↔ %s: %s", c.A, c.B, c.Text)
+		})
+		for _, x := range []float64{1, 0.95, 0.9, 0.8, 0.6, 0.4, 0} {
+			f, ink := ramp(shareScale(x))
+			h.Legend = append(h.Legend, legendStop{f, ink, fmt.Sprintf("%.0f%%", 100*x)})
+		}
+		h.LegendNote = "the scale bends at bench's default thresholds: healthy ≥ 95%, degraded ≥ 80%"
+		p.Heats = append(p.Heats, h)
+		return p
+	}
+	for _, m := range []struct {
+		name, aria string
+		of         func(report.PairCell) float64
+	}{
+		{"Latency heatmap, typical (p50) in µs, lower is better", "typical latency", func(c report.PairCell) float64 { return c.P50Us }},
+		{"Latency heatmap, p99.9 in µs, lower is better", "p99.9 latency", func(c report.PairCell) float64 { return c.P999Us }},
+	} {
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, c := range b.Pairs {
+			if c.Measured && c.Verdict != "error" {
+				lo, hi = math.Min(lo, m.of(c)), math.Max(hi, m.of(c))
+			}
+		}
+		scale := func(us float64) float64 {
+			if hi <= lo {
+				return 1
+			}
+			return 1 - (us-lo)/(hi-lo)
+		}
+		h := newHeatmap(b, m.name, m.aria, func(c report.PairCell) (float64, string, string) {
+			return scale(m.of(c)), fmt.Sprintf("%.0f", m.of(c)),
+				fmt.Sprintf("%s ↔ %s: p50 %.1f µs, p99 %.1f µs, p99.9 %.1f µs", c.A, c.B, c.P50Us, c.P99Us, c.P999Us)
+		})
+		if !math.IsInf(lo, 1) {
+			for _, x := range []float64{1, 0.75, 0.5, 0.25, 0} {
+				f, ink := ramp(x)
+				h.Legend = append(h.Legend, legendStop{f, ink, fmt.Sprintf("%.0f µs", lo+(1-x)*(hi-lo))})
+			}
+		}
+		p.Heats = append(p.Heats, h)
+	}
+	return p
+}
+
+// newHeatmap lays out one cell per pair: rows are nodes 0..n-2, columns
+// nodes 1..n-1, the upper triangle. value gives a measured cell's position
+// on the colour ramp, its number and its hover text.
+func newHeatmap(b report.BenchView, title, aria string, value func(report.PairCell) (float64, string, string)) heatmap {
+	n := len(b.Nodes)
+	h := heatmap{Title: title, Aria: aria, Width: labelPx + (n-1)*cellPx + 4, Height: headerPx + (n-1)*cellPx + 4}
 	for i := 0; i < n-1; i++ {
 		h.RowLabels = append(h.RowLabels, label{X: labelPx - 6, Y: headerPx + i*cellPx + cellPx/2 + 4, Text: b.Nodes[i]})
 	}
@@ -154,37 +212,14 @@ func newBenchPage(b report.BenchView) benchPage {
 		case c.Verdict == "error":
 			hc.Fill, hc.Ink, hc.Text = "#000", "#fff", "✗"
 			hc.Title = fmt.Sprintf("%s ↔ %s: failed: %s", c.A, c.B, c.Text)
-		case b.Latency:
-			x := 0.5
-			if b.MaxUs > b.MinUs {
-				x = 1 - (c.P50Us-b.MinUs)/(b.MaxUs-b.MinUs)
-			}
-			hc.Fill, hc.Ink = ramp(x)
-			hc.Text = fmt.Sprintf("%.0f", c.P50Us)
-			hc.Title = fmt.Sprintf("%s ↔ %s: p50 %.1f µs, p99 %.1f µs, p99.9 %.1f µs", c.A, c.B, c.P50Us, c.P99Us, c.P999Us)
 		default:
-			hc.Fill, hc.Ink = ramp(shareScale(c.Share))
-			hc.Text = fmt.Sprintf("%.0f", 100*c.Share)
-			hc.Title = fmt.Sprintf("%s ↔ %s: %s", c.A, c.B, c.Text)
+			var at float64
+			at, hc.Text, hc.Title = value(c)
+			hc.Fill, hc.Ink = ramp(at)
 		}
 		h.Cells = append(h.Cells, hc)
 	}
-	p.Heat = h
-	if b.Latency {
-		for _, x := range []float64{1, 0.75, 0.5, 0.25, 0} {
-			f, ink := ramp(x)
-			p.Legend = append(p.Legend, legendStop{f, ink, fmt.Sprintf("%.0f µs", b.MinUs+(1-x)*(b.MaxUs-b.MinUs))})
-		}
-	} else {
-		for _, x := range []float64{1, 0.95, 0.9, 0.8, 0.6, 0.4, 0} {
-			f, ink := ramp(shareScale(x))
-			p.Legend = append(p.Legend, legendStop{f, ink, fmt.Sprintf("%.0f%%", 100*x)})
-		}
-	}
-	for _, s := range b.Sweeps {
-		p.Sweeps = append(p.Sweeps, newSweepPlot(s))
-	}
-	return p
+	return h
 }
 
 // shareScale bends the colour scale at bench's default thresholds, so the

@@ -131,12 +131,13 @@ func TestReportFromExamplesAndRecordedBench(t *testing.T) {
 		t.Errorf("verdict %q: the examples have failing checks", v.Verdict.State)
 	}
 
-	// One heatmap per bench test; each has one cell per pair of its nodes.
+	// A heatmap per bandwidth test, two per latency test (p50, p99.9);
+	// each has one cell per pair of its nodes.
 	maps := strings.Split(page, `<svg class="heatmap"`)[1:]
-	if len(maps) != 3 {
-		t.Fatalf("%d heatmaps, want 3 (tcp bw, tcp lat, perftest sweep pair)", len(maps))
+	if len(maps) != 4 {
+		t.Fatalf("%d heatmaps, want 4 (tcp bw, tcp lat p50 and p99.9, the perftest sweep's pair)", len(maps))
 	}
-	for i, b := range v.Benches {
+	for i, b := range []report.BenchView{v.Benches[0], v.Benches[1], v.Benches[1], v.Benches[2]} {
 		n := len(b.Nodes)
 		svg := maps[i][:strings.Index(maps[i], "</svg>")]
 		cells := strings.Count(svg, `<g class="cell `)
@@ -151,7 +152,7 @@ func TestReportFromExamplesAndRecordedBench(t *testing.T) {
 	if bw.Test != "bw" || len(bw.Nodes) != 6 || bw.Counts["missing"] != 0 || len(bw.Retests) == 0 {
 		t.Errorf("tcp bw view: test %q, %d nodes, %d missing, %d retests", bw.Test, len(bw.Nodes), bw.Counts["missing"], len(bw.Retests))
 	}
-	if !v.Benches[1].Latency || !strings.Contains(page, "Latency heatmap") {
+	if !v.Benches[1].Latency || !strings.Contains(page, "Latency heatmap, typical") || !strings.Contains(page, "Latency heatmap, p99.9") {
 		t.Error("the latency results give no latency heatmap")
 	}
 	if !strings.Contains(page, `<svg class="sweep"`) || !strings.Contains(page, "ceiling ") {
