@@ -145,12 +145,12 @@ func (p *Printer) Printf(format string, a ...any) {
 // the following ones after an indent as wide as rest.
 func (p *Printer) Wrapped(first, rest, s string) {
 	s = p.Text(s)
-	avail := p.St.Width - text.StringWidthWithoutEscSequences(first)
-	if p.St.Width == 0 || avail < 20 || text.StringWidthWithoutEscSequences(s) <= avail {
+	avail := p.St.Width - max(text.StringWidthWithoutEscSequences(first), text.StringWidthWithoutEscSequences(rest))
+	if p.St.Width == 0 || text.StringWidthWithoutEscSequences(s) <= avail {
 		io.WriteString(p.w, first+s+"\n")
 		return
 	}
-	lines := strings.Split(text.WrapSoft(s, avail), "\n")
+	lines := strings.Split(text.WrapSoft(s, max(avail, minColWidth)), "\n")
 	for i, l := range lines {
 		lead := first
 		if i > 0 {
