@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"image"
 	"image/png"
@@ -270,4 +271,27 @@ func pixelStats(img image.Image) (inked float64, colours int) {
 		}
 	}
 	return float64(n) / float64(b.Dx()*b.Dy()), len(seen)
+}
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// The page for the recorded fabric and bench run, byte for byte: any change
+// to the page shows up in review.
+func TestGolden(t *testing.T) {
+	page, _ := render(t, "example:qdr-lab", "../testdata/bench-tcp-loopback")
+	p := filepath.Join("testdata", "qdr-lab-bench.html")
+	if *update {
+		os.MkdirAll("testdata", 0o755)
+		if err := os.WriteFile(p, []byte(page), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/report/htmlreport -update)", err)
+	}
+	if page != string(want) {
+		t.Errorf("the page differs from %s; if intended, run go test ./internal/report/htmlreport -update", p)
+	}
 }
