@@ -11,6 +11,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/fabric"
 	"github.com/rdmalab/rdmalab/internal/host"
+	"github.com/rdmalab/rdmalab/internal/hostcheck"
 )
 
 // ClusterView is the whole cluster report, computed once from the inputs:
@@ -113,10 +114,9 @@ func NewClusterView(in *Inputs) *ClusterView {
 			fleet = append(fleet, f)
 		}
 	}
-	v.Fleet = NewFindingsView(fleet)
 	byName := map[string]*host.Snapshot{}
-	for _, h := range in.Hosts {
-		byName[h.Hostname] = h // the newest wins: snapshots are in the order given
+	for _, h := range hostcheck.Latest(in.Hosts) {
+		byName[h.Hostname] = h // the rules judged each host's newest snapshot too
 	}
 	names := map[string]bool{}
 	for n := range byName {
@@ -126,7 +126,7 @@ func NewClusterView(in *Inputs) *ClusterView {
 		names[f.Host] = true
 	}
 	for n := range names {
-		nv := NodeView{Name: n}
+		nv := NodeView{Name: cmp.Or(n, "(unnamed host)")}
 		var fs []check.Finding
 		for _, f := range hostFs {
 			if f.Host == n {
@@ -163,7 +163,10 @@ func NewClusterView(in *Inputs) *ClusterView {
 	if len(in.Fabrics) == 0 && len(fabricFs) > 0 {
 		v.Fabrics = append(v.Fabrics, FabricView{Summary: "fabric check results without the scan", Findings: NewFindingsView(fabricFs)})
 	}
-	v.Benches = newBenchViews(in.Bench, benchFs)
+	var unmatched []check.Finding
+	v.Benches, unmatched = newBenchViews(in.Bench, benchFs)
+	// Bench findings about no pair or node of the results are never lost.
+	v.Fleet = NewFindingsView(append(fleet, unmatched...))
 	return v
 }
 
@@ -347,7 +350,10 @@ type SweepPoint struct {
 	Gbps  float64
 }
 
-func newBenchViews(rs []BenchResult, fs []check.Finding) []BenchView {
+// newBenchViews makes one view per engine and test, each with the
+// findings about its pairs (subject "a ↔ b", either order) and retested
+// nodes; it returns the bench findings that match none.
+func newBenchViews(rs []BenchResult, fs []check.Finding) ([]BenchView, []check.Finding) {
 	type key struct{ engine, test string }
 	var order []key
 	groups := map[key][]BenchResult{}
@@ -358,15 +364,16 @@ func newBenchViews(rs []BenchResult, fs []check.Finding) []BenchView {
 		}
 		groups[k] = append(groups[k], r)
 	}
+	matched := make([]bool, len(fs))
 	var out []BenchView
 	for _, k := range order {
 		v := newBenchView(groups[k])
 		v.Engine, v.Test = k.engine, k.test
 		var mine []check.Finding
-		for _, f := range fs {
+		for i, f := range fs {
 			for _, r := range groups[k] {
-				if strings.Contains(f.Subject, r.A) && strings.Contains(f.Subject, r.B) || f.Subject == r.B && r.Retest {
-					mine = append(mine, f)
+				if f.Subject == r.A+" ↔ "+r.B || f.Subject == r.B+" ↔ "+r.A || (r.Retest && f.Subject == r.B) {
+					mine, matched[i] = append(mine, f), true
 					break
 				}
 			}
@@ -374,7 +381,13 @@ func newBenchViews(rs []BenchResult, fs []check.Finding) []BenchView {
 		v.Findings = NewFindingsView(mine)
 		out = append(out, v)
 	}
-	return out
+	var rest []check.Finding
+	for i, f := range fs {
+		if !matched[i] {
+			rest = append(rest, f)
+		}
+	}
+	return out, rest
 }
 
 func newBenchView(rs []BenchResult) BenchView {
