@@ -18,10 +18,16 @@ import (
 	"k8s.io/utils/cpuset"
 )
 
+// newTable is the plain go-pretty table fabric.go and bench.go still use
+// (title inside the box, no width fitting); new renderers use
+// NewPrinter(w).Table, which fits the terminal. It does honour --ascii.
 func newTable(w io.Writer, title string) table.Writer {
 	t := table.NewWriter()
 	t.SetOutputMirror(w)
 	t.SetStyle(table.StyleLight)
+	if StyleOf(w).ASCII {
+		t.SetStyle(table.StyleDefault)
+	}
 	t.Style().Format.Header = text.FormatDefault
 	t.Style().Title.Align = text.AlignLeft
 	if title != "" {
