@@ -160,7 +160,7 @@ func (in *Inputs) parse(path string, b []byte) error {
 	case errors.Is(err, envelope.ErrNotEnvelope):
 		return in.bare(path, b)
 	case bytes.HasPrefix(bytes.TrimSpace(b), []byte("[")):
-		return in.benchArray(path, b)
+		return in.array(path, b)
 	case strings.HasPrefix(err.Error(), "not JSON"):
 		return in.benchLines(path, b)
 	}
@@ -232,10 +232,53 @@ func (in *Inputs) bare(path string, b []byte) error {
 		in.Hosts = append(in.Hosts, s)
 	case keys["a"] != nil && keys["b"] != nil:
 		return in.benchLines(path, b)
+	case keys["findings"] != nil:
+		// doctor --output json before envelopes: {"findings": [...], "counts": {...}}
+		var doc struct {
+			Findings []check.Finding `json:"findings"`
+		}
+		if err := json.Unmarshal(b, &doc); err != nil {
+			return &UnknownInputError{path, "findings that do not read as findings: " + err.Error()}
+		}
+		in.addFindings(doc.Findings)
 	default:
 		return &UnknownInputError{path, "a JSON object of no kind rdmalab writes"}
 	}
 	return nil
+}
+
+// array is bench --output json (results) or, from before envelopes,
+// fabric check --output json (findings).
+func (in *Inputs) array(path string, b []byte) error {
+	var head []map[string]json.RawMessage
+	if err := json.Unmarshal(b, &head); err != nil {
+		return &UnknownInputError{path, "a JSON array of no kind rdmalab writes"}
+	}
+	if len(head) > 0 && head[0]["check"] != nil && head[0]["outcome"] != nil {
+		var fs []check.Finding
+		if err := json.Unmarshal(b, &fs); err != nil {
+			return &UnknownInputError{path, "findings that do not read as findings: " + err.Error()}
+		}
+		in.addFindings(fs)
+		return nil
+	}
+	return in.benchArray(path, b)
+}
+
+// addFindings takes findings from a file without a kind, and marks the
+// kinds of judgement they are by their check ids.
+func (in *Inputs) addFindings(fs []check.Finding) {
+	for _, f := range fs {
+		switch {
+		case strings.HasPrefix(f.Check, "fabric."):
+			in.Judged[envelope.FabricCheck] = true
+		case strings.HasPrefix(f.Check, "bench."):
+			in.Judged[envelope.Bench] = true
+		default:
+			in.Judged[envelope.Doctor] = true
+		}
+	}
+	in.Findings = append(in.Findings, fs...)
 }
 
 func (in *Inputs) benchArray(path string, b []byte) error {

@@ -74,6 +74,8 @@ func TestLoadInputsKinds(t *testing.T) {
 		{name: "bench json lines", file: bw, results: len(lines), wantDerived: true, wantFinding: true},
 		{name: "bench json lines cut short", file: append(bw, []byte(`{"round":9,"a":"node0`)...), results: len(lines), wantDerived: true, wantFinding: true},
 		{name: "bench --output json array", file: []byte(string(rawArray(lines))), results: len(lines), wantDerived: true, wantFinding: true},
+		{name: "doctor json before envelopes", file: mustJSON(t, map[string]any{"findings": doctor, "counts": check.Count(doctor)}), judged: envelope.Doctor, wantFinding: true},
+		{name: "fabric check json before envelopes", file: mustJSON(t, fabricFs), judged: envelope.FabricCheck, wantFinding: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := write(t, dir, strings.ReplaceAll(c.name, " ", "-")+".json", c.file)
@@ -95,6 +97,14 @@ func TestLoadInputsKinds(t *testing.T) {
 			}
 		})
 	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func rawArray(lines []string) []byte {
