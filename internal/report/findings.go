@@ -9,25 +9,24 @@ import (
 )
 
 // Findings renders findings grouped by severity, worst first, each with its
-// evidence and fix; passes are summarised unless verbose.
+// evidence and fix; passes are summarised unless verbose. Quiet keeps the
+// counts and the failures.
 func Findings(w io.Writer, fs []check.Finding, verbose bool) {
-	c := check.Count(fs)
-	fmt.Fprintf(w, "%d fail · %d warn · %d unknown · %d pass\n", c[check.Fail], c[check.Warn], c[check.Unknown], c[check.Pass])
-	for _, out := range []check.Outcome{check.Fail, check.Warn, check.Unknown, check.Pass} {
-		if c[out] == 0 || (out == check.Pass && !verbose) {
+	p := NewPrinter(w)
+	v := NewFindingsView(fs)
+	p.Printf("%s\n", p.counts(v.Counts))
+	for _, g := range v.Groups {
+		if (g.Outcome == check.Pass && !verbose) || (p.St.Quiet && g.Outcome != check.Fail) {
 			continue
 		}
-		fmt.Fprintf(w, "\n%s (%d)\n", strings.ToUpper(string(out)), c[out])
-		for _, f := range fs {
-			if f.Outcome != out {
-				continue
-			}
+		p.Printf("\n%s\n", p.Outcome(g.Outcome, fmt.Sprintf("%s (%d)", strings.ToUpper(string(g.Outcome)), len(g.Findings))))
+		for _, f := range g.Findings {
 			who := f.Subject
 			if f.Host != "" {
 				who = f.Host + " " + f.Subject
 			}
-			fmt.Fprintf(w, "  %-26s %s: %s\n", f.Check, who, f.Message)
-			if out == check.Pass {
+			p.findingLine(g.Outcome, f.Check, who+": "+f.Message)
+			if g.Outcome == check.Pass {
 				continue
 			}
 			for _, e := range f.Evidence {
@@ -35,16 +34,46 @@ func Findings(w io.Writer, fs []check.Finding, verbose bool) {
 				if e.Source != "" {
 					src = "  (" + e.Source + ")"
 				}
-				fmt.Fprintf(w, "      %s = %s%s\n", e.What, e.Value, src)
+				p.Wrapped("      ", "        ", e.What+" = "+e.Value+src)
 			}
 			for _, fix := range f.Fix {
-				fmt.Fprintf(w, "      fix: %s\n", fix)
+				p.Printf("      fix: %s\n", fix) // a command: never wrapped
 			}
 		}
 	}
-	if !verbose && c[check.Pass] > 0 {
-		fmt.Fprintf(w, "\n%d checks passed (--verbose lists them)\n", c[check.Pass])
+	if !verbose && v.Counts.Pass > 0 {
+		p.Printf("\n%d checks passed (--verbose lists them)\n", v.Counts.Pass)
 	}
+	if p.St.Quiet && v.Counts.Warn+v.Counts.Unknown > 0 {
+		p.Printf("%d warning(s) and %d unknown(s) not shown (--quiet)\n", v.Counts.Warn, v.Counts.Unknown)
+	}
+}
+
+// findingLine prints "  check-id   subject: message": on a wide terminal
+// in two columns, on a narrow one the id on its own line and the text
+// wrapped under it.
+func (p *Printer) findingLine(o check.Outcome, id, msg string) {
+	const idWidth = 26
+	if p.St.Width == 0 || p.St.Width >= 100 {
+		pad := strings.Repeat(" ", max(1, idWidth+1-len(id)))
+		p.Wrapped("  "+p.Outcome(o, id)+pad, strings.Repeat(" ", 3+idWidth), msg)
+		return
+	}
+	p.Printf("  %s\n", p.Outcome(o, id))
+	p.Wrapped("    ", "    ", msg)
+}
+
+// counts prints "1 fail · 2 warn · 0 unknown · 9 pass", colouring the
+// outcomes that occur.
+func (p *Printer) counts(c Counts) string {
+	part := func(o check.Outcome, n int) string {
+		s := fmt.Sprintf("%d %s", n, o)
+		if n == 0 {
+			return s
+		}
+		return p.Outcome(o, s)
+	}
+	return p.Text(part(check.Fail, c.Fail) + " · " + part(check.Warn, c.Warn) + " · " + part(check.Unknown, c.Unknown) + " · " + part(check.Pass, c.Pass))
 }
 
 // NHC prints one line per failure, the way LBNL NHC reports to Slurm.

@@ -12,15 +12,22 @@ import (
 
 	"github.com/jedib0t/go-pretty/v6/table"
 	"github.com/jedib0t/go-pretty/v6/text"
+	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"k8s.io/utils/cpuset"
 )
 
+// newTable is the plain go-pretty table fabric.go and bench.go still use
+// (title inside the box, no width fitting); new renderers use
+// NewPrinter(w).Table, which fits the terminal. It does honour --ascii.
 func newTable(w io.Writer, title string) table.Writer {
 	t := table.NewWriter()
 	t.SetOutputMirror(w)
 	t.SetStyle(table.StyleLight)
+	if StyleOf(w).ASCII {
+		t.SetStyle(table.StyleDefault)
+	}
 	t.Style().Format.Header = text.FormatDefault
 	t.Style().Title.Align = text.AlignLeft
 	if title != "" {
@@ -31,40 +38,44 @@ func newTable(w io.Writer, title string) table.Writer {
 
 // Inventory renders a snapshot as the tables a person reads: host summary,
 // NUMA/CPU layout, device locality map, GPU↔NIC matrix, RDMA ports, GIDs,
-// and what could not be read.
+// and what could not be read. Quiet keeps the summary and the errors.
 func Inventory(w io.Writer, s *host.Snapshot) {
-	summary(w, s)
-	numaTable(w, s)
-	localityTable(w, s)
-	affinityMatrix(w, s)
-	portsTable(w, s)
-	gidTable(w, s)
-	collectErrors(w, s)
+	p := NewPrinter(w)
+	summary(p, s)
+	if !p.St.Quiet {
+		numaTable(p, s)
+		localityTable(p, s)
+		affinityMatrix(p, s)
+		portsTable(p, s)
+		gidTable(p, s)
+	}
+	collectErrors(p, s)
 }
 
-func summary(w io.Writer, s *host.Snapshot) {
+func summary(p *Printer, s *host.Snapshot) {
 	name := s.Hostname
 	if name == "" {
 		name = "(unnamed host)"
 	}
-	fmt.Fprintf(w, "%s", name)
+	line := p.Bold(name)
 	if s.Kernel.Release != "" {
-		fmt.Fprintf(w, " · kernel %s", s.Kernel.Release)
+		line += " · kernel " + s.Kernel.Release
 	}
-	fmt.Fprintf(w, " · source %s\n", s.Source)
+	p.Wrapped("", "  ", line+" · source "+s.Source)
 	pk, cores, threads := cpuCounts(s)
 	smt := ""
 	if cores > 0 && threads > cores {
 		smt = fmt.Sprintf(", SMT %d", threads/cores)
 	}
-	fmt.Fprintf(w, "CPUs: %d package(s), %d cores, %d threads%s, %d NUMA node(s)", pk, cores, threads, smt, len(s.NUMANodes))
+	line = fmt.Sprintf("CPUs: %d package(s), %d cores, %d threads%s, %d NUMA node(s)", pk, cores, threads, smt, len(s.NUMANodes))
 	if g := governors(s); g != "" {
-		fmt.Fprintf(w, " · governor %s", g)
+		line += " · governor " + g
 	}
-	fmt.Fprintln(w)
+	p.Wrapped("", "  ", line)
 	iso := s.Kernel.Isolation
-	fmt.Fprintf(w, "Isolated CPUs: %s · nohz_full: %s · IOMMU: %s\n", orNone(iso.Isolated), orNone(iso.NohzFull), iommuText(s.Kernel.IOMMU))
-	fmt.Fprintf(w, "Devices: %d PCI, %d GPU(s), %d RDMA device(s), %d netdev(s)\n\n", len(s.PCIDevices), len(s.GPUs), len(s.RDMADevices), len(s.NetDevs))
+	p.Wrapped("", "  ", fmt.Sprintf("Isolated CPUs: %s · nohz_full: %s · IOMMU: %s", orNone(iso.Isolated), orNone(iso.NohzFull), iommuText(s.Kernel.IOMMU)))
+	p.Wrapped("", "  ", fmt.Sprintf("Devices: %d PCI, %d GPU(s), %d RDMA device(s), %d netdev(s)", len(s.PCIDevices), len(s.GPUs), len(s.RDMADevices), len(s.NetDevs)))
+	p.Printf("\n")
 }
 
 func orNone(s string) string {
@@ -111,12 +122,12 @@ func governors(s *host.Snapshot) string {
 	return strings.Join(gs, ",")
 }
 
-func numaTable(w io.Writer, s *host.Snapshot) {
+func numaTable(p *Printer, s *host.Snapshot) {
 	if len(s.NUMANodes) == 0 {
 		return
 	}
-	t := newTable(w, "NUMA nodes")
-	t.AppendHeader(table.Row{"Node", "CPUs", "Cores", "Memory", "Hugepages free/total", "Distances", "GPUs", "RDMA"})
+	t := p.Table("NUMA nodes", Col{Name: "Node"}, Col{Name: "CPUs"}, Col{Name: "Cores", Drop: 3, AlignRight: true}, Col{Name: "Memory", Drop: 2},
+		Col{Name: "Hugepages free/total", Drop: 4}, Col{Name: "Distances", Drop: 5}, Col{Name: "GPUs", Drop: 1}, Col{Name: "RDMA", Drop: 1})
 	for _, n := range s.NUMANodes {
 		set, _ := cpuset.Parse(n.CPUs)
 		cores := map[[2]int]bool{}
@@ -126,9 +137,9 @@ func numaTable(w io.Writer, s *host.Snapshot) {
 			}
 		}
 		var hp []string
-		for _, p := range n.HugePages {
-			if p.Total > 0 || p.Free > 0 {
-				hp = append(hp, fmt.Sprintf("%s: %d/%d", Bytes(p.PageSizeBytes), p.Free, p.Total))
+		for _, pg := range n.HugePages {
+			if pg.Total > 0 || pg.Free > 0 {
+				hp = append(hp, fmt.Sprintf("%s: %d/%d", Bytes(pg.PageSizeBytes), pg.Free, pg.Total))
 			}
 		}
 		var gpus, rdma []string
@@ -142,10 +153,9 @@ func numaTable(w io.Writer, s *host.Snapshot) {
 				rdma = append(rdma, r.Name)
 			}
 		}
-		t.AppendRow(table.Row{n.ID, n.CPUs, len(cores), Bytes(n.MemTotalBytes), orDash(strings.Join(hp, ", ")), intsText(n.Distances), orDash(strings.Join(gpus, " ")), orDash(strings.Join(rdma, " "))})
+		t.Row(n.ID, n.CPUs, len(cores), Bytes(n.MemTotalBytes), orDash(strings.Join(hp, ", ")), intsText(n.Distances), orDash(strings.Join(gpus, " ")), orDash(strings.Join(rdma, " ")))
 	}
 	t.Render()
-	fmt.Fprintln(w)
 }
 
 func intsText(v []int) string {
@@ -202,19 +212,36 @@ func interesting(d host.PCIDevice) bool {
 	return host.IsGPUClass(d.Class, d.Vendor) || strings.HasPrefix(c, "0x02") || strings.HasPrefix(c, "0x0108") || strings.HasPrefix(c, "0x12")
 }
 
-func localityTable(w io.Writer, s *host.Snapshot) {
-	t := newTable(w, "Device locality")
-	t.AppendHeader(table.Row{"Device", "PCI address", "NUMA", "Driver", "Netdev / RDMA", "PCIe link (now/max)", "Switch", "IOMMU"})
-	rows := 0
+// LocalityRow is one device of the locality map.
+type LocalityRow struct {
+	Name     string // "GPU H100 SXM5", "ConnectX-7"
+	GPU      bool
+	Address  string // short PCI address
+	NUMA     string // "1", "1 (from local_cpulist)", "?"
+	Driver   string
+	Attached string // netdevs and RDMA devices of the function
+	Link     string // "Gen4 x16", "Gen3 x8 / Gen4 x16"
+	// LinkDegraded is set when the link trained below what both the device
+	// and its slot can do.
+	LinkDegraded bool
+	Switch       string
+	IOMMU        string
+}
+
+// Locality is the device locality map: the GPUs, NICs, NVMe drives and
+// accelerators of a host (physical functions), where they sit and how their
+// PCIe links trained.
+func Locality(s *host.Snapshot) []LocalityRow {
+	var out []LocalityRow
 	for _, d := range s.PCIDevices {
 		if !interesting(d) || d.PhysFn != "" {
 			continue
 		}
-		rows++
 		name := host.DeviceName(d.Vendor, d.Device)
+		gpu := host.IsGPUClass(d.Class, d.Vendor)
 		if name == "" {
 			name = d.ClassName
-		} else if host.IsGPUClass(d.Class, d.Vendor) {
+		} else if gpu {
 			name = "GPU " + name
 		}
 		numa := strconv.Itoa(d.LocalityNUMANode)
@@ -228,15 +255,29 @@ func localityTable(w io.Writer, s *host.Snapshot) {
 		if d.IOMMUGroup != nil {
 			group = strconv.Itoa(*d.IOMMUGroup)
 		}
-		t.AppendRow(table.Row{name, shortAddr(d.Address), numa, orDash(d.Driver), orDash(strings.Join(attached(d.Address, s), " ")), linkText(d, s), orDash(shortAddr(d.Switch)), group})
+		link, degraded := linkText(d, s)
+		out = append(out, LocalityRow{Name: name, GPU: gpu, Address: shortAddr(d.Address), NUMA: numa, Driver: orDash(d.Driver),
+			Attached: orDash(strings.Join(attached(d.Address, s), " ")), Link: link, LinkDegraded: degraded, Switch: orDash(shortAddr(d.Switch)), IOMMU: group})
 	}
-	if rows == 0 {
-		fmt.Fprintln(w, "Device locality: no GPU, network or NVMe PCI devices found.")
-		fmt.Fprintln(w)
+	return out
+}
+
+func localityTable(p *Printer, s *host.Snapshot) {
+	rows := Locality(s)
+	if len(rows) == 0 {
+		p.Printf("Device locality: no GPU, network or NVMe PCI devices found.\n\n")
 		return
 	}
+	t := p.Table("Device locality", Col{Name: "Device"}, Col{Name: "PCI address"}, Col{Name: "NUMA"}, Col{Name: "Driver", Drop: 3},
+		Col{Name: "Netdev / RDMA", Drop: 1}, Col{Name: "PCIe link (now/max)", Drop: 2}, Col{Name: "Switch", Drop: 4}, Col{Name: "IOMMU", Drop: 5})
+	for _, r := range rows {
+		link := r.Link
+		if r.LinkDegraded {
+			link += " " + p.Outcome(check.Warn, "⚠")
+		}
+		t.Row(r.Name, r.Address, r.NUMA, r.Driver, r.Attached, link, r.Switch, r.IOMMU)
+	}
 	t.Render()
-	fmt.Fprintln(w)
 }
 
 // attached lists the netdevs and RDMA devices of a PCI function.
@@ -255,67 +296,118 @@ func attached(addr string, s *host.Snapshot) []string {
 	return out
 }
 
-// linkText prints "Gen3 x16 / Gen4 x16", marking a link that trained below
+// linkText prints "Gen3 x16 / Gen4 x16" and whether the link trained below
 // what both the device and its slot can do.
-func linkText(d host.PCIDevice, s *host.Snapshot) string {
+func linkText(d host.PCIDevice, s *host.Snapshot) (string, bool) {
 	if d.MaxLinkWidth == 0 && d.CurrentLinkWidth == 0 {
-		return "-"
+		return "-", false
 	}
 	cur := fmt.Sprintf("Gen%d x%d", linkrate.PCIeGen(d.CurrentLinkSpeedGTps), d.CurrentLinkWidth)
 	max := fmt.Sprintf("Gen%d x%d", linkrate.PCIeGen(d.MaxLinkSpeedGTps), d.MaxLinkWidth)
 	if cur == max {
-		return cur
+		return cur, false
 	}
-	mark := ""
-	if gt, w := s.LinkCeiling(&d); d.CurrentLinkWidth < w || d.CurrentLinkSpeedGTps < gt {
-		mark = " ⚠"
-	}
-	return cur + " / " + max + mark
+	gt, w := s.LinkCeiling(&d)
+	return cur + " / " + max, d.CurrentLinkWidth < w || d.CurrentLinkSpeedGTps < gt
 }
 
-func affinityMatrix(w io.Writer, s *host.Snapshot) {
+// AffinityView is the GPU↔NIC matrix as nvidia-smi topo -m prints it.
+type AffinityView struct {
+	NICs []string
+	Rows []AffinityRow
+}
+
+// AffinityRow is one GPU's path level to each NIC (PIX, PXB, PHB, NODE, SYS).
+type AffinityRow struct {
+	GPU    string // "GPU0 18:00.0"
+	NUMA   int
+	Levels []string // one per NIC, "-" when unknown
+}
+
+// AffinityLegend explains the levels.
+const AffinityLegend = "as nvidia-smi topo -m: PIX one PCIe switch · PXB several switches · PHB host bridge · NODE same NUMA node · SYS across NUMA nodes"
+
+// Affinity returns the GPU↔NIC matrix, or nil when the host has no GPU or
+// no RDMA device to pair.
+func Affinity(s *host.Snapshot) *AffinityView {
 	if len(s.GPUs) == 0 || len(s.Affinity) == 0 {
-		return
+		return nil
 	}
-	var nics []string
-	for _, p := range s.Affinity {
-		if !slices.Contains(nics, p.RDMA) {
-			nics = append(nics, p.RDMA)
+	v := &AffinityView{}
+	for _, a := range s.Affinity {
+		if !slices.Contains(v.NICs, a.RDMA) {
+			v.NICs = append(v.NICs, a.RDMA)
 		}
 	}
-	t := newTable(w, "GPU ↔ NIC")
-	hdr := table.Row{"GPU", "NUMA"}
-	for _, n := range nics {
-		hdr = append(hdr, n)
-	}
-	t.AppendHeader(hdr)
 	for i, g := range s.GPUs {
-		row := table.Row{fmt.Sprintf("GPU%d %s", i, shortAddr(g.Address)), g.NUMANode}
-		for _, n := range nics {
-			row = append(row, orDash(s.AffinityOf(g.Address, n)))
+		r := AffinityRow{GPU: fmt.Sprintf("GPU%d %s", i, shortAddr(g.Address)), NUMA: g.NUMANode}
+		for _, n := range v.NICs {
+			r.Levels = append(r.Levels, orDash(s.AffinityOf(g.Address, n)))
 		}
-		t.AppendRow(row)
+		v.Rows = append(v.Rows, r)
 	}
-	t.Render()
-	fmt.Fprintln(w, "  as nvidia-smi topo -m: PIX one PCIe switch · PXB several switches · PHB host bridge · NODE same NUMA node · SYS across NUMA nodes")
-	fmt.Fprintln(w)
+	return v
 }
 
-func portsTable(w io.Writer, s *host.Snapshot) {
-	if len(s.RDMADevices) == 0 {
-		fmt.Fprintln(w, "RDMA: no devices in /sys/class/infiniband.")
-		fmt.Fprintln(w)
+// affinityMatrix prints the matrix, in slices of NIC columns when the
+// terminal is too narrow for all of them (a matrix loses its meaning when
+// columns are dropped or wrapped).
+func affinityMatrix(p *Printer, s *host.Snapshot) {
+	v := Affinity(s)
+	if v == nil {
 		return
 	}
-	t := newTable(w, "RDMA ports")
-	t.AppendHeader(table.Row{"Device", "Port", "State", "Physical", "Rate", "Link layer", "LID", "SM LID", "Netdev (MTU)", "Firmware"})
+	keyWidth := len("NUMA") + 3 + 1
+	colWidth := 0
+	for _, r := range v.Rows {
+		keyWidth = max(keyWidth, len(r.GPU)+len("NUMA")+7)
+	}
+	for _, n := range v.NICs {
+		colWidth = max(colWidth, len(n), len("NODE"))
+	}
+	per := len(v.NICs)
+	if p.St.Width > 0 {
+		per = max(1, min(per, (p.St.Width-keyWidth)/(colWidth+3)))
+	}
+	for start := 0; start < len(v.NICs); start += per {
+		end := min(start+per, len(v.NICs))
+		title := "GPU ↔ NIC"
+		if per < len(v.NICs) {
+			title = fmt.Sprintf("GPU ↔ NIC (NICs %d–%d of %d)", start+1, end, len(v.NICs))
+		}
+		cols := []Col{{Name: "GPU"}, {Name: "NUMA"}}
+		for _, n := range v.NICs[start:end] {
+			cols = append(cols, Col{Name: n})
+		}
+		t := p.Table(title, cols...)
+		for _, r := range v.Rows {
+			row := []any{r.GPU, r.NUMA}
+			for _, l := range r.Levels[start:end] {
+				row = append(row, l)
+			}
+			t.Row(row...)
+		}
+		t.Render()
+	}
+	p.Wrapped("  ", "  ", AffinityLegend)
+	p.Printf("\n")
+}
+
+func portsTable(p *Printer, s *host.Snapshot) {
+	if len(s.RDMADevices) == 0 {
+		p.Printf("RDMA: no devices in /sys/class/infiniband.\n\n")
+		return
+	}
+	t := p.Table("RDMA ports", Col{Name: "Device"}, Col{Name: "Port", AlignRight: true}, Col{Name: "State"}, Col{Name: "Physical", Drop: 3},
+		Col{Name: "Rate", Drop: 1}, Col{Name: "Link layer", Drop: 2}, Col{Name: "LID", Drop: 5}, Col{Name: "SM LID", Drop: 6},
+		Col{Name: "Netdev (MTU)", Drop: 4}, Col{Name: "Firmware", Drop: 7})
 	for _, d := range s.RDMADevices {
 		if len(d.Ports) == 0 {
-			t.AppendRow(table.Row{d.Name, "-", "no ports", "", "", "", "", "", "", orDash(d.FWVersion)})
+			t.Row(d.Name, "-", p.Outcome(check.Unknown, "no ports"), "", "", "", "", "", "", orDash(d.FWVersion))
 		}
-		for _, p := range d.Ports {
+		for _, pt := range d.Ports {
 			var nds []string
-			for _, n := range p.NetDevs {
+			for _, n := range pt.NetDevs {
 				if nd := s.NetDev(n); nd != nil {
 					nds = append(nds, fmt.Sprintf("%s (%d)", n, nd.MTUBytes))
 				} else {
@@ -323,46 +415,56 @@ func portsTable(w io.Writer, s *host.Snapshot) {
 				}
 			}
 			rate := "-"
-			if p.Rate.Raw != "" {
-				rate = p.Rate.Raw
+			if pt.Rate.Raw != "" {
+				rate = pt.Rate.Raw
 			}
 			lid, sm := "-", "-"
-			if p.LinkLayer == "InfiniBand" {
-				lid, sm = optInt(p.LID), optInt(p.SMLID)
+			if pt.LinkLayer == "InfiniBand" {
+				lid, sm = optInt(pt.LID), optInt(pt.SMLID)
 			}
-			t.AppendRow(table.Row{d.Name, p.Port, orDash(p.State), orDash(p.PhysState), rate, orDash(p.LinkLayer), lid, sm, orDash(strings.Join(nds, " ")), orDash(d.FWVersion)})
+			t.Row(d.Name, pt.Port, p.portState(pt.State), orDash(pt.PhysState), rate, orDash(pt.LinkLayer), lid, sm, orDash(strings.Join(nds, " ")), orDash(d.FWVersion))
 		}
 	}
 	t.Render()
-	fmt.Fprintln(w)
 }
 
-func gidTable(w io.Writer, s *host.Snapshot) {
-	t := newTable(w, "GIDs")
-	t.AppendHeader(table.Row{"Device", "Port", "Index", "GID", "IPv4", "Type", "Netdev"})
-	rows := 0
+// portState colours a port state: ACTIVE green, DOWN red, anything between
+// yellow.
+func (p *Printer) portState(state string) string {
+	switch {
+	case state == "":
+		return "-"
+	case strings.Contains(state, "ACTIVE"):
+		return p.Outcome(check.Pass, state)
+	case strings.Contains(state, "DOWN"):
+		return p.Outcome(check.Fail, state)
+	}
+	return p.Outcome(check.Warn, state)
+}
+
+func gidTable(p *Printer, s *host.Snapshot) {
+	t := p.Table("GIDs", Col{Name: "Device"}, Col{Name: "Port", AlignRight: true}, Col{Name: "Index", AlignRight: true}, Col{Name: "GID"},
+		Col{Name: "IPv4", Drop: 2}, Col{Name: "Type", Drop: 1}, Col{Name: "Netdev", Drop: 3})
 	for _, d := range s.RDMADevices {
-		for _, p := range d.Ports {
-			for _, g := range p.GIDs {
-				rows++
-				t.AppendRow(table.Row{d.Name, p.Port, g.Index, g.GID, orDash(g.IPv4), orDash(g.Type), orDash(g.NetDev)})
+		for _, pt := range d.Ports {
+			for _, g := range pt.GIDs {
+				t.Row(d.Name, pt.Port, g.Index, g.GID, orDash(g.IPv4), orDash(g.Type), orDash(g.NetDev))
 			}
 		}
 	}
-	if rows == 0 {
+	if t.Len() == 0 {
 		return
 	}
 	t.Render()
-	fmt.Fprintln(w)
 }
 
-func collectErrors(w io.Writer, s *host.Snapshot) {
+func collectErrors(p *Printer, s *host.Snapshot) {
 	if len(s.Errors) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "Could not read (%d) — the rest of the inventory stands:\n", len(s.Errors))
+	p.Printf("%s\n", p.Outcome(check.Unknown, fmt.Sprintf("Could not read (%d) — the rest of the inventory stands:", len(s.Errors))))
 	for _, e := range s.Errors {
-		fmt.Fprintf(w, "  %s: %s\n", e.Subject, e.Error)
+		p.Wrapped("  ", "      ", e.Subject+": "+e.Error)
 	}
-	fmt.Fprintln(w)
+	p.Printf("\n")
 }

@@ -5,7 +5,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/jedib0t/go-pretty/v6/table"
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/plan"
 )
@@ -13,42 +12,59 @@ import (
 // Plan renders a VM plan the way seed 000 lays it out by hand: the device
 // locality map with each device's VM, who gets which cores on each NUMA
 // node, one line per VM, the kernel line, hugepages, and the warnings.
-func Plan(w io.Writer, p *plan.Plan) {
-	r := p.Request
-	fmt.Fprintf(w, "Plan for %s: %d VM(s), policy %s, %s hugepages, %d housekeeping cores\n\n",
-		p.Host, len(p.VMs), r.Policy, Bytes(r.PageSizeBytes), r.HousekeepingCores)
+// Quiet keeps the first line and the warnings.
+func Plan(w io.Writer, pl *plan.Plan) {
+	p := NewPrinter(w)
+	r := pl.Request
+	p.Wrapped("", "  ", fmt.Sprintf("Plan for %s: %d VM(s), policy %s, %s hugepages, %d housekeeping cores",
+		p.Bold(pl.Host), len(pl.VMs), r.Policy, Bytes(r.PageSizeBytes), r.HousekeepingCores))
+	p.Printf("\n")
+	if !p.St.Quiet {
+		planTables(p, pl)
+	}
+	if len(pl.Notes) > 0 {
+		if !p.St.Quiet {
+			p.Printf("\n")
+		}
+		for _, n := range pl.Notes {
+			p.findingLine(check.Warn, p.Text("⚠ ")+n.Check, n.Message)
+			for _, f := range n.Fix {
+				p.Printf("      fix: %s\n", f) // a command: never wrapped
+			}
+		}
+	}
+}
 
-	t := newTable(w, "Devices")
-	t.AppendHeader(table.Row{"Device", "PCI", "NUMA", "IOMMU group", "Driver now", "VM", "Why"})
-	for _, vm := range p.VMs {
+func planTables(p *Printer, pl *plan.Plan) {
+	r := pl.Request
+	t := p.Table("Devices", Col{Name: "Device"}, Col{Name: "PCI"}, Col{Name: "NUMA", Drop: 2}, Col{Name: "IOMMU group", Drop: 3},
+		Col{Name: "Driver now", Drop: 4}, Col{Name: "VM"}, Col{Name: "Why", Drop: 1})
+	for _, vm := range pl.VMs {
 		for _, d := range vm.Devices {
 			name := d.Name
 			if d.RDMA != "" {
 				name += " (" + d.RDMA + ")"
 			}
-			t.AppendRow(table.Row{strings.ToUpper(d.Role) + " " + name, shortAddr(d.Address), d.NUMANode, optInt(d.IOMMUGroup), orDash(d.Driver), vm.Name, orDash(d.Why)})
+			t.Row(strings.ToUpper(d.Role)+" "+name, shortAddr(d.Address), d.NUMANode, optInt(d.IOMMUGroup), orDash(d.Driver), vm.Name, orDash(d.Why))
 		}
 	}
 	t.Render()
-	fmt.Fprintln(w)
 
-	t = newTable(w, "CPUs (whole cores)")
-	t.AppendHeader(table.Row{"NUMA node", "CPUs", "Assignment"})
+	t = p.Table("CPUs (whole cores)", Col{Name: "NUMA node"}, Col{Name: "CPUs"}, Col{Name: "Assignment"})
 	last := -1
-	for _, u := range p.CPUMap {
+	for _, u := range pl.CPUMap {
 		node := ""
 		if u.Node != last {
 			node = fmt.Sprint(u.Node)
 			last = u.Node
 		}
-		t.AppendRow(table.Row{node, u.CPUs, fmt.Sprintf("%s (%d cores)", u.Use, u.Cores)})
+		t.Row(node, u.CPUs, fmt.Sprintf("%s (%d cores)", u.Use, u.Cores))
 	}
 	t.Render()
-	fmt.Fprintln(w)
 
-	t = newTable(w, "VMs")
-	t.AppendHeader(table.Row{"VM", "vCPUs", "Topology", "Memory", "Guest cells (host node: vCPUs)", "Emulator", "GPU ↔ NIC"})
-	for _, vm := range p.VMs {
+	t = p.Table("VMs", Col{Name: "VM"}, Col{Name: "vCPUs", AlignRight: true}, Col{Name: "Topology", Drop: 3}, Col{Name: "Memory"},
+		Col{Name: "Guest cells (host node: vCPUs)", Drop: 2}, Col{Name: "Emulator", Drop: 4}, Col{Name: "GPU ↔ NIC", Drop: 1})
+	for _, vm := range pl.VMs {
 		var cells, pairs []string
 		for _, c := range vm.Cells {
 			cells = append(cells, fmt.Sprintf("%d: %s", c.HostNode, c.VCPUs))
@@ -63,38 +79,35 @@ func Plan(w io.Writer, p *plan.Plan) {
 				pairs = append(pairs, fmt.Sprintf("%s ↔ %s %s", shortAddr(pr.GPU), shortAddr(pr.NIC), pr.Level))
 			}
 		}
-		t.AppendRow(table.Row{vm.Name, vm.VCPUs, fmt.Sprintf("%d×%d×%d", vm.Sockets, vm.CoresPerSkt, vm.Threads),
-			Bytes(vm.MemoryBytes), strings.Join(cells, ", "), vm.EmulatorCPUs, strings.Join(pairs, "\n")})
+		t.Row(vm.Name, vm.VCPUs, fmt.Sprintf("%d×%d×%d", vm.Sockets, vm.CoresPerSkt, vm.Threads),
+			Bytes(vm.MemoryBytes), strings.Join(cells, ", "), vm.EmulatorCPUs, strings.Join(pairs, "\n"))
 	}
 	t.Render()
-	fmt.Fprintln(w)
 
-	fmt.Fprintf(w, "Kernel command line: %s\n", strings.Join(p.KernelArgs, " "))
+	// Printed whole, never wrapped: it is copied into a boot loader.
+	args := strings.Join(pl.KernelArgs, " ")
+	if p.St.Width > 0 && len("Kernel command line: "+args) > p.St.Width {
+		p.Printf("Kernel command line:\n%s\n", args)
+	} else {
+		p.Printf("Kernel command line: %s\n", args)
+	}
 	var hp []string
-	for _, n := range p.HugePages {
+	for _, n := range pl.HugePages {
 		hp = append(hp, fmt.Sprintf("node %d: %d (now %d)", n.Node, n.Pages, n.AllocatedPages))
 	}
-	fmt.Fprintf(w, "Hugepages of %s: %s\n", Bytes(r.PageSizeBytes), strings.Join(hp, ", "))
-	if p.UnusedCPUs != "" {
-		fmt.Fprintf(w, "Left to the host, not isolated: %s\n", p.UnusedCPUs)
-	}
-	if len(p.Notes) > 0 {
-		fmt.Fprintln(w)
-		for _, n := range p.Notes {
-			fmt.Fprintf(w, "⚠ %-20s %s\n", n.Check, n.Message)
-			for _, f := range n.Fix {
-				fmt.Fprintf(w, "      fix: %s\n", f)
-			}
-		}
+	p.Wrapped("", "  ", fmt.Sprintf("Hugepages of %s: %s", Bytes(r.PageSizeBytes), strings.Join(hp, ", ")))
+	if pl.UnusedCPUs != "" {
+		p.Wrapped("", "  ", "Left to the host, not isolated: "+pl.UnusedCPUs)
 	}
 }
 
 // Refusal renders why a plan was refused and what was planned instead.
 func Refusal(w io.Writer, reasons []check.Finding, nearest string) {
+	p := NewPrinter(w)
 	for _, f := range reasons {
-		fmt.Fprintf(w, "✗ %-20s %s\n", f.Check, f.Message)
+		p.findingLine(check.Fail, p.Text("✗ ")+f.Check, f.Message)
 	}
 	if nearest != "" {
-		fmt.Fprintf(w, "\nNearest feasible request: %s\n\n", nearest)
+		p.Printf("\nNearest feasible request: %s\n\n", nearest)
 	}
 }

@@ -20,6 +20,9 @@ func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
 	p := filepath.Join("testdata", name)
 	if *update {
+		os.MkdirAll(filepath.Dir(p), 0o755)
+	}
+	if *update {
 		if err := os.WriteFile(p, got, 0o644); err != nil {
 			t.Fatal(err)
 		}

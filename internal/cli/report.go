@@ -1,0 +1,82 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/report"
+	"github.com/rdmalab/rdmalab/internal/report/htmlreport"
+	"github.com/spf13/cobra"
+)
+
+func newReportCmd() *cobra.Command {
+	var out, title string
+	c := &cobra.Command{
+		Use:   "report [--out FILE.html] INPUT...",
+		Short: "One page for a whole cluster: ready or not, and what is wrong where",
+		Long: `report reads any mix of rdmalab outputs and prints the verdict: ready, not
+ready (with the findings that decide it) or unproven (something could not be
+judged). With --out it writes one self-contained HTML page: the verdict, each
+node's findings by severity with its device locality map and GPU↔NIC matrix,
+the fabric's links worst first and its subnet manager, the bench pairwise
+heatmaps (share of what each link can carry; latency), message-size sweeps
+with the link's ceiling, and the suspects retests named. The page needs no
+network and no JavaScript; send it to anyone.
+
+An INPUT is a file, a directory (every .json and .jsonl in it; other files
+are skipped and listed) or example:NAME (the built-in examples):
+  host snapshots          rdmalab inventory --output json
+  doctor, fabric check    rdmalab doctor|fabric check --output json
+  fabric snapshots        rdmalab fabric scan --output json
+  bench results           the --results JSON-lines file, or bench --output json
+Snapshots given without their judgement are judged here with the same rules
+and default options (the page says so).
+
+Exit codes: 0 nothing failed, 1 a finding failed, 2 could not run.`,
+		Example: `  rdmalab report --out cluster.html doctor.json fabric.json bench-results.jsonl
+  rdmalab report --out cluster.html snapshots/ run1.jsonl
+  rdmalab report example:hgx-h200 example:qdr-lab      # verdict only, in the terminal`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in, err := report.LoadInputs(args)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			v := report.NewClusterView(in)
+			if out != "" {
+				if err := writeHTML(out, v, htmlreport.Options{Title: title}); err != nil {
+					return usageErr("%v", err)
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", out)
+			}
+			report.Cluster(cmd.OutOrStdout(), v)
+			if check.Failed(in.Findings) {
+				return errFindings
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&out, "out", "", "write the HTML report to this file")
+	c.Flags().StringVar(&title, "title", "", "page title (default: rdmalab cluster report)")
+	return c
+}
+
+// writeHTML writes to a temporary name and renames, so a failed render
+// never leaves half a page under the real name.
+func writeHTML(path string, v *report.ClusterView, o htmlreport.Options) error {
+	tmp := path + ".partial"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	err = htmlreport.Write(f, v, o)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return os.Rename(tmp, path)
+}

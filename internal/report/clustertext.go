@@ -1,0 +1,73 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/rdmalab/rdmalab/internal/check"
+)
+
+// Cluster prints the verdict of a cluster report, the findings that decide
+// it, a line per node and per bench test: the terminal face of the page
+// 'rdmalab report --out' writes. Quiet stops after the verdict.
+func Cluster(w io.Writer, v *ClusterView) {
+	p := NewPrinter(w)
+	o := map[VerdictState]check.Outcome{Ready: check.Pass, NotReady: check.Fail, Unproven: check.Unknown}[v.Verdict.State]
+	p.Wrapped("", "  ", p.Outcome(o, strings.ToUpper(string(v.Verdict.State)))+": "+v.Verdict.Why)
+	for _, f := range v.Verdict.Deciding {
+		who := f.Subject
+		if f.Host != "" {
+			who = f.Host + " " + f.Subject
+		}
+		msg := who + ": " + f.Message
+		if f.Others > 0 {
+			msg += fmt.Sprintf(" (and %d more like it)", f.Others)
+		}
+		p.findingLine(f.Outcome, f.Check, msg)
+	}
+	if v.Verdict.More > 0 {
+		p.Printf("  … and %d more failing check(s)\n", v.Verdict.More)
+	}
+	p.Printf("%s\n\n", p.counts(v.Counts))
+	if p.St.Quiet {
+		return
+	}
+	if len(v.Nodes) > 0 {
+		t := p.Table("Nodes, worst first", Col{Name: "Node"}, Col{Name: "Fail", AlignRight: true}, Col{Name: "Warn", AlignRight: true},
+			Col{Name: "Unknown", AlignRight: true}, Col{Name: "Pass", AlignRight: true}, Col{Name: "Host", Drop: 1})
+		for _, n := range v.Nodes {
+			c := n.Findings.Counts
+			t.Row(n.Name, p.nonzero(check.Fail, c.Fail), p.nonzero(check.Warn, c.Warn), p.nonzero(check.Unknown, c.Unknown), c.Pass, n.Summary)
+		}
+		t.Render()
+	}
+	for _, f := range v.Fabrics {
+		p.Wrapped("", "  ", fmt.Sprintf("Fabric: %s · %d degraded link(s) · %s", f.Summary, f.Degraded, p.counts(f.Findings.Counts)))
+	}
+	for _, b := range v.Benches {
+		var parts []string
+		for _, k := range []string{"healthy", "degraded", "broken", "error", "unjudged", "measured", "missing"} {
+			if n := b.Counts[k]; n > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", n, k))
+			}
+		}
+		line := fmt.Sprintf("Bench %s %s: %d nodes, %d pairs: %s", b.Engine, b.Test, len(b.Nodes), len(b.Pairs), strings.Join(parts, " · "))
+		if len(b.Scores) > 0 {
+			s := b.Scores[0]
+			line += fmt.Sprintf(" · lowest node %s at %.0f%%", s.Node, 100*s.Share)
+		}
+		p.Wrapped("", "  ", line)
+	}
+	if len(v.Fabrics)+len(v.Benches) > 0 {
+		p.Printf("\n")
+	}
+}
+
+// nonzero colours a count when it is not zero.
+func (p *Printer) nonzero(o check.Outcome, n int) string {
+	if n == 0 {
+		return "0"
+	}
+	return p.Outcome(o, fmt.Sprint(n))
+}

@@ -1,0 +1,297 @@
+package htmlreport
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"image"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rdmalab/rdmalab/internal/bench"
+	"github.com/rdmalab/rdmalab/internal/linkrate"
+	"github.com/rdmalab/rdmalab/internal/report"
+	"github.com/rdmalab/rdmalab/internal/testhost"
+)
+
+// sweepFile writes a bench result carrying the per-size rows of a real
+// perftest sweep (ib_write_bw -a on ConnectX-3 QDR, from the shared
+// captures), judged against a 4X QDR link, as bench writes results.
+func sweepFile(t *testing.T, dir string) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(testhost.SharedTestdata(t), "perftest/stmatengss-mlx4-qdr/ib_write_bw_4bfed8618b1d.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := bench.ParsePerftest(string(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pr.Rows) < 10 {
+		t.Fatalf("the sweep capture has %d rows", len(pr.Rows))
+	}
+	last := pr.Rows[len(pr.Rows)-1]
+	link := bench.Link{Layer: linkrate.InfiniBand, RateGbps: 40, Speed: "QDR", MTUBytes: 2048}
+	verdict, ratio, sentence := bench.Judge(last.AvgGbps, link, bench.DefaultThresholds)
+	r := report.BenchResult{Result: bench.Result{A: "qdr-a", B: "qdr-b", Engine: "perftest", Test: "ib_write_bw", Gbps: last.AvgGbps,
+		Ratio: ratio, Verdict: verdict, Judgment: sentence, Started: time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)}, Rows: pr.Rows}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "sweep.jsonl")
+	if err := os.WriteFile(p, append(b, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// hostileHost is an example host renamed to markup: node names are user data.
+const hostileName = `evil<script>alert("x")</script>&"node'`
+
+func hostileHost(t *testing.T, dir string) string {
+	t.Helper()
+	in, err := report.LoadInputs([]string{"example:r730-qdr"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := in.Hosts[0]
+	s.Hostname = hostileName
+	var buf bytes.Buffer
+	if err := s.Encode(&buf); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "hostile.json")
+	if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func render(t *testing.T, inputs ...string) (string, *report.ClusterView) {
+	t.Helper()
+	in, err := report.LoadInputs(inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := report.NewClusterView(in)
+	var buf bytes.Buffer
+	if err := Write(&buf, v, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String(), v
+}
+
+var external = []*regexp.Regexp{
+	regexp.MustCompile(`(?i)\b(src|href|xlink:href|action|poster|data)\s*=\s*["']?\s*(https?:|//|file:|ftp:)`),
+	regexp.MustCompile(`(?i)@import`),
+	regexp.MustCompile(`(?i)url\(\s*["']?\s*[^#"'\s)]`), // url(#id) points inside the page
+	regexp.MustCompile(`(?i)<script|<link|<iframe|<object|<embed|<img`),
+}
+
+func artefacts(t *testing.T) string {
+	if d := os.Getenv("RDMALAB_ARTIFACTS"); d != "" {
+		d = filepath.Join(d, "htmlreport")
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	return t.TempDir()
+}
+
+// The report from the seed examples, the recorded fabric, a recorded bench
+// run (bandwidth and latency) and a real perftest sweep: self-contained,
+// one heatmap cell per pair, user data escaped, and it renders in a real
+// browser at desktop and phone widths to a page that is not blank.
+func TestReportFromExamplesAndRecordedBench(t *testing.T) {
+	dir := t.TempDir()
+	page, v := render(t, "example:seed000-epyc", "example:r730-qdr", "example:hgx-h200", "example:qdr-lab",
+		"../testdata/bench-tcp-loopback", sweepFile(t, dir), hostileHost(t, dir))
+
+	for _, re := range external {
+		if m := re.FindString(page); m != "" {
+			t.Errorf("external reference or active content in the page: %q", m)
+		}
+	}
+	if strings.Contains(page, "<script>alert") || !strings.Contains(page, "evil&lt;script&gt;") {
+		t.Error("a host name with markup was not escaped")
+	}
+	if strings.Contains(page, "ZgotmplZ") {
+		t.Error("html/template refused a value (ZgotmplZ): a colour or URL in the wrong context")
+	}
+	if v.Verdict.State != report.NotReady || !strings.Contains(page, "Not ready") {
+		t.Errorf("verdict %q: the examples have failing checks", v.Verdict.State)
+	}
+
+	// A heatmap per bandwidth test, two per latency test (p50, p99.9);
+	// each has one cell per pair of its nodes.
+	maps := strings.Split(page, `<svg class="heatmap"`)[1:]
+	if len(maps) != 4 {
+		t.Fatalf("%d heatmaps, want 4 (tcp bw, tcp lat p50 and p99.9, the perftest sweep's pair)", len(maps))
+	}
+	for i, b := range []report.BenchView{v.Benches[0], v.Benches[1], v.Benches[1], v.Benches[2]} {
+		n := len(b.Nodes)
+		svg := maps[i][:strings.Index(maps[i], "</svg>")]
+		cells := strings.Count(svg, `<g class="cell `)
+		if want := n * (n - 1) / 2; cells != want || len(b.Pairs) != want {
+			t.Errorf("%s %s: %d cells, %d pairs for %d nodes, want %d", b.Engine, b.Test, cells, len(b.Pairs), n, want)
+		}
+		if strings.Count(svg, "<title>") != cells {
+			t.Errorf("%s %s: every cell needs its value on hover", b.Engine, b.Test)
+		}
+	}
+	bw := v.Benches[0]
+	if bw.Test != "bw" || len(bw.Nodes) != 6 || bw.Counts["missing"] != 0 || len(bw.Retests) == 0 {
+		t.Errorf("tcp bw view: test %q, %d nodes, %d missing, %d retests", bw.Test, len(bw.Nodes), bw.Counts["missing"], len(bw.Retests))
+	}
+	if !v.Benches[1].Latency || !strings.Contains(page, "Latency heatmap, typical") || !strings.Contains(page, "Latency heatmap, p99.9") {
+		t.Error("the latency results give no latency heatmap")
+	}
+	if !strings.Contains(page, `<svg class="sweep"`) || !strings.Contains(page, "ceiling ") {
+		t.Error("the sweep plot with its ceiling is missing")
+	}
+	// Every pair is also in a table (readable without colour or hover).
+	for _, b := range v.Benches {
+		for _, c := range b.Pairs {
+			if !strings.Contains(page, fmt.Sprintf("<tr><td>%s</td><td>%s</td>", c.A, c.B)) {
+				t.Errorf("pair %s ↔ %s is not in the accessible table", c.A, c.B)
+			}
+		}
+	}
+
+	out := artefacts(t)
+	file := filepath.Join(out, "report.html")
+	if err := os.WriteFile(file, []byte(page), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	chromium := testhost.RequireTool(t, "chromium-headless-shell")
+	for _, size := range []struct {
+		name string
+		w, h int
+	}{{"desktop", 1280, 2000}, {"narrow", 390, 2000}} {
+		t.Run(size.name, func(t *testing.T) {
+			png := filepath.Join(out, "report-"+size.name+".png")
+			Screenshot(t, chromium, file, png, size.w, size.h)
+			img := decode(t, png)
+			if b := img.Bounds(); b.Dx() != size.w || b.Dy() != size.h {
+				t.Errorf("screenshot is %v, want %dx%d", b, size.w, size.h)
+			}
+			inked, colours := pixelStats(img)
+			t.Logf("%s: %.1f%% of pixels not background, %d distinct colours (%s)", size.name, 100*inked, colours, png)
+			if inked < 0.03 || colours < 50 {
+				t.Errorf("the page looks blank: %.2f%% inked, %d colours", 100*inked, colours)
+			}
+		})
+	}
+}
+
+// The heatmap itself in a browser: a page with only the bench shows the
+// viridis colours of its cells.
+func TestHeatmapRenders(t *testing.T) {
+	chromium := testhost.RequireTool(t, "chromium-headless-shell")
+	page, _ := render(t, "../testdata/bench-tcp-loopback/bw.jsonl")
+	out := artefacts(t)
+	file := filepath.Join(out, "heatmap.html")
+	if err := os.WriteFile(file, []byte(page), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	png := filepath.Join(out, "heatmap.png")
+	Screenshot(t, chromium, file, png, 1000, 1400)
+	img := decode(t, png)
+	// Count pixels in viridis' green-to-yellow band, where healthy and
+	// degraded cells sit (r < g, b low, g high).
+	n := 0
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			if g>>8 > 150 && bl>>8 < 110 && r>>8 < 240 && g > r {
+				n++
+			}
+		}
+	}
+	if n < 15*20*20 {
+		t.Errorf("%d viridis-green pixels: the heatmap cells did not paint", n)
+	}
+}
+
+// Screenshot runs headless Chromium on a local file, with a fresh profile
+// and no network features, bounded in time.
+func Screenshot(t *testing.T, chromium, file, png string, w, h int) {
+	t.Helper()
+	profile := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--user-data-dir="+profile,
+		fmt.Sprintf("--window-size=%d,%d", w, h), "--screenshot="+png, "file://"+file)
+	cmd.WaitDelay = 5 * time.Second
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("chromium (%v): %v\n%s", ctx.Err(), err, out)
+	}
+}
+
+func decode(t *testing.T, path string) image.Image {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return img
+}
+
+// pixelStats returns the share of pixels that are not the page's white
+// and the number of distinct colours.
+func pixelStats(img image.Image) (inked float64, colours int) {
+	seen := map[uint32]bool{}
+	b := img.Bounds()
+	n := 0
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			r, g, bl = r>>8, g>>8, bl>>8
+			if r < 245 || g < 245 || bl < 245 {
+				n++
+			}
+			seen[r<<16|g<<8|bl] = true
+		}
+	}
+	return float64(n) / float64(b.Dx()*b.Dy()), len(seen)
+}
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// The page for the recorded fabric and bench run, byte for byte: any change
+// to the page shows up in review.
+func TestGolden(t *testing.T) {
+	page, _ := render(t, "example:qdr-lab", "../testdata/bench-tcp-loopback")
+	p := filepath.Join("testdata", "qdr-lab-bench.html")
+	if *update {
+		os.MkdirAll("testdata", 0o755)
+		if err := os.WriteFile(p, []byte(page), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/report/htmlreport -update)", err)
+	}
+	if page != string(want) {
+		t.Errorf("the page differs from %s; if intended, run go test ./internal/report/htmlreport -update", p)
+	}
+}

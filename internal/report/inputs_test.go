@@ -1,0 +1,236 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/rdmalab/rdmalab/examples"
+	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/envelope"
+	"github.com/rdmalab/rdmalab/internal/fabriccheck"
+	"github.com/rdmalab/rdmalab/internal/hostcheck"
+)
+
+func write(t *testing.T, dir, name string, b []byte) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const benchDir = "testdata/bench-tcp-loopback"
+
+// Every kind of input, in envelopes and bare, is told apart and read.
+func TestLoadInputsKinds(t *testing.T) {
+	dir := t.TempDir()
+	h, err := examples.Load("seed000-epyc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fab, err := examples.LoadFabric("qdr-lab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bareHost, bareFabric, hostDoc, doctorDoc, fabricDoc, benchDoc bytes.Buffer
+	h.Encode(&bareHost)
+	fab.Encode(&bareFabric)
+	envelope.Write(&hostDoc, envelope.HostSnapshot, nil, h)
+	doctor := hostcheck.Run(h, hostcheck.Options{ExpectRateGbps: 100})
+	envelope.Write(&doctorDoc, envelope.Doctor, doctor, nil)
+	fabricFs := fabriccheck.Run(fab, fabriccheck.Options{})
+	envelope.Write(&fabricDoc, envelope.FabricCheck, fabricFs, fab)
+	bw, err := os.ReadFile(filepath.Join(benchDir, "bw.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(bw)), "\n")
+	envelope.Write(&benchDoc, envelope.Bench, []check.Finding{{Check: "bench.x", Outcome: check.Warn, Subject: "node01 ↔ node02", Message: "from the document"}},
+		map[string]any{"results": json.RawMessage(rawArray(lines[:3]))})
+
+	for _, c := range []struct {
+		name                     string
+		file                     []byte
+		hosts, fabrics, results  int
+		judged                   envelope.Kind
+		wantDerived, wantFinding bool
+	}{
+		{name: "bare host", file: bareHost.Bytes(), hosts: 1, wantDerived: true, wantFinding: true},
+		{name: "bare fabric", file: bareFabric.Bytes(), fabrics: 1, wantDerived: true, wantFinding: true},
+		{name: "host envelope", file: hostDoc.Bytes(), hosts: 1, wantDerived: true, wantFinding: true},
+		{name: "doctor envelope", file: doctorDoc.Bytes(), judged: envelope.Doctor, wantFinding: true},
+		{name: "fabric check envelope", file: fabricDoc.Bytes(), fabrics: 1, judged: envelope.FabricCheck, wantFinding: true},
+		{name: "bench envelope", file: benchDoc.Bytes(), results: 3, judged: envelope.Bench, wantFinding: true},
+		{name: "bench json lines", file: bw, results: len(lines), wantDerived: true, wantFinding: true},
+		{name: "bench json lines cut short", file: append(bw, []byte(`{"round":9,"a":"node0`)...), results: len(lines), wantDerived: true, wantFinding: true},
+		{name: "bench --output json array", file: []byte(string(rawArray(lines))), results: len(lines), wantDerived: true, wantFinding: true},
+		{name: "doctor json before envelopes", file: mustJSON(t, map[string]any{"findings": doctor, "counts": check.Count(doctor)}), judged: envelope.Doctor, wantFinding: true},
+		{name: "fabric check json before envelopes", file: mustJSON(t, fabricFs), judged: envelope.FabricCheck, wantFinding: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := write(t, dir, strings.ReplaceAll(c.name, " ", "-")+".json", c.file)
+			in, err := LoadInputs([]string{p})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(in.Hosts) != c.hosts || len(in.Fabrics) != c.fabrics || len(in.Bench) != c.results {
+				t.Errorf("%d hosts, %d fabrics, %d results; want %d, %d, %d", len(in.Hosts), len(in.Fabrics), len(in.Bench), c.hosts, c.fabrics, c.results)
+			}
+			if c.judged != "" && !in.Judged[c.judged] {
+				t.Errorf("not marked as judged by a %s document", c.judged)
+			}
+			if (len(in.Derived) > 0) != c.wantDerived {
+				t.Errorf("derived judgements %q, want some = %v", in.Derived, c.wantDerived)
+			}
+			if (len(in.Findings) > 0) != c.wantFinding {
+				t.Errorf("%d findings", len(in.Findings))
+			}
+		})
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func rawArray(lines []string) []byte {
+	return []byte("[" + strings.Join(lines, ",") + "]")
+}
+
+// A doctor document is not judged twice: its findings are the host's.
+func TestDoctorDocumentIsNotRejudged(t *testing.T) {
+	dir := t.TempDir()
+	h, _ := examples.Load("seed000-epyc")
+	var snap, doc bytes.Buffer
+	h.Encode(&snap)
+	fs := hostcheck.Run(h, hostcheck.Options{ExpectRateGbps: 100})
+	envelope.Write(&doc, envelope.Doctor, fs, nil)
+	in, err := LoadInputs([]string{write(t, dir, "h.json", snap.Bytes()), write(t, dir, "d.json", doc.Bytes())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Findings) != len(fs) || len(in.Derived) != 0 {
+		t.Errorf("%d findings (want the document's %d), derived %q", len(in.Findings), len(fs), in.Derived)
+	}
+}
+
+func TestLoadInputsErrors(t *testing.T) {
+	dir := t.TempDir()
+	junk := write(t, dir, "d/notes.json", []byte(`{"hello": "world"}`))
+	write(t, dir, "d/README.md", []byte("not looked at"))
+	write(t, dir, "d/h.json", func() []byte {
+		h, _ := examples.Load("r730-qdr")
+		var b bytes.Buffer
+		h.Encode(&b)
+		return b.Bytes()
+	}())
+	// A directory skips what is not rdmalab output and says so.
+	in, err := LoadInputs([]string{filepath.Join(dir, "d")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Hosts) != 1 || len(in.Skipped) != 1 || !strings.Contains(in.Skipped[0], "notes.json") {
+		t.Errorf("hosts %d, skipped %q", len(in.Hosts), in.Skipped)
+	}
+	// Named on its own, the same file is an error naming it.
+	_, err = LoadInputs([]string{junk})
+	var unknown *UnknownInputError
+	if !errors.As(err, &unknown) || !strings.Contains(err.Error(), "notes.json") {
+		t.Errorf("junk file: %v", err)
+	}
+	for _, c := range []struct{ arg, want string }{
+		{"example:nope", "hgx-h200"},
+		{filepath.Join(dir, "missing.json"), "missing.json"},
+		{write(t, dir, "bad.jsonl", []byte("{\"a\":\"x\",\"b\":\"y\"}\nnot json\n{\"a\":\"x\",\"b\":\"z\"}\n")), "line 2"},
+	} {
+		if _, err := LoadInputs([]string{c.arg}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error naming %q", c.arg, err, c.want)
+		}
+	}
+	if _, err := LoadInputs(nil); err == nil {
+		t.Error("no inputs accepted")
+	}
+}
+
+// The verdict: fail decides; with no fail, an unknown leaves it unproven;
+// each deciding check is listed once.
+func TestVerdict(t *testing.T) {
+	f := func(id string, o check.Outcome) check.Finding {
+		return check.Finding{Check: id, Outcome: o, Subject: "s"}
+	}
+	for _, c := range []struct {
+		fs       []check.Finding
+		want     VerdictState
+		deciding int
+	}{
+		{nil, Unproven, 0},
+		{[]check.Finding{f("a", check.Pass), f("b", check.Warn)}, Ready, 0},
+		{[]check.Finding{f("a", check.Pass), f("b", check.Unknown)}, Unproven, 1},
+		{[]check.Finding{f("a", check.Fail), f("a", check.Fail), f("b", check.Fail), f("c", check.Unknown)}, NotReady, 2},
+	} {
+		v := NewClusterView(&Inputs{Findings: c.fs})
+		if v.Verdict.State != c.want || len(v.Verdict.Deciding) != c.deciding {
+			t.Errorf("%v: %s with %d deciding, want %s with %d", c.fs, v.Verdict.State, len(v.Verdict.Deciding), c.want, c.deciding)
+		}
+	}
+}
+
+// The cluster view of the recorded run: one cell per pair, scores worst
+// first, retests kept apart from the matrix.
+func TestBenchView(t *testing.T) {
+	in, err := LoadInputs([]string{benchDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := NewClusterView(in)
+	if len(v.Benches) != 2 {
+		t.Fatalf("%d bench views, want bw and lat", len(v.Benches))
+	}
+	bw := v.Benches[0]
+	if bw.Latency || len(bw.Pairs) != 15 || bw.Counts["missing"] != 0 || len(bw.Retests) != 5 {
+		t.Errorf("bw: latency %v, %d pairs, %v, %d retests", bw.Latency, len(bw.Pairs), bw.Counts, len(bw.Retests))
+	}
+	for i := 1; i < len(bw.Scores); i++ {
+		if bw.Scores[i].Share < bw.Scores[i-1].Share {
+			t.Errorf("scores not worst first: %+v", bw.Scores)
+		}
+	}
+	for _, c := range bw.Pairs {
+		if c.Row >= c.Col || c.CeilingGbps < 11 || c.CeilingGbps > 12 {
+			t.Errorf("cell %+v", c)
+		}
+	}
+	lat := v.Benches[1]
+	if !lat.Latency || lat.Counts["measured"] != 15 || lat.Pairs[0].P999Us <= 0 || len(lat.Scores) != 0 {
+		t.Errorf("lat: %+v", lat)
+	}
+}
+
+func TestClusterTextGolden(t *testing.T) {
+	in, err := LoadInputs([]string{"example:seed000-epyc", "example:hgx-h200", "example:qdr-lab", benchDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := NewClusterView(in)
+	for _, width := range []int{60, 100, 200} {
+		var buf bytes.Buffer
+		Cluster(&Terminal{Writer: &buf, Style: Style{Width: width}}, v)
+		golden(t, "term/cluster-"+itoa(width)+".txt", buf.Bytes())
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
