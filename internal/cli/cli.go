@@ -109,6 +109,7 @@ Exit codes: 0 ran and nothing failed, 1 ran and found failures, 2 could not run.
 		return usageErr("%v (see '%s --help')", err, c.CommandPath())
 	})
 	root.AddCommand(newInventoryCmd(), newDoctorCmd(), newGatherCmd(), newPlanCmd(), newFabricCmd(), newBenchCmd(), newSlurmCmd(), newReportCmd(), newDemoCmd())
+	addOutputFlags(root, stdout)
 	return root
 }
 
