@@ -83,10 +83,12 @@ Exit codes: 0 ran and nothing failed, 1 ran and found failures, 2 could not run.
 		SilenceErrors: true,
 		Version:       Version,
 	}
+	// --version only: -v means --verbose in every command that has it.
+	root.Flags().Bool("version", false, "print rdmalab's version")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usageErr("%v (see 'rdmalab %s --help')", err, c.Name())
+		return usageErr("%v (see '%s --help')", err, c.CommandPath())
 	})
 	root.AddCommand(newInventoryCmd(), newDoctorCmd(), newGatherCmd(), newPlanCmd(), newFabricCmd(), newBenchCmd(), newDemoCmd())
 	return root

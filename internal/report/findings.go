@@ -47,11 +47,16 @@ func Findings(w io.Writer, fs []check.Finding, verbose bool) {
 	}
 }
 
-// NHC prints one line per failure, the way LBNL NHC reports to Slurm.
+// NHC prints one line per failure, the way LBNL NHC reports to Slurm
+// (ERROR lines drain a node), and one WARNING line per warning, which NHC
+// logs without draining (a host with no RDMA device at all, say).
 func NHC(w io.Writer, fs []check.Finding) {
 	for _, f := range fs {
-		if f.Outcome == check.Fail {
+		switch f.Outcome {
+		case check.Fail:
 			fmt.Fprintf(w, "ERROR: rdmalab: %s: %s %s: %s\n", f.Check, f.Host, f.Subject, f.Message)
+		case check.Warn:
+			fmt.Fprintf(w, "WARNING: rdmalab: %s: %s %s: %s\n", f.Check, f.Host, f.Subject, f.Message)
 		}
 	}
 }

@@ -196,10 +196,12 @@ func shortAddr(a string) string {
 }
 
 // interesting picks the devices a locality map shows: GPUs, network
-// controllers, NVMe and accelerators; bridges and chipset functions are noise.
-func interesting(d host.PCIDevice) bool {
+// controllers, every RDMA-capable function (InfiniBand class 0x0c06, or
+// anything with an RDMA device), NVMe and accelerators; bridges and
+// chipset functions are noise.
+func interesting(d host.PCIDevice, s *host.Snapshot) bool {
 	c := strings.ToLower(d.Class)
-	return host.IsGPUClass(d.Class, d.Vendor) || strings.HasPrefix(c, "0x02") || strings.HasPrefix(c, "0x0108") || strings.HasPrefix(c, "0x12")
+	return host.IsGPUClass(d.Class, d.Vendor) || strings.HasPrefix(c, "0x02") || strings.HasPrefix(c, "0x0108") || strings.HasPrefix(c, "0x12") || s.RDMACapable(&d)
 }
 
 func localityTable(w io.Writer, s *host.Snapshot) {
@@ -207,7 +209,7 @@ func localityTable(w io.Writer, s *host.Snapshot) {
 	t.AppendHeader(table.Row{"Device", "PCI address", "NUMA", "Driver", "Netdev / RDMA", "PCIe link (now/max)", "Switch", "IOMMU"})
 	rows := 0
 	for _, d := range s.PCIDevices {
-		if !interesting(d) || d.PhysFn != "" {
+		if !interesting(d, s) || d.PhysFn != "" {
 			continue
 		}
 		rows++
@@ -255,19 +257,34 @@ func attached(addr string, s *host.Snapshot) []string {
 	return out
 }
 
+// pcieText prints "Gen3 x16"; a value not read is "unknown", never Gen0 or x0.
+func pcieText(gtps float64, width int) string {
+	gen, w := "Gen?", "x?"
+	if g := linkrate.PCIeGen(gtps); g > 0 {
+		gen = fmt.Sprintf("Gen%d", g)
+	}
+	if width > 0 {
+		w = fmt.Sprintf("x%d", width)
+	}
+	if gen == "Gen?" && w == "x?" {
+		return "unknown"
+	}
+	return gen + " " + w
+}
+
 // linkText prints "Gen3 x16 / Gen4 x16", marking a link that trained below
 // what both the device and its slot can do.
 func linkText(d host.PCIDevice, s *host.Snapshot) string {
 	if d.MaxLinkWidth == 0 && d.CurrentLinkWidth == 0 {
-		return "-"
+		return "unknown"
 	}
-	cur := fmt.Sprintf("Gen%d x%d", linkrate.PCIeGen(d.CurrentLinkSpeedGTps), d.CurrentLinkWidth)
-	max := fmt.Sprintf("Gen%d x%d", linkrate.PCIeGen(d.MaxLinkSpeedGTps), d.MaxLinkWidth)
+	cur := pcieText(d.CurrentLinkSpeedGTps, d.CurrentLinkWidth)
+	max := pcieText(d.MaxLinkSpeedGTps, d.MaxLinkWidth)
 	if cur == max {
 		return cur
 	}
 	mark := ""
-	if gt, w := s.LinkCeiling(&d); d.CurrentLinkWidth < w || d.CurrentLinkSpeedGTps < gt {
+	if gt, w := s.LinkCeiling(&d); d.CurrentLinkWidth > 0 && d.CurrentLinkSpeedGTps > 0 && (d.CurrentLinkWidth < w || d.CurrentLinkSpeedGTps < gt) {
 		mark = " ⚠"
 	}
 	return cur + " / " + max + mark

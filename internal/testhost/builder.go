@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rdmalab/rdmalab/internal/counters"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"k8s.io/utils/cpuset"
 )
@@ -401,19 +402,18 @@ func (m Machine) rdmaDev(w *writer, r RDMADev, pciDir string) {
 				w.file(fmt.Sprintf("%s/gid_attrs/ndevs/%d", pd, g.Index), g.Dev)
 			}
 		}
-		counters := map[string]uint64{"symbol_error": 0, "link_downed": 0, "port_rcv_errors": 0, "port_xmit_discards": 0, "link_error_recovery": 0, "port_rcv_remote_physical_errors": 0, "local_link_integrity_errors": 0, "excessive_buffer_overrun_errors": 0, "port_xmit_data": 123456789, "port_rcv_data": 98765432}
-		for k, v := range p.Counters {
-			counters[k] = v
-		}
-		for k, v := range counters {
-			w.file(pd+"/counters/"+k, strconv.FormatUint(v, 10))
-		}
-		hw := map[string]uint64{"out_of_buffer": 0, "out_of_sequence": 0, "packet_seq_err": 0, "local_ack_timeout_err": 0, "rnr_nak_retry_err": 0}
-		for k, v := range p.HWCounters {
-			hw[k] = v
-		}
-		for k, v := range hw {
-			w.file(pd+"/hw_counters/"+k, strconv.FormatUint(v, 10))
+		// Every counter of the one table, as a port that has carried
+		// traffic shows them; Counters and HWCounters override.
+		for _, c := range counters.Table {
+			dir, over := "/counters/", p.Counters
+			if c.Family == counters.HWCounters {
+				dir, over = "/hw_counters/", p.HWCounters
+			}
+			v, ok := over[c.Sysfs]
+			if !ok && (c.Kind == counters.Data || c.Kind == counters.Packets) {
+				v = 123456789
+			}
+			w.file(pd+dir+c.Sysfs, strconv.FormatUint(v, 10))
 		}
 	}
 }
