@@ -32,7 +32,9 @@ A port that is down and shows no sign of use (no data since boot, no
 address, not in --expect-ports) is reported as unused, not failed.
 
 Exit codes: 0 no failures, 1 failures found, 2 could not run.
---nhc prints one line per failure (and warning) for Slurm's HealthCheckProgram (via NHC).`,
+--nhc prints one line per failure for Slurm's HealthCheckProgram (via NHC);
+it also means RDMA is expected on the node, so a node without any RDMA device
+fails.`,
 		Example: `  rdmalab doctor
   rdmalab doctor --expect-rate 200 --expect-link-layer InfiniBand
   rdmalab doctor --expect-rate "4X HDR" --expect-ports mlx5_0/1,mlx5_1/1
@@ -59,7 +61,11 @@ Exit codes: 0 no failures, 1 failures found, 2 could not run.
 				}
 				opt.ExpectLinkLayer = l
 			}
+			if err := hostcheck.CheckPorts(ports); err != nil {
+				return usageErr("--expect-ports %v", err)
+			}
 			opt.ExpectPorts = ports
+			opt.RequireRDMA = nhc
 			hosts, err := in.load()
 			if err != nil {
 				return err
@@ -88,6 +94,6 @@ Exit codes: 0 no failures, 1 failures found, 2 could not run.
 	c.Flags().StringVar(&linkLayer, "expect-link-layer", "", "InfiniBand (IB) or RoCE (Ethernet)")
 	c.Flags().StringSliceVar(&ports, "expect-ports", nil, "ports that must be up, DEV/PORT or DEV (every port of DEV), comma-separated; other down ports are unused")
 	c.Flags().BoolVarP(&verbose, "verbose", "v", false, "list passing checks too")
-	c.Flags().BoolVar(&nhc, "nhc", false, "one line per failure or warning, for a node health check")
+	c.Flags().BoolVar(&nhc, "nhc", false, "one line per failure, for a node health check (RDMA is then required)")
 	return c
 }

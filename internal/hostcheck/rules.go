@@ -28,6 +28,10 @@ type Options struct {
 	// for every port of a device); nil means no list. A port not in a
 	// given list is unused, not failed.
 	ExpectPorts []string
+	// RequireRDMA says the host must have RDMA ports even without an
+	// --expect-* flag: --nhc sets it, since a node health check for RDMA
+	// runs where RDMA is meant to be.
+	RequireRDMA bool
 
 	// fleetRate is the rate the fleet's majority runs at, per link layer,
 	// when the user gave no --expect-rate (set by Doctor).
@@ -42,7 +46,20 @@ type expectation struct {
 
 // expectsRDMA reports whether the user asked for RDMA ports by any flag.
 func (o Options) expectsRDMA() bool {
-	return o.ExpectRateGbps > 0 || o.ExpectLinkLayer != "" || len(o.ExpectPorts) > 0
+	return o.RequireRDMA || o.ExpectRateGbps > 0 || o.ExpectLinkLayer != "" || len(o.ExpectPorts) > 0
+}
+
+// CheckPorts validates an --expect-ports list: each entry is DEV (every
+// port of the device) or DEV/PORT with PORT a number from 1.
+func CheckPorts(list []string) error {
+	for _, e := range list {
+		d, p, found := strings.Cut(e, "/")
+		n, err := strconv.Atoi(p)
+		if d == "" || strings.ContainsAny(d, " \t") || (found && (err != nil || n < 1)) {
+			return fmt.Errorf("%q: want DEV or DEV/PORT, e.g. mlx5_0 or mlx5_0/1", e)
+		}
+	}
+	return nil
 }
 
 // expectedPort reports whether the user's --expect-ports names the port
@@ -265,7 +282,7 @@ func rdmaPresent(r rule, s *host.Snapshot, o Options) []check.Finding {
 	var f check.Finding
 	switch {
 	case o.expectsRDMA():
-		f = r.finding(s, check.Fail, "host", "no RDMA device at all, but --expect-rate/--expect-link-layer/--expect-ports ask for RDMA ports")
+		f = r.finding(s, check.Fail, "host", "no RDMA device at all, but RDMA is expected here (--expect-rate, --expect-link-layer, --expect-ports or --nhc)")
 		f.Fix = []string{"check the NIC is seated and seen (lspci -d 15b3:)", r.Fix}
 	case len(s.PCIDevices) == 0:
 		f = r.finding(s, check.Unknown, "host", "no RDMA device, and no PCI devices were read to tell whether an RDMA NIC is there")
@@ -331,11 +348,11 @@ func portInUse(s *host.Snapshot, d host.RDMADevice, p host.RDMAPort, o Options) 
 	}
 	for _, c := range counters.Select(counters.PortCounters, counters.Data) {
 		if v := p.Counters[c.Sysfs]; v > 0 {
-			return used, []check.Evidence{ev(c.Sysfs, fmt.Sprintf("%d: it carried data since boot", v), portPath(d.Name, p.Port, "counters/"+c.Sysfs))}
+			return used, []check.Evidence{ev(c.Sysfs, fmt.Sprintf("%s = %d since boot: it carried data", c.Sysfs, v), portPath(d.Name, p.Port, "counters/"+c.Sysfs))}
 		}
 	}
 	if v := p.Counters["link_downed"]; v > 0 {
-		return used, []check.Evidence{ev("link_downed", fmt.Sprintf("%d: the link was up and went down since boot", v), portPath(d.Name, p.Port, "counters/link_downed"))}
+		return used, []check.Evidence{ev("link_downed", fmt.Sprintf("link_downed = %d since boot: the link was up and went down", v), portPath(d.Name, p.Port, "counters/link_downed"))}
 	}
 	for _, g := range p.GIDs {
 		if g.IPv4 != "" {

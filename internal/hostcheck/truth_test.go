@@ -155,7 +155,8 @@ func TestMissingMlx5IBFails(t *testing.T) {
 }
 
 // A host with no RDMA device at all is one clear finding: a warning, and a
-// failure when any --expect-* asks for RDMA; --nhc prints it.
+// failure when any --expect-* asks for RDMA or --nhc runs (RequireRDMA),
+// which then prints its line.
 func TestNoRDMADeviceAtAll(t *testing.T) {
 	s := open(t, testhost.Captures(t)["linux-amd64-8581cf3a529e5d8b97ea876eade2f60d"].Root)
 	for _, tc := range []struct {
@@ -163,9 +164,10 @@ func TestNoRDMADeviceAtAll(t *testing.T) {
 		want check.Outcome
 		nhc  string
 	}{
-		{Options{}, check.Warn, "WARNING: rdmalab: rdma.present"},
+		{Options{}, check.Warn, ""},
 		{Options{ExpectRateGbps: 200}, check.Fail, "ERROR: rdmalab: rdma.present"},
 		{Options{ExpectPorts: []string{"mlx5_0"}}, check.Fail, "ERROR: rdmalab: rdma.present"},
+		{Options{RequireRDMA: true}, check.Fail, "ERROR: rdmalab: rdma.present"},
 	} {
 		fs := Doctor([]*host.Snapshot{s}, tc.opt)
 		if len(fs) != 1 || fs[0].Check != "rdma.present" || fs[0].Outcome != tc.want {

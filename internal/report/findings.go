@@ -47,16 +47,11 @@ func Findings(w io.Writer, fs []check.Finding, verbose bool) {
 	}
 }
 
-// NHC prints one line per failure, the way LBNL NHC reports to Slurm
-// (ERROR lines drain a node), and one WARNING line per warning, which NHC
-// logs without draining (a host with no RDMA device at all, say).
+// NHC prints one line per failure, the way LBNL NHC reports to Slurm.
 func NHC(w io.Writer, fs []check.Finding) {
 	for _, f := range fs {
-		switch f.Outcome {
-		case check.Fail:
+		if f.Outcome == check.Fail {
 			fmt.Fprintf(w, "ERROR: rdmalab: %s: %s %s: %s\n", f.Check, f.Host, f.Subject, f.Message)
-		case check.Warn:
-			fmt.Fprintf(w, "WARNING: rdmalab: %s: %s %s: %s\n", f.Check, f.Host, f.Subject, f.Message)
 		}
 	}
 }
