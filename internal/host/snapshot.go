@@ -206,10 +206,13 @@ type GID struct {
 
 // NetDev is /sys/class/net/<name>.
 type NetDev struct {
-	Name       string `json:"name"`
-	MTUBytes   int    `json:"mtu_bytes"`
-	SpeedMbps  int    `json:"speed_mbps"` // -1 when unknown or link down
-	OperState  string `json:"operstate"`
+	Name      string `json:"name"`
+	MTUBytes  int    `json:"mtu_bytes"`
+	SpeedMbps int    `json:"speed_mbps"` // -1 when unknown or link down
+	OperState string `json:"operstate"`
+	// AdminUp is IFF_UP of flags: the interface was set up ("ip link set
+	// up"), whether or not it has a carrier; nil when flags was not read.
+	AdminUp    *bool  `json:"admin_up,omitempty"`
 	Type       int    `json:"type"` // ARPHRD: 1 Ethernet, 32 InfiniBand
 	Address    string `json:"address,omitempty"`
 	Driver     string `json:"driver,omitempty"`

@@ -6,6 +6,7 @@ package hostcheck
 import (
 	"cmp"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -123,7 +124,7 @@ var Rules = []rule{
 		Why:    "A port that is Down, Polling or Init carries no traffic; Polling means no link partner or a bad cable.",
 		Source: "seed 001 (ibstat State/Physical state), seed 003 health check",
 		Fix:    "check the cable and the switch port; on InfiniBand a port stuck in Init waits for a subnet manager",
-		Needs:  "ports/N/state and phys_state; for a port that is down, its data and link_downed counters and GIDs (or --expect-ports) to tell a fault from a spare port", UnknownWhen: "state is not readable, or a down port's counters are not readable and no --expect-ports was given"}, portState},
+		Needs:  "ports/N/state and phys_state; for a port that is down, its data and link_downed counters, its GID addresses and its netdevs' flags (or --expect-ports) to tell a fault from a spare port", UnknownWhen: "state is not readable, or a down port's counters are not readable and no --expect-ports was given"}, portState},
 	{check.Entry{ID: "port.rate.below-expected", Title: "Port rate matches the expected fabric rate",
 		Why:    "A 200 Gb/s port that came up at 100 Gb/s is the most common silent failure: bad cable, wrong DAC, switch port forced low.",
 		Source: "seed 001; NHC check_hw_ib",
@@ -346,6 +347,11 @@ func portInUse(s *host.Snapshot, d host.RDMADevice, p host.RDMAPort, o Options) 
 		}
 		return unused, []check.Evidence{ev("expected", "not in --expect-ports", "--expect-ports")}
 	}
+	if p.LinkLayer == "Ethernet" && len(p.NetDevs) > 0 && !hasAddress(p) && allAdminDown(s, p.NetDevs) {
+		// Taken down by hand and given no address: whatever it carried
+		// before, nobody means it to run now.
+		return unused, []check.Evidence{ev("netdev", strings.Join(p.NetDevs, " ")+" set down (no IFF_UP) with no address", "/sys/class/net/"+p.NetDevs[0]+"/flags")}
+	}
 	for _, c := range counters.Select(counters.PortCounters, counters.Data) {
 		if v := p.Counters[c.Sysfs]; v > 0 {
 			return used, []check.Evidence{ev(c.Sysfs, fmt.Sprintf("%s = %d since boot: it carried data", c.Sysfs, v), portPath(d.Name, p.Port, "counters/"+c.Sysfs))}
@@ -355,14 +361,41 @@ func portInUse(s *host.Snapshot, d host.RDMADevice, p host.RDMAPort, o Options) 
 		return used, []check.Evidence{ev("link_downed", fmt.Sprintf("link_downed = %d since boot: the link was up and went down", v), portPath(d.Name, p.Port, "counters/link_downed"))}
 	}
 	for _, g := range p.GIDs {
-		if g.IPv4 != "" {
-			return used, []check.Evidence{ev("address", g.IPv4+" on "+g.NetDev+": the netdev is configured for use", portPath(d.Name, p.Port, fmt.Sprintf("gids/%d", g.Index)))}
+		if a := gidAddress(g); a != "" {
+			return used, []check.Evidence{ev("address", a+" on "+g.NetDev+": the netdev is configured for use", portPath(d.Name, p.Port, fmt.Sprintf("gids/%d", g.Index)))}
 		}
 	}
 	if len(p.Counters) == 0 {
 		return useUnknown, []check.Evidence{ev("counters", "not readable", portPath(d.Name, p.Port, "counters"))}
 	}
 	return unused, []check.Evidence{ev("in use", "no data or link-down counts since boot, no address, not listed by --expect-ports", portPath(d.Name, p.Port, "counters"))}
+}
+
+// gidAddress is the IP address a RoCE GID carries (IPv4, or an IPv6 that
+// is not link-local), or "".
+func gidAddress(g host.GID) string {
+	if g.IPv4 != "" {
+		return g.IPv4
+	}
+	if a, err := netip.ParseAddr(g.GID); err == nil && !a.IsLinkLocalUnicast() && g.NetDev != "" {
+		return a.String()
+	}
+	return ""
+}
+
+func hasAddress(p host.RDMAPort) bool {
+	return slices.ContainsFunc(p.GIDs, func(g host.GID) bool { return gidAddress(g) != "" })
+}
+
+// allAdminDown reports netdevs all known to be set down.
+func allAdminDown(s *host.Snapshot, names []string) bool {
+	for _, n := range names {
+		nd := s.NetDev(n)
+		if nd == nil || nd.AdminUp == nil || *nd.AdminUp {
+			return false
+		}
+	}
+	return true
 }
 
 // portUse is whether a port that is not up is meant to be.

@@ -243,6 +243,20 @@ func TestUnusedPortIsNotAFailure(t *testing.T) {
 	if got := notPassing(fs); fmt.Sprint(got) != healthy {
 		t.Errorf("not listed: %v", got)
 	}
+	// A port that carried traffic, then was set down by hand and lost its
+	// address, is unused too; the same port still up at the admin level
+	// but without carrier is a fault (the cable).
+	m := testhost.Seed000()
+	m.RDMA[1].Ports[0].State, m.RDMA[1].Ports[0].Phys = "1: DOWN", "3: Disabled"
+	m.RDMA[1].Ports[0].GIDs = m.RDMA[1].Ports[0].GIDs[:2]
+	m.Net[1].AdminDown, m.Net[1].OperState = true, "down"
+	if got := notPassing(Doctor([]*host.Snapshot{tree(t, m, nil)}, Options{})); fmt.Sprint(got) != healthy {
+		t.Errorf("admin-down spare: %v", got)
+	}
+	m.Net[1].AdminDown = false
+	if o := outcomes(Doctor([]*host.Snapshot{tree(t, m, nil)}, Options{}), "port.state"); o[check.Fail] != 1 {
+		t.Errorf("admin-up, no carrier, carried data: %v", o)
+	}
 }
 
 // "Below NIC max" only when the part's maximum is known: the README's

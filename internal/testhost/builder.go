@@ -79,6 +79,8 @@ type NetDev struct {
 	MTU, SpeedMbps, Type, Port int
 	// ECN, when set, writes the MLNX_OFED ecn/ tree with these priorities enabled.
 	ECN []int
+	// AdminDown leaves the interface down (flags without IFF_UP).
+	AdminDown bool
 }
 
 // Write writes the tree under dir.
@@ -430,6 +432,11 @@ func (m Machine) netdev(w *writer, n NetDev, pciDir string) {
 		state = "up"
 	}
 	w.file(d+"/operstate", state)
+	flags := "0x1003" // IFF_UP|IFF_BROADCAST|IFF_MULTICAST
+	if n.AdminDown {
+		flags = "0x1002"
+	}
+	w.file(d+"/flags", flags)
 	typ := n.Type
 	if typ == 0 {
 		typ = 1
