@@ -551,12 +551,12 @@ func pcieDegraded(r rule, s *host.Snapshot, o Options) []check.Finding {
 		gt, w := s.LinkCeiling(d)
 		sub := d.Address
 		e := []check.Evidence{
-			ev("current", fmt.Sprintf("%g GT/s x%d", d.CurrentLinkSpeedGTps, d.CurrentLinkWidth), "/sys/bus/pci/devices/"+a+"/current_link_{speed,width}"),
-			ev("capable", fmt.Sprintf("%g GT/s x%d (device and slot)", gt, w), "/sys/bus/pci/devices/"+a+"/max_link_{speed,width} and its upstream port"),
+			ev("current", linkValue(d.CurrentLinkSpeedGTps, d.CurrentLinkWidth), "/sys/bus/pci/devices/"+a+"/current_link_{speed,width}"),
+			ev("capable", linkValue(gt, w)+" (device and slot)", "/sys/bus/pci/devices/"+a+"/max_link_{speed,width} and its upstream port"),
 		}
 		var f check.Finding
 		switch {
-		case d.CurrentLinkWidth == 0 || w == 0:
+		case d.CurrentLinkWidth == 0 || w == 0 || d.CurrentLinkSpeedGTps == 0 || gt == 0:
 			f = r.finding(s, check.Unknown, sub, "PCIe link not readable")
 		case d.CurrentLinkWidth < w:
 			f = r.finding(s, check.Fail, sub, "PCIe link trained at x%d, the device and slot can do x%d", d.CurrentLinkWidth, w)
@@ -574,6 +574,21 @@ func pcieDegraded(r rule, s *host.Snapshot, o Options) []check.Finding {
 		out = append(out, f)
 	}
 	return out
+}
+
+// linkValue prints a PCIe link as read; a value not read is "unknown".
+func linkValue(gtps float64, width int) string {
+	sp, w := "unknown speed", "unknown width"
+	if gtps > 0 {
+		sp = fmt.Sprintf("%g GT/s", gtps)
+	}
+	if width > 0 {
+		w = fmt.Sprintf("x%d", width)
+	}
+	if gtps <= 0 && width <= 0 {
+		return "unknown"
+	}
+	return sp + " " + w
 }
 
 // roceMTU: RoCE MTU = largest IB MTU <= netdev MTU - 96 (iboe_get_mtu).
