@@ -124,3 +124,26 @@ func TestArchiveTraversalShown(t *testing.T) {
 		t.Errorf("only escapes: exit %d %q", code, errOut)
 	}
 }
+
+// Broken nodes do not pass: ConnectX on mlx5_core without mlx5_ib exits 1
+// with an NHC line, also with --expect-rate; a node with no RDMA device at
+// all fails under --nhc (RDMA is meant to be there) and warns otherwise.
+func TestDoctorBrokenNodesFail(t *testing.T) {
+	m := testhost.Seed000()
+	m.RDMA = nil
+	m.Modules = []string{"mlx5_core", "ib_core"}
+	root := testhost.WriteTree(t, m)
+	out, _, code := run(t, "doctor", "--root", root, "--nhc", "--expect-rate", "25")
+	if code != ExitFindings || strings.Count(out, "ERROR: rdmalab: rdma.driver: epyc-lab 0000:") != 4 || !strings.Contains(out, "mlx5_ib: not loaded") {
+		t.Errorf("no mlx5_ib: exit %d\n%s", code, out)
+	}
+	noRDMA := testhost.Captures(t)["linux-amd64-8581cf3a529e5d8b97ea876eade2f60d"].Root
+	out, _, code = run(t, "doctor", "--root", noRDMA, "--nhc")
+	if code != ExitFindings || !strings.HasPrefix(out, "ERROR: rdmalab: rdma.present") {
+		t.Errorf("no RDMA, --nhc: exit %d\n%s", code, out)
+	}
+	out, _, code = run(t, "doctor", "--root", noRDMA)
+	if code != ExitOK || !strings.Contains(out, "0 fail · 1 warn") || !strings.Contains(out, "no RDMA device") {
+		t.Errorf("no RDMA: exit %d\n%s", code, out)
+	}
+}
