@@ -191,7 +191,7 @@ func judgeFleet(k fleetKey, group string, vals map[string][]string) []check.Find
 		var e []check.Evidence
 		for _, v := range slices.Sorted(maps.Keys(vals)) {
 			parts = append(parts, fmt.Sprintf("%q on %s", v, strings.Join(vals[v], " ")))
-			e = append(e, check.Evidence{What: v, Value: strings.Join(vals[v], " ")})
+			e = append(e, check.Evidence{What: strings.Join(vals[v], " "), Value: v})
 		}
 		return []check.Finding{{Check: k.ID, Outcome: check.Warn, Subject: subject,
 			Message:  fmt.Sprintf("hosts differ and no value is held by a majority of at least %d hosts, so none can be named the odd one: %s", minFleet, strings.Join(parts, "; ")),
