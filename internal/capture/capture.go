@@ -108,69 +108,93 @@ func IsArchive(p string) bool {
 	return strings.HasSuffix(p, ".tar.gz") || strings.HasSuffix(p, ".tgz")
 }
 
+// Refused lists archive entries Extract did not write because they would
+// have landed outside the directory: a ../ name, or a path
+// through a symlink the archive planted. A real capture has none, so a
+// caller reports them rather than trusting what is left.
+type Refused []string
+
 // Extract unpacks a capture (or any tar.gz of a root tree) into dir. Writes
 // go through os.Root, so no entry or symlink in the archive can place a file
-// outside dir.
-func Extract(archive, dir string) error {
+// outside dir; entries that try are skipped and returned.
+func Extract(archive, dir string) (Refused, error) {
 	f, err := os.Open(archive)
 	if err != nil {
-		return fmt.Errorf("capture: %w", err)
+		return nil, fmt.Errorf("capture: %w", err)
 	}
 	defer f.Close()
 	gz, err := gzip.NewReader(f)
 	if err != nil {
-		return fmt.Errorf("capture %s: not a gzip file: %w", archive, err)
+		return nil, fmt.Errorf("capture %s: not a gzip file: %w", archive, err)
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return fmt.Errorf("capture: %w", err)
+		return nil, fmt.Errorf("capture: %w", err)
 	}
 	defer root.Close()
 	tr := tar.NewReader(gz)
 	var written int64
+	var refused Refused
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return nil
+			return refused, nil
 		}
 		if err != nil {
-			return fmt.Errorf("capture %s: %w", archive, err)
+			return refused, fmt.Errorf("capture %s: %w", archive, err)
 		}
-		name := path.Clean(strings.TrimPrefix(h.Name, "/"))
-		if name == "." || strings.HasPrefix(name, "../") || name == ".." {
+		// A leading / is stripped, as tar does: the entry stays inside.
+		name := path.Clean(strings.TrimLeft(h.Name, "/"))
+		if name == ".." || strings.HasPrefix(name, "../") {
+			refused = append(refused, h.Name)
 			continue
 		}
-		name = filepath.FromSlash(name)
-		if d := filepath.Dir(name); d != "." {
-			if err := root.MkdirAll(d, 0o755); err != nil {
-				return fmt.Errorf("capture %s: %s: %w", archive, h.Name, err)
-			}
+		if name == "." {
+			continue
 		}
-		switch h.Typeflag {
-		case tar.TypeDir:
-			if err := root.MkdirAll(name, 0o755); err != nil {
-				return fmt.Errorf("capture %s: %s: %w", archive, h.Name, err)
-			}
-		case tar.TypeSymlink:
-			if err := root.Symlink(h.Linkname, name); err != nil && !errors.Is(err, os.ErrExist) {
-				return fmt.Errorf("capture %s: %s: %w", archive, h.Name, err)
-			}
-		case tar.TypeReg:
-			written += h.Size
-			if written > maxExtractBytes {
-				return fmt.Errorf("capture %s: larger than %d MiB unpacked; not a host capture", archive, maxExtractBytes>>20)
-			}
-			out, err := root.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-			if err != nil {
-				return fmt.Errorf("capture %s: %s: %w", archive, h.Name, err)
-			}
-			_, err = io.Copy(out, io.LimitReader(tr, h.Size))
-			if cerr := out.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return fmt.Errorf("capture %s: %s: %w", archive, h.Name, err)
-			}
+		err = extractEntry(root, tr, h, filepath.FromSlash(name), &written)
+		switch {
+		case escapes(err):
+			refused = append(refused, h.Name)
+		case err != nil:
+			return refused, fmt.Errorf("capture %s: %s: %w", archive, h.Name, err)
 		}
 	}
+}
+
+// escapes reports os.Root refusing a path that leaves the root (its error
+// is not exported).
+func escapes(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "path escapes from parent")
+}
+
+func extractEntry(root *os.Root, tr *tar.Reader, h *tar.Header, name string, written *int64) error {
+	if d := filepath.Dir(name); d != "." {
+		if err := root.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	switch h.Typeflag {
+	case tar.TypeDir:
+		return root.MkdirAll(name, 0o755)
+	case tar.TypeSymlink:
+		if err := root.Symlink(h.Linkname, name); err != nil && !errors.Is(err, os.ErrExist) {
+			return err
+		}
+	case tar.TypeReg:
+		*written += h.Size
+		if *written > maxExtractBytes {
+			return fmt.Errorf("larger than %d MiB unpacked; not a host capture", maxExtractBytes>>20)
+		}
+		out, err := root.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(out, io.LimitReader(tr, h.Size))
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}
+	return nil
 }

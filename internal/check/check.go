@@ -64,6 +64,10 @@ type Entry struct {
 	Why    string
 	Source string
 	Fix    string
+	// Needs says what the check must read to be sure; UnknownWhen what
+	// makes it say unknown instead of pass or fail.
+	Needs       string
+	UnknownWhen string
 }
 
 // Failed is the one predicate that decides exit code 1 everywhere: any

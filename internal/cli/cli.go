@@ -87,7 +87,8 @@ and lstopo, and tells you what is wrong and how to fix it.
 
 Every command reads a host in one of three ways:
   (default)          the live host, from /sys and /proc
-  --root DIR|FILE    a captured tree (a directory, or a tar.gz from 'rdmalab gather')
+  --root DIR|FILE    a captured tree (a directory holding sys/, a copy of
+                     /sys/class/infiniband, or a tar.gz from 'rdmalab gather')
   --snapshot FILE    a JSON snapshot from 'rdmalab inventory --output json'
 
 Exit codes: 0 ran and nothing failed, 1 ran and found failures, 2 could not run.`,
@@ -101,7 +102,7 @@ Exit codes: 0 ran and nothing failed, 1 ran and found failures, 2 could not run.
 		SilenceErrors: true,
 		Version:       Version,
 	}
-	// -v is --verbose wherever a command has it; the version is --version only.
+	// --version only: -v means --verbose in every command that has it.
 	root.Flags().Bool("version", false, "print rdmalab's version")
 	root.SetOut(stdout)
 	root.SetErr(stderr)

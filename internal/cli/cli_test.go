@@ -107,7 +107,7 @@ func TestUserMistakesExitTwoWithoutStack(t *testing.T) {
 		want string
 	}{
 		{[]string{"inventory", "--root", missing}, missing},
-		{[]string{"inventory", "--root", empty}, "no sys/ or proc/"},
+		{[]string{"inventory", "--root", empty}, "no sys/ inside"},
 		{[]string{"inventory", "--snapshot", notSnap}, "no schema_version"},
 		{[]string{"inventory", "--snapshot", "example:nope"}, "have hgx-h200"},
 		{[]string{"inventory", "--output", "yaml"}, "want table or json"},
@@ -161,13 +161,14 @@ func TestDoctorExitCodesAndNHC(t *testing.T) {
 	}
 	js, _, code := run(t, "doctor", "--root", sick, "-o", "json")
 	var doc struct {
+		Kind     string
 		Findings []struct{ Check, Outcome string }
-		Counts   map[string]int
+		Summary  map[string]any
 	}
-	if err := json.Unmarshal([]byte(js), &doc); err != nil || code != ExitFindings || doc.Counts["fail"] != 1 {
-		t.Fatalf("json: exit %d err %v counts %v", code, err, doc.Counts)
+	if err := json.Unmarshal([]byte(js), &doc); err != nil || code != ExitFindings || doc.Kind != "doctor" || doc.Summary["fail"] != 1.0 {
+		t.Fatalf("json: exit %d err %v summary %v", code, err, doc.Summary)
 	}
-	if _, errOut, code := run(t, "doctor", "--expect-link-layer", "ethernetz"); code != ExitUsage || !strings.Contains(errOut, "want InfiniBand or Ethernet") {
+	if _, errOut, code := run(t, "doctor", "--expect-link-layer", "ethernetz"); code != ExitUsage || !strings.Contains(errOut, "want InfiniBand (IB) or RoCE (Ethernet)") {
 		t.Errorf("bad flag: exit %d %q", code, errOut)
 	}
 }

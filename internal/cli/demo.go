@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/rdmalab/rdmalab/examples"
+	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/hostcheck"
 	"github.com/rdmalab/rdmalab/internal/report"
 	"github.com/spf13/cobra"
@@ -45,7 +46,7 @@ Any command reads them too: --snapshot example:NAME.`,
 				fmt.Fprintf(w, "━━━ example host %s: rdmalab inventory --snapshot example:%s\n\n", name, name)
 				report.Inventory(w, s)
 				fmt.Fprintf(w, "━━━ rdmalab doctor --snapshot example:%s\n\n", name)
-				report.Findings(w, hostcheck.Run(s, hostcheck.Options{}), false)
+				report.Findings(w, hostcheck.Doctor([]*host.Snapshot{s}, hostcheck.Options{}), false)
 				if name == "r730-qdr" {
 					fmt.Fprintf(w, "\n━━━ rdmalab fabric check --snapshot example:qdr-lab   (the QDR lab's fabric, recorded on ibsim)\n\n")
 					if err := fabricDemo(w); err != nil {

@@ -1,81 +1,88 @@
 package cli
 
 import (
-	"encoding/json"
-	"strings"
-
 	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/envelope"
 	"github.com/rdmalab/rdmalab/internal/hostcheck"
+	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"github.com/rdmalab/rdmalab/internal/report"
 	"github.com/spf13/cobra"
 )
 
 func newDoctorCmd() *cobra.Command {
 	var in hostInput
-	var output, linkLayer string
-	var rate float64
+	var output, rate, linkLayer string
+	var ports []string
 	var verbose, nhc bool
 	c := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check a host or a fleet: every finding with its evidence and the fix",
 		Long: `doctor runs health rules over a host (live, --root) or over saved snapshots
-(--snapshot, repeat it for a fleet): port state and rate, link layer, PCIe link
-width and speed, RoCE MTU and GIDs, subnet manager, error counters, RDMA and
-GPUDirect modules, memlock, IOMMU, hugepages, CPU isolation and governor, NUMA
-locality and GPU↔NIC affinity; with several hosts, firmware, rate, MTU, link
-layer, driver stack and kernel must match and the odd one out is named; two
-snapshots of the same host give error counter rates.
-Every check is described in docs/checks.md.
+(--snapshot, repeat it for a fleet): RDMA devices present for every RDMA-capable
+NIC, port state and rate, link layer, PCIe link width and speed, RoCE MTU and
+GIDs, subnet manager, error counters, RDMA and GPUDirect modules, memlock,
+IOMMU, hugepages, CPU isolation and governor, NUMA locality and GPU↔NIC
+affinity; with three or more hosts, firmware (per NIC model), rate, MTU, link
+layer, driver stack and kernel must match and the odd one out is named
+against a real majority; two snapshots of the same host give error counter
+rates. Every check, what it needs to be sure and what makes it unknown, is in
+docs/checks.md.
+
+A port that is down and shows no sign of use (no data since boot, no
+address, not in --expect-ports) is reported as unused, not failed.
 
 Exit codes: 0 no failures, 1 failures found, 2 could not run.
---nhc prints one line per failure for Slurm's HealthCheckProgram (via NHC).`,
+--nhc prints one line per failure for Slurm's HealthCheckProgram (via NHC);
+it also means RDMA is expected on the node, so a node without any RDMA device
+fails.`,
 		Example: `  rdmalab doctor
   rdmalab doctor --expect-rate 200 --expect-link-layer InfiniBand
+  rdmalab doctor --expect-rate "4X HDR" --expect-ports mlx5_0/1,mlx5_1/1
   rdmalab doctor --snapshot node1.json --snapshot node2.json --snapshot node3.json
   rdmalab doctor --snapshot before.json --snapshot after.json   # same host twice: counter rates
-  rdmalab doctor --nhc || echo "drain this node"`,
+  rdmalab doctor --nhc --expect-rate 200 || echo "drain this node"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			switch strings.ToLower(linkLayer) {
-			case "", "infiniband", "ethernet":
-			default:
-				return usageErr("--expect-link-layer %q: want InfiniBand or Ethernet", linkLayer)
+			var opt hostcheck.Options
+			if cmd.Flags().Changed("expect-rate") {
+				r, err := linkrate.ParseRate(rate)
+				if err != nil {
+					return usageErr("--expect-rate: %v", err)
+				}
+				opt.ExpectRateGbps = r.Gbps
 			}
+			if linkLayer != "" {
+				l, err := linkrate.ParseLayer(linkLayer)
+				if err != nil || l == linkrate.TCP {
+					return usageErr("--expect-link-layer %q: want InfiniBand (IB) or RoCE (Ethernet)", linkLayer)
+				}
+				opt.ExpectLinkLayer = l
+			}
+			if err := hostcheck.CheckPorts(ports); err != nil {
+				return usageErr("--expect-ports %v", err)
+			}
+			opt.ExpectPorts = ports
+			opt.RequireRDMA = nhc
 			hosts, err := in.load()
 			if err != nil {
 				return err
 			}
-			opt := hostcheck.Options{ExpectRateGbps: rate, ExpectLinkLayer: linkLayer}
-			if opt.ExpectRateGbps == 0 && len(hosts) > 1 {
-				opt.ExpectRateGbps = hostcheck.MajorityRateGbps(hosts)
-			}
-			var fs []check.Finding
-			for _, h := range hostcheck.Latest(hosts) {
-				fs = append(fs, hostcheck.Run(h, opt)...)
-			}
-			fs = append(fs, hostcheck.RunDeltas(hosts)...)
-			fs = append(fs, hostcheck.RunFleet(hosts)...)
-			check.Sort(fs)
+			fs := hostcheck.Doctor(hosts, opt)
 			w := cmd.OutOrStdout()
 			switch {
 			case nhc:
 				report.NHC(w, fs)
 			case output == "json":
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(struct {
-					Findings []check.Finding       `json:"findings"`
-					Counts   map[check.Outcome]int `json:"counts"`
-				}{fs, check.Count(fs)}); err != nil {
+				if err := envelope.Write(w, envelope.Doctor, fs, nil); err != nil {
 					return err
 				}
 			default:
 				report.Findings(w, fs, verbose)
 			}
-			if check.Count(fs)[check.Fail] > 0 {
+			if check.Failed(fs) {
 				return errFindings
 			}
 			return nil
@@ -83,9 +90,10 @@ Exit codes: 0 no failures, 1 failures found, 2 could not run.
 	}
 	in.register(c, true)
 	c.Flags().StringVarP(&output, "output", "o", "table", "table or json")
-	c.Flags().Float64Var(&rate, "expect-rate", 0, "rate every active RDMA port should run at, Gb/s (default: the fleet's majority)")
-	c.Flags().StringVar(&linkLayer, "expect-link-layer", "", "InfiniBand or Ethernet")
+	c.Flags().StringVar(&rate, "expect-rate", "", `rate every active RDMA port should run at: Gb/s ("200"), "4X HDR" or "25GbE" (default: the fleet's majority, with 3 or more hosts)`)
+	c.Flags().StringVar(&linkLayer, "expect-link-layer", "", "InfiniBand (IB) or RoCE (Ethernet)")
+	c.Flags().StringSliceVar(&ports, "expect-ports", nil, "ports that must be up, DEV/PORT or DEV (every port of DEV), comma-separated; other down ports are unused")
 	c.Flags().BoolVarP(&verbose, "verbose", "v", false, "list passing checks too")
-	c.Flags().BoolVar(&nhc, "nhc", false, "one line per failure, for a node health check")
+	c.Flags().BoolVar(&nhc, "nhc", false, "one line per failure, for a node health check (RDMA is then required)")
 	return c
 }

@@ -1,12 +1,11 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
-	"os"
 	"time"
 
-	"github.com/rdmalab/rdmalab/internal/capture"
-	"github.com/rdmalab/rdmalab/internal/hostfs"
+	"github.com/rdmalab/rdmalab/internal/inventory"
 	"github.com/rdmalab/rdmalab/internal/report"
 	"github.com/spf13/cobra"
 )
@@ -68,42 +67,15 @@ reading them (sysfs cannot be tarred directly). Send the file to anyone:
   rdmalab inventory --root $(hostname).tar.gz`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			out := args[0]
-			if !capture.IsArchive(out) {
-				return usageErr("gather %s: the output name must end in .tar.gz", out)
+			s, n, err := inventory.Gather(root, args[0], time.Now())
+			var se *inventory.SourceError
+			if errors.As(err, &se) {
+				return usageErr("gather %v", err)
 			}
-			if capture.IsArchive(root) {
-				return usageErr("gather --root %s: already a capture; use it as it is", root)
-			}
-			rec := hostfs.NewRecorder()
-			s, err := collectRoot(root, rec)
 			if err != nil {
 				return err
 			}
-			fsys, err := hostfs.New(root)
-			if err != nil {
-				return usageErr("%v", err)
-			}
-			// Write to a temporary name and rename, so an interrupted gather
-			// never leaves a truncated capture under the real name.
-			tmp := out + ".partial"
-			f, err := os.Create(tmp)
-			if err != nil {
-				return usageErr("gather: %v", err)
-			}
-			entries := rec.Entries()
-			werr := capture.Write(f, fsys, entries, capture.Manifest{Hostname: s.Hostname, CapturedAt: time.Now().UTC(), Root: root, Files: len(entries)})
-			if cerr := f.Close(); werr == nil {
-				werr = cerr
-			}
-			if werr != nil {
-				os.Remove(tmp)
-				return fmt.Errorf("gather %s: %w", out, werr)
-			}
-			if err := os.Rename(tmp, out); err != nil {
-				return fmt.Errorf("gather: %w", err)
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: %d paths from %s (%d GPUs, %d RDMA devices, %d errors)\n", out, len(entries), s.Hostname, len(s.GPUs), len(s.RDMADevices), len(s.Errors))
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: %d paths from %s (%d GPUs, %d RDMA devices, %d errors)\n", args[0], n, s.Hostname, len(s.GPUs), len(s.RDMADevices), len(s.Errors))
 			return nil
 		},
 	}

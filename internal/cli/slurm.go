@@ -71,7 +71,9 @@ Exit codes: 0 healthy, 1 failures found (drained), 2 could not run.`,
 			if limit <= 0 || scontrolTimeout <= 0 {
 				return usageErr("--time-limit and --scontrol-timeout must be positive durations")
 			}
-			var opt hostcheck.Options
+			// A health check runs where RDMA is meant to be: a node
+			// without it fails, as with --nhc.
+			opt := hostcheck.Options{RequireRDMA: true}
 			if rate != "" {
 				r, err := linkrate.ParseRate(rate)
 				if err != nil {
@@ -84,7 +86,7 @@ Exit codes: 0 healthy, 1 failures found (drained), 2 could not run.`,
 				if err != nil || l == linkrate.TCP {
 					return usageErr("--expect-link-layer %q: want InfiniBand or Ethernet", linkLayer)
 				}
-				opt.ExpectLinkLayer = map[linkrate.Layer]string{linkrate.InfiniBand: "InfiniBand", linkrate.RoCE: "Ethernet"}[l]
+				opt.ExpectLinkLayer = l
 			}
 			checks := func(ctx context.Context, stage *slurm.Stage) []check.Finding {
 				stage.Enter("inventory (reading the host's sysfs and procfs)")

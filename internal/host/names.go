@@ -22,7 +22,7 @@ func ClassName(class string) string {
 		"0108": "Non-Volatile memory controller", "0106": "SATA controller", "0104": "RAID bus controller",
 		"0600": "Host bridge", "0601": "ISA bridge", "0604": "PCI bridge", "0680": "Bridge",
 		"0403": "Audio device", "0c03": "USB controller", "1200": "Processing accelerators",
-		"0880": "System peripheral", "0c05": "SMBus",
+		"0880": "System peripheral", "0c05": "SMBus", "0c06": "InfiniBand controller",
 	}[c[:4]]; ok {
 		return n
 	}

@@ -7,16 +7,22 @@ package host
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"slices"
 	"time"
+
+	"github.com/rdmalab/rdmalab/internal/envelope"
 )
 
 // SchemaVersion is bumped on any change that removes or re-types a field.
 // Added fields do not bump it. docs/snapshot.md documents every field.
-const SchemaVersion = 1
+// Version 2 made node and system-image GUIDs one typed spelling (0x and 16
+// hex digits, as the fabric snapshot prints them); version-1 files, with
+// sysfs's 506b:4b03:0043:3a00 form, still load.
+const SchemaVersion = 2
 
 // Snapshot is everything inventory learnt about one host.
 type Snapshot struct {
@@ -139,8 +145,8 @@ type GPU struct {
 type RDMADevice struct {
 	Name         string     `json:"name"`
 	NodeType     string     `json:"node_type"` // CA, RNIC, switch, ...
-	NodeGUID     string     `json:"node_guid,omitempty"`
-	SysImageGUID string     `json:"sys_image_guid,omitempty"`
+	NodeGUID     GUID       `json:"node_guid,omitempty"`
+	SysImageGUID GUID       `json:"sys_image_guid,omitempty"`
 	NodeDesc     string     `json:"node_desc,omitempty"`
 	FWVersion    string     `json:"fw_version,omitempty"`
 	BoardID      string     `json:"board_id,omitempty"`
@@ -164,6 +170,9 @@ type RDMAPort struct {
 	// RateGbps repeats Rate.Gbps at the top level for scripts.
 	RateGbps  float64 `json:"rate_gbps"`
 	LinkLayer string  `json:"link_layer"` // InfiniBand, Ethernet
+	// PortGUID is an InfiniBand port's GUID (the interface id of GID 0),
+	// the key that finds this port in a fabric scan; zero on RoCE ports.
+	PortGUID GUID `json:"port_guid,omitempty"`
 	// LID and SMLID are nil when the files are absent (a partial capture):
 	// unknown is not the same as 0 (unassigned).
 	LID     *int   `json:"lid,omitempty"`
@@ -172,6 +181,9 @@ type RDMAPort struct {
 	LMC     int    `json:"lmc"`
 	CapMask string `json:"cap_mask,omitempty"`
 	GIDs    []GID  `json:"gids,omitempty"`
+	// GIDTableMissing is set when gids/ was not in the source (a partial
+	// capture): the GID table is unknown, not empty.
+	GIDTableMissing bool `json:"gid_table_missing,omitempty"`
 	// NetDevs are the netdevs bound to this port (from gid_attrs/ndevs, or
 	// the PCI function's net/ directory).
 	NetDevs []string `json:"netdevs,omitempty"`
@@ -194,10 +206,13 @@ type GID struct {
 
 // NetDev is /sys/class/net/<name>.
 type NetDev struct {
-	Name       string `json:"name"`
-	MTUBytes   int    `json:"mtu_bytes"`
-	SpeedMbps  int    `json:"speed_mbps"` // -1 when unknown or link down
-	OperState  string `json:"operstate"`
+	Name      string `json:"name"`
+	MTUBytes  int    `json:"mtu_bytes"`
+	SpeedMbps int    `json:"speed_mbps"` // -1 when unknown or link down
+	OperState string `json:"operstate"`
+	// AdminUp is IFF_UP of flags: the interface was set up ("ip link set
+	// up"), whether or not it has a carrier; nil when flags was not read.
+	AdminUp    *bool  `json:"admin_up,omitempty"`
 	Type       int    `json:"type"` // ARPHRD: 1 Ethernet, 32 InfiniBand
 	Address    string `json:"address,omitempty"`
 	Driver     string `json:"driver,omitempty"`
@@ -305,25 +320,72 @@ type AffinityPair struct {
 	Level string `json:"level"`          // PIX, PXB, PHB, NODE, SYS (SYS? when a NUMA node is unknown)
 }
 
-// Load reads a snapshot file and checks its schema version.
+// Load reads a snapshot file: an rdmalab host-snapshot document, or a bare
+// snapshot as rdmalab wrote them before documents had a kind. Another kind
+// of document (a fabric snapshot, a doctor report) is a *WrongKindError
+// naming the file.
 func Load(path string) (*Snapshot, error) {
-	f, err := os.Open(path)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
-	defer f.Close()
-	s, err := Decode(f)
+	s, err := DecodeBytes(b)
 	if err != nil {
+		var wk *WrongKindError
+		if errors.As(err, &wk) {
+			wk.Path = path
+			return nil, wk
+		}
 		return nil, fmt.Errorf("snapshot %s: %w", path, err)
 	}
 	return s, nil
 }
 
-// Decode reads a snapshot and checks its schema version.
+// WrongKindError is a document that is not a host snapshot.
+type WrongKindError struct {
+	Path string // the file, when read from one
+	Got  envelope.Kind
+}
+
+func (e *WrongKindError) Error() string {
+	name := e.Path
+	if name == "" {
+		name = "input"
+	}
+	return fmt.Sprintf("%s is a %s document, not a host snapshot", name, e.Got)
+}
+
+// Decode reads a snapshot (document or bare) and checks its schema version.
 func Decode(r io.Reader) (*Snapshot, error) {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read snapshot: %w", err)
+	}
+	return DecodeBytes(b)
+}
+
+// DecodeBytes is Decode over bytes already read.
+func DecodeBytes(b []byte) (*Snapshot, error) {
+	payload, err := envelope.Payload(b, envelope.HostSnapshot)
+	if err != nil {
+		var wk *envelope.WrongKindError
+		if errors.As(err, &wk) {
+			return nil, &WrongKindError{Got: wk.Got}
+		}
+		return nil, fmt.Errorf("not a snapshot: %w", err)
+	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(payload, &keys); err != nil {
+		return nil, fmt.Errorf("not a snapshot (JSON): %w", err)
+	}
+	if _, ok := keys["hostname"]; !ok {
+		// A bare fabric snapshot from before documents had a kind.
+		if _, sm := keys["subnet_managers"]; sm {
+			return nil, &WrongKindError{Got: envelope.FabricSnapshot}
+		}
+	}
 	var s Snapshot
-	dec := json.NewDecoder(r)
-	if err := dec.Decode(&s); err != nil {
+	if err := json.Unmarshal(payload, &s); err != nil {
 		return nil, fmt.Errorf("not a snapshot (JSON): %w", err)
 	}
 	if s.SchemaVersion == 0 {
@@ -332,15 +394,17 @@ func Decode(r io.Reader) (*Snapshot, error) {
 	if s.SchemaVersion > SchemaVersion {
 		return nil, fmt.Errorf("schema_version %d is newer than this rdmalab understands (%d): upgrade rdmalab", s.SchemaVersion, SchemaVersion)
 	}
+	// Version 1 differs only in how GUIDs are spelt, which GUID's
+	// UnmarshalText reads in either form; from here on it is current.
+	s.SchemaVersion = SchemaVersion
 	s.Normalize()
 	return &s, nil
 }
 
-// Encode writes s as indented JSON.
+// Encode writes s as an rdmalab host-snapshot document (docs/json.md),
+// the form every command reads back.
 func (s *Snapshot) Encode(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(s)
+	return envelope.Write(w, envelope.HostSnapshot, nil, s)
 }
 
 // PCI returns the device at address, or nil.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/counters"
 	"github.com/rdmalab/rdmalab/internal/host"
 )
 
@@ -15,9 +16,11 @@ const RisingID = "port.errors.rising"
 
 // RisingEntry describes it for the catalog.
 var RisingEntry = check.Entry{ID: RisingID, Title: "Error counters do not rise between two snapshots of a host",
-	Why:    "Counters since boot may be old history; counters that rise between two snapshots are a live fault.",
-	Source: "ibqueryerrors thresholds 0; RDMA reference §1.6 (small counters saturate)",
-	Fix:    "replace the cable or transceiver of the port; check the switch side with ibqueryerrors / ethtool -S"}
+	Why:         "Counters since boot may be old history; counters that rise between two snapshots are a live fault.",
+	Source:      "ibqueryerrors thresholds 0; RDMA reference §1.6 (small counters saturate)",
+	Fix:         "replace the cable or transceiver of the port; check the switch side with ibqueryerrors / ethtool -S",
+	Needs:       "two snapshots of one host (same hostname, different collected_at) with the same port's error counters",
+	UnknownWhen: "no error counter was readable in both snapshots"}
 
 // RunDeltas compares consecutive snapshots of the same host (same hostname,
 // ordered by collection time) and reports error counters that rose, with
@@ -61,28 +64,37 @@ func deltas(name string, a, b *host.Snapshot) []check.Finding {
 			sub := portSubject(db.Name, pb.Port)
 			var rose []string
 			var e []check.Evidence
-			cmp := func(names []string, before, after map[string]uint64, dir string) {
-				for _, c := range names {
-					x, okA := before[c]
-					y, okB := after[c]
-					if !okA || !okB || y <= x {
-						continue
-					}
-					d := y - x
-					rate := ""
-					if hours > 0 {
-						rate = fmt.Sprintf(" (%.1f/h)", float64(d)/hours)
-					}
-					rose = append(rose, fmt.Sprintf("%s +%d%s", c, d, rate))
-					e = append(e, check.Evidence{What: c, Value: strconv.FormatUint(x, 10) + " → " + strconv.FormatUint(y, 10), Source: portPath(db.Name, pb.Port, dir+"/"+c)})
+			compared := 0
+			for _, ctr := range errorCounters() {
+				before, after, dir := pa.Counters, pb.Counters, "counters"
+				if ctr.Family == counters.HWCounters {
+					before, after, dir = pa.HWCounters, pb.HWCounters, "hw_counters"
 				}
+				c := ctr.Sysfs
+				x, okA := before[c]
+				y, okB := after[c]
+				if !okA || !okB {
+					continue
+				}
+				compared++
+				if y <= x {
+					continue
+				}
+				d := y - x
+				rate := ""
+				if hours > 0 {
+					rate = fmt.Sprintf(" (%.1f/h)", float64(d)/hours)
+				}
+				rose = append(rose, fmt.Sprintf("%s +%d%s", c, d, rate))
+				e = append(e, check.Evidence{What: c, Value: strconv.FormatUint(x, 10) + " → " + strconv.FormatUint(y, 10), Source: portPath(db.Name, pb.Port, dir+"/"+c)})
 			}
-			cmp(errorCounters, pa.Counters, pb.Counters, "counters")
-			cmp(errorHWCounters, pa.HWCounters, pb.HWCounters, "hw_counters")
 			f := check.Finding{Check: RisingID, Host: name, Subject: sub}
-			if len(rose) == 0 {
+			switch {
+			case compared == 0:
+				f.Outcome, f.Message = check.Unknown, "no error counter was readable in both snapshots"
+			case len(rose) == 0:
 				f.Outcome, f.Message = check.Pass, fmt.Sprintf("no error counter rose in %s", b.CollectedAt.Sub(a.CollectedAt).Round(1e9))
-			} else {
+			default:
 				f.Outcome, f.Message = check.Fail, "error counters rose between snapshots: "+strings.Join(rose, ", ")
 				f.Evidence, f.Fix = e, []string{RisingEntry.Fix}
 			}

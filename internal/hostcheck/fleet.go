@@ -1,40 +1,70 @@
 package hostcheck
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/host"
+	"github.com/rdmalab/rdmalab/internal/linkrate"
 )
 
-// fleetKey reads one value per host (or "" when the host has none).
+// fleetKey reads one value per host and group (a group is what the hosts
+// are compared within: one NIC model for firmware, "" for the rest). An
+// absent group means the host has nothing to compare.
 type fleetKey struct {
 	check.Entry
-	value func(s *host.Snapshot) string
+	values func(s *host.Snapshot) map[string]string
+}
+
+// one wraps a single-valued key ("" means the host has none).
+func one(f func(s *host.Snapshot) string) func(s *host.Snapshot) map[string]string {
+	return func(s *host.Snapshot) map[string]string {
+		if v := f(s); v != "" {
+			return map[string]string{"": v}
+		}
+		return nil
+	}
 }
 
 // FleetRules compare every host with the majority of the fleet: the seeds'
-// "same rate, same MTU, same link layer on every node".
+// "same rate, same MTU, same link layer on every node". A host is named as
+// the odd one only against a real majority: at least 3 hosts, and more
+// than half of those that have the value.
 var FleetRules = []fleetKey{
-	{check.Entry{ID: "fleet.firmware", Title: "Same NIC firmware on every node", Why: "Mixed firmware behaves differently under load and in error recovery.", Source: "seed 004 (identically configured cluster)", Fix: "mlxfwmanager --online -u on the odd node"}, func(s *host.Snapshot) string {
-		var fw []string
+	{check.Entry{ID: "fleet.firmware", Title: "Same NIC firmware on every node, per NIC model", Why: "Mixed firmware behaves differently under load and in error recovery; different NIC models have their own firmware lines, so only like is compared with like.", Source: "seed 004 (identically configured cluster)", Fix: "mlxfwmanager --online -u on the odd node",
+		Needs: "fw_ver and the NIC model (PCI device id or hca_type) of each RDMA device on ≥3 hosts", UnknownWhen: "never unknown: when fewer than 3 hosts have the model, or no version is held by more than half of them, differing hosts are one warning that names no odd host"}, func(s *host.Snapshot) map[string]string {
+		fw := map[string][]string{}
 		for _, d := range s.RDMADevices {
-			if d.FWVersion != "" && !slices.Contains(fw, d.HCAType+" "+d.FWVersion) {
-				fw = append(fw, d.HCAType+" "+d.FWVersion)
+			if d.FWVersion == "" {
+				continue
+			}
+			m := nicModel(s, d)
+			if !slices.Contains(fw[m], d.FWVersion) {
+				fw[m] = append(fw[m], d.FWVersion)
 			}
 		}
-		return strings.Join(fw, ", ")
+		out := map[string]string{}
+		for m, v := range fw {
+			slices.Sort(v)
+			out[m] = strings.Join(v, ", ")
+		}
+		return out
 	}},
-	{check.Entry{ID: "fleet.rate", Title: "Same port rate on every node", Why: "One slow port drags every collective down to its speed.", Source: "seed 001", Fix: "see port.rate.below-expected on the odd node"}, func(s *host.Snapshot) string {
+	{check.Entry{ID: "fleet.rate", Title: "Same port rate on every node", Why: "One slow port drags every collective down to its speed.", Source: "seed 001", Fix: "see port.rate.below-expected on the odd node",
+		Needs: "the rate of every Active port on ≥3 hosts", UnknownWhen: "never unknown: with fewer than 3 hosts, or no set of rates held by more than half of them, differing hosts are one warning that names no odd host"}, one(func(s *host.Snapshot) string {
 		return joinPorts(s, func(p host.RDMAPort) string { return p.Rate.Raw })
-	}},
-	{check.Entry{ID: "fleet.link-layer", Title: "Same link layer on every node", Why: "InfiniBand and RoCE ports cannot talk to each other.", Source: "seed 001", Fix: "mlxconfig LINK_TYPE_P1 on the odd node"}, func(s *host.Snapshot) string {
+	})},
+	{check.Entry{ID: "fleet.link-layer", Title: "Same link layer on every node", Why: "InfiniBand and RoCE ports cannot talk to each other.", Source: "seed 001", Fix: "mlxconfig LINK_TYPE_P1 on the odd node",
+		Needs: "link_layer of every Active port on ≥3 hosts", UnknownWhen: "never unknown: with fewer than 3 hosts, or no majority, differing hosts are one warning that names no odd host"}, one(func(s *host.Snapshot) string {
 		return joinPorts(s, func(p host.RDMAPort) string { return p.LinkLayer })
-	}},
-	{check.Entry{ID: "fleet.mtu", Title: "Same RDMA netdev MTU on every node", Why: "A path runs at the smallest MTU on it.", Source: "seed 001 (MTU end to end)", Fix: "set the same MTU on every host and switch port"}, func(s *host.Snapshot) string {
+	})},
+	{check.Entry{ID: "fleet.mtu", Title: "Same RDMA netdev MTU on every node", Why: "A path runs at the smallest MTU on it.", Source: "seed 001 (MTU end to end)", Fix: "set the same MTU on every host and switch port",
+		Needs: "the MTU of the netdevs of RDMA ports on ≥3 hosts", UnknownWhen: "never unknown: with fewer than 3 hosts, or no majority, differing hosts are one warning that names no odd host"}, one(func(s *host.Snapshot) string {
 		var m []string
 		for _, d := range s.RDMADevices {
 			for _, p := range d.Ports {
@@ -45,10 +75,12 @@ var FleetRules = []fleetKey{
 				}
 			}
 		}
+		slices.Sort(m)
 		return strings.Join(m, ",")
-	}},
-	{check.Entry{ID: "fleet.driver", Title: "Same RDMA driver stack on every node", Why: "Inbox mlx5 and MLNX_OFED/DOCA differ in features (peermem, mlxconfig) and bugs.", Source: "seed 001 (MLNX_OFED or upstream)", Fix: "install the same driver stack everywhere"}, func(s *host.Snapshot) string {
-		if len(s.RDMADevices) == 0 {
+	})},
+	{check.Entry{ID: "fleet.driver", Title: "Same RDMA driver stack on every node", Why: "Inbox mlx5 and MLNX_OFED/DOCA differ in features (peermem, mlxconfig) and bugs.", Source: "seed 001 (MLNX_OFED or upstream)", Fix: "install the same driver stack everywhere",
+		Needs: "/proc/modules and /sys/module/mlx5_core/version on ≥3 hosts with RDMA devices", UnknownWhen: "never unknown: with fewer than 3 hosts, or no majority, differing hosts are one warning that names no odd host"}, one(func(s *host.Snapshot) string {
+		if len(s.RDMADevices) == 0 || len(s.Kernel.Modules) == 0 {
 			return ""
 		}
 		if v, ok := s.Kernel.ModuleVersions["mlx5_core"]; ok {
@@ -58,8 +90,26 @@ var FleetRules = []fleetKey{
 			return "OFED/DOCA"
 		}
 		return "inbox"
-	}},
-	{check.Entry{ID: "fleet.kernel", Title: "Same kernel on every node", Why: "Kernel versions change RDMA and VFIO behaviour.", Source: "seed 004", Fix: "boot the same kernel everywhere"}, func(s *host.Snapshot) string { return s.Kernel.Release }},
+	})},
+	{check.Entry{ID: "fleet.kernel", Title: "Same kernel on every node", Why: "Kernel versions change RDMA and VFIO behaviour.", Source: "seed 004", Fix: "boot the same kernel everywhere",
+		Needs: "/proc/sys/kernel/osrelease on ≥3 hosts", UnknownWhen: "never unknown: with fewer than 3 hosts, or no majority, differing hosts are one warning that names no odd host"}, one(func(s *host.Snapshot) string { return s.Kernel.Release })},
+}
+
+// nicModel names an RDMA device's NIC model: the family from its PCI ids,
+// else what the driver calls it (hca_type), else its PCI device id.
+func nicModel(s *host.Snapshot, d host.RDMADevice) string {
+	if pci := s.PCI(d.PCIAddress); pci != nil {
+		if m, ok := linkrate.ModelOf(pci.Vendor, pci.Device); ok {
+			return m.Name
+		}
+		if n := host.DeviceName(pci.Vendor, pci.Device); n != "" {
+			return n
+		}
+		if d.HCAType == "" {
+			return pci.Vendor + ":" + pci.Device
+		}
+	}
+	return cmp.Or(d.HCAType, "unknown model")
 }
 
 func joinPorts(s *host.Snapshot, f func(host.RDMAPort) string) string {
@@ -77,7 +127,27 @@ func joinPorts(s *host.Snapshot, f func(host.RDMAPort) string) string {
 	return strings.Join(v, ", ")
 }
 
-// RunFleet compares hosts; with fewer than two it says nothing.
+// minFleet is the smallest fleet whose majority means anything: with two
+// hosts that differ, neither is the odd one.
+const minFleet = 3
+
+// majority returns the value more than half of the hosts hold, with its
+// host count, when at least minFleet hosts hold a value.
+func majority(vals map[string][]string) (string, int, bool) {
+	total := 0
+	for _, hs := range vals {
+		total += len(hs)
+	}
+	for v, hs := range vals {
+		if total >= minFleet && 2*len(hs) > total {
+			return v, len(hs), true
+		}
+	}
+	return "", 0, false
+}
+
+// RunFleet compares the newest snapshot of each host; with fewer than two
+// hosts it says nothing.
 func RunFleet(all []*host.Snapshot) []check.Finding {
 	hosts := Latest(all)
 	if len(hosts) < 2 {
@@ -85,35 +155,58 @@ func RunFleet(all []*host.Snapshot) []check.Finding {
 	}
 	var out []check.Finding
 	for _, k := range FleetRules {
-		vals := map[string][]string{}
+		groups := map[string]map[string][]string{} // group → value → hosts
 		for _, s := range hosts {
-			if v := k.value(s); v != "" {
-				vals[v] = append(vals[v], s.Hostname)
+			for g, v := range k.values(s) {
+				if groups[g] == nil {
+					groups[g] = map[string][]string{}
+				}
+				groups[g][v] = append(groups[g][v], s.Hostname)
 			}
 		}
-		if len(vals) == 0 {
+		for _, g := range slices.Sorted(maps.Keys(groups)) {
+			out = append(out, judgeFleet(k, g, groups[g])...)
+		}
+	}
+	return out
+}
+
+func judgeFleet(k fleetKey, group string, vals map[string][]string) []check.Finding {
+	subject := "fleet"
+	if group != "" {
+		subject = "fleet " + group
+	}
+	total := 0
+	for _, hs := range vals {
+		total += len(hs)
+	}
+	if len(vals) == 1 {
+		for v := range vals {
+			return []check.Finding{{Check: k.ID, Outcome: check.Pass, Subject: subject, Message: fmt.Sprintf("all %d hosts: %s", total, v)}}
+		}
+	}
+	major, n, ok := majority(vals)
+	if !ok {
+		var parts []string
+		var e []check.Evidence
+		for _, v := range slices.Sorted(maps.Keys(vals)) {
+			parts = append(parts, fmt.Sprintf("%q on %s", v, strings.Join(vals[v], " ")))
+			e = append(e, check.Evidence{What: strings.Join(vals[v], " "), Value: v})
+		}
+		return []check.Finding{{Check: k.ID, Outcome: check.Warn, Subject: subject,
+			Message:  fmt.Sprintf("hosts differ and no value is held by a majority of at least %d hosts, so none can be named the odd one: %s", minFleet, strings.Join(parts, "; ")),
+			Evidence: e, Fix: []string{"decide which is right, then: " + k.Fix}}}
+	}
+	var out []check.Finding
+	for _, v := range slices.Sorted(maps.Keys(vals)) {
+		if v == major {
 			continue
 		}
-		major, n := "", 0
-		for v, hs := range vals {
-			if len(hs) > n || (len(hs) == n && v < major) {
-				major, n = v, len(hs)
-			}
-		}
-		if len(vals) == 1 {
-			out = append(out, check.Finding{Check: k.ID, Outcome: check.Pass, Subject: "fleet", Message: fmt.Sprintf("all %d hosts: %s", n, major)})
-			continue
-		}
-		for v, hs := range vals {
-			if v == major {
-				continue
-			}
-			for _, h := range hs {
-				out = append(out, check.Finding{Check: k.ID, Outcome: check.Fail, Host: h, Subject: "fleet",
-					Message:  fmt.Sprintf("%s has %q; %d of %d hosts have %q", h, v, n, len(hosts), major),
-					Evidence: []check.Evidence{{What: "this host", Value: v}, {What: "majority", Value: major, Source: strings.Join(vals[major], " ")}},
-					Fix:      []string{k.Fix}})
-			}
+		for _, h := range vals[v] {
+			out = append(out, check.Finding{Check: k.ID, Outcome: check.Fail, Host: h, Subject: subject,
+				Message:  fmt.Sprintf("%s has %q; %d of %d hosts have %q", h, v, n, total, major),
+				Evidence: []check.Evidence{{What: "this host", Value: v}, {What: "expected", Value: major, Source: fmt.Sprintf("fleet majority: %d of %d hosts (%s)", n, total, strings.Join(vals[major], " "))}},
+				Fix:      []string{k.Fix}})
 		}
 	}
 	return out
@@ -136,26 +229,71 @@ func Latest(all []*host.Snapshot) []*host.Snapshot {
 	return out
 }
 
-// MajorityRateGbps is the most common active port rate across hosts, the
-// rate a fleet expects when the user named none (0 if no ports).
-func MajorityRateGbps(hosts []*host.Snapshot) float64 {
-	count := map[float64]int{}
+// fleetRates is the rate the fleet expects of each link layer when the
+// user named none: each host votes for its most common Active rate on that
+// layer, and a rate held by a real majority (≥3 hosts, more than half)
+// becomes the expectation, citing the vote.
+func fleetRates(hosts []*host.Snapshot) map[linkrate.Layer]expectation {
+	votes := map[linkrate.Layer]map[string][]string{}
 	for _, s := range hosts {
+		count := map[linkrate.Layer]map[float64]int{}
 		for _, d := range s.RDMADevices {
 			for _, p := range d.Ports {
-				if p.State == "ACTIVE" && p.RateGbps > 0 {
-					count[p.RateGbps]++
+				l, ok := linkrate.SysfsLayer(p.LinkLayer)
+				if p.State != "ACTIVE" || p.RateGbps <= 0 || !ok {
+					continue
 				}
+				if count[l] == nil {
+					count[l] = map[float64]int{}
+				}
+				count[l][p.RateGbps]++
 			}
 		}
-	}
-	best, n := 0.0, 0
-	for r, c := range count {
-		if c > n || (c == n && r > best) {
-			best, n = r, c
+		for l, c := range count {
+			best, n := 0.0, 0
+			for r, k := range c {
+				if k > n || (k == n && r > best) {
+					best, n = r, k
+				}
+			}
+			if votes[l] == nil {
+				votes[l] = map[string][]string{}
+			}
+			key := strconv.FormatFloat(best, 'g', -1, 64)
+			votes[l][key] = append(votes[l][key], s.Hostname)
 		}
 	}
-	return best
+	out := map[linkrate.Layer]expectation{}
+	for l, v := range votes {
+		if rate, n, ok := majority(v); ok {
+			total := 0
+			for _, hs := range v {
+				total += len(hs)
+			}
+			gbps, _ := strconv.ParseFloat(rate, 64)
+			out[l] = expectation{gbps, fmt.Sprintf("fleet majority: %d of %d hosts with %s ports", n, total, l)}
+		}
+	}
+	return out
+}
+
+// Doctor is the whole doctor pipeline over one or more snapshots: host
+// rules on the newest snapshot of each host (with the fleet's majority
+// rate as the expectation when the user gave none), counter deltas between
+// snapshots of one host, and the fleet rules. Findings come sorted.
+func Doctor(all []*host.Snapshot, opt Options) []check.Finding {
+	hosts := Latest(all)
+	if opt.ExpectRateGbps <= 0 && len(hosts) > 1 {
+		opt.fleetRate = fleetRates(hosts)
+	}
+	var fs []check.Finding
+	for _, h := range hosts {
+		fs = append(fs, Run(h, opt)...)
+	}
+	fs = append(fs, RunDeltas(all)...)
+	fs = append(fs, RunFleet(all)...)
+	check.Sort(fs)
+	return fs
 }
 
 // Catalog lists every check doctor runs, host rules then fleet rules.

@@ -4,12 +4,15 @@
 package hostcheck
 
 import (
+	"cmp"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/counters"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"k8s.io/utils/cpuset"
@@ -17,13 +20,74 @@ import (
 
 // Options are what the user expects of the hosts.
 type Options struct {
-	// ExpectRateGbps is the rate every active RDMA port should run at (0: no expectation).
+	// ExpectRateGbps is the rate every active RDMA port should run at (0:
+	// no expectation). It comes from --expect-rate.
 	ExpectRateGbps float64
-	// ExpectLinkLayer is "InfiniBand" or "Ethernet" ("" : no expectation).
-	ExpectLinkLayer string
+	// ExpectLinkLayer is InfiniBand or RoCE ("": no expectation).
+	ExpectLinkLayer linkrate.Layer
+	// ExpectPorts lists the ports that must be up ("mlx5_0/1", or "mlx5_0"
+	// for every port of a device); nil means no list. A port not in a
+	// given list is unused, not failed.
+	ExpectPorts []string
+	// RequireRDMA says the host must have RDMA ports even without an
+	// --expect-* flag: --nhc sets it, since a node health check for RDMA
+	// runs where RDMA is meant to be.
+	RequireRDMA bool
 	// Progress, when set, is told each rule's id before it runs, so a
 	// caller with a time limit can say which check overran it.
 	Progress func(checkID string)
+
+	// fleetRate is the rate the fleet's majority runs at, per link layer,
+	// when the user gave no --expect-rate (set by Doctor).
+	fleetRate map[linkrate.Layer]expectation
+}
+
+// expectation is an expected value and where the belief comes from.
+type expectation struct {
+	Gbps   float64
+	Source string // "--expect-rate", "fleet majority: 3 of 4 hosts"
+}
+
+// expectsRDMA reports whether the user asked for RDMA ports by any flag.
+func (o Options) expectsRDMA() bool {
+	return o.RequireRDMA || o.ExpectRateGbps > 0 || o.ExpectLinkLayer != "" || len(o.ExpectPorts) > 0
+}
+
+// CheckPorts validates an --expect-ports list: each entry is DEV (every
+// port of the device) or DEV/PORT with PORT a number from 1.
+func CheckPorts(list []string) error {
+	for _, e := range list {
+		d, p, found := strings.Cut(e, "/")
+		n, err := strconv.Atoi(p)
+		if d == "" || strings.ContainsAny(d, " \t") || (found && (err != nil || n < 1)) {
+			return fmt.Errorf("%q: want DEV or DEV/PORT, e.g. mlx5_0 or mlx5_0/1", e)
+		}
+	}
+	return nil
+}
+
+// expectedPort reports whether the user's --expect-ports names the port
+// (and whether there is a list at all).
+func (o Options) expectedPort(dev string, port int) (listed, hasList bool) {
+	if len(o.ExpectPorts) == 0 {
+		return false, false
+	}
+	for _, e := range o.ExpectPorts {
+		d, p, found := strings.Cut(e, "/")
+		if d == dev && (!found || p == strconv.Itoa(port)) {
+			return true, true
+		}
+	}
+	return false, true
+}
+
+// rateExpectation is the rate a port should run at, and why.
+func (o Options) rateExpectation(layer linkrate.Layer) (expectation, bool) {
+	if o.ExpectRateGbps > 0 {
+		return expectation{o.ExpectRateGbps, "--expect-rate"}, true
+	}
+	e, ok := o.fleetRate[layer]
+	return e, ok
 }
 
 // rule is one host rule.
@@ -49,86 +113,191 @@ func portSubject(dev string, port int) string { return fmt.Sprintf("%s port %d",
 
 // Rules is every host rule, in catalog order.
 var Rules = []rule{
+	{check.Entry{ID: "rdma.driver", Title: "Every RDMA-capable PCI function has its RDMA device",
+		Why:    "A ConnectX on mlx5_core without mlx5_ib (or an HCA with no driver) passes Ethernet traffic but has no verbs device: no RDMA, NCCL falls back to sockets. Typical after a kernel update that left OFED's modules behind.",
+		Source: "issue 11 (mlx5_ib not loaded, OFED broken after a kernel update); RDMA reference §1",
+		Fix:    "modprobe mlx5_ib (mlx4_ib for ConnectX-3); after a kernel update reinstall MLNX_OFED/DOCA for the running kernel (dkms status; modinfo mlx5_ib)",
+		Needs:  "the PCI functions (class, vendor, driver) and /sys/class/infiniband/*/device; /proc/modules to say whether the RDMA module is loaded", UnknownWhen: "never: a function without its RDMA device fails; whether the module is loaded is reported as unknown when /proc/modules was not read"}, rdmaDriver},
+	{check.Entry{ID: "rdma.present", Title: "The host has an RDMA device",
+		Why:    "doctor on a host with no RDMA device at all has nothing to judge; if RDMA was expected there, the node is broken, not healthy.",
+		Source: "issue 11 (a host with no RDMA device says nothing)",
+		Fix:    "install the HCA's driver (mlx5_core, mlx5_ib), or run doctor on the node that has the RDMA NIC",
+		Needs:  "/sys/class/infiniband and the PCI functions; an --expect-* flag or --nhc to know RDMA is required", UnknownWhen: "no PCI devices were read (a capture of /sys/class/infiniband alone has devices, so it passes)"}, rdmaPresent},
 	{check.Entry{ID: "port.state", Title: "RDMA port is Active and LinkUp",
-		Why:    "A port that is Down, Polling or Init carries no traffic; Polling means no link partner or a bad cable.",
+		Why:    "A port that is Down, Polling or Init carries no traffic; Polling means no link partner or a bad cable. A spare port nobody cabled or configured is reported unused, not failed.",
 		Source: "seed 001 (ibstat State/Physical state), seed 003 health check",
-		Fix:    "check the cable and the switch port; on InfiniBand a port stuck in Init waits for a subnet manager"}, portState},
+		Fix:    "check the cable and the switch port; on InfiniBand a port stuck in Init waits for a subnet manager",
+		Needs:  "ports/N/state and phys_state; for a port that is down, its data and link_downed counters, its GID addresses and its netdevs' flags (or --expect-ports) to tell a fault from a spare port", UnknownWhen: "state is not readable, or a down port's counters are not readable and no --expect-ports was given"}, portState},
 	{check.Entry{ID: "port.rate.below-expected", Title: "Port rate matches the expected fabric rate",
 		Why:    "A 200 Gb/s port that came up at 100 Gb/s is the most common silent failure: bad cable, wrong DAC, switch port forced low.",
 		Source: "seed 001; NHC check_hw_ib",
-		Fix:    "reseat or replace the cable/transceiver; check the switch port speed; ibportstate to query"}, portRateExpected},
+		Fix:    "reseat or replace the cable/transceiver; check the switch port speed; ibportstate to query",
+		Needs:  "ports/N/rate of Active ports and an expected rate: --expect-rate, or the rate most ports of a real fleet majority (≥3 hosts, more than half) run at", UnknownWhen: "the rate file is not readable; without an expected rate the check does not run"}, portRateExpected},
 	{check.Entry{ID: "port.rate.below-nic-max", Title: "Port runs at what the NIC can do",
 		Why:    "A NIC on a slower switch or cable works, but below its own best; worth knowing before judging benchmarks.",
 		Source: "seeds 002/003 (EDR card on a QDR switch)",
-		Fix:    "expected on a slower fabric; otherwise check cable and switch"}, portRateNICMax},
+		Fix:    "expected on a slower fabric; otherwise check cable and switch",
+		Needs:  "ports/N/rate, the board id (board_id, the PSID) in linkrate's board table, or the PCI device id when the port already runs at the family's best", UnknownWhen: "the board is not in the table and the port runs below the family's best (some boards of a family are slower: a 25G ConnectX-4 Lx)"}, portRateNICMax},
 	{check.Entry{ID: "port.link-layer", Title: "Link layer is the one expected",
 		Why:    "A dual-mode ConnectX in the wrong mode is InfiniBand where Ethernet was meant, or the reverse.",
 		Source: "seed 001",
-		Fix:    "mlxconfig -d <dev> set LINK_TYPE_P1=1 (IB) or 2 (Ethernet), then reboot"}, portLinkLayer},
+		Fix:    "mlxconfig -d <dev> set LINK_TYPE_P1=1 (IB) or 2 (Ethernet), then reboot",
+		Needs:  "ports/N/link_layer and --expect-link-layer", UnknownWhen: "link_layer is not readable"}, portLinkLayer},
 	{check.Entry{ID: "pcie.link.degraded", Title: "NIC and GPU PCIe links trained at full width and speed",
 		Why:    "A NIC at x8 in a x16 slot, or at a lower generation, caps RDMA bandwidth well below line rate.",
 		Source: "seed 001 (check PCIe gen and lane count); NHC PR #90",
-		Fix:    "reseat the card, move it to a x16 slot wired to the CPU, check BIOS bifurcation and link speed settings"}, pcieDegraded},
+		Fix:    "reseat the card, move it to a x16 slot wired to the CPU, check BIOS bifurcation and link speed settings",
+		Needs:  "current_link_speed/width and max_link_speed/width of the device and its upstream port", UnknownWhen: "the link files are absent (captures, virtual functions)"}, pcieDegraded},
 	{check.Entry{ID: "roce.mtu", Title: "RoCE netdev MTU allows RDMA MTU 4096",
 		Why:    "RoCE MTU is the largest IB MTU below netdev MTU − 96: 1500 gives 1024, 4200 gives 4096.",
 		Source: "seed 000 (jumbo frames), seed 001",
-		Fix:    "nmcli con modify <conn> 802-3-ethernet.mtu 4200 (or 9000) on every host and switch port"}, roceMTU},
+		Fix:    "nmcli con modify <conn> 802-3-ethernet.mtu 4200 (or 9000) on every host and switch port",
+		Needs:  "the MTU of each Active RoCE port's netdev", UnknownWhen: "a port's netdev is not in the source (the check then does not run for it)"}, roceMTU},
 	{check.Entry{ID: "roce.gid.v2", Title: "RoCE port has a RoCE v2 GID for its IPv4 address",
 		Why:    "RoCE v2 (UDP/4791) is what modern stacks route; without a v2 GID bound to the netdev's address, perftest and NCCL pick a wrong index.",
 		Source: "seed 000 (GID table, -x 3), seed 001 (cma_roce_mode)",
-		Fix:    "assign an IPv4 address to the netdev; cma_roce_mode -d <dev> -p 1 -m 2; pass -x N / NCCL_IB_GID_INDEX=N"}, roceGID},
+		Fix:    "assign an IPv4 address to the netdev; cma_roce_mode -d <dev> -p 1 -m 2; pass -x N / NCCL_IB_GID_INDEX=N",
+		Needs:  "the GID table (gids/, gid_attrs/types, gid_attrs/ndevs) of Active RoCE ports", UnknownWhen: "gids/ is not in the source (a partial capture)"}, roceGID},
 	{check.Entry{ID: "roce.ecn", Title: "ECN (DCQCN) enabled for RoCE where the driver shows it",
 		Why:    "RoCE over a lossless fabric needs ECN marking and reaction (DCQCN) on the RDMA priority, PFC being the emergency brake.",
 		Source: "seed 001 (MTU, PFC, ECN), RDMA reference §5",
-		Fix:    "echo 1 > /sys/class/net/<if>/ecn/roce_np/enable/3; echo 1 > /sys/class/net/<if>/ecn/roce_rp/enable/3; mlnx_qos -i <if> --trust dscp --pfc 0,0,0,1,0,0,0,0"}, roceECN},
+		Fix:    "echo 1 > /sys/class/net/<if>/ecn/roce_np/enable/3; echo 1 > /sys/class/net/<if>/ecn/roce_rp/enable/3; mlnx_qos -i <if> --trust dscp --pfc 0,0,0,1,0,0,0,0",
+		Needs:  "/sys/class/net/IF/ecn/roce_np and roce_rp (MLNX_OFED/DOCA)", UnknownWhen: "the driver exposes no ECN state (inbox mlx5): check with mlnx_qos or dcb"}, roceECN},
 	{check.Entry{ID: "ib.sm", Title: "InfiniBand port sees a subnet manager and has a LID",
 		Why:    "Nothing on an InfiniBand fabric routes until a subnet manager assigns LIDs.",
 		Source: "seed 001, seeds 002/003 (OpenSM)",
-		Fix:    "apt install opensm && systemctl enable --now opensm on exactly one node (or enable the switch's SM)"}, ibSM},
+		Fix:    "apt install opensm && systemctl enable --now opensm on exactly one node (or enable the switch's SM)",
+		Needs:  "ports/N/lid and sm_lid of Active InfiniBand ports", UnknownWhen: "lid or sm_lid is not in the source"}, ibSM},
 	{check.Entry{ID: "ipoib.mode", Title: "IPoIB connected mode uses its large MTU",
 		Why:    "Connected mode exists for its 65520-byte MTU; connected mode with a small MTU costs throughput for nothing.",
 		Source: "seed 002 (IPoIB connected mode, MTU 65520), kernel ipoib.rst",
-		Fix:    "nmcli con modify <ib conn> infiniband.transport-mode connected infiniband.mtu 65520"}, ipoibMode},
+		Fix:    "nmcli con modify <ib conn> infiniband.transport-mode connected infiniband.mtu 65520",
+		Needs:  "/sys/class/net/IF/mode and mtu of IPoIB netdevs", UnknownWhen: "never: without a mode file the check does not run"}, ipoibMode},
 	{check.Entry{ID: "port.errors", Title: "Error and drop counters are zero",
 		Why:    "Symbol errors, link downs and receive errors point at cables; out_of_buffer and sequence errors at drops on RoCE.",
 		Source: "seed 000 (rdma stat, ethtool -S), ibqueryerrors thresholds 0",
-		Fix:    "clear counters and watch their rate; replace the cable on a port whose symbol errors keep rising"}, portErrors},
+		Fix:    "clear counters and watch their rate; replace the cable on a port whose symbol errors keep rising",
+		Needs:  "every error counter of the counter table under ports/N/counters and hw_counters", UnknownWhen: "any error counter is present but not readable (\"N/A (no PMA)\", EINVAL) and none is non-zero, or no error counter is readable"}, portErrors},
 	{check.Entry{ID: "kernel.modules.rdma", Title: "RDMA kernel modules are loaded",
 		Why:    "ib_uverbs lets applications use verbs, ib_umad the management tools, ib_ipoib IP over InfiniBand.",
 		Source: "seed 003 (/etc/modules-load.d/hpc.conf)",
-		Fix:    "modprobe ib_uverbs ib_umad ib_ipoib; list them in /etc/modules-load.d/rdma.conf"}, rdmaModules},
+		Fix:    "modprobe ib_uverbs ib_umad ib_ipoib; list them in /etc/modules-load.d/rdma.conf",
+		Needs:  "/proc/modules on a host with RDMA devices", UnknownWhen: "/proc/modules was not read (most captures)"}, rdmaModules},
 	{check.Entry{ID: "gpudirect.peermem", Title: "GPUDirect RDMA is possible (nvidia-peermem or DMA-BUF)",
 		Why:    "Without peermem (or the DMA-BUF path of the open kernel module) NIC↔GPU transfers bounce through host memory, often 5× slower.",
 		Source: "seed 001, seed 003, seed 004",
-		Fix:    "modprobe nvidia-peermem; echo nvidia-peermem > /etc/modules-load.d/nvidia-peermem.conf"}, peermem},
+		Fix:    "modprobe nvidia-peermem; echo nvidia-peermem > /etc/modules-load.d/nvidia-peermem.conf",
+		Needs:  "/proc/modules and the NVIDIA driver flavour on a host with NVIDIA GPUs and RDMA devices", UnknownWhen: "/proc/modules was not read"}, peermem},
 	{check.Entry{ID: "memlock", Title: "Locked-memory limit is unlimited",
 		Why:    "RDMA pins memory; a small memlock limit makes registration fail.",
 		Source: "seed 003 (/etc/security/limits.d/99-hpc.conf)",
-		Fix:    "printf '* soft memlock unlimited\\n* hard memlock unlimited\\n' > /etc/security/limits.d/99-rdma.conf"}, memlock},
+		Fix:    "printf '* soft memlock unlimited\\n* hard memlock unlimited\\n' > /etc/security/limits.d/99-rdma.conf",
+		Needs:  "/etc/security/limits.conf and limits.d, or this process's limits", UnknownWhen: "neither limits files nor process limits are in the snapshot"}, memlock},
 	{check.Entry{ID: "iommu.passthrough", Title: "IOMMU in passthrough mode on an RDMA/GPU host",
 		Why:    "Translated DMA costs peer-to-peer performance; iommu=pt keeps host devices untranslated while VFIO still works.",
 		Source: "seed 000 (iommu=pt), RDMA reference §1.13",
-		Fix:    "grubby --update-kernel=ALL --args=iommu=pt (add intel_iommu=on on Intel), then reboot"}, iommuPT},
+		Fix:    "grubby --update-kernel=ALL --args=iommu=pt (add intel_iommu=on on Intel), then reboot",
+		Needs:  "/proc/cmdline and /sys/kernel/iommu_groups", UnknownWhen: "never: without a command line the check does not run"}, iommuPT},
 	{check.Entry{ID: "hugepages.allocated", Title: "Hugepages asked for on the command line were allocated",
 		Why:    "hugepages=N that the kernel could not satisfy at boot leaves VMs without backing memory.",
 		Source: "seed 000 (grep HugePages_ /proc/meminfo)",
-		Fix:    "reserve them at boot (default_hugepagesz=1G hugepagesz=1G hugepages=N) with enough memory per node"}, hugepages},
+		Fix:    "reserve them at boot (default_hugepagesz=1G hugepagesz=1G hugepages=N) with enough memory per node",
+		Needs:  "hugepages= on /proc/cmdline and /sys/kernel/mm/hugepages", UnknownWhen: "never: without hugepages= the check does not run"}, hugepages},
 	{check.Entry{ID: "cpu.isolation.smt", Title: "isolcpus, nohz_full and rcu_nocbs agree and cover whole cores",
 		Why:    "Isolating one SMT thread while the host runs on its sibling makes the two compete for the core: latency spikes.",
 		Source: "seed 000",
-		Fix:    "isolate both siblings of every core (see thread_siblings_list); use the same set for isolcpus, nohz_full and rcu_nocbs"}, isolationSMT},
+		Fix:    "isolate both siblings of every core (see thread_siblings_list); use the same set for isolcpus, nohz_full and rcu_nocbs",
+		Needs:  "/sys/devices/system/cpu/isolated, nohz_full, rcu_nocbs and thread_siblings_list", UnknownWhen: "never: without isolation the check does not run"}, isolationSMT},
 	{check.Entry{ID: "cpu.governor", Title: "CPU frequency governor is performance",
 		Why:    "Frequency scaling skews benchmark results and perftest warns about it.",
 		Source: "seed 000, seed 003 (cpupower frequency-set -g performance)",
-		Fix:    "cpupower frequency-set -g performance"}, governor},
+		Fix:    "cpupower frequency-set -g performance",
+		Needs:  "cpufreq/scaling_governor of every CPU", UnknownWhen: "never: without cpufreq (VMs, captures) the check does not run"}, governor},
 	{check.Entry{ID: "numa.unknown", Title: "NICs and GPUs have a known NUMA node",
 		Why:    "Without locality, pinning and GPU↔NIC pairing are guesses.",
 		Source: "seed 000 (numa_node per device), hwloc",
-		Fix:    "enable ACPI SRAT/NUMA in the BIOS; in a VM, give the guest a NUMA topology with pxb-pcie per node"}, numaUnknown},
+		Fix:    "enable ACPI SRAT/NUMA in the BIOS; in a VM, give the guest a NUMA topology with pxb-pcie per node",
+		Needs:  "numa_node and local_cpulist of NICs and GPUs on a multi-node host", UnknownWhen: "never: the finding is itself about an unknown node (warn)"}, numaUnknown},
 	{check.Entry{ID: "affinity.gpu-nic", Title: "Each GPU has a NIC on its PCIe switch or host bridge",
 		Why:    "GPUDirect RDMA does not work well across host bridges and not at all across sockets (NCCL's default GDR level is PXB).",
 		Source: "seed 004, NCCL paths.cc",
-		Fix:    "move the NIC next to the GPU, or pair each GPU with its nearest NIC (NCCL_IB_HCA per rank)"}, gpuNIC},
+		Fix:    "move the NIC next to the GPU, or pair each GPU with its nearest NIC (NCCL_IB_HCA per rank)",
+		Needs:  "the PCI tree from each GPU and NIC up to its host bridge, and NUMA nodes", UnknownWhen: "never: a GPU whose path cannot be traced has no finding"}, gpuNIC},
+}
+
+// rdmaDriverFix names the module that makes a driver's RDMA device.
+var rdmaDriverFix = map[string]string{"mlx5_core": "mlx5_ib", "mlx4_core": "mlx4_ib", "bnxt_en": "bnxt_re", "ice": "irdma", "i40e": "irdma", "qede": "qedr"}
+
+func rdmaDriver(r rule, s *host.Snapshot, o Options) []check.Finding {
+	var out []check.Finding
+	for i := range s.PCIDevices {
+		d := &s.PCIDevices[i]
+		if !s.RDMACapable(d) {
+			continue
+		}
+		sub := d.Address
+		e := []check.Evidence{
+			ev("device", fmt.Sprintf("%s %s:%s class %s", orUnread(host.DeviceName(d.Vendor, d.Device)), d.Vendor, d.Device, d.Class), "/sys/bus/pci/devices/"+d.Address),
+			ev("driver", orUnread(d.Driver), "/sys/bus/pci/devices/"+d.Address+"/driver"),
+		}
+		devs := s.RDMADevicesOf(d.Address)
+		var f check.Finding
+		switch {
+		case len(devs) > 0:
+			f = r.finding(s, check.Pass, sub, "RDMA device %s", strings.Join(devs, ", "))
+		case d.Driver == "vfio-pci":
+			f = r.finding(s, check.Pass, sub, "bound to vfio-pci (passed through): its RDMA device lives in the guest")
+		case d.PhysFn != "" && d.Driver == "":
+			f = r.finding(s, check.Pass, sub, "an unbound virtual function of %s: nothing uses it", d.PhysFn)
+		case d.Driver == "":
+			f = r.finding(s, check.Fail, sub, "RDMA-capable %s has no driver bound: no netdev, no RDMA device", orUnread(host.DeviceName(d.Vendor, d.Device)))
+			f.Fix = []string{"modprobe mlx5_core mlx5_ib   # (mlx4_core mlx4_ib for ConnectX-3, qib for QLogic)", "if the module is missing for this kernel: reinstall MLNX_OFED/DOCA or the distribution's rdma-core for the running kernel"}
+		default:
+			mod := rdmaDriverFix[d.Driver]
+			msg := fmt.Sprintf("driver %s is bound but there is no RDMA device", d.Driver)
+			if mod != "" {
+				loaded := "not loaded"
+				switch {
+				case len(s.Kernel.Modules) == 0:
+					loaded = "unknown whether loaded: /proc/modules not read"
+				case s.Kernel.HasModule(mod):
+					loaded = "loaded, but made no device"
+				}
+				msg += fmt.Sprintf(" (%s: %s)", mod, loaded)
+				e = append(e, ev(mod, loaded, "/proc/modules"))
+			}
+			f = r.finding(s, check.Fail, sub, "%s: no RDMA on this NIC", msg)
+			f.Fix = []string{"modprobe " + cmp.Or(mod, "<the RDMA module of "+d.Driver+">"), "after a kernel update: reinstall MLNX_OFED/DOCA for the running kernel (dkms status; modinfo " + cmp.Or(mod, d.Driver) + ")", "rdma link show   # the device should appear"}
+		}
+		f.Evidence = append(e, ev("rdma devices", cmp.Or(strings.Join(devs, " "), "none"), "/sys/class/infiniband/*/device"))
+		out = append(out, f)
+	}
+	return out
+}
+
+func rdmaPresent(r rule, s *host.Snapshot, o Options) []check.Finding {
+	if len(s.RDMADevices) > 0 {
+		return []check.Finding{r.finding(s, check.Pass, "host", "%d RDMA devices", len(s.RDMADevices))}
+	}
+	if slices.ContainsFunc(s.PCIDevices, func(d host.PCIDevice) bool { return s.RDMACapable(&d) }) {
+		return nil // rdma.driver names each function without its device
+	}
+	e := []check.Evidence{ev("rdma devices", "none", "/sys/class/infiniband"), ev("RDMA-capable PCI functions", "none", "/sys/bus/pci/devices")}
+	var f check.Finding
+	switch {
+	case o.expectsRDMA():
+		f = r.finding(s, check.Fail, "host", "no RDMA device at all, but RDMA is expected here (--expect-rate, --expect-link-layer, --expect-ports or --nhc)")
+		f.Fix = []string{"check the NIC is seated and seen (lspci -d 15b3:)", r.Fix}
+	case len(s.PCIDevices) == 0:
+		f = r.finding(s, check.Unknown, "host", "no RDMA device, and no PCI devices were read to tell whether an RDMA NIC is there")
+	default:
+		// Without an expectation, a host without RDMA may be meant to be
+		// one (a login node): say it loudly, but it is not a failure.
+		f = r.finding(s, check.Warn, "host", "no RDMA device and no RDMA-capable NIC: nothing RDMA to check (pass --expect-rate or --expect-link-layer to require RDMA)")
+		f.Fix = []string{r.Fix}
+	}
+	f.Evidence = e
+	return []check.Finding{f}
 }
 
 func portState(r rule, s *host.Snapshot, o Options) []check.Finding {
@@ -143,11 +312,24 @@ func portState(r rule, s *host.Snapshot, o Options) []check.Finding {
 				f = r.finding(s, check.Unknown, sub, "port state could not be read")
 			case p.State == "ACTIVE" && (p.PhysState == "LinkUp" || p.PhysState == ""):
 				f = r.finding(s, check.Pass, sub, "Active, LinkUp")
+			case p.State == "ACTIVE":
+				// Active needs a physical link, whatever phys_state says.
+				f = r.finding(s, check.Pass, sub, "Active (phys_state reads %q, not LinkUp; Active needs a physical link, so the link is up)", p.PhysState)
 			case p.State == "INIT" && p.LinkLayer == "InfiniBand":
 				f = r.finding(s, check.Fail, sub, "link is up but the port is Init: no subnet manager has configured it")
 				f.Fix = []string{"systemctl enable --now opensm   # on exactly one node", "sminfo   # shows the master SM once it runs"}
 			default:
-				f = r.finding(s, check.Fail, sub, "port is %s / %s: it carries no traffic", p.State, p.PhysState)
+				use, why := portInUse(s, d, p, o)
+				e = append(e, why...)
+				if use == useUnknown {
+					f = r.finding(s, check.Unknown, sub, "port is %s / %s and its counters could not be read, so whether it is meant to be in use is unknown (list the ports that must be up with --expect-ports)", p.State, p.PhysState)
+					break
+				}
+				if use == unused {
+					f = r.finding(s, check.Pass, sub, "unused: %s / %s, and nothing says it should be up (%s)", p.State, p.PhysState, why[0].Value)
+					break
+				}
+				f = r.finding(s, check.Fail, sub, "port is %s / %s but is meant to be in use (%s): it carries no traffic", p.State, p.PhysState, why[0].Value)
 				f.Fix = []string{"check the cable and the link partner (switch port enabled?)", fmt.Sprintf("ibstat %s %d", d.Name, p.Port)}
 			}
 			f.Evidence = e
@@ -156,6 +338,77 @@ func portState(r rule, s *host.Snapshot, o Options) []check.Finding {
 	}
 	return out
 }
+
+// portInUse decides whether a port that is not up is meant to be: the
+// user listed it, it carried data or lost its link since boot (so it was
+// cabled), or its netdev has an address. A second port left uncabled on
+// purpose has none of these. The first evidence says why.
+func portInUse(s *host.Snapshot, d host.RDMADevice, p host.RDMAPort, o Options) (portUse, []check.Evidence) {
+	if listed, hasList := o.expectedPort(d.Name, p.Port); hasList {
+		if listed {
+			return used, []check.Evidence{ev("expected", "listed in --expect-ports", "--expect-ports")}
+		}
+		return unused, []check.Evidence{ev("expected", "not in --expect-ports", "--expect-ports")}
+	}
+	if p.LinkLayer == "Ethernet" && len(p.NetDevs) > 0 && !hasAddress(p) && allAdminDown(s, p.NetDevs) {
+		// Taken down by hand and given no address: whatever it carried
+		// before, nobody means it to run now.
+		return unused, []check.Evidence{ev("netdev", strings.Join(p.NetDevs, " ")+" set down (no IFF_UP) with no address", "/sys/class/net/"+p.NetDevs[0]+"/flags")}
+	}
+	for _, c := range counters.Select(counters.PortCounters, counters.Data) {
+		if v := p.Counters[c.Sysfs]; v > 0 {
+			return used, []check.Evidence{ev(c.Sysfs, fmt.Sprintf("%s = %d since boot: it carried data", c.Sysfs, v), portPath(d.Name, p.Port, "counters/"+c.Sysfs))}
+		}
+	}
+	if v := p.Counters["link_downed"]; v > 0 {
+		return used, []check.Evidence{ev("link_downed", fmt.Sprintf("link_downed = %d since boot: the link was up and went down", v), portPath(d.Name, p.Port, "counters/link_downed"))}
+	}
+	for _, g := range p.GIDs {
+		if a := gidAddress(g); a != "" {
+			return used, []check.Evidence{ev("address", a+" on "+g.NetDev+": the netdev is configured for use", portPath(d.Name, p.Port, fmt.Sprintf("gids/%d", g.Index)))}
+		}
+	}
+	if len(p.Counters) == 0 {
+		return useUnknown, []check.Evidence{ev("counters", "not readable", portPath(d.Name, p.Port, "counters"))}
+	}
+	return unused, []check.Evidence{ev("in use", "no data or link-down counts since boot, no address, not listed by --expect-ports", portPath(d.Name, p.Port, "counters"))}
+}
+
+// gidAddress is the IP address a RoCE GID carries (IPv4, or an IPv6 that
+// is not link-local), or "".
+func gidAddress(g host.GID) string {
+	if g.IPv4 != "" {
+		return g.IPv4
+	}
+	if a, err := netip.ParseAddr(g.GID); err == nil && !a.IsLinkLocalUnicast() && g.NetDev != "" {
+		return a.String()
+	}
+	return ""
+}
+
+func hasAddress(p host.RDMAPort) bool {
+	return slices.ContainsFunc(p.GIDs, func(g host.GID) bool { return gidAddress(g) != "" })
+}
+
+// allAdminDown reports netdevs all known to be set down.
+func allAdminDown(s *host.Snapshot, names []string) bool {
+	for _, n := range names {
+		nd := s.NetDev(n)
+		if nd == nil || nd.AdminUp == nil || *nd.AdminUp {
+			return false
+		}
+	}
+	return true
+}
+
+// portUse is whether a port that is not up is meant to be.
+type portUse int
+
+const (
+	unused portUse = iota
+	used
+	useUnknown
+)
 
 func activePorts(s *host.Snapshot, fn func(d host.RDMADevice, p host.RDMAPort)) {
 	for _, d := range s.RDMADevices {
@@ -168,22 +421,24 @@ func activePorts(s *host.Snapshot, fn func(d host.RDMADevice, p host.RDMAPort)) 
 }
 
 func portRateExpected(r rule, s *host.Snapshot, o Options) []check.Finding {
-	if o.ExpectRateGbps <= 0 {
-		return nil
-	}
 	var out []check.Finding
 	activePorts(s, func(d host.RDMADevice, p host.RDMAPort) {
+		layer, _ := linkrate.SysfsLayer(p.LinkLayer)
+		want, ok := o.rateExpectation(layer)
+		if !ok {
+			return
+		}
 		sub := portSubject(d.Name, p.Port)
-		e := []check.Evidence{ev("rate", p.Rate.Raw, portPath(d.Name, p.Port, "rate")), ev("expected", fmt.Sprintf("%g Gb/s", o.ExpectRateGbps), "--expect-rate")}
+		e := []check.Evidence{ev("rate", p.Rate.Raw, portPath(d.Name, p.Port, "rate")), ev("expected", fmt.Sprintf("%g Gb/s", want.Gbps), want.Source)}
 		var f check.Finding
 		switch {
 		case p.RateGbps == 0:
 			f = r.finding(s, check.Unknown, sub, "rate could not be read")
-		case p.RateGbps < o.ExpectRateGbps:
-			f = r.finding(s, check.Fail, sub, "runs at %g Gb/s (%s), expected %g Gb/s", p.RateGbps, p.Rate.Raw, o.ExpectRateGbps)
+		case p.RateGbps < want.Gbps:
+			f = r.finding(s, check.Fail, sub, "runs at %g Gb/s (%s), expected %g Gb/s (%s)", p.RateGbps, p.Rate.Raw, want.Gbps, want.Source)
 			f.Fix = strings.Split(r.Fix, "; ")
 		default:
-			f = r.finding(s, check.Pass, sub, "%g Gb/s as expected", p.RateGbps)
+			f = r.finding(s, check.Pass, sub, "%g Gb/s as expected (%s)", p.RateGbps, want.Source)
 		}
 		f.Evidence = e
 		out = append(out, f)
@@ -191,29 +446,64 @@ func portRateExpected(r rule, s *host.Snapshot, o Options) []check.Finding {
 	return out
 }
 
+// nicMax is the fastest a port of this part can run on a link layer, and
+// where that is known from: the board id (exact part), or the family when
+// the port already runs at the family's best. ok is false when only the
+// family is known and the port runs below its best: some boards of the
+// family are slower (a dual-port 25G ConnectX-4 Lx), so the part's own
+// maximum is unknown.
+func nicMax(d host.RDMADevice, pci *host.PCIDevice, layer linkrate.Layer, rateGbps float64) (maxGbps float64, part, source string, known bool) {
+	if b, ok := linkrate.BoardOf(d.BoardID); ok {
+		return b.MaxGbps, b.Part, "board_id " + d.BoardID, true
+	}
+	if pci == nil {
+		return 0, "", "", false
+	}
+	m, ok := linkrate.ModelOf(pci.Vendor, pci.Device)
+	if !ok || m.MaxGbps(layer) == 0 {
+		return 0, "", "", false
+	}
+	family := m.MaxGbps(layer)
+	return family, m.Name, "device id " + pci.Device + " (family best)", rateGbps >= family
+}
+
 func portRateNICMax(r rule, s *host.Snapshot, o Options) []check.Finding {
 	var out []check.Finding
 	activePorts(s, func(d host.RDMADevice, p host.RDMAPort) {
-		pci := s.PCI(d.PCIAddress)
-		if pci == nil || p.RateGbps == 0 {
+		if p.RateGbps == 0 {
 			return
 		}
-		model, ok := linkrate.ModelOf(pci.Vendor, pci.Device)
 		layer, _ := linkrate.SysfsLayer(p.LinkLayer)
-		max := model.MaxGbps(layer)
-		if !ok || max == 0 {
-			return
-		}
+		pci := s.PCI(d.PCIAddress)
+		max, part, source, known := nicMax(d, pci, layer, p.RateGbps)
 		sub := portSubject(d.Name, p.Port)
-		f := r.finding(s, check.Pass, sub, "%g Gb/s, the best a %s does", p.RateGbps, host.DeviceName(pci.Vendor, pci.Device))
-		if p.RateGbps < max {
-			f = r.finding(s, check.Warn, sub, "runs at %g Gb/s; a %s can do %g Gb/s (slower switch or cable?)", p.RateGbps, host.DeviceName(pci.Vendor, pci.Device), max)
+		e := []check.Evidence{ev("rate", p.Rate.Raw, portPath(d.Name, p.Port, "rate")), ev("board_id", orUnread(d.BoardID), "/sys/class/infiniband/"+d.Name+"/board_id")}
+		var f check.Finding
+		switch {
+		case part == "":
+			// No model at all (another vendor, no PCI function in the
+			// capture): nothing to compare with, and nothing to claim.
+			return
+		case !known:
+			f = r.finding(s, check.Unknown, sub, "runs at %g Gb/s; the %s family reaches %g Gb/s, but some of its boards are slower and board_id %q is not in the board table", p.RateGbps, part, max, d.BoardID)
+		case p.RateGbps < max:
+			f = r.finding(s, check.Warn, sub, "runs at %g Gb/s; this %s can do %g Gb/s (slower switch or cable?)", p.RateGbps, part, max)
 			f.Fix = []string{r.Fix}
+		default:
+			f = r.finding(s, check.Pass, sub, "%g Gb/s, the best a %s does", p.RateGbps, part)
 		}
-		f.Evidence = []check.Evidence{ev("rate", p.Rate.Raw, portPath(d.Name, p.Port, "rate")), ev("nic", host.DeviceName(pci.Vendor, pci.Device)+" "+pci.Device, "/sys/bus/pci/devices/"+pci.Address+"/device")}
+		e = append(e, ev("part maximum", fmt.Sprintf("%g Gb/s", max), source))
+		f.Evidence = e
 		out = append(out, f)
 	})
 	return out
+}
+
+func orUnread(v string) string {
+	if v == "" {
+		return "not read"
+	}
+	return v
 }
 
 func portLinkLayer(r rule, s *host.Snapshot, o Options) []check.Finding {
@@ -224,19 +514,20 @@ func portLinkLayer(r rule, s *host.Snapshot, o Options) []check.Finding {
 	for _, d := range s.RDMADevices {
 		for _, p := range d.Ports {
 			sub := portSubject(d.Name, p.Port)
-			f := r.finding(s, check.Pass, sub, "%s as expected", p.LinkLayer)
+			layer, ok := linkrate.SysfsLayer(p.LinkLayer)
+			f := r.finding(s, check.Pass, sub, "%s as expected", layer)
 			switch {
-			case p.LinkLayer == "":
+			case !ok:
 				f = r.finding(s, check.Unknown, sub, "link layer could not be read")
-			case !strings.EqualFold(p.LinkLayer, o.ExpectLinkLayer):
-				f = r.finding(s, check.Fail, sub, "link layer is %s, expected %s", p.LinkLayer, o.ExpectLinkLayer)
+			case layer != o.ExpectLinkLayer:
+				f = r.finding(s, check.Fail, sub, "link layer is %s (%s), expected %s", layer, p.LinkLayer, o.ExpectLinkLayer)
 				mode := "2"
-				if strings.EqualFold(o.ExpectLinkLayer, "InfiniBand") {
+				if o.ExpectLinkLayer == linkrate.InfiniBand {
 					mode = "1"
 				}
 				f.Fix = []string{fmt.Sprintf("mlxconfig -d %s set LINK_TYPE_P%d=%s && reboot", d.PCIAddress, p.Port, mode)}
 			}
-			f.Evidence = []check.Evidence{ev("link_layer", p.LinkLayer, portPath(d.Name, p.Port, "link_layer"))}
+			f.Evidence = []check.Evidence{ev("link_layer", p.LinkLayer, portPath(d.Name, p.Port, "link_layer")), ev("expected", string(o.ExpectLinkLayer), "--expect-link-layer")}
 			out = append(out, f)
 		}
 	}
@@ -263,12 +554,12 @@ func pcieDegraded(r rule, s *host.Snapshot, o Options) []check.Finding {
 		gt, w := s.LinkCeiling(d)
 		sub := d.Address
 		e := []check.Evidence{
-			ev("current", fmt.Sprintf("%g GT/s x%d", d.CurrentLinkSpeedGTps, d.CurrentLinkWidth), "/sys/bus/pci/devices/"+a+"/current_link_{speed,width}"),
-			ev("capable", fmt.Sprintf("%g GT/s x%d (device and slot)", gt, w), "/sys/bus/pci/devices/"+a+"/max_link_{speed,width} and its upstream port"),
+			ev("current", linkValue(d.CurrentLinkSpeedGTps, d.CurrentLinkWidth), "/sys/bus/pci/devices/"+a+"/current_link_{speed,width}"),
+			ev("capable", linkValue(gt, w)+" (device and slot)", "/sys/bus/pci/devices/"+a+"/max_link_{speed,width} and its upstream port"),
 		}
 		var f check.Finding
 		switch {
-		case d.CurrentLinkWidth == 0 || w == 0:
+		case d.CurrentLinkWidth == 0 || w == 0 || d.CurrentLinkSpeedGTps == 0 || gt == 0:
 			f = r.finding(s, check.Unknown, sub, "PCIe link not readable")
 		case d.CurrentLinkWidth < w:
 			f = r.finding(s, check.Fail, sub, "PCIe link trained at x%d, the device and slot can do x%d", d.CurrentLinkWidth, w)
@@ -286,6 +577,21 @@ func pcieDegraded(r rule, s *host.Snapshot, o Options) []check.Finding {
 		out = append(out, f)
 	}
 	return out
+}
+
+// linkValue prints a PCIe link as read; a value not read is "unknown".
+func linkValue(gtps float64, width int) string {
+	sp, w := "unknown speed", "unknown width"
+	if gtps > 0 {
+		sp = fmt.Sprintf("%g GT/s", gtps)
+	}
+	if width > 0 {
+		w = fmt.Sprintf("x%d", width)
+	}
+	if gtps <= 0 && width <= 0 {
+		return "unknown"
+	}
+	return sp + " " + w
 }
 
 // roceMTU: RoCE MTU = largest IB MTU <= netdev MTU - 96 (iboe_get_mtu).
@@ -337,6 +643,8 @@ func roceGID(r rule, s *host.Snapshot, o Options) []check.Finding {
 		case v2 != nil:
 			f = r.finding(s, check.Pass, sub, "RoCE v2 GID index %d for %s: use -x %d / NCCL_IB_GID_INDEX=%d", v2.Index, v2.IPv4, v2.Index, v2.Index)
 			f.Evidence = []check.Evidence{ev("gid", fmt.Sprintf("%d %s %s %s", v2.Index, v2.GID, v2.Type, v2.NetDev), portPath(d.Name, p.Port, fmt.Sprintf("gids/%d", v2.Index)))}
+		case p.GIDTableMissing:
+			f = r.finding(s, check.Unknown, sub, "the GID table (gids/) is not in the source: cannot tell which GIDs the port has")
 		case len(p.GIDs) == 0:
 			f = r.finding(s, check.Fail, sub, "no GIDs at all: the port has no usable address")
 			f.Fix = strings.Split(r.Fix, "; ")
@@ -422,45 +730,77 @@ func ipoibMode(r rule, s *host.Snapshot, o Options) []check.Finding {
 	return out
 }
 
-// errorCounters are the counters whose non-zero value means trouble.
-var errorCounters = []string{"symbol_error", "link_downed", "link_error_recovery", "port_rcv_errors", "port_rcv_remote_physical_errors", "port_xmit_discards", "local_link_integrity_errors", "excessive_buffer_overrun_errors"}
-var errorHWCounters = []string{"out_of_buffer", "out_of_sequence", "packet_seq_err", "local_ack_timeout_err", "rnr_nak_retry_err", "req_transport_retries_exceeded"}
-
 func portErrors(r rule, s *host.Snapshot, o Options) []check.Finding {
 	var out []check.Finding
 	for _, d := range s.RDMADevices {
 		for _, p := range d.Ports {
 			sub := portSubject(d.Name, p.Port)
-			if len(p.Counters) == 0 && len(p.HWCounters) == 0 {
-				out = append(out, r.finding(s, check.Unknown, sub, "no counters readable"))
-				continue
-			}
-			var bad []check.Evidence
-			for _, c := range errorCounters {
-				if v := p.Counters[c]; v > 0 {
-					bad = append(bad, ev(c, strconv.FormatUint(v, 10), portPath(d.Name, p.Port, "counters/"+c)))
+			var bad, unreadable []check.Evidence
+			read := 0
+			for _, c := range errorCounters() {
+				vals, dir := p.Counters, "counters/"
+				if c.Family == counters.HWCounters {
+					vals, dir = p.HWCounters, "hw_counters/"
+				}
+				src := portPath(d.Name, p.Port, dir+c.Sysfs)
+				if slices.Contains(p.Unavailable, strings.TrimPrefix(dir, "counters/")+c.Sysfs) {
+					unreadable = append(unreadable, ev(c.Sysfs, "not readable", src))
+					continue
+				}
+				v, ok := vals[c.Sysfs]
+				if !ok {
+					continue
+				}
+				read++
+				switch {
+				case c.Saturated(v):
+					bad = append(bad, ev(c.Sysfs, fmt.Sprintf("%d (saturated: at least this many)", v), src))
+				case v > 0:
+					bad = append(bad, ev(c.Sysfs, strconv.FormatUint(v, 10), src))
 				}
 			}
-			for _, c := range errorHWCounters {
-				if v := p.HWCounters[c]; v > 0 {
-					bad = append(bad, ev(c, strconv.FormatUint(v, 10), portPath(d.Name, p.Port, "hw_counters/"+c)))
+			var f check.Finding
+			switch {
+			case len(bad) > 0:
+				var names []string
+				for _, b := range bad {
+					names = append(names, b.What+"="+b.Value)
 				}
+				f = r.finding(s, check.Warn, sub, "non-zero error counters since boot: %s", strings.Join(names, ", "))
+				f.Evidence = append(bad, unreadable...)
+				f.Fix = []string{"take a second snapshot later and compare: rising counters mean a live problem", r.Fix}
+			case len(unreadable) > 0 && read == 0:
+				f = r.finding(s, check.Unknown, sub, "none of the %d error counters could be read (%s)", len(unreadable), evidenceNames(unreadable))
+				f.Evidence = unreadable
+			case len(unreadable) > 0:
+				// A counter that cannot be read may be the one that counts:
+				// never call the port clean on the others alone.
+				f = r.finding(s, check.Unknown, sub, "%d error counters could not be read (%s); the %d that could are zero", len(unreadable), evidenceNames(unreadable), read)
+				f.Evidence = unreadable
+			case read == 0:
+				f = r.finding(s, check.Unknown, sub, "no error counters readable")
+				f.Evidence = []check.Evidence{ev("counters", "none", portPath(d.Name, p.Port, "counters"))}
+			default:
+				f = r.finding(s, check.Pass, sub, "all %d error counters read are zero", read)
 			}
-			if len(bad) == 0 {
-				out = append(out, r.finding(s, check.Pass, sub, "error counters are zero"))
-				continue
-			}
-			var names []string
-			for _, b := range bad {
-				names = append(names, b.What+"="+b.Value)
-			}
-			f := r.finding(s, check.Warn, sub, "non-zero error counters since boot: %s", strings.Join(names, ", "))
-			f.Evidence = bad
-			f.Fix = []string{"take a second snapshot later and compare: rising counters mean a live problem", r.Fix}
 			out = append(out, f)
 		}
 	}
 	return out
+}
+
+// errorCounters are the counters whose non-zero value means trouble, from
+// the one counter table.
+func errorCounters() []counters.Counter {
+	return append(counters.Select(counters.PortCounters, counters.Error), counters.Select(counters.HWCounters, counters.Error)...)
+}
+
+func evidenceNames(es []check.Evidence) string {
+	var n []string
+	for _, e := range es {
+		n = append(n, e.What)
+	}
+	return strings.Join(firstN(n, 4), ", ")
 }
 
 func rdmaModules(r rule, s *host.Snapshot, o Options) []check.Finding {

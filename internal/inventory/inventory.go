@@ -24,6 +24,8 @@ import (
 type Options struct {
 	// Now stamps the snapshot; nil means time.Now. Tests pass a fixed clock.
 	Now func() time.Time
+	// Recorder, when set, records every path Open reads (for gather).
+	Recorder *hostfs.Recorder
 }
 
 type collector struct {

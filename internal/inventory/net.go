@@ -33,6 +33,10 @@ func (c *collector) netdev(name string) host.NetDev {
 		}
 	}
 	n.OperState, _ = c.str(subject, dir+"/operstate")
+	if v, ok := c.num(subject, dir+"/flags"); ok {
+		up := v&1 != 0 // IFF_UP: set by "ip link set up", whatever the carrier
+		n.AdminUp = &up
+	}
 	if v, ok := c.num(subject, dir+"/type"); ok {
 		n.Type = int(v)
 	}

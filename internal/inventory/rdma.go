@@ -2,6 +2,8 @@ package inventory
 
 import (
 	"cmp"
+	"encoding/binary"
+	"net/netip"
 	"path"
 	"regexp"
 	"slices"
@@ -31,8 +33,8 @@ func (c *collector) rdmaDevice(name string) host.RDMADevice {
 			c.fail(subject, dir+"/node_type", err)
 		}
 	}
-	d.NodeGUID, _ = c.str(subject, dir+"/node_guid")
-	d.SysImageGUID, _ = c.str(subject, dir+"/sys_image_guid")
+	d.NodeGUID = c.guid(subject, dir+"/node_guid")
+	d.SysImageGUID = c.guid(subject, dir+"/sys_image_guid")
 	d.NodeDesc, _ = c.str(subject, dir+"/node_desc")
 	d.FWVersion, _ = c.str(subject, dir+"/fw_ver")
 	d.BoardID, _ = c.str(subject, dir+"/board_id")
@@ -97,6 +99,7 @@ func (c *collector) rdmaPort(dev string, n int, dir string) host.RDMAPort {
 	p.SMSL, p.LMC = num("sm_sl"), num("lid_mask_count")
 	p.CapMask, _ = c.str(subject, dir+"/cap_mask")
 	p.GIDs = c.gids(subject, dir)
+	p.GIDTableMissing = !c.fs.IsDir(dir + "/gids")
 	var na []string
 	p.Counters, na = c.counters(subject, dir+"/counters")
 	p.Unavailable = append(p.Unavailable, na...)
@@ -104,12 +107,32 @@ func (c *collector) rdmaPort(dev string, n int, dir string) host.RDMAPort {
 	for _, f := range na {
 		p.Unavailable = append(p.Unavailable, "hw_counters/"+f)
 	}
+	if p.LinkLayer == "InfiniBand" && len(p.GIDs) > 0 && p.GIDs[0].Index == 0 {
+		// An InfiniBand port's GID 0 is the subnet prefix and the port GUID.
+		if a, err := netip.ParseAddr(p.GIDs[0].GID); err == nil {
+			b := a.As16()
+			p.PortGUID = host.GUID(binary.BigEndian.Uint64(b[8:]))
+		}
+	}
 	for _, g := range p.GIDs {
 		if g.NetDev != "" && !slices.Contains(p.NetDevs, g.NetDev) {
 			p.NetDevs = append(p.NetDevs, g.NetDev)
 		}
 	}
 	return p
+}
+
+// guid reads an optional GUID attribute (sysfs's 506b:4b03:0043:3a00).
+func (c *collector) guid(subject, p string) host.GUID {
+	s, ok := c.str(subject, p)
+	if !ok || s == "" {
+		return 0
+	}
+	g, err := host.ParseGUID(s)
+	if err != nil {
+		c.fail(subject, p, err)
+	}
+	return g
 }
 
 // gids reads the non-zero entries of a port's GID table. Types and ndevs

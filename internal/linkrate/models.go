@@ -128,6 +128,7 @@ type Board struct {
 var Boards = []Board{
 	{"MT_2420110034", "MCX4121A-ACAT (ConnectX-4 Lx, 2×25GbE)", 25},
 	{"MT_2420111034", "MCX4121A-XCAT (ConnectX-4 Lx, 2×10GbE)", 10},
+	{"MT_2180110032", "MCX455A-ECAT (ConnectX-4 VPI, 1×EDR/100GbE)", 100},
 }
 
 // BoardOf finds a part by its board id.

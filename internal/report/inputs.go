@@ -330,18 +330,11 @@ func (in *Inputs) addBench(path string, rs []BenchResult) error {
 // carried them, so the verdict rests on every input.
 func (in *Inputs) judge() {
 	if len(in.Hosts) > 0 && !in.Judged[envelope.Doctor] {
-		opt := hostcheck.Options{}
+		in.Findings = append(in.Findings, hostcheck.Doctor(in.Hosts, hostcheck.Options{})...)
 		rate := "no expected rate with one host: ports are judged against their NIC's maximum; a doctor document made with --expect-rate says more"
 		if len(in.Hosts) > 1 {
-			if opt.ExpectRateGbps = hostcheck.MajorityRateGbps(in.Hosts); opt.ExpectRateGbps > 0 {
-				rate = fmt.Sprintf("expected rate: the fleet's majority, %g Gb/s", opt.ExpectRateGbps)
-			}
+			rate = "expected rate: the fleet's majority, where there is one"
 		}
-		for _, h := range hostcheck.Latest(in.Hosts) {
-			in.Findings = append(in.Findings, hostcheck.Run(h, opt)...)
-		}
-		in.Findings = append(in.Findings, hostcheck.RunDeltas(in.Hosts)...)
-		in.Findings = append(in.Findings, hostcheck.RunFleet(in.Hosts)...)
 		in.Derived = append(in.Derived, "doctor rules on the host snapshots (no doctor results given; "+rate+")")
 	}
 	if len(in.Fabrics) > 0 && !in.Judged[envelope.FabricCheck] {

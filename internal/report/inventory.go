@@ -206,10 +206,12 @@ func shortAddr(a string) string {
 }
 
 // interesting picks the devices a locality map shows: GPUs, network
-// controllers, NVMe and accelerators; bridges and chipset functions are noise.
-func interesting(d host.PCIDevice) bool {
+// controllers, every RDMA-capable function (InfiniBand class 0x0c06, or
+// anything with an RDMA device), NVMe and accelerators; bridges and
+// chipset functions are noise.
+func interesting(d host.PCIDevice, s *host.Snapshot) bool {
 	c := strings.ToLower(d.Class)
-	return host.IsGPUClass(d.Class, d.Vendor) || strings.HasPrefix(c, "0x02") || strings.HasPrefix(c, "0x0108") || strings.HasPrefix(c, "0x12")
+	return host.IsGPUClass(d.Class, d.Vendor) || strings.HasPrefix(c, "0x02") || strings.HasPrefix(c, "0x0108") || strings.HasPrefix(c, "0x12") || s.RDMACapable(&d)
 }
 
 // LocalityRow is one device of the locality map.
@@ -234,7 +236,7 @@ type LocalityRow struct {
 func Locality(s *host.Snapshot) []LocalityRow {
 	var out []LocalityRow
 	for _, d := range s.PCIDevices {
-		if !interesting(d) || d.PhysFn != "" {
+		if !interesting(d, s) || d.PhysFn != "" {
 			continue
 		}
 		name := host.DeviceName(d.Vendor, d.Device)
@@ -296,19 +298,34 @@ func attached(addr string, s *host.Snapshot) []string {
 	return out
 }
 
+// pcieText prints "Gen3 x16"; a value not read is "unknown", never Gen0 or x0.
+func pcieText(gtps float64, width int) string {
+	gen, w := "Gen?", "x?"
+	if g := linkrate.PCIeGen(gtps); g > 0 {
+		gen = fmt.Sprintf("Gen%d", g)
+	}
+	if width > 0 {
+		w = fmt.Sprintf("x%d", width)
+	}
+	if gen == "Gen?" && w == "x?" {
+		return "unknown"
+	}
+	return gen + " " + w
+}
+
 // linkText prints "Gen3 x16 / Gen4 x16" and whether the link trained below
 // what both the device and its slot can do.
 func linkText(d host.PCIDevice, s *host.Snapshot) (string, bool) {
 	if d.MaxLinkWidth == 0 && d.CurrentLinkWidth == 0 {
-		return "-", false
+		return "unknown", false
 	}
-	cur := fmt.Sprintf("Gen%d x%d", linkrate.PCIeGen(d.CurrentLinkSpeedGTps), d.CurrentLinkWidth)
-	max := fmt.Sprintf("Gen%d x%d", linkrate.PCIeGen(d.MaxLinkSpeedGTps), d.MaxLinkWidth)
+	cur := pcieText(d.CurrentLinkSpeedGTps, d.CurrentLinkWidth)
+	max := pcieText(d.MaxLinkSpeedGTps, d.MaxLinkWidth)
 	if cur == max {
 		return cur, false
 	}
 	gt, w := s.LinkCeiling(&d)
-	return cur + " / " + max, d.CurrentLinkWidth < w || d.CurrentLinkSpeedGTps < gt
+	return cur + " / " + max, d.CurrentLinkWidth > 0 && d.CurrentLinkSpeedGTps > 0 && (d.CurrentLinkWidth < w || d.CurrentLinkSpeedGTps < gt)
 }
 
 // AffinityView is the GPU↔NIC matrix as nvidia-smi topo -m prints it.

@@ -10,7 +10,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"testing"
 
+	"github.com/rdmalab/rdmalab/internal/counters"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"k8s.io/utils/cpuset"
 )
@@ -77,6 +79,8 @@ type NetDev struct {
 	MTU, SpeedMbps, Type, Port int
 	// ECN, when set, writes the MLNX_OFED ecn/ tree with these priorities enabled.
 	ECN []int
+	// AdminDown leaves the interface down (flags without IFF_UP).
+	AdminDown bool
 }
 
 // Write writes the tree under dir.
@@ -401,19 +405,18 @@ func (m Machine) rdmaDev(w *writer, r RDMADev, pciDir string) {
 				w.file(fmt.Sprintf("%s/gid_attrs/ndevs/%d", pd, g.Index), g.Dev)
 			}
 		}
-		counters := map[string]uint64{"symbol_error": 0, "link_downed": 0, "port_rcv_errors": 0, "port_xmit_discards": 0, "link_error_recovery": 0, "port_rcv_remote_physical_errors": 0, "local_link_integrity_errors": 0, "excessive_buffer_overrun_errors": 0, "port_xmit_data": 123456789, "port_rcv_data": 98765432}
-		for k, v := range p.Counters {
-			counters[k] = v
-		}
-		for k, v := range counters {
-			w.file(pd+"/counters/"+k, strconv.FormatUint(v, 10))
-		}
-		hw := map[string]uint64{"out_of_buffer": 0, "out_of_sequence": 0, "packet_seq_err": 0, "local_ack_timeout_err": 0, "rnr_nak_retry_err": 0}
-		for k, v := range p.HWCounters {
-			hw[k] = v
-		}
-		for k, v := range hw {
-			w.file(pd+"/hw_counters/"+k, strconv.FormatUint(v, 10))
+		// Every counter of the one table, as a port that has carried
+		// traffic shows them; Counters and HWCounters override.
+		for _, c := range counters.Table {
+			dir, over := "/counters/", p.Counters
+			if c.Family == counters.HWCounters {
+				dir, over = "/hw_counters/", p.HWCounters
+			}
+			v, ok := over[c.Sysfs]
+			if !ok && (c.Kind == counters.Data || c.Kind == counters.Packets) {
+				v = 123456789
+			}
+			w.file(pd+dir+c.Sysfs, strconv.FormatUint(v, 10))
 		}
 	}
 }
@@ -429,6 +432,11 @@ func (m Machine) netdev(w *writer, n NetDev, pciDir string) {
 		state = "up"
 	}
 	w.file(d+"/operstate", state)
+	flags := "0x1003" // IFF_UP|IFF_BROADCAST|IFF_MULTICAST
+	if n.AdminDown {
+		flags = "0x1002"
+	}
+	w.file(d+"/flags", flags)
 	typ := n.Type
 	if typ == 0 {
 		typ = 1
@@ -451,4 +459,38 @@ func (m Machine) netdev(w *writer, n NetDev, pciDir string) {
 		}
 		w.file(d+"/qos/trust", "dscp")
 	}
+}
+
+// fastTmp prefers a tmpfs: unpacking tens of thousands of small sysfs files
+// costs seconds on a disk and milliseconds in memory.
+func fastTmp() string {
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		if f, err := os.CreateTemp("/dev/shm", "probe-"); err == nil {
+			f.Close()
+			os.Remove(f.Name())
+			return "/dev/shm"
+		}
+	}
+	return os.TempDir()
+}
+
+// TempDir is t.TempDir on a tmpfs when there is one.
+func TempDir(t testing.TB) string {
+	t.Helper()
+	d, err := os.MkdirTemp(fastTmp(), "rdmalab-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+// WriteTree writes m under a fresh temporary directory and returns it.
+func WriteTree(t testing.TB, m Machine) string {
+	t.Helper()
+	d := TempDir(t)
+	if err := m.Write(d); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

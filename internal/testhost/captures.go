@@ -132,40 +132,6 @@ func unpackCaptures(base, tmp string) (map[string]Capture, error) {
 	return out, firstErr
 }
 
-// fastTmp prefers a tmpfs: unpacking tens of thousands of small sysfs files
-// costs seconds on a disk and milliseconds in memory.
-func fastTmp() string {
-	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
-		if f, err := os.CreateTemp("/dev/shm", "probe-"); err == nil {
-			f.Close()
-			os.Remove(f.Name())
-			return "/dev/shm"
-		}
-	}
-	return os.TempDir()
-}
-
-// TempDir is t.TempDir on a tmpfs when there is one.
-func TempDir(t testing.TB) string {
-	t.Helper()
-	d, err := os.MkdirTemp(fastTmp(), "rdmalab-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(d) })
-	return d
-}
-
-// WriteTree writes m under a fresh temporary directory and returns it.
-func WriteTree(t testing.TB, m Machine) string {
-	t.Helper()
-	d := TempDir(t)
-	if err := m.Write(d); err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil

@@ -1,0 +1,237 @@
+package inventory
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/rdmalab/rdmalab/internal/capture"
+	"github.com/rdmalab/rdmalab/internal/host"
+	"github.com/rdmalab/rdmalab/internal/hostfs"
+)
+
+// SourceError is a source that cannot be read as a host: the CLI prints it
+// as one line naming the source and exits 2.
+type SourceError struct {
+	Source string
+	Err    error
+}
+
+func (e *SourceError) Error() string { return e.Source + ": " + e.Err.Error() }
+func (e *SourceError) Unwrap() error { return e.Err }
+
+// Why a source is refused; test with errors.Is.
+var (
+	// ErrNoSys: a directory without sys/ (and not a copy of
+	// /sys/class/infiniband) holds no host to read: reading it would give
+	// an empty host that every rule passes.
+	ErrNoSys = errors.New("no sys/ inside; point it at the directory that holds sys/ and proc/, or at a copy of /sys/class/infiniband")
+	// ErrEmptySys: sys/ exists but holds nothing.
+	ErrEmptySys = errors.New("sys/ is empty: nothing to read")
+	// ErrNotHost: a regular file that is neither a capture archive nor a
+	// snapshot.
+	ErrNotHost = errors.New("not a directory, a capture (.tar.gz) or a host snapshot (.json)")
+)
+
+// Open reads a host from any source a user can name: the live host ("/" or
+// ""), a directory holding sys/ (and proc/), a copy of /sys/class/infiniband
+// alone, a capture archive from 'rdmalab gather' (or any tar.gz of a root
+// tree), or a host snapshot file. Errors are *SourceError, or a
+// *host.WrongKindError for a document of another kind. opt.Recorder, when
+// set, records every path read (live or directory sources only).
+func Open(source string, opt Options) (*host.Snapshot, error) {
+	if source == "" {
+		source = "/"
+	}
+	st, err := os.Stat(source)
+	if err != nil {
+		return nil, &SourceError{source, err}
+	}
+	if !st.IsDir() {
+		switch {
+		case capture.IsArchive(source):
+			if opt.Recorder != nil {
+				return nil, &SourceError{source, errors.New("already a capture; use it as it is")}
+			}
+			return openArchive(source, opt)
+		case looksLikeJSON(source):
+			s, err := host.Load(source)
+			if err != nil {
+				var wk *host.WrongKindError
+				if errors.As(err, &wk) {
+					return nil, err
+				}
+				return nil, &SourceError{source, errors.Unwrap(err)}
+			}
+			return s, nil
+		}
+		return nil, &SourceError{source, ErrNotHost}
+	}
+	s, err := openDir(source, source, opt)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// looksLikeJSON reports a file whose first non-blank byte opens a JSON
+// object, whatever its name.
+func looksLikeJSON(p string) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return strings.HasSuffix(p, ".json")
+	}
+	defer f.Close()
+	buf := make([]byte, 512)
+	n, _ := f.Read(buf)
+	t := strings.TrimSpace(string(buf[:n]))
+	return strings.HasPrefix(t, "{")
+}
+
+// openDir reads a root directory; name is what errors call it.
+func openDir(dir, name string, opt Options) (*host.Snapshot, error) {
+	fsys, err := hostfs.New(dir)
+	if err != nil {
+		return nil, &SourceError{name, err}
+	}
+	if opt.Recorder != nil {
+		fsys.Record(opt.Recorder)
+	}
+	switch {
+	case fsys.IsDir("/sys"):
+		if ents, err := fsys.ReadDir("/sys"); err == nil && len(ents) == 0 {
+			return nil, &SourceError{name, ErrEmptySys}
+		}
+	case isIBClassDir(dir):
+		// A copy of /sys/class/infiniband alone (as gpud and others keep
+		// them): read it as that directory of an otherwise empty host.
+		if err := fsys.Mount("/sys/class/infiniband", dir); err != nil {
+			return nil, &SourceError{name, err}
+		}
+	case fsys.Exists("/proc"):
+		return nil, &SourceError{name, fmt.Errorf("has proc/ but %w", ErrNoSys)}
+	default:
+		return nil, &SourceError{name, ErrNoSys}
+	}
+	s := Collect(fsys, opt)
+	s.Source = name
+	return s, nil
+}
+
+// openArchive unpacks a capture into a scratch directory and reads it.
+// Entries refused for escaping the root are reported in the snapshot's
+// errors (and in the error, if nothing readable is left).
+func openArchive(archive string, opt Options) (*host.Snapshot, error) {
+	tmp, err := os.MkdirTemp("", "rdmalab-capture-")
+	if err != nil {
+		return nil, &SourceError{archive, err}
+	}
+	defer os.RemoveAll(tmp)
+	refused, err := capture.Extract(archive, tmp)
+	if err != nil {
+		return nil, &SourceError{archive, errors.Unwrap(err)}
+	}
+	s, err := openDir(treeRoot(tmp), archive, opt)
+	if err != nil {
+		if len(refused) > 0 {
+			return nil, &SourceError{archive, fmt.Errorf("%s (%s)", refusedText(refused), errors.Unwrap(err))}
+		}
+		return nil, err
+	}
+	if len(refused) > 0 {
+		s.Errors = append(s.Errors, host.CollectError{Subject: "capture", Path: archive, Error: refusedText(refused)})
+	}
+	return s, nil
+}
+
+func refusedText(r capture.Refused) string {
+	names := r
+	more := ""
+	if len(names) > 3 {
+		names, more = names[:3], fmt.Sprintf(" and %d more", len(r)-3)
+	}
+	return fmt.Sprintf("%d archive entries refused for escaping the capture's root: %s%s", len(r), strings.Join(names, ", "), more)
+}
+
+// treeRoot finds the root inside an unpacked archive: the directory itself,
+// or its single subdirectory when the archive wraps the tree in one (as
+// hwloc-gather-topology does).
+func treeRoot(dir string) string {
+	if exists(filepath.Join(dir, "sys")) || exists(filepath.Join(dir, "proc")) {
+		return dir
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return dir
+	}
+	var subdirs []string
+	for _, e := range ents {
+		if e.IsDir() {
+			subdirs = append(subdirs, e.Name())
+		}
+	}
+	if len(subdirs) == 1 {
+		return filepath.Join(dir, subdirs[0])
+	}
+	return dir
+}
+
+// isIBClassDir reports a directory that looks like /sys/class/infiniband:
+// every entry has a ports/ directory.
+func isIBClassDir(dir string) bool {
+	ents, err := os.ReadDir(dir)
+	if err != nil || len(ents) == 0 {
+		return false
+	}
+	for _, e := range ents {
+		if !exists(filepath.Join(dir, e.Name(), "ports")) {
+			return false
+		}
+	}
+	return true
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// Gather reads the host under root with a recorder and writes exactly what
+// it read to out, a tar.gz capture, under a temporary name renamed into
+// place so an interrupted gather never leaves a truncated capture. It
+// returns the snapshot and the number of paths captured.
+func Gather(root, out string, now time.Time) (*host.Snapshot, int, error) {
+	if !capture.IsArchive(out) {
+		return nil, 0, &SourceError{out, errors.New("the output name must end in .tar.gz")}
+	}
+	rec := hostfs.NewRecorder()
+	s, err := Open(root, Options{Recorder: rec})
+	if err != nil {
+		return nil, 0, err
+	}
+	fsys, err := hostfs.New(root)
+	if err != nil {
+		return nil, 0, &SourceError{root, err}
+	}
+	tmp := out + ".partial"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return nil, 0, &SourceError{out, err}
+	}
+	entries := rec.Entries()
+	werr := capture.Write(f, fsys, entries, capture.Manifest{Hostname: s.Hostname, CapturedAt: now.UTC(), Root: root, Files: len(entries)})
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		os.Remove(tmp)
+		return nil, 0, fmt.Errorf("gather %s: %w", out, werr)
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		return nil, 0, fmt.Errorf("gather %s: %w", out, err)
+	}
+	return s, len(entries), nil
+}

@@ -1,0 +1,137 @@
+package inventory
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rdmalab/rdmalab/internal/envelope"
+	"github.com/rdmalab/rdmalab/internal/host"
+	"github.com/rdmalab/rdmalab/internal/testhost"
+)
+
+// writeArchive tars dir (if any) plus extra entries into a capture.
+func writeArchive(t *testing.T, dir string, extra map[string]string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "host.tar.gz")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gz := gzip.NewWriter(f)
+	tw := tar.NewWriter(gz)
+	if dir != "" {
+		if err := tw.AddFS(os.DirFS(dir)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, body := range extra {
+		tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Size: int64(len(body)), Mode: 0o644})
+		tw.Write([]byte(body))
+	}
+	tw.Close()
+	gz.Close()
+	f.Close()
+	return p
+}
+
+// Every source a user can name opens to the same host, or is refused with
+// a typed error naming it.
+func TestOpenSources(t *testing.T) {
+	root := testhost.WriteTree(t, testhost.R730())
+	fixed := Options{Now: func() time.Time { return time.Unix(0, 0) }}
+	dir, err := Open(root, fixed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dir.Hostname != "columbia.lab" || len(dir.RDMADevices) != 1 {
+		t.Fatalf("%s %d", dir.Hostname, len(dir.RDMADevices))
+	}
+	snapFile := filepath.Join(t.TempDir(), "h.json")
+	f, _ := os.Create(snapFile)
+	dir.Encode(f)
+	f.Close()
+	snap, err := Open(snapFile, fixed)
+	if err != nil || snap.Hostname != "columbia.lab" || snap.RDMADevices[0].NodeGUID != dir.RDMADevices[0].NodeGUID {
+		t.Fatalf("snapshot: %v", err)
+	}
+	ibOnly, err := Open(filepath.Join(root, "sys/class/infiniband"), fixed)
+	if err != nil || len(ibOnly.RDMADevices) != 1 {
+		t.Fatalf("lone IB class dir: %v", err)
+	}
+	arch, err := Open(writeArchive(t, root, nil), fixed)
+	if err != nil || arch.Hostname != "columbia.lab" || len(arch.RDMADevices) != 1 || len(arch.Errors) != len(dir.Errors) {
+		t.Fatalf("archive: %v", err)
+	}
+	if _, err := Open(writeArchive(t, "", nil), fixed); !errors.Is(err, ErrNoSys) {
+		t.Errorf("empty archive: %v", err)
+	}
+}
+
+// The mistakes users make are refused, each with its reason.
+func TestOpenRefuses(t *testing.T) {
+	procOnly := t.TempDir()
+	os.MkdirAll(filepath.Join(procOnly, "proc/sys/kernel"), 0o755)
+	os.WriteFile(filepath.Join(procOnly, "proc/sys/kernel/hostname"), []byte("x\n"), 0o644)
+	emptySys := t.TempDir()
+	os.MkdirAll(filepath.Join(emptySys, "sys"), 0o755)
+	nothing := t.TempDir()
+	text := filepath.Join(t.TempDir(), "notes.txt")
+	os.WriteFile(text, []byte("hello\n"), 0o644)
+	fabricDoc := filepath.Join(t.TempDir(), "fabric.json")
+	fw, _ := os.Create(fabricDoc)
+	envelope.Write(fw, envelope.FabricSnapshot, nil, map[string]any{"schema_version": 1})
+	fw.Close()
+	for _, c := range []struct {
+		source string
+		want   error
+		text   string
+	}{
+		{procOnly, ErrNoSys, "has proc/ but no sys/"},
+		{emptySys, ErrEmptySys, "sys/ is empty"},
+		{nothing, ErrNoSys, "no sys/ inside"},
+		{text, ErrNotHost, "notes.txt: not a directory"},
+		{filepath.Join(nothing, "missing"), os.ErrNotExist, "missing"},
+	} {
+		_, err := Open(c.source, Options{})
+		var se *SourceError
+		if !errors.Is(err, c.want) || !errors.As(err, &se) || !strings.Contains(err.Error(), c.text) || !strings.HasPrefix(err.Error(), c.source) {
+			t.Errorf("%s: %v", c.source, err)
+		}
+	}
+	_, err := Open(fabricDoc, Options{})
+	var wk *host.WrongKindError
+	if !errors.As(err, &wk) || err.Error() != fabricDoc+" is a fabric-snapshot document, not a host snapshot" {
+		t.Errorf("fabric document: %v", err)
+	}
+}
+
+// Archive entries that try to leave the root are counted and reported:
+// in the snapshot's errors when the rest is a host, in the error when
+// nothing else is.
+func TestArchiveTraversalIsReported(t *testing.T) {
+	root := testhost.WriteTree(t, testhost.R730())
+	evil := map[string]string{"../../pwned": "x", "../etc/passwd": "x"}
+	s, err := Open(writeArchive(t, root, evil), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, e := range s.Errors {
+		if e.Subject == "capture" && strings.HasPrefix(e.Error, "2 archive entries refused for escaping the capture's root") {
+			found = true
+		}
+	}
+	if !found || len(s.RDMADevices) != 1 {
+		t.Errorf("errors %+v", s.Errors)
+	}
+	_, err = Open(writeArchive(t, "", evil), Options{})
+	if err == nil || !strings.Contains(err.Error(), "2 archive entries refused") {
+		t.Errorf("only traversal entries: %v", err)
+	}
+}
