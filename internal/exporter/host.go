@@ -1,0 +1,170 @@
+package exporter
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rdmalab/rdmalab/internal/counters"
+	"github.com/rdmalab/rdmalab/internal/host"
+	"github.com/rdmalab/rdmalab/internal/hostfs"
+	"github.com/rdmalab/rdmalab/internal/inventory"
+	"github.com/rdmalab/rdmalab/internal/linkrate"
+)
+
+// Port metrics carry node_exporter's infiniband names under rdmalab_infiniband_.
+const ibSubsystem = "infiniband"
+
+var portLabels = []string{"device", "port"}
+
+func ibDesc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(prometheus.BuildFQName(Namespace, ibSubsystem, name), help, append(append([]string{}, portLabels...), labels...), nil)
+}
+
+var (
+	// counterDescs has one Desc per row of the counter table, by family and
+	// sysfs name.
+	counterDescs = func() map[counters.Family]map[string]*prometheus.Desc {
+		m := map[counters.Family]map[string]*prometheus.Desc{counters.PortCounters: {}, counters.HWCounters: {}}
+		for _, c := range counters.Table {
+			m[c.Family][c.Sysfs] = ibDesc(c.Metric, c.Help+".")
+		}
+		return m
+	}()
+	stateDesc     = ibDesc("state_id", "State of the InfiniBand port (0: no change, 1: down, 2: init, 3: armed, 4: active, 5: act defer).")
+	physStateDesc = ibDesc("physical_state_id", "Physical state of the InfiniBand port (0: no change, 1: sleep, 2: polling, 3: disable, 4: shift, 5: link up, 6: link error recover, 7: phytest).")
+	rateDesc      = ibDesc("rate_bytes_per_second", "Signalling rate of the port (sysfs rate, Gb/s × 1e9 / 8).")
+	infoDesc      = ibDesc("info", "Non-numeric data of an RDMA port and its device; value is always 1.",
+		"link_layer", "firmware_version", "board_id", "hca_type", "node_guid")
+	unavailableDesc = ibDesc("counter_unavailable", "A counter file is present but unreadable or not a number (\"N/A (no PMA)\", EINVAL); its metric is absent, which is not zero.", "counter")
+	saturatedDesc   = ibDesc("counter_saturated", "A PMA counter sits at its field's maximum and has stopped counting: its true value is unknown. Present only when saturated.", "counter")
+
+	pcieLabels     = []string{"address", "role", "device"}
+	pcieCurSpeed   = prometheus.NewDesc(Namespace+"_pcie_link_current_speed_gigatransfers_per_second", "PCIe link speed the device trained at (current_link_speed).", pcieLabels, nil)
+	pcieMaxSpeed   = prometheus.NewDesc(Namespace+"_pcie_link_max_speed_gigatransfers_per_second", "PCIe link speed the device can do (max_link_speed).", pcieLabels, nil)
+	pcieCurWidth   = prometheus.NewDesc(Namespace+"_pcie_link_current_width_lanes", "PCIe lanes the device trained at (current_link_width).", pcieLabels, nil)
+	pcieMaxWidth   = prometheus.NewDesc(Namespace+"_pcie_link_max_width_lanes", "PCIe lanes the device can use (max_link_width).", pcieLabels, nil)
+	gpuPathDesc    = prometheus.NewDesc(Namespace+"_gpu_nic_path_rank", "PCIe path between a GPU and an RDMA NIC, as nvidia-smi topo -m levels ranked best first: 0 X, 1 PIX, 2 PXB, 3 PHB, 4 NODE, 5 SYS, 6 SYS with a NUMA node unknown.", []string{"gpu", "nic", "device", "level"}, nil)
+	gpuNearestDesc = prometheus.NewDesc(Namespace+"_gpu_nearest_nic_path_rank", "Rank of the best PCIe path from a GPU to any RDMA NIC (see rdmalab_gpu_nic_path_rank); above 3 (PHB) GPUDirect RDMA is slow or off.", []string{"gpu"}, nil)
+	hugeTotalDesc  = prometheus.NewDesc(Namespace+"_node_hugepages", "Huge pages in a NUMA node's pool.", []string{"node", "size_bytes"}, nil)
+	hugeFreeDesc   = prometheus.NewDesc(Namespace+"_node_hugepages_free", "Free huge pages in a NUMA node's pool.", []string{"node", "size_bytes"}, nil)
+	readErrDesc    = prometheus.NewDesc(Namespace+"_host_read_errors", "Files the host collector could not read or parse during this scrape, by subject (device, port, PCI function); the rest of the host is still reported.", []string{"subject"}, nil)
+)
+
+// hostCollector reads the host (or a captured tree) on every scrape with
+// the inventory code and turns the snapshot into metrics.
+type hostCollector struct{ opt Options }
+
+// readHost inventories the configured root.
+func readHost(o Options) (*host.Snapshot, error) {
+	fsys, err := hostfs.New(o.Root)
+	if err != nil {
+		return nil, fmt.Errorf("root %s: %w", o.Root, err)
+	}
+	if o.IBClassDir != "" {
+		if err := fsys.Mount("/sys/class/infiniband", o.IBClassDir); err != nil {
+			return nil, err
+		}
+	}
+	return inventory.Collect(fsys, inventory.Options{Now: o.Now}), nil
+}
+
+func (c *hostCollector) update(_ context.Context, ch chan<- prometheus.Metric) error {
+	s, err := readHost(c.opt)
+	if err != nil {
+		return err
+	}
+	m := &emitter{ch: ch}
+	emitHost(m, s)
+	return m.err
+}
+
+// emitHost turns a snapshot into the host metrics.
+func emitHost(m *emitter, s *host.Snapshot) {
+	for _, d := range s.RDMADevices {
+		for _, p := range d.Ports {
+			port := strconv.Itoa(p.Port)
+			m.gauge(stateDesc, float64(p.StateID), d.Name, port)
+			m.gauge(physStateDesc, float64(p.PhysStateID), d.Name, port)
+			if p.Rate.Raw != "" {
+				m.gauge(rateDesc, linkrate.BytesPerSecond(p.RateGbps), d.Name, port)
+			}
+			m.gauge(infoDesc, 1, d.Name, port, p.LinkLayer, d.FWVersion, d.BoardID, d.HCAType, d.NodeGUID)
+			emitCounters(m, counters.PortCounters, p.Counters, d.Name, port)
+			emitCounters(m, counters.HWCounters, p.HWCounters, d.Name, port)
+			for _, f := range p.Unavailable {
+				m.gauge(unavailableDesc, 1, d.Name, port, f)
+			}
+		}
+	}
+	roles := map[string][2]string{}
+	for _, d := range s.RDMADevices {
+		if d.PCIAddress != "" {
+			roles[d.PCIAddress] = [2]string{"nic", d.Name}
+		}
+	}
+	for _, g := range s.GPUs {
+		roles[g.Address] = [2]string{"gpu", g.Name}
+	}
+	for _, p := range s.PCIDevices {
+		r, ok := roles[p.Address]
+		if !ok {
+			continue
+		}
+		if p.CurrentLinkSpeedGTps > 0 {
+			m.gauge(pcieCurSpeed, p.CurrentLinkSpeedGTps, p.Address, r[0], r[1])
+		}
+		if p.MaxLinkSpeedGTps > 0 {
+			m.gauge(pcieMaxSpeed, p.MaxLinkSpeedGTps, p.Address, r[0], r[1])
+		}
+		if p.CurrentLinkWidth > 0 {
+			m.gauge(pcieCurWidth, float64(p.CurrentLinkWidth), p.Address, r[0], r[1])
+		}
+		if p.MaxLinkWidth > 0 {
+			m.gauge(pcieMaxWidth, float64(p.MaxLinkWidth), p.Address, r[0], r[1])
+		}
+	}
+	nearest := map[string]int{}
+	for _, a := range s.Affinity {
+		rank := host.LevelRank(a.Level)
+		m.gauge(gpuPathDesc, float64(rank), a.GPU, a.NIC, a.RDMA, a.Level)
+		if r, ok := nearest[a.GPU]; !ok || rank < r {
+			nearest[a.GPU] = rank
+		}
+	}
+	for gpu, r := range nearest {
+		m.gauge(gpuNearestDesc, float64(r), gpu)
+	}
+	for _, n := range s.NUMANodes {
+		node := strconv.Itoa(n.ID)
+		for _, h := range n.HugePages {
+			size := strconv.FormatInt(h.PageSizeBytes, 10)
+			m.gauge(hugeTotalDesc, float64(h.Total), node, size)
+			m.gauge(hugeFreeDesc, float64(h.Free), node, size)
+		}
+	}
+	errs := map[string]int{}
+	for _, e := range s.Errors {
+		errs[e.Subject]++
+	}
+	for subj, n := range errs {
+		m.gauge(readErrDesc, float64(n), subj)
+	}
+}
+
+// emitCounters sends the counters the table knows, scaled (data octets
+// ×4) and marked when saturated. Counters the table does not know are left
+// out rather than guessed at.
+func emitCounters(m *emitter, f counters.Family, vals map[string]uint64, dev, port string) {
+	for name, v := range vals {
+		c, ok := counters.BySysfs(f, name)
+		if !ok {
+			continue
+		}
+		m.counter(counterDescs[f][name], float64(v)*c.Scale, dev, port)
+		if c.Saturated(v) {
+			m.gauge(saturatedDesc, 1, dev, port, name)
+		}
+	}
+}
