@@ -37,8 +37,8 @@ var (
 	rateDesc      = ibDesc("rate_bytes_per_second", "Signalling rate of the port (sysfs rate, Gb/s × 1e9 / 8).")
 	infoDesc      = ibDesc("info", "Non-numeric data of an RDMA port and its device; value is always 1.",
 		"link_layer", "firmware_version", "board_id", "hca_type", "node_guid")
-	unavailableDesc = ibDesc("counter_unavailable", "A counter file is present but unreadable or not a number (\"N/A (no PMA)\", EINVAL); its metric is absent, which is not zero.", "counter")
-	saturatedDesc   = ibDesc("counter_saturated", "A PMA counter sits at its field's maximum and has stopped counting: its true value is unknown. Present only when saturated.", "counter")
+	unavailableDesc = ibDesc("file_unavailable", "A counter file is present but unreadable or not a number (\"N/A (no PMA)\", EINVAL); its metric is absent, which is not zero.", "file")
+	saturatedDesc   = ibDesc("saturated", "A PMA counter sits at its field's maximum and has stopped counting: its true value is unknown. Present only when saturated.", "file")
 
 	pcieLabels     = []string{"address", "role", "device"}
 	pcieCurSpeed   = prometheus.NewDesc(Namespace+"_pcie_link_current_speed_gigatransfers_per_second", "PCIe link speed the device trained at (current_link_speed).", pcieLabels, nil)
@@ -85,9 +85,14 @@ func emitHost(m *emitter, s *host.Snapshot) {
 	for _, d := range s.RDMADevices {
 		for _, p := range d.Ports {
 			port := strconv.Itoa(p.Port)
-			m.gauge(stateDesc, float64(p.StateID), d.Name, port)
-			m.gauge(physStateDesc, float64(p.PhysStateID), d.Name, port)
-			if p.Rate.Raw != "" {
+			// Unreadable state or rate is absent, not 0: unknown is not down.
+			if p.State != "" {
+				m.gauge(stateDesc, float64(p.StateID), d.Name, port)
+			}
+			if p.PhysState != "" {
+				m.gauge(physStateDesc, float64(p.PhysStateID), d.Name, port)
+			}
+			if p.RateGbps > 0 {
 				m.gauge(rateDesc, linkrate.BytesPerSecond(p.RateGbps), d.Name, port)
 			}
 			m.gauge(infoDesc, 1, d.Name, port, p.LinkLayer, d.FWVersion, d.BoardID, d.HCAType, d.NodeGUID)
