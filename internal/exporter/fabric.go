@@ -32,7 +32,7 @@ var (
 		m := map[string]*prometheus.Desc{}
 		for _, c := range counters.Table {
 			if c.PMA != "" {
-				m[c.PMA] = fabricDesc("port_"+c.Metric, c.Help+" (PMA, queried over the fabric).")
+				m[c.PMA] = fabricDesc(c.Metric, c.Help+" (PMA, queried over the fabric).")
 			}
 		}
 		return m
