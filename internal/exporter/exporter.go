@@ -11,6 +11,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"regexp"
+	"slices"
 	"sync"
 	"time"
 
@@ -131,4 +133,39 @@ func (m *emitter) send(d *prometheus.Desc, t prometheus.ValueType, v float64, la
 	}
 	m.n++
 	m.ch <- metric
+}
+
+// descs lists every metric the exporter can emit, for MetricNames.
+func descs() []*prometheus.Desc {
+	out := []*prometheus.Desc{scrapeDuration, scrapeSuccess,
+		stateDesc, physStateDesc, rateDesc, infoDesc, unavailableDesc, saturatedDesc,
+		pcieCurSpeed, pcieMaxSpeed, pcieCurWidth, pcieMaxWidth, gpuPathDesc, gpuNearestDesc,
+		hugeTotalDesc, hugeFreeDesc, readErrDesc,
+		findingDesc, findingsDesc, findingsAtDesc,
+		fabricStateDesc, fabricRateDesc, fabricLinkDesc, fabricSaturatedDesc, fabricSMDesc,
+		fabricNodesDesc, fabricScanAtDesc, fabricScanDurDesc}
+	for _, m := range counterDescs {
+		for _, d := range m {
+			out = append(out, d)
+		}
+	}
+	for _, d := range fabricCounterDescs {
+		out = append(out, d)
+	}
+	return out
+}
+
+var fqNameRE = regexp.MustCompile(`fqName: "([^"]+)"`)
+
+// MetricNames is every metric name the exporter can emit, sorted: the
+// deploy rules and dashboard are checked against it.
+func MetricNames() []string {
+	var out []string
+	for _, d := range descs() {
+		if m := fqNameRE.FindStringSubmatch(d.String()); m != nil {
+			out = append(out, m[1])
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
