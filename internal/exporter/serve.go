@@ -75,6 +75,7 @@ func (e *Exporter) ListenAndServe(ctx context.Context, addr, webConfig string) e
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", addr, err)
 	}
+	e.log.Info("listening", "address", l.Addr().String())
 	return e.Serve(ctx, l, webConfig)
 }
 
