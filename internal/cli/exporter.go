@@ -71,9 +71,7 @@ dashboard.`,
 			}
 			o.Expect = hostcheck.Options{ExpectRateGbps: rateGbps, ExpectLinkLayer: linkLayer}
 			o.FindingsInterval = findingsInterval
-			if findingsInterval == 0 {
-				o.FindingsInterval = -1
-			}
+			o.NoFindings = findingsInterval == 0
 			o.FabricRunner = fabric.Exec{CA: fabricCA, Port: fabricPort, Timeout: fabricTimeout}
 			o.FabricCheck = fabriccheck.Options{ExpectRateGbps: fabricRateGb}
 			o.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
@@ -105,7 +103,7 @@ dashboard.`,
 	f.StringVar(&o.Root, "root", "/", "read the host from this root directory (a captured tree)")
 	f.Float64Var(&rateGbps, "expect-rate", 0, "rate every active RDMA port should run at, Gb/s, for the findings")
 	f.StringVar(&linkLayer, "expect-link-layer", "", "InfiniBand or Ethernet, for the findings")
-	f.DurationVar(&findingsInterval, "findings.interval", exporter.DefaultFindingsInterval, "evaluate doctor's findings at most this often (0: no findings)")
+	f.DurationVar(&findingsInterval, "findings.interval", exporter.DefaultFindingsInterval, "read the whole host (PCIe links, GPU paths) and evaluate doctor's findings at most this often (0: no findings, topology every 60s)")
 	f.DurationVar(&o.ScrapeTimeout, "scrape-timeout", 10*time.Second, "give up on a scrape's collectors after this long")
 	f.BoolVar(&o.Fabric, "fabric", false, "also export the InfiniBand fabric reachable from this node (needs infiniband-diags and umad access)")
 	f.StringVar(&fabricCA, "fabric.ca", "", "local HCA to scan the fabric from (default: the tools' first active port)")

@@ -47,10 +47,11 @@ var (
 func New(o Options) (*Exporter, error) {
 	o = o.withDefaults()
 	e := &Exporter{collectors: map[string]collector{}, timeout: o.ScrapeTimeout, log: o.Logger}
-	hc := &hostCollector{opt: o}
-	e.collectors["host"] = hc
-	if o.FindingsInterval >= 0 {
-		e.collectors["findings"] = newFindingsCollector(o)
+	e.collectors["host"] = &hostCollector{opt: o}
+	topo := newTopologyCache(o)
+	e.collectors["topology"] = &topologyCollector{cache: topo}
+	if !o.NoFindings {
+		e.collectors["findings"] = &findingsCollector{cache: topo}
 	}
 	if o.Fabric {
 		if o.FabricRunner == nil {

@@ -66,7 +66,7 @@ func TestFabricCollectorOnIBSim(t *testing.T) {
 	sim.Console(`PerformanceSet "spine01"[1] PortCounters.PortRcvErrors=7`)
 	sim.Console(`PerformanceSet "node0002"[1] PortCountersExtended.PortXmitData=1000000`)
 
-	e := newExporter(t, Options{Root: testhost.WriteTree(t, testhost.R730()), FindingsInterval: -1,
+	e := newExporter(t, Options{Root: testhost.WriteTree(t, testhost.R730()), NoFindings: true,
 		Fabric: true, FabricRunner: simRunner(sim), FabricWait: time.Minute, ScrapeTimeout: time.Minute})
 	reg := e.Registry()
 	text, _ := exposition(t, reg)
@@ -148,7 +148,7 @@ func (s *slowRunner) Run(ctx context.Context, name string, args ...string) ([]by
 func TestFabricServesCachedWhileScanning(t *testing.T) {
 	sim := startFabric(t)
 	slow := &slowRunner{Runner: simRunner(sim), delay: 3 * time.Second}
-	e := newExporter(t, Options{Root: testhost.WriteTree(t, testhost.R730()), FindingsInterval: -1, Now: time.Now,
+	e := newExporter(t, Options{Root: testhost.WriteTree(t, testhost.R730()), NoFindings: true, Now: time.Now,
 		Fabric: true, FabricRunner: slow, FabricInterval: 500 * time.Millisecond, FabricWait: time.Minute})
 	reg := e.Registry()
 	scanAt := func() string {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/hostcheck"
 )
 
@@ -19,39 +20,62 @@ var (
 		"When the findings served were evaluated (they are cached between evaluations).", []string{"source"}, nil)
 )
 
-// findingsCollector serves doctor's host findings, evaluated at most once
-// per interval.
-type findingsCollector struct {
-	cache *cached[[]check.Finding]
+// topology is the full inventory of the host and doctor's findings on it,
+// evaluated at most once per FindingsInterval and served cached.
+type topology struct {
+	snap     *host.Snapshot
+	findings []check.Finding
 }
 
-func newFindingsCollector(o Options) *findingsCollector {
-	return &findingsCollector{cache: &cached[[]check.Finding]{
+func newTopologyCache(o Options) *cached[topology] {
+	return &cached[topology]{
 		interval: o.FindingsInterval, wait: o.ScrapeTimeout, now: o.Now, evalTimeout: o.ScrapeTimeout,
-		eval: func(context.Context) ([]check.Finding, error) {
+		eval: func(context.Context) (topology, error) {
 			s, err := readHost(o)
 			if err != nil {
-				return nil, err
+				return topology{}, err
 			}
-			return hostcheck.Run(s, o.Expect), nil
+			return topology{snap: s, findings: hostcheck.Run(s, o.Expect)}, nil
 		},
-	}}
+	}
 }
+
+// topologyCollector serves the PCIe links and GPU↔NIC paths of the last
+// full inventory.
+type topologyCollector struct{ cache *cached[topology] }
+
+func (c *topologyCollector) update(ctx context.Context, ch chan<- prometheus.Metric) error {
+	r := c.cache.get(ctx)
+	m := &emitter{ch: ch}
+	if r.Have {
+		emitTopology(m, r.Value.snap)
+	}
+	return firstErr(r.Err, r.Have, "topology", m.err)
+}
+
+// findingsCollector serves doctor's host findings of the last evaluation.
+type findingsCollector struct{ cache *cached[topology] }
 
 func (c *findingsCollector) update(ctx context.Context, ch chan<- prometheus.Metric) error {
 	r := c.cache.get(ctx)
 	m := &emitter{ch: ch}
 	if r.Have {
-		emitFindings(m, "host", r.Value)
+		emitFindings(m, "host", r.Value.findings)
 		m.gauge(findingsAtDesc, float64(r.At.UnixNano())/1e9, "host")
 	}
-	if r.Err != nil {
-		return r.Err
+	return firstErr(r.Err, r.Have, "findings", m.err)
+}
+
+// firstErr is a cached collector's error for this scrape: the last
+// evaluation's, or none yet, or an emitting error.
+func firstErr(evalErr error, have bool, what string, emitErr error) error {
+	switch {
+	case evalErr != nil:
+		return evalErr
+	case !have:
+		return fmt.Errorf("%s: first evaluation still running", what)
 	}
-	if !r.Have {
-		return fmt.Errorf("findings: first evaluation still running")
-	}
-	return m.err
+	return emitErr
 }
 
 // emitFindings sends one series per distinct non-pass (check, severity,

@@ -3,6 +3,8 @@ package exporter
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -52,12 +54,25 @@ var (
 	readErrDesc    = prometheus.NewDesc(Namespace+"_host_read_errors", "Files the host collector could not read or parse during this scrape, by subject (device, port, PCI function); the rest of the host is still reported.", []string{"subject"}, nil)
 )
 
-// hostCollector reads the host (or a captured tree) on every scrape with
-// the inventory code and turns the snapshot into metrics.
+// hostCollector reads the RDMA ports and NUMA hugepages on every scrape.
+// It runs the inventory code over a view of the root that holds only
+// /sys/class/infiniband, the device tree and the NUMA nodes: the CPUs, PCI
+// bus and kernel state are static enough to be read on the topology
+// cadence, and skipping them makes a scrape several times cheaper.
 type hostCollector struct{ opt Options }
 
-// readHost inventories the configured root.
-func readHost(o Options) (*host.Snapshot, error) {
+func (c *hostCollector) update(_ context.Context, ch chan<- prometheus.Metric) error {
+	s, err := readPorts(c.opt)
+	if err != nil {
+		return err
+	}
+	m := &emitter{ch: ch}
+	emitPorts(m, s)
+	return m.err
+}
+
+// newFS opens the configured root.
+func newFS(o Options) (*hostfs.FS, error) {
 	fsys, err := hostfs.New(o.Root)
 	if err != nil {
 		return nil, fmt.Errorf("root %s: %w", o.Root, err)
@@ -67,21 +82,63 @@ func readHost(o Options) (*host.Snapshot, error) {
 			return nil, err
 		}
 	}
+	return fsys, nil
+}
+
+// readHost inventories the whole root.
+func readHost(o Options) (*host.Snapshot, error) {
+	fsys, err := newFS(o)
+	if err != nil {
+		return nil, err
+	}
 	return inventory.Collect(fsys, inventory.Options{Now: o.Now}), nil
 }
 
-func (c *hostCollector) update(_ context.Context, ch chan<- prometheus.Metric) error {
-	s, err := readHost(c.opt)
-	if err != nil {
-		return err
+// readPorts inventories only what changes between scrapes: an empty root
+// with the RDMA class, the device tree it links into (but not
+// /sys/devices/system/cpu) and the NUMA nodes mounted on it.
+func readPorts(o Options) (*host.Snapshot, error) {
+	if _, err := os.Stat(o.Root); err != nil {
+		return nil, fmt.Errorf("root: %w", err)
 	}
-	m := &emitter{ch: ch}
-	emitHost(m, s)
-	return m.err
+	empty, err := os.MkdirTemp("", "rdmalab-exporter-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(empty)
+	fsys, err := hostfs.New(empty)
+	if err != nil {
+		return nil, err
+	}
+	root := o.Root
+	ibClass := filepath.Join(root, "sys/class/infiniband")
+	if o.IBClassDir != "" {
+		ibClass = o.IBClassDir
+	}
+	mounts := map[string]string{
+		"/sys/class/infiniband":    ibClass,
+		"/sys/devices/system/node": filepath.Join(root, "sys/devices/system/node"),
+		"/sys/kernel/mm/hugepages": filepath.Join(root, "sys/kernel/mm/hugepages"),
+	}
+	devs, err := os.ReadDir(filepath.Join(root, "sys/devices"))
+	if err != nil && !os.IsNotExist(err) {
+		return nil, fmt.Errorf("root %s: %w", o.Root, err)
+	}
+	for _, d := range devs {
+		if d.Name() != "system" {
+			mounts["/sys/devices/"+d.Name()] = filepath.Join(root, "sys/devices", d.Name())
+		}
+	}
+	for at, dir := range mounts {
+		if err := fsys.Mount(at, dir); err != nil {
+			return nil, err
+		}
+	}
+	return inventory.Collect(fsys, inventory.Options{Now: o.Now}), nil
 }
 
-// emitHost turns a snapshot into the host metrics.
-func emitHost(m *emitter, s *host.Snapshot) {
+// emitPorts turns the per-scrape snapshot into the port and hugepage metrics.
+func emitPorts(m *emitter, s *host.Snapshot) {
 	for _, d := range s.RDMADevices {
 		for _, p := range d.Ports {
 			port := strconv.Itoa(p.Port)
@@ -103,6 +160,26 @@ func emitHost(m *emitter, s *host.Snapshot) {
 			}
 		}
 	}
+	for _, n := range s.NUMANodes {
+		node := strconv.Itoa(n.ID)
+		for _, h := range n.HugePages {
+			size := strconv.FormatInt(h.PageSizeBytes, 10)
+			m.gauge(hugeTotalDesc, float64(h.Total), node, size)
+			m.gauge(hugeFreeDesc, float64(h.Free), node, size)
+		}
+	}
+	errs := map[string]int{}
+	for _, e := range s.Errors {
+		errs[e.Subject]++
+	}
+	for subj, n := range errs {
+		m.gauge(readErrDesc, float64(n), subj)
+	}
+}
+
+// emitTopology turns a full snapshot into the PCIe link and GPU↔NIC path
+// metrics, which change only when a link retrains or a device goes.
+func emitTopology(m *emitter, s *host.Snapshot) {
 	roles := map[string][2]string{}
 	for _, d := range s.RDMADevices {
 		if d.PCIAddress != "" {
@@ -140,21 +217,6 @@ func emitHost(m *emitter, s *host.Snapshot) {
 	}
 	for gpu, r := range nearest {
 		m.gauge(gpuNearestDesc, float64(r), gpu)
-	}
-	for _, n := range s.NUMANodes {
-		node := strconv.Itoa(n.ID)
-		for _, h := range n.HugePages {
-			size := strconv.FormatInt(h.PageSizeBytes, 10)
-			m.gauge(hugeTotalDesc, float64(h.Total), node, size)
-			m.gauge(hugeFreeDesc, float64(h.Free), node, size)
-		}
-	}
-	errs := map[string]int{}
-	for _, e := range s.Errors {
-		errs[e.Subject]++
-	}
-	for subj, n := range errs {
-		m.gauge(readErrDesc, float64(n), subj)
 	}
 }
 

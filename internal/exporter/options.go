@@ -20,10 +20,13 @@ type Options struct {
 
 	// Expect are doctor's expectations (rate, link layer) for the findings.
 	Expect hostcheck.Options
-	// FindingsInterval is the least time between two evaluations of the
-	// findings; scrapes in between get the cached result. Negative turns
-	// the findings collector off; zero means DefaultFindingsInterval.
+	// FindingsInterval is the least time between two full inventories of
+	// the host (PCIe links, GPU↔NIC paths) and evaluations of doctor's
+	// findings on them; scrapes in between get the cached result. Zero
+	// means DefaultFindingsInterval.
 	FindingsInterval time.Duration
+	// NoFindings leaves the findings out (the topology is still served).
+	NoFindings bool
 
 	// Fabric turns on the fabric collector; FabricRunner runs the
 	// infiniband-diags tools (fabric.Exec on a real host).
@@ -54,7 +57,7 @@ func (o Options) withDefaults() Options {
 	if o.Root == "" {
 		o.Root = "/"
 	}
-	if o.FindingsInterval == 0 {
+	if o.FindingsInterval <= 0 {
 		o.FindingsInterval = DefaultFindingsInterval
 	}
 	if o.FabricInterval == 0 {
