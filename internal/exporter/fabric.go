@@ -53,6 +53,10 @@ type fabricResult struct {
 	data     []fabric.PortErrors // ibqueryerrors --counters: every port whose PMA answered
 	findings []check.Finding
 	took     time.Duration
+	// metrics are built once per scan and replayed on every scrape until
+	// the next: a 1,024-HCA fabric is some 60,000 series.
+	metrics []prometheus.Metric
+	emitErr error
 }
 
 // fabricCollector serves the last fabric scan and starts a new one in the
@@ -98,6 +102,19 @@ func ScanFabric(ctx context.Context, r fabric.Runner, o fabriccheck.Options) (fa
 		s.Errors = append(s.Errors, "data counters: "+err.Error())
 	}
 	res.took = time.Since(start)
+	ch := make(chan prometheus.Metric, 1024)
+	done := make(chan struct{})
+	go func() {
+		for m := range ch {
+			res.metrics = append(res.metrics, m)
+		}
+		close(done)
+	}()
+	m := &emitter{ch: ch}
+	emitFabric(m, res)
+	close(ch)
+	<-done
+	res.emitErr = m.err
 	return res, nil
 }
 
@@ -134,7 +151,9 @@ func (c *fabricCollector) update(ctx context.Context, ch chan<- prometheus.Metri
 	r := c.cache.get(ctx)
 	m := &emitter{ch: ch}
 	if r.Have {
-		emitFabric(m, r.Value)
+		for _, metric := range r.Value.metrics {
+			ch <- metric
+		}
 		m.gauge(fabricScanAtDesc, float64(r.At.UnixNano())/1e9)
 	}
 	if r.Err != nil {
@@ -142,6 +161,9 @@ func (c *fabricCollector) update(ctx context.Context, ch chan<- prometheus.Metri
 	}
 	if !r.Have {
 		return fmt.Errorf("fabric: first scan still running")
+	}
+	if r.Value.emitErr != nil {
+		return r.Value.emitErr
 	}
 	return m.err
 }
