@@ -176,7 +176,7 @@ func TestScrapeVsNodeExporter(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	const rounds = 15
+	const rounds = 21
 	times := make([][]time.Duration, len(targets))
 	series := make([]int, len(targets))
 	for range rounds {

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rdmalab/rdmalab/internal/counters"
@@ -58,13 +60,31 @@ var (
 // It runs the inventory code over a view of the root that holds only
 // /sys/class/infiniband, the device tree and the NUMA nodes: the CPUs, PCI
 // bus and kernel state are static enough to be read on the topology
-// cadence, and skipping them makes a scrape several times cheaper.
-type hostCollector struct{ opt Options }
+// cadence, and skipping them makes a scrape several times cheaper. The
+// view (and its cache of resolved sysfs directories) is kept for one
+// topology interval, and dropped at once after a scrape with read errors
+// so a replaced device is seen at the next scrape.
+type hostCollector struct {
+	opt Options
+
+	mu    sync.Mutex
+	view  *hostfs.FS
+	built time.Time
+}
 
 func (c *hostCollector) update(_ context.Context, ch chan<- prometheus.Metric) error {
-	s, err := readPorts(c.opt)
-	if err != nil {
-		return err
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.view == nil || c.opt.Now().Sub(c.built) >= c.opt.FindingsInterval {
+		v, err := portsView(c.opt)
+		if err != nil {
+			return err
+		}
+		c.view, c.built = v, c.opt.Now()
+	}
+	s := inventory.Collect(c.view, inventory.Options{Now: c.opt.Now})
+	if len(s.Errors) > 0 {
+		c.view = nil
 	}
 	m := &emitter{ch: ch}
 	emitPorts(m, s)
@@ -94,10 +114,10 @@ func readHost(o Options) (*host.Snapshot, error) {
 	return inventory.Collect(fsys, inventory.Options{Now: o.Now}), nil
 }
 
-// readPorts inventories only what changes between scrapes: an empty root
-// with the RDMA class, the device tree it links into (but not
-// /sys/devices/system/cpu) and the NUMA nodes mounted on it.
-func readPorts(o Options) (*host.Snapshot, error) {
+// portsView is the root as the per-scrape read sees it: nothing but the
+// RDMA class, the device tree it links into (not /sys/devices/system/cpu)
+// and the NUMA nodes, mounted on a root that no longer exists.
+func portsView(o Options) (*hostfs.FS, error) {
 	if _, err := os.Stat(o.Root); err != nil {
 		return nil, fmt.Errorf("root: %w", err)
 	}
@@ -105,8 +125,8 @@ func readPorts(o Options) (*host.Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer os.Remove(empty)
 	fsys, err := hostfs.New(empty)
+	os.Remove(empty) // hostfs only needed it to exist when opened
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +138,6 @@ func readPorts(o Options) (*host.Snapshot, error) {
 	mounts := map[string]string{
 		"/sys/class/infiniband":    ibClass,
 		"/sys/devices/system/node": filepath.Join(root, "sys/devices/system/node"),
-		"/sys/kernel/mm/hugepages": filepath.Join(root, "sys/kernel/mm/hugepages"),
 	}
 	devs, err := os.ReadDir(filepath.Join(root, "sys/devices"))
 	if err != nil && !os.IsNotExist(err) {
@@ -134,7 +153,7 @@ func readPorts(o Options) (*host.Snapshot, error) {
 			return nil, err
 		}
 	}
-	return inventory.Collect(fsys, inventory.Options{Now: o.Now}), nil
+	return fsys, nil
 }
 
 // emitPorts turns the per-scrape snapshot into the port and hugepage metrics.
