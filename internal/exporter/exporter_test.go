@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -147,6 +148,10 @@ func TestGoldenSeeds(t *testing.T) {
 			text := golden(t, "seed-"+name, e)
 			if !strings.Contains(text, "rdmalab_infiniband_port_data_received_bytes_total{") {
 				t.Errorf("no data counters")
+			}
+			// The healthy HGX: nothing to report.
+			if f := grep(text, "rdmalab_finding{"); name == "hgx-h200" && f != "" {
+				t.Errorf("healthy HGX has findings:\n%s", f)
 			}
 			for _, c := range []string{"host", "findings"} {
 				if v := success(t, e.Registry(), c); v != 1 {
@@ -297,3 +302,47 @@ func TestFailingCollectorKeepsOthers(t *testing.T) {
 type panicking struct{}
 
 func (panicking) update(_ context.Context, ch chan<- prometheus.Metric) error { panic("odd device") }
+
+// A sysfs file that hangs (a wedged driver; here a FIFO nobody writes)
+// bounds the scrape at its timeout instead of blocking it: the host
+// collector reports failure, the next scrape does not pile a second read
+// on the hung one, and once the file answers the ports come back.
+func TestHungSysfsReadBoundsTheScrape(t *testing.T) {
+	root := testhost.WriteTree(t, testhost.HGX())
+	file := filepath.Join(mustRealpath(t, filepath.Join(root, "sys/class/infiniband/mlx5_4")), "ports/1/counters/symbol_error")
+	must(t, os.Remove(file))
+	must(t, syscall.Mkfifo(file, 0o644))
+	release := func() { // wake every reader blocked opening the FIFO
+		for range 20 {
+			f, err := os.OpenFile(file, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+			if err != nil {
+				return // ENXIO: nobody is waiting any more
+			}
+			f.Close()
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	t.Cleanup(release)
+
+	reg := newExporter(t, Options{Root: root, ScrapeTimeout: time.Second}).Registry()
+	for i := range 2 {
+		start := time.Now()
+		if v := success(t, reg, "host"); v != 0 {
+			t.Errorf("scrape %d: host collector succeeded over a hung file", i)
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Errorf("scrape %d took %s with a 1s timeout", i, d)
+		}
+	}
+	release()
+	tmp := file + ".new"
+	must(t, os.WriteFile(tmp, []byte("0\n"), 0o644))
+	must(t, os.Rename(tmp, file))
+	deadline := time.Now().Add(10 * time.Second)
+	for success(t, reg, "host") != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the host collector never recovered")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

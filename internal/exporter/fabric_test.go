@@ -24,9 +24,15 @@ func dupSpines(netlist string) string {
 	return re.ReplaceAllString(netlist, `$1 # "MF0;SwitchIB Mellanox Technologies"`)
 }
 
+// oneX makes node0003's cable train at 1X, declared on both ends.
+func oneX(netlist string) string {
+	netlist = strings.Replace(netlist, "[3]\t\"node0003\"[1]\n", "[3]\t\"node0003\"[1] w=1\n", 1)
+	return strings.Replace(netlist, "[1]\t\"leaf01\"[3]\n", "[1]\t\"leaf01\"[3] w=1\n", 1)
+}
+
 func startFabric(t *testing.T) *testhost.IBSim {
 	t.Helper()
-	sim := testhost.StartIBSim(t, dupSpines(testhost.FatTree(2, 2, 3)))
+	sim := testhost.StartIBSim(t, oneX(dupSpines(testhost.FatTree(2, 2, 3))))
 	sim.StartSM("", 0)
 	sim.WaitUp(30 * time.Second)
 	return sim
@@ -58,8 +64,8 @@ func lines(text, metric string, subs ...string) []string {
 // The fabric collector on ibsim and the real OpenSM: counters injected
 // through the simulator's PMA (a saturated symbol error counter, receive
 // errors, extended data counters) come back under their metrics, two
-// switches with one description stay two series, and the fabric rules'
-// findings are served.
+// switches with one description stay two series, a link trained at 1X
+// shows its rate, and the fabric rules' findings are served.
 func TestFabricCollectorOnIBSim(t *testing.T) {
 	sim := startFabric(t)
 	sim.Console(`PerformanceSet "node0001"[1] PortCounters.SymbolErrorCounter=65535`)
@@ -103,6 +109,13 @@ func TestFabricCollectorOnIBSim(t *testing.T) {
 	}
 	if rate := lines(text, "rdmalab_fabric_port_rate_bytes_per_second", `name="node0006"`); len(rate) != 1 || !strings.HasSuffix(rate[0], " 1.5e+10") {
 		t.Errorf("12X QDR = 120 Gb/s = 1.5e10 B/s: %q", rate)
+	}
+	// The degraded link: its rate and fabric check's finding.
+	if rate := lines(text, "rdmalab_fabric_port_rate_bytes_per_second", `name="node0003"`); len(rate) != 1 || !strings.HasSuffix(rate[0], " 1.25e+09") {
+		t.Errorf("1X QDR = 10 Gb/s: %q", rate)
+	}
+	if f := lines(text, "rdmalab_finding", `check="fabric.link.width"`, `severity="fail"`); len(f) != 1 || !strings.Contains(f[0], "node0003") {
+		t.Errorf("fabric.link.width findings: %q", f)
 	}
 	if f := lines(text, "rdmalab_finding", `check="fabric.port.errors"`, `severity="fail"`); len(f) != 2 {
 		t.Errorf("fabric.port.errors findings: %q", f)

@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -67,28 +68,51 @@ var (
 type hostCollector struct {
 	opt Options
 
-	mu    sync.Mutex
-	view  *hostfs.FS
-	built time.Time
+	mu      sync.Mutex
+	view    *hostfs.FS
+	built   time.Time
+	reading bool // a read is still running (it outlived its scrape)
 }
 
-func (c *hostCollector) update(_ context.Context, ch chan<- prometheus.Metric) error {
+func (c *hostCollector) update(ctx context.Context, ch chan<- prometheus.Metric) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	if c.reading {
+		c.mu.Unlock()
+		return errors.New("host: the previous read has not finished (a sysfs file that hangs?)")
+	}
 	if c.view == nil || c.opt.Now().Sub(c.built) >= c.opt.FindingsInterval {
 		v, err := portsView(c.opt)
 		if err != nil {
+			c.mu.Unlock()
 			return err
 		}
 		c.view, c.built = v, c.opt.Now()
 	}
-	s := inventory.Collect(c.view, inventory.Options{Now: c.opt.Now})
-	if len(s.Errors) > 0 {
-		c.view = nil
+	view := c.view
+	c.reading = true
+	c.mu.Unlock()
+
+	// A sysfs read can hang (a wedged driver or firmware); the scrape
+	// gives up at its timeout and the read finishes, or not, on its own.
+	done := make(chan *host.Snapshot, 1)
+	go func() {
+		s := inventory.Collect(view, inventory.Options{Now: c.opt.Now})
+		c.mu.Lock()
+		c.reading = false
+		if len(s.Errors) > 0 {
+			c.view = nil
+		}
+		c.mu.Unlock()
+		done <- s
+	}()
+	select {
+	case s := <-done:
+		m := &emitter{ch: ch}
+		emitPorts(m, s)
+		return m.err
+	case <-ctx.Done():
+		return fmt.Errorf("host: reading the RDMA ports did not finish within the scrape timeout: %w", ctx.Err())
 	}
-	m := &emitter{ch: ch}
-	emitPorts(m, s)
-	return m.err
 }
 
 // newFS opens the configured root.
