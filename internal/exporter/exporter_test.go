@@ -166,6 +166,9 @@ func TestGoldenSeeds(t *testing.T) {
 // (Omni-Path, i40iw, mlx5 with hw_counters) and gpud's H100
 // /sys/class/infiniband with hw_counters (real hardware, replayed).
 func TestGoldenCaptures(t *testing.T) {
+	if testing.Short() {
+		t.Skip("no goroutines of their own: the race run (-short) skips the big trees")
+	}
 	caps := testhost.Captures(t)
 	names := make([]string, 0, len(caps))
 	for n := range caps {
