@@ -46,21 +46,22 @@ func TestDocs(t *testing.T) {
 	b, err := os.ReadFile(docFile)
 	must(t, err)
 	doc := string(b)
+	golden, err := os.ReadFile("testdata/seed-r730-qdr.prom")
+	must(t, err)
 	re := regexp.MustCompile(`(?s)(<!-- counters:begin -->\n).*?(<!-- counters:end -->)`)
 	want := re.ReplaceAllString(doc, "${1}"+strings.ReplaceAll(counterTable(), "$", "$$")+"${2}")
+	want = regexp.MustCompile("(?s)(```prometheus\n).*?(```)").ReplaceAllString(want, "${1}"+strings.ReplaceAll(string(golden), "$", "$$")+"${2}")
 	if *update {
 		must(t, os.WriteFile(docFile, []byte(want), 0o644))
 		doc = want
 	} else if want != doc {
-		t.Errorf("%s: the counter table is stale (go test ./internal/exporter -run TestDocs -update)", docFile)
+		t.Errorf("%s: the counter table or the example is stale (go test ./internal/exporter -run TestDocs -update)", docFile)
 	}
 
 	ex := regexp.MustCompile("(?s)```prometheus\n(.*?)```").FindStringSubmatch(doc)
 	if ex == nil {
 		t.Fatal("no ```prometheus example")
 	}
-	golden, err := os.ReadFile("testdata/seed-r730-qdr.prom")
-	must(t, err)
 	if ex[1] != string(golden) {
 		t.Errorf("the example is not testdata/seed-r730-qdr.prom")
 	}

@@ -141,7 +141,7 @@ func descs() []*prometheus.Desc {
 	out := []*prometheus.Desc{scrapeDuration, scrapeSuccess,
 		stateDesc, physStateDesc, rateDesc, infoDesc, unavailableDesc, saturatedDesc,
 		pcieCurSpeed, pcieMaxSpeed, pcieCurWidth, pcieMaxWidth, gpuPathDesc, gpuNearestDesc,
-		hugeTotalDesc, hugeFreeDesc, readErrDesc,
+		hugeTotalDesc, hugeFreeDesc, readErrDesc, devicesDesc,
 		findingDesc, findingsDesc, findingsAtDesc,
 		fabricStateDesc, fabricRateDesc, fabricLinkDesc, fabricSaturatedDesc, fabricSMDesc,
 		fabricNodesDesc, fabricScanAtDesc, fabricScanDurDesc}

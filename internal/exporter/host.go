@@ -54,6 +54,7 @@ var (
 	gpuNearestDesc = prometheus.NewDesc(Namespace+"_gpu_nearest_nic_path_rank", "Rank of the best PCIe path from a GPU to any RDMA NIC (see rdmalab_gpu_nic_path_rank); above 3 (PHB) GPUDirect RDMA is slow or off.", []string{"gpu"}, nil)
 	hugeTotalDesc  = prometheus.NewDesc(Namespace+"_node_hugepages", "Huge pages in a NUMA node's pool.", []string{"node", "size_bytes"}, nil)
 	hugeFreeDesc   = prometheus.NewDesc(Namespace+"_node_hugepages_free", "Free huge pages in a NUMA node's pool.", []string{"node", "size_bytes"}, nil)
+	devicesDesc    = prometheus.NewDesc(Namespace+"_infiniband_devices", "RDMA devices under /sys/class/infiniband this scrape: a NIC that fell off the bus or lost its driver shows as a drop.", nil, nil)
 	readErrDesc    = prometheus.NewDesc(Namespace+"_host_read_errors", "Files the host collector could not read or parse during this scrape, by subject (device, port, PCI function); the rest of the host is still reported.", []string{"subject"}, nil)
 )
 
@@ -182,6 +183,7 @@ func portsView(o Options) (*hostfs.FS, error) {
 
 // emitPorts turns the per-scrape snapshot into the port and hugepage metrics.
 func emitPorts(m *emitter, s *host.Snapshot) {
+	m.gauge(devicesDesc, float64(len(s.RDMADevices)))
 	for _, d := range s.RDMADevices {
 		for _, p := range d.Ports {
 			port := strconv.Itoa(p.Port)
