@@ -188,9 +188,9 @@ func TestGoldenCaptures(t *testing.T) {
 				o.IBClassDir = c.Root
 			}
 			text := golden(t, "capture-"+name, newExporter(t, o))
-			// node_exporter's own fixture: its iWARP device reads "N/A (no PMA)",
-			// which fails node_exporter's whole collector; here it is marked
-			// unavailable and the mlx4 ports are all there.
+			// node_exporter's own fixture: its iWARP device's counters read
+			// "N/A (no PMA)": marked unavailable (not zero), and the mlx4
+			// ports beside it are all there.
 			if name == "node_exporter-sys" {
 				for _, want := range []string{`rdmalab_infiniband_file_unavailable{device="i40iw0",file="port_rcv_data",port="1"} 1`,
 					`rdmalab_infiniband_port_data_received_bytes_total{device="mlx4_0",port="2"}`} {
