@@ -4,7 +4,6 @@ import (
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/envelope"
 	"github.com/rdmalab/rdmalab/internal/hostcheck"
-	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"github.com/rdmalab/rdmalab/internal/report"
 	"github.com/spf13/cobra"
 )
@@ -46,20 +45,12 @@ fails.`,
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			var opt hostcheck.Options
-			if cmd.Flags().Changed("expect-rate") {
-				r, err := linkrate.ParseRate(rate)
-				if err != nil {
-					return usageErr("--expect-rate: %v", err)
-				}
-				opt.ExpectRateGbps = r.Gbps
+			if cmd.Flags().Changed("expect-rate") && rate == "" {
+				return usageErr("--expect-rate: empty; want Gb/s (200), Ethernet (25GbE) or width and speed (4X HDR)")
 			}
-			if linkLayer != "" {
-				l, err := linkrate.ParseLayer(linkLayer)
-				if err != nil || l == linkrate.TCP {
-					return usageErr("--expect-link-layer %q: want InfiniBand (IB) or RoCE (Ethernet)", linkLayer)
-				}
-				opt.ExpectLinkLayer = l
+			opt, err := expectFlags(rate, linkLayer)
+			if err != nil {
+				return err
 			}
 			if err := hostcheck.CheckPorts(ports); err != nil {
 				return usageErr("--expect-ports %v", err)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/hostcheck"
-	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"github.com/rdmalab/rdmalab/internal/report"
 	"github.com/rdmalab/rdmalab/internal/slurm"
 	"github.com/spf13/cobra"
@@ -71,23 +70,13 @@ Exit codes: 0 healthy, 1 failures found (drained), 2 could not run.`,
 			if limit <= 0 || scontrolTimeout <= 0 {
 				return usageErr("--time-limit and --scontrol-timeout must be positive durations")
 			}
+			opt, err := expectFlags(rate, linkLayer)
+			if err != nil {
+				return err
+			}
 			// A health check runs where RDMA is meant to be: a node
 			// without it fails, as with --nhc.
-			opt := hostcheck.Options{RequireRDMA: true}
-			if rate != "" {
-				r, err := linkrate.ParseRate(rate)
-				if err != nil {
-					return usageErr("--expect-rate: %v", err)
-				}
-				opt.ExpectRateGbps = r.Gbps
-			}
-			if linkLayer != "" {
-				l, err := linkrate.ParseLayer(linkLayer)
-				if err != nil || l == linkrate.TCP {
-					return usageErr("--expect-link-layer %q: want InfiniBand or Ethernet", linkLayer)
-				}
-				opt.ExpectLinkLayer = l
-			}
+			opt.RequireRDMA = true
 			checks := func(ctx context.Context, stage *slurm.Stage) []check.Finding {
 				stage.Enter("inventory (reading the host's sysfs and procfs)")
 				hosts, err := in.load()

@@ -153,3 +153,7 @@ const PCIeUsableShare = 0.85
 func PCIeUsableGbps(gtps float64, width int) float64 {
 	return PCIeGbps(gtps, width) * PCIeUsableShare
 }
+
+// BytesPerSecond turns a rate in Gb/s (decimal gigabits, as link rates are
+// quoted) into bytes per second, the unit Prometheus exporters report.
+func BytesPerSecond(gbps float64) float64 { return gbps * 1e9 / 8 }

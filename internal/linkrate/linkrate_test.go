@@ -192,3 +192,10 @@ func FuzzParseRate(f *testing.F) {
 		}
 	})
 }
+
+func TestBytesPerSecond(t *testing.T) {
+	// 4X NDR: 400 Gb/s is 50 GB/s; node_exporter reports the same figure.
+	if got := BytesPerSecond(400); got != 50e9 {
+		t.Errorf("400 Gb/s = %g B/s, want 5e10", got)
+	}
+}

@@ -1,0 +1,117 @@
+package cli
+
+import (
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/rdmalab/rdmalab/internal/exporter"
+	"github.com/rdmalab/rdmalab/internal/fabric"
+	"github.com/rdmalab/rdmalab/internal/fabriccheck"
+	"github.com/spf13/cobra"
+)
+
+func newExporterCmd() *cobra.Command {
+	var (
+		o                   exporter.Options
+		listen, webConfig   string
+		textfile, linkLayer string
+		findingsInterval    time.Duration
+		fabricCA            string
+		fabricPort          int
+		fabricTimeout       time.Duration
+		rate, fabricRate    string
+	)
+	c := &cobra.Command{
+		Use:   "exporter",
+		Short: "Serve RDMA port counters, PCIe links, findings and the fabric to Prometheus",
+		Long: `exporter serves this host's RDMA telemetry for Prometheus on --listen /metrics:
+  - per RDMA port (labels device, port): node_exporter's infiniband counters
+    under rdmalab_infiniband_ (data octets ×4 into bytes), the mlx5 RoCE/IB
+    hw_counters with node_exporter v1.11's names, state, physical state, rate
+    in bytes per second, link layer and firmware in rdmalab_infiniband_info,
+    and counters that are unreadable or saturated (unknown is not zero);
+  - PCIe link now and max per NIC and GPU, the GPU↔NIC path level, hugepages
+    per NUMA node;
+  - doctor's findings as rdmalab_finding{check,severity,subject} 1 and counts
+    per outcome, evaluated at most every --findings.interval and cached;
+  - with --fabric, the InfiniBand fabric seen from this node: per switch and
+    HCA port counters, rates and links from one discovery plus PMA queries,
+    fabric check's findings, subnet managers. Scans run in the background
+    and a scrape serves the last one.
+Every collector reports rdmalab_scrape_collector_{duration_seconds,success};
+one failing device or collector never blanks the others. Nothing is written
+to the host. The host collectors need no privileges; --fabric needs access
+to the umad device (root or the rdma group).
+
+--web.config.file takes the Prometheus exporter-toolkit file for TLS and
+basic auth. --textfile PATH gathers once, writes PATH for node_exporter's
+textfile collector and exits (cron it for very large fabrics).
+docs/exporter.md lists every metric; deploy/ has alert rules and a Grafana
+dashboard.`,
+		Example: `  rdmalab exporter                                   # :9879/metrics
+  rdmalab exporter --listen 127.0.0.1:9879 --expect-rate 400
+  rdmalab exporter --root ./captured-host            # a captured tree, for testing
+  rdmalab exporter --fabric --fabric.interval 5m     # also the fabric, from this node
+  rdmalab exporter --fabric --textfile /var/lib/node_exporter/textfile/rdmalab.prom
+  curl -s localhost:9879/metrics | grep rdmalab_finding`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			expect, err := expectFlags(rate, linkLayer)
+			if err != nil {
+				return err
+			}
+			fabricRateGbps, err := rateFlag("--fabric.expect-rate", fabricRate)
+			if err != nil {
+				return err
+			}
+			if st, err := os.Stat(o.Root); err != nil || !st.IsDir() {
+				return usageErr("--root %s: not a directory", o.Root)
+			}
+			o.Expect = expect
+			o.FindingsInterval = findingsInterval
+			o.NoFindings = findingsInterval == 0
+			o.FabricRunner = fabric.Exec{CA: fabricCA, Port: fabricPort, Timeout: fabricTimeout}
+			o.FabricCheck = fabriccheck.Options{ExpectRateGbps: fabricRateGbps}
+			o.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			if textfile != "" {
+				// One shot: wait for every collector, however long the fabric takes.
+				o.ScrapeTimeout, o.FabricWait = 10*fabricTimeout, 10*fabricTimeout
+			}
+			e, err := exporter.New(o)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			if textfile != "" {
+				if err := e.WriteTextfile(textfile); err != nil {
+					return usageErr("%v", err)
+				}
+				return nil
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if err := e.ListenAndServe(ctx, listen, webConfig); err != nil {
+				return usageErr("%v", err)
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&listen, "listen", ":9879", "address to serve /metrics on")
+	f.StringVar(&webConfig, "web.config.file", "", "exporter-toolkit web configuration (TLS, basic auth)")
+	f.StringVar(&o.Root, "root", "/", "read the host from this root directory (a captured tree)")
+	f.StringVar(&rate, "expect-rate", "", `rate every active RDMA port should run at, for the findings: "200", "4X HDR", "25GbE"`)
+	f.StringVar(&linkLayer, "expect-link-layer", "", "InfiniBand or Ethernet, for the findings")
+	f.DurationVar(&findingsInterval, "findings.interval", exporter.DefaultFindingsInterval, "read the whole host (PCIe links, GPU paths) and evaluate doctor's findings at most this often (0: no findings, topology every 60s)")
+	f.DurationVar(&o.ScrapeTimeout, "scrape-timeout", 10*time.Second, "give up on a scrape's collectors after this long")
+	f.BoolVar(&o.Fabric, "fabric", false, "also export the InfiniBand fabric reachable from this node (needs infiniband-diags and umad access)")
+	f.StringVar(&fabricCA, "fabric.ca", "", "local HCA to scan the fabric from (default: the tools' first active port)")
+	f.IntVar(&fabricPort, "fabric.port", 0, "port of --fabric.ca")
+	f.DurationVar(&o.FabricInterval, "fabric.interval", exporter.DefaultFabricInterval, "scan the fabric at most this often; scrapes in between serve the last scan")
+	f.DurationVar(&fabricTimeout, "fabric.timeout", 2*time.Minute, "give up on any one diagnostic tool after this long")
+	f.StringVar(&fabricRate, "fabric.expect-rate", "", `rate every fabric link should run at, for the fabric findings: "200", "4X HDR"`)
+	f.StringVar(&textfile, "textfile", "", "gather once, write this .prom file for node_exporter's textfile collector, and exit")
+	return c
+}

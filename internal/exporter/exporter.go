@@ -1,0 +1,172 @@
+// Package exporter is rdmalab's Prometheus exporter: per-port RDMA counters
+// and link state of this host (read through the same inventory code as
+// `rdmalab inventory`), doctor's findings evaluated on a cadence and served
+// cached, and an optional fabric collector run from one node. Metrics are
+// const metrics built on every scrape by custom collectors; one failing
+// device or collector never blanks the others, and nothing is ever written
+// to the host.
+package exporter
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Namespace prefixes every metric.
+const Namespace = "rdmalab"
+
+// A collector adds its metrics to ch. An error marks the collector failed
+// for this scrape; whatever it sent before failing is still served.
+type collector interface {
+	update(ctx context.Context, ch chan<- prometheus.Metric) error
+}
+
+// Exporter is the prometheus.Collector that runs every enabled collector
+// concurrently on each scrape and reports how each one did.
+type Exporter struct {
+	collectors map[string]collector
+	timeout    time.Duration
+	log        *slog.Logger
+}
+
+var (
+	scrapeDuration = prometheus.NewDesc(Namespace+"_scrape_collector_duration_seconds",
+		"How long a collector took during this scrape.", []string{"collector"}, nil)
+	scrapeSuccess = prometheus.NewDesc(Namespace+"_scrape_collector_success",
+		"Whether a collector succeeded during this scrape (1) or failed (0); a failed collector's other metrics may be missing.", []string{"collector"}, nil)
+)
+
+// New builds an exporter from options. It does not read anything yet.
+func New(o Options) (*Exporter, error) {
+	o = o.withDefaults()
+	e := &Exporter{collectors: map[string]collector{}, timeout: o.ScrapeTimeout, log: o.Logger}
+	e.collectors["host"] = &hostCollector{opt: o}
+	topo := newTopologyCache(o)
+	e.collectors["topology"] = &topologyCollector{cache: topo}
+	if !o.NoFindings {
+		e.collectors["findings"] = &findingsCollector{cache: topo}
+	}
+	if o.Fabric {
+		if o.FabricRunner == nil {
+			return nil, fmt.Errorf("fabric collector: no runner")
+		}
+		e.collectors["fabric"] = newFabricCollector(o)
+	}
+	return e, nil
+}
+
+// Describe sends nothing: the exporter is an unchecked collector, since
+// the metrics a host has depend on its devices and drivers.
+func (e *Exporter) Describe(chan<- *prometheus.Desc) {}
+
+// Collect implements prometheus.Collector.
+func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), e.timeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for name, c := range e.collectors {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			err := safeUpdate(ctx, c, ch)
+			ok := 1.0
+			if err != nil {
+				ok = 0
+				e.log.Warn("collector failed", "collector", name, "err", err)
+			}
+			ch <- prometheus.MustNewConstMetric(scrapeDuration, prometheus.GaugeValue, time.Since(start).Seconds(), name)
+			ch <- prometheus.MustNewConstMetric(scrapeSuccess, prometheus.GaugeValue, ok, name)
+		}()
+	}
+	wg.Wait()
+}
+
+// safeUpdate turns a collector's panic into its own failure, so a parser
+// bug on one odd device cannot take the other collectors' metrics with it.
+func safeUpdate(ctx context.Context, c collector, ch chan<- prometheus.Metric) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return c.update(ctx, ch)
+}
+
+// Registry returns a fresh registry holding only the exporter (no Go
+// runtime metrics: they would drown the RDMA ones in the textfile mode).
+func (e *Exporter) Registry() *prometheus.Registry {
+	r := prometheus.NewPedanticRegistry()
+	r.MustRegister(e)
+	return r
+}
+
+// emitter builds const metrics and keeps the first error instead of
+// panicking: a label value a device made invalid drops that one sample.
+type emitter struct {
+	ch  chan<- prometheus.Metric
+	err error
+	n   int
+}
+
+func (m *emitter) gauge(d *prometheus.Desc, v float64, labels ...string) {
+	m.send(d, prometheus.GaugeValue, v, labels)
+}
+
+func (m *emitter) counter(d *prometheus.Desc, v float64, labels ...string) {
+	m.send(d, prometheus.CounterValue, v, labels)
+}
+
+func (m *emitter) send(d *prometheus.Desc, t prometheus.ValueType, v float64, labels []string) {
+	metric, err := prometheus.NewConstMetric(d, t, v, labels...)
+	if err != nil {
+		if m.err == nil {
+			m.err = fmt.Errorf("%s: %w", d, err)
+		}
+		return
+	}
+	m.n++
+	m.ch <- metric
+}
+
+// descs lists every metric the exporter can emit, for MetricNames.
+func descs() []*prometheus.Desc {
+	out := []*prometheus.Desc{scrapeDuration, scrapeSuccess,
+		stateDesc, physStateDesc, rateDesc, infoDesc, unavailableDesc, saturatedDesc,
+		pcieCurSpeed, pcieMaxSpeed, pcieCurWidth, pcieMaxWidth, gpuPathDesc, gpuNearestDesc,
+		hugeTotalDesc, hugeFreeDesc, readErrDesc, devicesDesc,
+		findingDesc, findingsDesc, findingsAtDesc,
+		fabricStateDesc, fabricRateDesc, fabricLinkDesc, fabricSaturatedDesc, fabricSMDesc,
+		fabricNodesDesc, fabricScanAtDesc, fabricScanDurDesc}
+	for _, m := range counterDescs {
+		for _, d := range m {
+			out = append(out, d)
+		}
+	}
+	for _, d := range fabricCounterDescs {
+		out = append(out, d)
+	}
+	return out
+}
+
+var fqNameRE = regexp.MustCompile(`fqName: "([^"]+)"`)
+
+// MetricNames is every metric name the exporter can emit, sorted: the
+// deploy rules and dashboard are checked against it.
+func MetricNames() []string {
+	var out []string
+	for _, d := range descs() {
+		if m := fqNameRE.FindStringSubmatch(d.String()); m != nil {
+			out = append(out, m[1])
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}

@@ -1,0 +1,102 @@
+package exporter
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/host"
+	"github.com/rdmalab/rdmalab/internal/hostcheck"
+)
+
+var (
+	findingDesc = prometheus.NewDesc(Namespace+"_finding",
+		"A finding that is not a pass (severity fail, warn or unknown), by check id and subject; value is always 1. `rdmalab doctor` explains it.",
+		[]string{"check", "severity", "subject"}, nil)
+	findingsDesc = prometheus.NewDesc(Namespace+"_findings",
+		"Findings of the last evaluation, by source (host, fabric) and outcome.", []string{"source", "outcome"}, nil)
+	findingsAtDesc = prometheus.NewDesc(Namespace+"_findings_evaluated_timestamp_seconds",
+		"When the findings served were evaluated (they are cached between evaluations).", []string{"source"}, nil)
+)
+
+// topology is the full inventory of the host and doctor's findings on it,
+// evaluated at most once per FindingsInterval and served cached.
+type topology struct {
+	snap     *host.Snapshot
+	findings []check.Finding
+}
+
+func newTopologyCache(o Options) *cached[topology] {
+	return &cached[topology]{
+		interval: o.FindingsInterval, wait: o.ScrapeTimeout, now: o.Now, evalTimeout: o.ScrapeTimeout,
+		eval: func(context.Context) (topology, error) {
+			s, err := readHost(o)
+			if err != nil {
+				return topology{}, err
+			}
+			return topology{snap: s, findings: hostcheck.Run(s, o.Expect)}, nil
+		},
+	}
+}
+
+// topologyCollector serves the PCIe links and GPU↔NIC paths of the last
+// full inventory.
+type topologyCollector struct{ cache *cached[topology] }
+
+func (c *topologyCollector) update(ctx context.Context, ch chan<- prometheus.Metric) error {
+	r := c.cache.get(ctx)
+	m := &emitter{ch: ch}
+	if r.Have {
+		emitTopology(m, r.Value.snap)
+	}
+	return firstErr(r.Err, r.Have, "topology", m.err)
+}
+
+// findingsCollector serves doctor's host findings of the last evaluation.
+type findingsCollector struct{ cache *cached[topology] }
+
+func (c *findingsCollector) update(ctx context.Context, ch chan<- prometheus.Metric) error {
+	r := c.cache.get(ctx)
+	m := &emitter{ch: ch}
+	if r.Have {
+		emitFindings(m, "host", r.Value.findings)
+		m.gauge(findingsAtDesc, float64(r.At.UnixNano())/1e9, "host")
+	}
+	return firstErr(r.Err, r.Have, "findings", m.err)
+}
+
+// firstErr is a cached collector's error for this scrape: the last
+// evaluation's, or none yet, or an emitting error.
+func firstErr(evalErr error, have bool, what string, emitErr error) error {
+	switch {
+	case evalErr != nil:
+		return evalErr
+	case !have:
+		return fmt.Errorf("%s: first evaluation still running", what)
+	}
+	return emitErr
+}
+
+// emitFindings sends one series per distinct non-pass (check, severity,
+// subject) and the count per outcome. Two findings with the same labels
+// are one series: a duplicate would fail the whole scrape.
+func emitFindings(m *emitter, source string, fs []check.Finding) {
+	counts := map[check.Outcome]int{check.Fail: 0, check.Warn: 0, check.Unknown: 0, check.Pass: 0}
+	seen := map[[3]string]bool{}
+	for _, f := range fs {
+		counts[f.Outcome]++
+		if f.Outcome == check.Pass {
+			continue
+		}
+		k := [3]string{f.Check, string(f.Outcome), f.Subject}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		m.gauge(findingDesc, 1, k[0], k[1], k[2])
+	}
+	for o, n := range counts {
+		m.gauge(findingsDesc, float64(n), source, string(o))
+	}
+}

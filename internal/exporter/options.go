@@ -1,0 +1,79 @@
+package exporter
+
+import (
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/rdmalab/rdmalab/internal/fabric"
+	"github.com/rdmalab/rdmalab/internal/fabriccheck"
+	"github.com/rdmalab/rdmalab/internal/hostcheck"
+)
+
+// Options configure the exporter; the zero value reads the live host.
+type Options struct {
+	// Root is the directory the host is read from ("/" live, or a capture).
+	Root string
+	// IBClassDir, when set, serves /sys/class/infiniband from this directory
+	// (a lone copy of that directory, as some captures are).
+	IBClassDir string
+
+	// Expect are doctor's expectations (rate, link layer) for the findings.
+	Expect hostcheck.Options
+	// FindingsInterval is the least time between two full inventories of
+	// the host (PCIe links, GPU↔NIC paths) and evaluations of doctor's
+	// findings on them; scrapes in between get the cached result. Zero
+	// means DefaultFindingsInterval.
+	FindingsInterval time.Duration
+	// NoFindings leaves the findings out (the topology is still served).
+	NoFindings bool
+
+	// Fabric turns on the fabric collector; FabricRunner runs the
+	// infiniband-diags tools (fabric.Exec on a real host).
+	Fabric       bool
+	FabricRunner fabric.Runner
+	// FabricInterval is the least time between two fabric scans
+	// (default DefaultFabricInterval); FabricWait is how long a scrape waits
+	// for a scan in flight before serving the last result (default 5s).
+	FabricInterval time.Duration
+	FabricWait     time.Duration
+	// FabricCheck are the fabric rules' options (expected rate, thresholds, plan).
+	FabricCheck fabriccheck.Options
+
+	// ScrapeTimeout bounds one scrape (default 10s).
+	ScrapeTimeout time.Duration
+	// Now is the clock (tests pin it); nil means time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Defaults.
+const (
+	DefaultFindingsInterval = 60 * time.Second
+	DefaultFabricInterval   = 60 * time.Second
+)
+
+func (o Options) withDefaults() Options {
+	if o.Root == "" {
+		o.Root = "/"
+	}
+	if o.FindingsInterval <= 0 {
+		o.FindingsInterval = DefaultFindingsInterval
+	}
+	if o.FabricInterval == 0 {
+		o.FabricInterval = DefaultFabricInterval
+	}
+	if o.FabricWait == 0 {
+		o.FabricWait = 5 * time.Second
+	}
+	if o.ScrapeTimeout == 0 {
+		o.ScrapeTimeout = 10 * time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return o
+}

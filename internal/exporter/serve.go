@@ -1,0 +1,92 @@
+package exporter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/exporter-toolkit/web"
+)
+
+// Handler serves /metrics and a landing page linking to it.
+func (e *Exporter) Handler() (http.Handler, error) {
+	mux := http.NewServeMux()
+	// ContinueOnError: a sample that cannot be gathered is dropped and
+	// logged, the rest of the scrape is served.
+	mux.Handle("/metrics", promhttp.HandlerFor(e.Registry(), promhttp.HandlerOpts{
+		ErrorHandling: promhttp.ContinueOnError, ErrorLog: slogPrinter{e.log}, Timeout: e.timeout + 5*time.Second,
+	}))
+	landing, err := web.NewLandingPage(web.LandingConfig{
+		Name: "rdmalab exporter", Description: "RDMA ports, PCIe links, GPUDirect paths, doctor findings and the InfiniBand fabric",
+		Links: []web.LandingLinks{{Address: "/metrics", Text: "Metrics"}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	mux.Handle("/", landing)
+	return mux, nil
+}
+
+type slogPrinter struct{ l *slog.Logger }
+
+func (p slogPrinter) Println(v ...any) { p.l.Error(strings.TrimSpace(fmt.Sprintln(v...))) }
+
+// Serve serves the exporter on l until ctx ends. webConfig is an
+// exporter-toolkit web configuration file (TLS, basic auth), "" for none.
+func (e *Exporter) Serve(ctx context.Context, l net.Listener, webConfig string) error {
+	h, err := e.Handler()
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan error, 1)
+	go func() {
+		done <- web.Serve(l, srv, &web.FlagConfig{WebConfigFile: &webConfig}, e.log)
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shut)
+		if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	}
+}
+
+// ListenAndServe listens on addr and serves until ctx ends.
+func (e *Exporter) ListenAndServe(ctx context.Context, addr, webConfig string) error {
+	if webConfig != "" {
+		if err := web.Validate(webConfig); err != nil {
+			return fmt.Errorf("--web.config.file %s: %w", webConfig, err)
+		}
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", addr, err)
+	}
+	e.log.Info("listening", "address", l.Addr().String())
+	return e.Serve(ctx, l, webConfig)
+}
+
+// WriteTextfile gathers once and writes the metrics to path (through a
+// temporary file and a rename), for node_exporter's textfile collector.
+func (e *Exporter) WriteTextfile(path string) error {
+	if !strings.HasSuffix(path, ".prom") {
+		return fmt.Errorf("textfile %s: node_exporter's textfile collector reads only *.prom files", path)
+	}
+	if err := prometheus.WriteToTextfile(path, e.Registry()); err != nil {
+		return fmt.Errorf("textfile %s: %w", path, err)
+	}
+	return nil
+}
