@@ -64,6 +64,10 @@ type Entry struct {
 	Why    string
 	Source string
 	Fix    string
+	// Needs says what the rule needs to be sure; Unknown what makes it
+	// say unknown instead (catalog docs print both when set).
+	Needs   string
+	Unknown string
 }
 
 // Failed is the one predicate that decides exit code 1 everywhere: any
