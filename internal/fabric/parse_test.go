@@ -207,17 +207,41 @@ func TestParseCabling(t *testing.T) {
 	}
 }
 
+// No lost records: every line with a link arrow becomes exactly one port
+// (or the parse fails naming it), in order, with the port number and LID
+// the line shows; a far end is present exactly when the line names one.
 func FuzzParseIBLinkInfo(f *testing.F) {
 	f.Add(`0x000000000010000a "   Hca4"      6    1[  ] ==( 4X           2.5 Gbps Active/  LinkUp)==>  0x0000000000200001      3    2[  ] "Switch2" (Could be 12X Could be 10.0 Gbps)`)
 	f.Add("CA: n02 HCA-1:\n      0xec0d9a03003d62be      4    1[  ] ==( 4X      25.78125 Gbps Active/  LinkUp)==>       2   17[  ] \"MF0;SB7700\" ( )\n")
+	f.Add("Switch: 0x506b4b0300820910 MF0;SB7700:MSB7700/U1:\n           2    1[  ] ==(                Down/ Polling)==>             [  ] \"\" ( )\n")
 	f.Fuzz(func(t *testing.T, s string) {
 		ps, err := ParseIBLinkInfo(s)
 		if err != nil {
 			return
 		}
-		for _, p := range ps {
-			if p.Linked() && p.Remote == nil {
-				t.Fatal("linked without a remote")
+		var arrows []string
+		for _, l := range strings.Split(strings.ReplaceAll(s, "\r", "\n"), "\n") {
+			trim := strings.TrimSpace(l)
+			if strings.Contains(l, "==(") && !strings.HasPrefix(trim, "#") && !strings.HasPrefix(trim, "ibwarn:") {
+				arrows = append(arrows, l)
+			}
+		}
+		if len(ps) != len(arrows) {
+			t.Fatalf("%d link lines, %d ports", len(arrows), len(ps))
+		}
+		for i, p := range ps {
+			m := linkinfoRE.FindStringSubmatch(arrows[i])
+			if m == nil {
+				t.Fatalf("port %d from a line the pattern does not match: %q", i, arrows[i])
+			}
+			if fmt.Sprint(p.Num) != strings.TrimLeft(m[5], "0") && !(p.Num == 0 && strings.Trim(m[5], "0") == "") {
+				t.Fatalf("port %d from %q", p.Num, m[5])
+			}
+			if (p.Remote != nil) != (m[9] != "") {
+				t.Fatalf("far end %v for %q", p.Remote, arrows[i])
+			}
+			if p.RateGbps < 0 || p.RateGbps > 12*200 {
+				t.Fatalf("rate %g", p.RateGbps)
 			}
 		}
 	})

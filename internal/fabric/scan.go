@@ -124,7 +124,7 @@ func lastLine(s string) string {
 // failureRE finds the lines by which a tool says it failed even when it
 // exits 0 (ibqueryerrors prints "Query SA failed" and exits 0 when no SM
 // answers). The simulator's own attach notice is not a failure.
-var failureRE = regexp.MustCompile(`(?im)^.*(failed|ibpanic|iberror|timeout|timed out|error:).*$`)
+var failureRE = regexp.MustCompile(`(?im)^.*(failed|ibpanic|iberror|timeout|timed out|error:|no sm/sa found).*$`)
 
 // ToolFailure returns the first line of out that reports a failure, or "".
 func ToolFailure(out Output) string {
