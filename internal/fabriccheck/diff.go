@@ -39,6 +39,7 @@ type planEnd struct {
 	key   fabric.PortKey
 	found bool // the node is in the fabric
 	name  string
+	node  string // the node alone, for "not found"
 }
 
 // Diff compares a scanned fabric with the intended topology by port
@@ -56,7 +57,10 @@ func Diff(s *fabric.Snapshot, plan *fabric.Topology) ([]check.Finding, error) {
 		}
 	}
 	resolve := func(e fabric.TopoEnd, line int) (planEnd, error) {
-		pe := planEnd{name: e.String()}
+		pe := planEnd{name: e.String(), node: e.Node}
+		if pe.node == "" {
+			pe.node = e.GUID.String()
+		}
 		if !e.GUID.IsZero() {
 			g := e.GUID
 			if !names.Known(g) {
@@ -126,7 +130,7 @@ func Diff(s *fabric.Snapshot, plan *fabric.Topology) ([]check.Finding, error) {
 		var absent []string
 		for _, e := range []planEnd{a, b} {
 			if !e.found {
-				absent = append(absent, strings.TrimSuffix(e.name, fmt.Sprintf(" port %d", e.key.Port)))
+				absent = append(absent, e.node)
 			}
 		}
 		if len(absent) > 0 && !a.found && !b.found {

@@ -166,7 +166,12 @@ func linkRules(s *fabric.Snapshot, o Options, n *fabric.Names) []check.Finding {
 		unconfirmed := false
 		if now.less(hint) {
 			if capBoth {
-				consider(hint.capTo(limit), fmt.Sprintf("iblinkinfo says both ends could run %s", rateText(hint)))
+				h := hint.capTo(limit)
+				reason := fmt.Sprintf("iblinkinfo says both ends could run %s", rateText(h))
+				if h != hint {
+					reason = fmt.Sprintf("iblinkinfo says both ends could run %s, which the device models cap at %s", rateText(hint), rateText(h))
+				}
+				consider(h, reason)
 			} else {
 				unconfirmed = true
 			}
