@@ -2,6 +2,8 @@ package fabric
 
 import (
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -88,4 +90,51 @@ func FromIBLinkInfo(text, source string) (*Snapshot, error) {
 	s := &Snapshot{SchemaVersion: SchemaVersion, Source: source, Read: []Tool{IBLinkInfo}, Ports: ps, CollectedAt: time.Time{}}
 	s.Resolve()
 	return s, nil
+}
+
+var portsLineRE = regexp.MustCompile(`^\s*(CA|SW|RT)\s+(\d+)\s+(\d+)\s+(0x[0-9a-fA-F]{1,16})\s+(\d+)x\s+(\S+)\s*(?:-\s+(CA|SW|RT)\s+(\d+)\s+(\d+)\s+(0x[0-9a-fA-F]{1,16})\s+\(\s*'(.*?)'\s+-\s+'(.*?)'\s*\)|'(.*?)'|(\S.*?))\s*$`)
+
+var portsType = map[string]NodeType{"CA": CA, "SW": Switch, "RT": Router}
+
+// FromIBNetDiscoverPorts reads `ibnetdiscover -p` (one line per port:
+// type, LID, port, GUID, width and speed, and the far end when linked)
+// into a snapshot. Ports without a far end are listed, not linked.
+func FromIBNetDiscoverPorts(text, source string) (*Snapshot, error) {
+	s := &Snapshot{SchemaVersion: SchemaVersion, Source: source, Read: []Tool{IBNetDiscover}}
+	sc := lineScanner(text)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := sc.Text()
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		m := portsLineRE.FindStringSubmatch(line)
+		if m == nil {
+			return nil, &ParseError{"ibnetdiscover -p", n, line, "not a port line"}
+		}
+		p := Port{NodeType: portsType[m[1]], NodeGUID: guid(m[4]), Width: m[5] + "X"}
+		p.LID, _ = strconv.Atoi(m[2])
+		p.Num, _ = strconv.Atoi(m[3])
+		if sp, ok := linkrate.SpeedByName(m[6]); ok {
+			p.Speed, p.LaneGbps = sp.Name, sp.SignalGbps
+			p.RateGbps = linkrate.IBRateGbps(p.Width, p.Speed)
+		}
+		if m[7] != "" {
+			p.NodeDesc = strings.TrimSpace(m[11])
+			p.PhysState = LinkUp
+			r := &End{NodeGUID: guid(m[10]), NodeDesc: strings.TrimSpace(m[12])}
+			r.LID, _ = strconv.Atoi(m[8])
+			r.Port, _ = strconv.Atoi(m[9])
+			p.Remote = r
+		} else {
+			p.NodeDesc = strings.TrimSpace(m[13] + m[14])
+		}
+		s.Ports = append(s.Ports, p)
+	}
+	if len(s.Ports) == 0 {
+		return nil, fmt.Errorf("no port lines in ibnetdiscover -p output")
+	}
+	s.Resolve()
+	return s, sc.Err()
 }

@@ -106,6 +106,9 @@ func peerConsensus(links []fabric.Link) map[string]consensus {
 func linkRules(s *fabric.Snapshot, o Options, n *fabric.Names) []check.Finding {
 	links := s.Links()
 	if len(links) == 0 {
+		if s.Has(fabric.IBLinkInfo) || s.Has(fabric.IBNetDiscover) {
+			return []check.Finding{find("fabric.link.width", check.Unknown, "links", "no linked port in the source: no link to judge")}
+		}
 		return nil
 	}
 	peers := peerConsensus(links)
