@@ -236,7 +236,7 @@ func evidence(s *fabric.Snapshot, f check.Finding, l fabric.Link, n *fabric.Name
 		}
 		if m, _, ok := model(s, p); ok {
 			v += ", device " + m.Name
-		} else if nd := s.Node(p.NodeGUID); nd != nil && nd.DeviceID != "" {
+		} else if nd := s.Node(p.NodeGUID); nd != nil && nd.DeviceID != "" && nd.DeviceID != "0x0" {
 			v += fmt.Sprintf(", device %s:%s (not in the model table)", nd.VendorID, nd.DeviceID)
 		}
 		f.Evidence = append(f.Evidence, check.Evidence{What: n.Port(p.Key()), Value: v, Source: src})
