@@ -244,3 +244,33 @@ func TestScanIntervalProgress(t *testing.T) {
 		t.Errorf("interval wait not bounded by the context: %v after %s", err, time.Since(start))
 	}
 }
+
+// The complete examples in docs/ load.
+func TestDocExamples(t *testing.T) {
+	block := func(path, lang string) string {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, rest, ok := strings.Cut(string(b), "```"+lang+"\n")
+		body, _, ok2 := strings.Cut(rest, "```")
+		if !ok || !ok2 {
+			t.Fatalf("%s: no ```%s block", path, lang)
+		}
+		return body
+	}
+	s, err := Decode(strings.NewReader(block("../../docs/fabric-snapshot.md", "json")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := s.Links(); len(l) != 1 || l[0].A.Counters["SymbolErrorCounter"] != 3 || l[0].B.NodeGUID != 0x7cfe900300a5f7c0 {
+		t.Errorf("snapshot example: %+v", l)
+	}
+	top, err := ParseCabling([]byte(block("../../docs/cabling.md", "yaml")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(top.Links) != 4 || top.Links[2].B.GUID != 0x7cfe900300a5f7c0 || top.Links[0].A.Node != "gpu017 HCA-1" {
+		t.Errorf("cabling example: %+v", top.Links)
+	}
+}
