@@ -160,7 +160,7 @@ func TestInjectedFaults(t *testing.T) {
 	sim.StartSM("node0005", 0)
 	// The master learns of the standby at its next sweep (every 2 s here).
 	s = scan(t, sim, 0)
-	for deadline := time.Now().Add(20 * time.Second); len(s.SMs) < 2 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(45 * time.Second); len(s.SMs) < 2 && time.Now().Before(deadline); {
 		time.Sleep(500 * time.Millisecond)
 		s = scan(t, sim, 0)
 	}

@@ -17,7 +17,7 @@ type rate struct {
 }
 
 func (r rate) known() bool      { return r.Width > 0 && linkrate.SpeedRank(r.Speed) > 0 }
-func (r rate) gbps() float64    { return float64(r.Width) * linkrate.LaneGbps(r.Speed) }
+func (r rate) gbps() float64    { return linkrate.IBRateGbps(fmt.Sprintf("%dX", r.Width), r.Speed) }
 func (r rate) String() string   { return fmt.Sprintf("%dX %s (%g Gb/s)", r.Width, r.Speed, r.gbps()) }
 func (r rate) less(o rate) bool { return r.gbps() < o.gbps() }
 

@@ -269,7 +269,7 @@ func judgeDevinfo(name string, b []byte, opt Options) ([]check.Finding, any, err
 			}
 		}
 		if cur.Width > 0 && cur.Speed != "" {
-			cur.RateGbps = float64(cur.Width) * linkrate.LaneGbps(cur.Speed)
+			cur.RateGbps = linkrate.IBRateGbps(fmt.Sprintf("%dX", cur.Width), cur.Speed)
 		}
 	}
 	return judgeHostPorts(hp, opt)

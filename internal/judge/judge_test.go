@@ -2,6 +2,7 @@ package judge
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -236,4 +237,41 @@ func TestJudgeRefusesAndUnknowns(t *testing.T) {
 	if n := check.Count(r.Findings); n[check.Unknown] != 1 || n[check.Pass] != 0 {
 		t.Errorf("ibqueryerrors without its summary must be unknown: %+v", r.Findings)
 	}
+}
+
+// Any bytes: judge either refuses them or returns well-formed findings;
+// an ibstat it reads has as many ports as "Port N:" lines under a CA.
+func FuzzJudge(f *testing.F) {
+	f.Add([]byte("CA 'mlx5_0'\n\tCA type: MT4123\n\tPort 1:\n\t\tState: Active\n\t\tPhysical state: LinkUp\n\t\tRate: 200\n\t\tBase lid: 3\n\t\tSM lid: 1\n\t\tLink layer: InfiniBand\n"))
+	f.Add([]byte("CA   134  1 0x7cfe9003003b4bde 4x EDR - SW  1719 10 0x7cfe9003009ce5b0 ( 'o0001 HCA-1' - 'ib-i1l1s01' )\n"))
+	f.Add([]byte("hca_id:\tmlx5_0\n\tvendor_part_id:\t4123\n\t\tport:\t1\n\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n"))
+	f.Add([]byte(testhost.EDRDump(1, 1, 1)))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := One("f", b, Options{})
+		if err != nil {
+			return
+		}
+		for _, fd := range r.Findings {
+			if fd.Check == "" || fd.Outcome.Rank() < 0 || fd.Host != "f" {
+				t.Fatalf("malformed finding %+v", fd)
+			}
+		}
+		if hp, ok := r.Payload.(HostPorts); ok && r.Format == "ibstat" {
+			n := 0
+			inCA := false
+			for _, l := range strings.Split(string(b), "\n") {
+				l = cleanLine(l)
+				if ibstatCARE.MatchString(l) {
+					inCA = true
+				}
+				var port int
+				if _, err := fmt.Sscanf(l, "Port %d:", &port); err == nil && inCA && strings.HasSuffix(l, ":") && l == fmt.Sprintf("Port %d:", port) {
+					n++
+				}
+			}
+			if n != len(hp.Ports) {
+				t.Fatalf("%d port headers, %d ports", n, len(hp.Ports))
+			}
+		}
+	})
 }
