@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -182,7 +183,7 @@ func (fl fabricCheckFlags) options() (fabriccheck.Options, error) {
 	for _, t := range fl.thresholds {
 		name, v, ok := strings.Cut(t, "=")
 		n, err := strconv.ParseUint(v, 10, 64)
-		if !ok || err != nil || !slicesContains(known, name) {
+		if !ok || err != nil || !slices.Contains(known, name) {
 			return opt, usageErr("--threshold %q: want COUNTER=N with COUNTER one of %s", t, strings.Join(known, ", "))
 		}
 		opt.Thresholds[name] = n
@@ -195,15 +196,6 @@ func (fl fabricCheckFlags) options() (fabriccheck.Options, error) {
 		opt.Plan = t
 	}
 	return opt, nil
-}
-
-func slicesContains(xs []string, x string) bool {
-	for _, s := range xs {
-		if s == x {
-			return true
-		}
-	}
-	return false
 }
 
 func newFabricCheckCmd() *cobra.Command {
