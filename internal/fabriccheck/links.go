@@ -176,7 +176,16 @@ func linkRules(s *fabric.Snapshot, o Options, n *fabric.Names) []check.Finding {
 				}
 				consider(h, reason)
 			} else {
-				unconfirmed = true
+				// One known end still caps the hint: a Quantum cannot
+				// run 12X, whatever its unknown peer advertises.
+				h := hint
+				if okA {
+					h = h.capTo(capA)
+				}
+				if okB {
+					h = h.capTo(capB)
+				}
+				unconfirmed = now.less(h)
 			}
 		}
 		switch {
