@@ -1,6 +1,9 @@
 package cli
 
 import (
+	"context"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -130,5 +133,17 @@ func TestJudgeCommand(t *testing.T) {
 	js, _, code := run(t, "judge", "-o", "json", "--expect-rate", "4X EDR", dump)
 	if k, err := envelope.Peek([]byte(js)); code != ExitFindings || err != nil || k != envelope.Judge {
 		t.Errorf("json: exit %d %v %q", code, err, k)
+	}
+}
+
+// An interrupted scan exits 130, not 2.
+func TestFabricInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	in := fabricInput{timeout: time.Minute}
+	_, err := in.load(ctx, io.Discard)
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != exitInterrupted {
+		t.Errorf("want exit %d, got %v", exitInterrupted, err)
 	}
 }

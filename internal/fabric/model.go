@@ -278,6 +278,7 @@ func (s *Snapshot) Resolve() {
 		count[p.NodeGUID]++
 	}
 	byLIDPort := map[[2]int]*Port{}
+	switchOfLID := map[int]host.GUID{} // all of a switch's ports share its LID
 	for i := range s.Ports {
 		p := &s.Ports[i]
 		if p.NodeType == "" {
@@ -289,6 +290,14 @@ func (s *Snapshot) Resolve() {
 		}
 		if p.LID > 0 {
 			byLIDPort[[2]int{p.LID, p.Num}] = p
+			if p.NodeType == Switch {
+				switchOfLID[p.LID] = p.NodeGUID
+			}
+		}
+	}
+	for _, n := range s.Nodes {
+		if n.Type == Switch && n.LID > 0 {
+			switchOfLID[n.LID] = n.GUID
 		}
 	}
 	for i := range s.Ports {
@@ -300,6 +309,8 @@ func (s *Snapshot) Resolve() {
 			r.NodeGUID = g
 		} else if q := byLIDPort[[2]int{r.LID, r.Port}]; q != nil && r.LID > 0 {
 			r.NodeGUID = q.NodeGUID
+		} else if g, ok := switchOfLID[r.LID]; ok && r.LID > 0 {
+			r.NodeGUID = g // a switch port the output did not list
 		} else {
 			r.NodeGUID = r.PortGUID
 		}
@@ -345,6 +356,9 @@ type nameInfo struct {
 func (s *Snapshot) Names() *Names {
 	n := &Names{nodes: map[host.GUID]nameInfo{}, dup: map[string]bool{}}
 	add := func(g host.GUID, desc string, lid int) {
+		if g.IsZero() {
+			return
+		}
 		if cur, ok := n.nodes[g]; ok {
 			if cur.lid == 0 && lid > 0 {
 				cur.lid = lid
@@ -413,5 +427,14 @@ func (n *Names) Node(g host.GUID) string {
 // Port is how a port is named: "leaf03 port 14".
 func (n *Names) Port(k PortKey) string { return fmt.Sprintf("%s port %d", n.Node(k.Node), k.Port) }
 
+// PortOf names a port, also one whose node GUID no source gave (a far
+// end iblinkinfo's default mode shows only by description and LID).
+func (n *Names) PortOf(p *Port) string {
+	if p.NodeGUID.IsZero() {
+		return fmt.Sprintf("%s [GUID unknown, lid %d] port %d", p.NodeDesc, p.LID, p.Num)
+	}
+	return n.Port(p.Key())
+}
+
 // Link is "gpu017 HCA-1 port 1 ↔ leaf03 port 14".
-func (n *Names) Link(l Link) string { return n.Port(l.A.Key()) + " ↔ " + n.Port(l.B.Key()) }
+func (n *Names) Link(l Link) string { return n.PortOf(l.A) + " ↔ " + n.PortOf(l.B) }

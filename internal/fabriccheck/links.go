@@ -248,7 +248,7 @@ func evidence(s *fabric.Snapshot, f check.Finding, l fabric.Link, n *fabric.Name
 		} else if nd := s.Node(p.NodeGUID); nd != nil && nd.DeviceID != "" && nd.DeviceID != "0x0" {
 			v += fmt.Sprintf(", device %s:%s (not in the model table)", nd.VendorID, nd.DeviceID)
 		}
-		f.Evidence = append(f.Evidence, check.Evidence{What: n.Port(p.Key()), Value: v, Source: src})
+		f.Evidence = append(f.Evidence, check.Evidence{What: n.PortOf(p), Value: v, Source: src})
 	}
 	return f
 }
