@@ -135,17 +135,18 @@ func TestLinkJudgementOnCapture(t *testing.T) {
 // zero topology findings against its own dump. One link degraded to 4X DDR
 // in the dump: exactly one finding, naming both ends by GUID.
 func TestRealFormatDumpOnIBSim(t *testing.T) {
-	dump := testhost.EDRDump(2, 4, 4)
+	// The shape of issue 11's fabric: 6 switches, 136 HCAs, 144 links.
+	dump := testhost.EDRDump(2, 4, 34)
 	plan, err := fabric.ParseTopology(dump)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sim := testhost.StartIBSim(t, dump)
 	sim.StartSM("", 0)
-	sim.WaitUp(60 * time.Second)
+	sim.WaitUp(90 * time.Second)
 	s := scan(t, sim, 0)
-	if n := len(s.Links()); n != 4*4+2*4 {
-		t.Fatalf("%d links, the dump has 24", n)
+	if n := len(s.Links()); n != 144 || len(plan.Links) != 144 {
+		t.Fatalf("%d links scanned, %d in the dump; want 144", n, len(plan.Links))
 	}
 	for _, o := range []Options{{}, {ExpectRate: rateOf(t, "4X EDR")}, {ExpectRate: rateOf(t, "100")}} {
 		fs := mustRun(t, s, o)
@@ -159,23 +160,36 @@ func TestRealFormatDumpOnIBSim(t *testing.T) {
 		}
 	}
 
+	sim.StopSMs()
 	bad := testhost.Degrade(dump, 3, 2, "4xDDR")
 	sim2 := testhost.StartIBSim(t, bad)
 	sim2.StartSM("", 0)
-	sim2.WaitUp(60 * time.Second)
+	sim2.WaitUp(90 * time.Second)
 	s2 := scan(t, sim2, 0)
 	for _, o := range []Options{{}, {ExpectRate: rateOf(t, "4X EDR")}} {
 		lf := linkFindings(mustRun(t, s2, o))
+		if o.ExpectRate == nil && len(lf) == 1 && !strings.Contains(lf[0].Message, "135 of 136 CA↔Switch links run at 4X EDR") {
+			t.Errorf("peer evidence: %s", lf[0].Message)
+		}
 		if len(lf) != 1 {
 			t.Fatalf("degraded, expect %v: %d link findings, want 1: %+v", o.ExpectRate, len(lf), lf)
 		}
 		got := text(lf[0])
 		t.Logf("expect %v:\n%s", o.ExpectRate, got)
-		for _, want := range []string{"0x248a070300c70304", "0x7cfe900300b60030", "4X DDR"} {
+		for _, want := range []string{"0x248a070300c70304", "0x7cfe900300b60030", "4X DDR", "HCA-1 [0x248a070300c70304 lid", "SwitchIB Mellanox Technologies [0x7cfe900300b60030 lid"} {
 			if !strings.Contains(got, want) {
 				t.Errorf("expect %v: finding lacks %q:\n%s", o.ExpectRate, want, got)
 			}
 		}
+	}
+	sim2.StopSMs()
+	// A link trained at 1X: a width finding, naming both ends.
+	sim3 := testhost.StartIBSim(t, testhost.Degrade(dump, 2, 5, "1xEDR"))
+	sim3.StartSM("", 0)
+	sim3.WaitUp(90 * time.Second)
+	lf := linkFindings(mustRun(t, scan(t, sim3, 0), Options{}))
+	if len(lf) != 1 || lf[0].Check != "fabric.link.width" || !strings.Contains(lf[0].Message, "runs at 1X EDR (25 Gb/s), should run at 4X EDR (100 Gb/s)") {
+		t.Errorf("1X link: %+v", lf)
 	}
 }
 
