@@ -200,6 +200,9 @@ func TestParseCabling(t *testing.T) {
 		{"links:\n  - {a: {node: x, port: 1}, b: {node: y, port: 1}, colour: red}\n", "unknown field"},
 		{"links:\n  - {a: {node: x, port: 0}, b: {node: y, port: 1}}\n", "links[0]"},
 		{"links:\n  - {a: {node: x, port: 1}, b: {node: y, port: 1}}\n  - {a: {node: x, port: 1}, b: {node: z, port: 2}}\n", "already cabled in links[0]"},
+		{"links:\n  - {a: {node: x, port: one}, b: {node: y, port: 1}}\n", "field links.a.port: got a string, want a whole number"},
+		{"links:\n  - {a: {guid: 0x7cfe900300a5f7c0, port: 1}, b: {node: y, port: 1}}\n", "want a GUID in quotes"},
+		{"links:\n  - {a: {port: 1}, b: {node: y, port: 1}}\n", "each end needs a node (or guid)"},
 	} {
 		if _, err := ParseCabling([]byte(bad.yaml)); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%q: got %v, want an error with %q", bad.yaml, err, bad.want)

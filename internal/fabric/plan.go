@@ -51,7 +51,10 @@ func LoadTopology(path string) (*Topology, error) {
 	return t, nil
 }
 
-var unknownFieldRE = regexp.MustCompile(`unknown field "([^"]+)"`)
+var (
+	unknownFieldRE = regexp.MustCompile(`unknown field "([^"]+)"`)
+	typeErrRE      = regexp.MustCompile(`cannot unmarshal (\w+) into Go struct field \w+\.([\w.]+) of type ([\w.]+)`)
+)
 
 // ParseCabling reads the YAML cabling list strictly: unknown keys, an end
 // without a node name or GUID, a port below 1, and a port cabled twice are
@@ -70,8 +73,12 @@ func ParseCabling(b []byte) (*Topology, error) {
 			}
 			return nil, fmt.Errorf("line %d: unknown field %q (an end is {node: NAME, port: N} or {guid: \"0x…\", port: N})", line, m[1])
 		}
-		if strings.Contains(msg, "host.GUID") || strings.Contains(msg, "guid") {
-			return nil, fmt.Errorf("%s (write GUIDs in quotes: guid: \"0x7cfe900300a5f7c0\")", msg)
+		if m := typeErrRE.FindStringSubmatch(msg); m != nil {
+			want := map[string]string{"int": "a whole number", "host.GUID": "a GUID in quotes (guid: \"0x7cfe900300a5f7c0\")", "string": "text"}[m[3]]
+			if want == "" {
+				want = m[3]
+			}
+			return nil, fmt.Errorf("field %s: got a %s, want %s", strings.TrimPrefix(m[2], "cablingFile."), m[1], want)
 		}
 		return nil, err
 	}
