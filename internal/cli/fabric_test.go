@@ -147,3 +147,19 @@ func TestFabricInterrupted(t *testing.T) {
 		t.Errorf("want exit %d, got %v", exitInterrupted, err)
 	}
 }
+
+// judge - reads standard input.
+func TestJudgeStdin(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(testhost.SharedTestdata(t), "ibtools/h20-cx7-ndr200/ibstatus_2X-NDR_redacted.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o, e strings.Builder
+	root := newRoot(&o, &e)
+	root.SetIn(strings.NewReader(string(b)))
+	root.SetArgs([]string{"judge", "--expect-rate", "4X NDR", "-"})
+	err = root.Execute()
+	if err != errFindings || !strings.Contains(o.String(), "== (stdin) (ibstatus output)") || !strings.Contains(o.String(), "runs at 2X NDR (200 Gb/s), below the expected 4X NDR (400 Gb/s)") {
+		t.Errorf("%v\n%s%s", err, o.String(), e.String())
+	}
+}

@@ -115,6 +115,23 @@ func TestLinkJudgementOnCapture(t *testing.T) {
 	// Counters: the injected 50 symbol errors, on the right port.
 	f := failing(mustRun(t, s, Options{}), check.Fail)
 	wantOne(t, f, "fabric.port.errors", "HCA-1 [0x248a0703008a1b30 lid 15] port 1 SymbolErrorCounter: 50, over the threshold 0 (link to SwitchIB Mellanox Technologies [0x7cfe900300a5f7c0 lid 12] port 2)")
+	// sminfo fails while every port is Active with a LID: an SM configured
+	// them; whether it still runs is unknown, not "no SM".
+	r2 := fabric.Replay{}
+	for k, v := range r {
+		r2[k] = v
+	}
+	r2["sminfo"] = fabric.Captured{Stderr: "sminfo: iberror: failed: query\n", Exit: 255}
+	r2["saquery"] = fabric.Captured{Stderr: "ibwarn: sa query failed\n", Exit: 1}
+	s2, err := fabric.Scan(context.Background(), r2, fabric.ScanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs2 := mustRun(t, s2, Options{})
+	wantOne(t, failing(fs2, check.Unknown), "fabric.sm", "sminfo could not reach a subnet manager, yet 8 ports are Active")
+	if len(failing(fs2, check.Fail)["fabric.sm"]) != 0 {
+		t.Error("an unanswered sminfo on a configured fabric is not a missing SM")
+	}
 	// No SM: ibqueryerrors exits 0 with nothing on stdout. Unknown, not pass.
 	r["ibqueryerrors"] = fabric.Captured{Stderr: read(t, dir+"ibqueryerrors-nosm.err")}
 	s, err = fabric.Scan(context.Background(), r, fabric.ScanOptions{})
