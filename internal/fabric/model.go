@@ -84,6 +84,9 @@ type Snapshot struct {
 	SMs   []SM   `json:"subnet_managers"`
 	// SMQueryError is set when sminfo could not reach a subnet manager.
 	SMQueryError string `json:"sm_query_error,omitempty"`
+	// SMRecordsError is set when saquery SMIR (every SM, standbys too)
+	// failed: only the master is known, so a priority clash cannot be seen.
+	SMRecordsError string `json:"sm_records_error,omitempty"`
 	// CounterError is set when the error counters could not be read
 	// (ibqueryerrors failed, or printed an error and exited 0): the
 	// counters are unknown, not zero.

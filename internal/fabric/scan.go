@@ -254,10 +254,12 @@ func Scan(ctx context.Context, r Runner, o ScanOptions) (*Snapshot, error) {
 	} else {
 		s.SMs = []SM{sm}
 	}
-	if smirErr == nil {
-		if all, err := ParseSMInfoRecords(string(smirOut.Stdout)); err == nil && len(all) > 0 {
-			s.SMs = all
-		}
+	if smirErr != nil {
+		s.SMRecordsError = smirErr.Error()
+	} else if all, err := ParseSMInfoRecords(string(smirOut.Stdout)); err != nil {
+		s.SMRecordsError = err.Error()
+	} else if len(all) > 0 {
+		s.SMs = all
 	}
 	o.say("fabric: done: %d nodes, %d ports\n", len(s.Nodes), len(s.Ports))
 	return s, nil

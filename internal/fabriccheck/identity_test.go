@@ -129,6 +129,7 @@ func TestLinkJudgementOnCapture(t *testing.T) {
 	}
 	fs2 := mustRun(t, s2, Options{})
 	wantOne(t, failing(fs2, check.Unknown), "fabric.sm", "sminfo could not reach a subnet manager, yet 8 ports are Active")
+	wantOne(t, failing(fs2, check.Unknown), "fabric.sm.priority-clash", "saquery SMIR failed")
 	if len(failing(fs2, check.Fail)["fabric.sm"]) != 0 {
 		t.Error("an unanswered sminfo on a configured fabric is not a missing SM")
 	}

@@ -47,7 +47,7 @@ var Catalog = []check.Entry{
 	{ID: "fabric.sm", Title: "one master subnet manager", Why: "nothing on the fabric routes until a subnet manager assigns LIDs; two masters fight over the subnet", Source: "sminfo, saquery SMIR", Fix: "start exactly one opensm (systemctl enable --now opensm) or the switch's SM",
 		Needs: "sminfo's answer (and saquery SMIR for standbys)", Unknown: "sminfo fails while the ports are Active with LIDs (an SM configured them, but could not be asked)"},
 	{ID: "fabric.sm.priority-clash", Title: "subnet managers with distinct priorities", Why: "two SMs at the same priority elect by GUID, so which one is master depends on which GUID is lower: \"two software SMs racing each other is an afternoon of debugging nobody needs\"", Source: "saquery SMIR", Fix: "give the intended master a higher priority (opensm -p 15, or PRIORITY in opensm.conf)",
-		Needs: "saquery SMIR listing every SM", Unknown: "never reported as unknown; without saquery only the master is seen, so a clash cannot be seen"},
+		Needs: "saquery SMIR listing every SM (master and standbys)", Unknown: "saquery SMIR failed: only the master is known"},
 	{ID: "fabric.lid.unassigned", Title: "every linked port has a LID", Why: "a port with LID 0 cannot be addressed: no SM has configured it", Source: "iblinkinfo", Fix: "run a subnet manager; check it sees the port (ibnetdiscover)",
 		Needs: "iblinkinfo's port lines (LID and state)", Unknown: "not run on an ibnetdiscover dump alone, which carries no port states"},
 	{ID: "fabric.port.state", Title: "linked ports are Active", Why: "a port with a physical link stuck in Initialize or Armed has not been configured by the SM", Source: "iblinkinfo", Fix: "check the SM log (/var/log/opensm.log) and sminfo",
@@ -144,6 +144,11 @@ func subnetManager(s *fabric.Snapshot) []check.Finding {
 	byPrio := map[int][]fabric.SM{}
 	for _, sm := range s.SMs {
 		byPrio[sm.Priority] = append(byPrio[sm.Priority], sm)
+	}
+	if s.SMRecordsError != "" {
+		f := find("fabric.sm.priority-clash", check.Unknown, "subnet", "saquery SMIR failed, so only the master is known: a standby at the same priority cannot be seen")
+		f.Evidence = []check.Evidence{{What: "saquery SMIR", Value: s.SMRecordsError, Source: "saquery"}}
+		fs = append(fs, f)
 	}
 	prios := make([]int, 0, len(byPrio))
 	for p := range byPrio {
