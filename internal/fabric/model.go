@@ -207,6 +207,10 @@ func (s *Snapshot) Links() []Link {
 		p := &s.Ports[i]
 		byKey[p.Key()] = p
 	}
+	nodes := map[host.GUID]*Node{}
+	for i := range s.Nodes {
+		nodes[s.Nodes[i].GUID] = &s.Nodes[i]
+	}
 	seen := map[*Port]bool{}
 	var out []Link
 	for i := range s.Ports {
@@ -218,7 +222,7 @@ func (s *Snapshot) Links() []Link {
 		if r == nil {
 			r = &Port{NodeGUID: p.Remote.NodeGUID, NodeDesc: p.Remote.NodeDesc, Num: p.Remote.Port, LID: p.Remote.LID, PortGUID: p.Remote.PortGUID,
 				State: p.State, PhysState: p.PhysState, Width: p.Width, Speed: p.Speed, LaneGbps: p.LaneGbps, RateGbps: p.RateGbps}
-			if n := s.Node(p.Remote.NodeGUID); n != nil {
+			if n := nodes[p.Remote.NodeGUID]; n != nil {
 				r.NodeType = n.Type
 			}
 		}
@@ -254,8 +258,10 @@ func (s *Snapshot) Node(guid host.GUID) *Node {
 // GUID as identity. Nodes missing from the list are added from the ports.
 func (s *Snapshot) Resolve() {
 	nodeOf := map[host.GUID]host.GUID{} // port GUID → node GUID
-	for _, n := range s.Nodes {
+	nodes := map[host.GUID]*Node{}
+	for i, n := range s.Nodes {
 		nodeOf[n.GUID] = n.GUID // a switch's port GUID is its node GUID
+		nodes[n.GUID] = &s.Nodes[i]
 	}
 	for _, p := range s.Ports {
 		if !p.PortGUID.IsZero() && !p.NodeGUID.IsZero() {
@@ -285,7 +291,7 @@ func (s *Snapshot) Resolve() {
 	for i := range s.Ports {
 		p := &s.Ports[i]
 		if p.NodeType == "" {
-			if n := s.Node(p.NodeGUID); n != nil {
+			if n := nodes[p.NodeGUID]; n != nil {
 				p.NodeType = n.Type
 			} else if count[p.NodeGUID] > 1 {
 				p.NodeType = Switch
@@ -325,13 +331,18 @@ func (s *Snapshot) Resolve() {
 			p.NodeType = CA
 		}
 	}
+	added := map[host.GUID]int{}
 	for _, p := range s.Ports {
-		if s.Node(p.NodeGUID) == nil && !p.NodeGUID.IsZero() {
+		if nodes[p.NodeGUID] != nil || p.NodeGUID.IsZero() {
+			continue
+		}
+		i, ok := added[p.NodeGUID]
+		if !ok {
 			s.Nodes = append(s.Nodes, Node{GUID: p.NodeGUID, Type: p.NodeType, Desc: p.NodeDesc, LID: switchLID(p)})
+			i = len(s.Nodes) - 1
+			added[p.NodeGUID] = i
 		}
-		if n := s.Node(p.NodeGUID); n != nil && p.Num > n.Ports && n.Type == p.NodeType {
-			n.Ports = max(n.Ports, p.Num)
-		}
+		s.Nodes[i].Ports = max(s.Nodes[i].Ports, p.Num)
 	}
 }
 

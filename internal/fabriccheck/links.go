@@ -7,6 +7,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/fabric"
+	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
 )
 
@@ -52,8 +53,8 @@ func couldBe(p *fabric.Port) rate {
 }
 
 // model is what a node's device can do at best, from linkrate.Models.
-func model(s *fabric.Snapshot, p *fabric.Port) (linkrate.Model, rate, bool) {
-	n := s.Node(p.NodeGUID)
+func model(nodes map[host.GUID]*fabric.Node, p *fabric.Port) (linkrate.Model, rate, bool) {
+	n := nodes[p.NodeGUID]
 	if n == nil || n.VendorID == "" || n.DeviceID == "" {
 		return linkrate.Model{}, rate{}, false
 	}
@@ -112,6 +113,10 @@ func linkRules(s *fabric.Snapshot, o Options, n *fabric.Names) []check.Finding {
 		return nil
 	}
 	peers := peerConsensus(links)
+	nodes := map[host.GUID]*fabric.Node{}
+	for i := range s.Nodes {
+		nodes[s.Nodes[i].GUID] = &s.Nodes[i]
+	}
 	var fs []check.Finding
 	ok, noRate, noBasis := 0, 0, 0
 	var bases []string
@@ -130,14 +135,14 @@ func linkRules(s *fabric.Snapshot, o Options, n *fabric.Names) []check.Finding {
 			addBasis("--expect-rate " + o.ExpectRate.String())
 			if now.gbps() < o.ExpectRate.Gbps {
 				f := find("fabric.link.rate", check.Fail, n.Link(l), "runs at %s, below the expected %s (--expect-rate)", now, o.ExpectRate)
-				fs = append(fs, evidence(s, f, l, n))
+				fs = append(fs, evidence(s, nodes, f, l, n))
 				continue
 			}
 			ok++
 			continue
 		}
-		mA, capA, okA := model(s, l.A)
-		mB, capB, okB := model(s, l.B)
+		mA, capA, okA := model(nodes, l.A)
+		mB, capB, okB := model(nodes, l.B)
 		capBoth := okA && okB
 		limit := capA.capTo(capB)
 		// Candidates for what the link should run at, each with its reason.
@@ -198,13 +203,13 @@ func linkRules(s *fabric.Snapshot, o Options, n *fabric.Names) []check.Finding {
 				id = "fabric.link.width"
 			}
 			f := find(id, check.Fail, n.Link(l), "runs at %s, should run at %s: %s", now, should, strings.Join(why, "; "))
-			fs = append(fs, evidence(s, f, l, n))
+			fs = append(fs, evidence(s, nodes, f, l, n))
 		case unconfirmed:
 			f := find("fabric.link.speed", check.Warn, n.Link(l), "runs at %s; iblinkinfo says both ends could run %s, but their device models are unknown, so that is not confirmed (ibsim and some devices advertise every width and speed)", now, rateText(hint))
 			if now.Width < hint.Width && hint.Speed == now.Speed {
 				f.Check = "fabric.link.width"
 			}
-			fs = append(fs, evidence(s, f, l, n))
+			fs = append(fs, evidence(s, nodes, f, l, n))
 		case basis:
 			ok++
 		default:
@@ -230,7 +235,7 @@ func rateText(r rate) string {
 	return fmt.Sprintf("%dX %s", r.Width, r.Speed)
 }
 
-func evidence(s *fabric.Snapshot, f check.Finding, l fabric.Link, n *fabric.Names) check.Finding {
+func evidence(s *fabric.Snapshot, nodes map[host.GUID]*fabric.Node, f check.Finding, l fabric.Link, n *fabric.Names) check.Finding {
 	src := "iblinkinfo"
 	if !s.Has(fabric.IBLinkInfo) {
 		src = "ibnetdiscover"
@@ -243,9 +248,9 @@ func evidence(s *fabric.Snapshot, f check.Finding, l fabric.Link, n *fabric.Name
 		if p.CouldBeWidth != "" || p.CouldBeSpeed != "" {
 			v += ", could be " + strings.TrimSpace(p.CouldBeWidth+" "+p.CouldBeSpeed)
 		}
-		if m, _, ok := model(s, p); ok {
+		if m, _, ok := model(nodes, p); ok {
 			v += ", device " + m.Name
-		} else if nd := s.Node(p.NodeGUID); nd != nil && nd.DeviceID != "" && nd.DeviceID != "0x0" {
+		} else if nd := nodes[p.NodeGUID]; nd != nil && nd.DeviceID != "" && nd.DeviceID != "0x0" {
 			v += fmt.Sprintf(", device %s:%s (not in the model table)", nd.VendorID, nd.DeviceID)
 		}
 		f.Evidence = append(f.Evidence, check.Evidence{What: n.PortOf(p), Value: v, Source: src})
