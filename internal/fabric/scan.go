@@ -126,9 +126,23 @@ func lastLine(s string) string {
 // answers). The simulator's own attach notice is not a failure.
 var failureRE = regexp.MustCompile(`(?im)^.*(failed|ibpanic|iberror|timeout|timed out|error:|no sm/sa found).*$`)
 
+// failureWords are what failureRE looks for, as they are spelled: a cheap
+// test before the regular expression runs over a large output.
+var failureWords = [][]byte{[]byte("ailed"), []byte("AILED"), []byte("ibpanic"), []byte("iberror"), []byte("imeout"), []byte("imed out"), []byte("rror:"), []byte("ERROR:"), []byte("No SM/SA")}
+
 // ToolFailure returns the first line of out that reports a failure, or "".
 func ToolFailure(out Output) string {
 	for _, b := range [][]byte{out.Stderr, out.Stdout} {
+		hit := false
+		for _, w := range failureWords {
+			if bytes.Contains(b, w) {
+				hit = true
+				break
+			}
+		}
+		if !hit {
+			continue
+		}
 		for _, m := range failureRE.FindAll(b, -1) {
 			l := strings.TrimSpace(string(m))
 			if strings.Contains(l, "sim_connect") || strings.HasPrefix(l, "##") {
