@@ -239,3 +239,24 @@ func TestAzureHDRDumpOnIBSim(t *testing.T) {
 		}
 	}
 }
+
+// A 2X HDR link among 4X HDR peers is the HDR100 split as often as a fault:
+// a warning, not a failure, unless the device models and the port's own
+// hint say 4X.
+func TestSplitPortIsAWarning(t *testing.T) {
+	dump := strings.ReplaceAll(testhost.EDRDump(1, 1, 4), "4xEDR", "4xHDR")
+	dump = strings.ReplaceAll(dump, "devid=0xcb20", "devid=0xd2f0") // Quantum
+	dump = strings.ReplaceAll(dump, "devid=0x1013", "devid=0x101b") // ConnectX-6
+	top, err := fabric.ParseTopology(testhost.Degrade(dump, 1, 2, "2xHDR"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lf := linkFindings(mustRun(t, fabric.FromTopology(top, "t"), Options{}))
+	if len(lf) != 1 || lf[0].Outcome != check.Warn || !strings.Contains(lf[0].Message, "HDR100") {
+		t.Errorf("2X HDR among 4X HDR: %+v", lf)
+	}
+	lf = linkFindings(mustRun(t, fabric.FromTopology(top, "t"), Options{ExpectRate: rateOf(t, "4X HDR")}))
+	if len(lf) != 1 || lf[0].Outcome != check.Fail {
+		t.Errorf("--expect-rate 4X HDR decides: %+v", lf)
+	}
+}

@@ -171,13 +171,16 @@ func linkRules(s *fabric.Snapshot, o Options, n *fabric.Names) []check.Finding {
 			consider(p, fmt.Sprintf("%d of %d %s links run at %s", c.n, c.total, l.Class(), c.rate))
 		}
 		hint := couldBe(l.A).capTo(couldBe(l.B))
-		unconfirmed := false
+		unconfirmed, hintConfirmed := false, false
 		if now.less(hint) {
 			if capBoth {
 				h := hint.capTo(limit)
 				reason := fmt.Sprintf("iblinkinfo says both ends could run %s", rateText(h))
 				if h != hint {
 					reason = fmt.Sprintf("iblinkinfo says both ends could run %s, which the device models cap at %s", rateText(hint), rateText(h))
+				}
+				if now.less(h) {
+					hintConfirmed = true
 				}
 				consider(h, reason)
 			} else {
@@ -203,6 +206,13 @@ func linkRules(s *fabric.Snapshot, o Options, n *fabric.Names) []check.Finding {
 				id = "fabric.link.width"
 			}
 			f := find(id, check.Fail, n.Link(l), "runs at %s, should run at %s: %s", now, should, strings.Join(why, "; "))
+			if split(now, should) && !hintConfirmed {
+				// 2X at HDR and later is the HDR100/NDR200 split: deliberate
+				// on split switch ports and HDR100 cards, which peers and
+				// device families cannot tell apart from a lost lane pair.
+				f.Outcome = check.Warn
+				f.Message += "; 2X " + now.Speed + " is also how split ports and " + now.Speed + "-split cards (HDR100, NDR200) run: if this port should be 4X, check the cable"
+			}
 			fs = append(fs, evidence(s, nodes, f, l, n))
 		case unconfirmed:
 			f := find("fabric.link.speed", check.Warn, n.Link(l), "runs at %s; iblinkinfo says both ends could run %s, but their device models are unknown, so that is not confirmed (ibsim and some devices advertise every width and speed)", now, rateText(hint))
@@ -256,4 +266,9 @@ func evidence(s *fabric.Snapshot, nodes map[host.GUID]*fabric.Node, f check.Find
 		f.Evidence = append(f.Evidence, check.Evidence{What: n.PortOf(p), Value: v, Source: src})
 	}
 	return f
+}
+
+// split reports a 2X link at the speed its 4X peers run, from HDR on.
+func split(now, should rate) bool {
+	return now.Width == 2 && should.Width == 4 && now.Speed == should.Speed && linkrate.SpeedRank(now.Speed) >= linkrate.SpeedRank("HDR")
 }

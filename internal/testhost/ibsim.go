@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -291,6 +292,8 @@ func EDRDump(spines, leaves, hostsPerLeaf int) string {
 	return b.String()
 }
 
+var rateTokenRE = regexp.MustCompile(`\b\d+x[A-Z]+[0-9]*\b`)
+
 // Degrade rewrites one link of an EDRDump, on both ends' lines, to run at
 // rate ("4xDDR", "1xEDR"): the dump of a fabric with one bad cable.
 // Leaf l's HCA h is the link.
@@ -301,7 +304,7 @@ func Degrade(dump string, l, h int, rate string) string {
 	for i, line := range lines {
 		if strings.Contains(line, "\""+hcaGUID+"\"[1]") && strings.HasPrefix(line, fmt.Sprintf("[%d]\t", h)) ||
 			strings.Contains(line, "\""+leafGUID+"\"["+fmt.Sprint(h)+"]") && strings.HasPrefix(line, "[1](") {
-			lines[i] = strings.Replace(line, "4xEDR", rate, 1)
+			lines[i] = rateTokenRE.ReplaceAllString(line, rate)
 		}
 	}
 	return strings.Join(lines, "\n")
