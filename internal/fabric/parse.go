@@ -176,7 +176,7 @@ var (
 	topoCALidRE  = regexp.MustCompile(`^\s*#\s*lid (\d+) lmc \d+`)
 	topoIDGUIDRE = regexp.MustCompile(`^[SHR]-([0-9a-fA-F]{1,16})$`)
 	promptRE     = regexp.MustCompile(`^\S+[#$] \S`)
-	topoGUIDRE   = regexp.MustCompile(`^(switchguid|caguid|rtguid|sysimgguid|vendid|devid)=(0x[0-9a-fA-F]+)`)
+	topoGUIDRE   = regexp.MustCompile(`^(switchguid|caguid|rtguid|sysimgguid|vendid|devid)=(0x[0-9a-fA-F]+)(?:\(|\s*$)`)
 )
 
 // ParseTopology reads ibnetdiscover's topology output or an ibsim netlist
