@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/rdmalab/rdmalab/internal/envelope"
@@ -117,7 +118,7 @@ func decodeV1(b []byte) (*Snapshot, error) {
 	}
 	// Version 1 came only from a full scan; a failed counter read was
 	// recorded among the errors.
-	s.Read = []Tool{IBNetDiscover, IBLinkInfo, IBQueryErrors, SMInfo}
+	s.Read = slices.Clone(AllTools)
 	for _, e := range s.Errors {
 		if strings.HasPrefix(e, "error counters") && s.CounterError == "" {
 			s.CounterError = e

@@ -416,8 +416,6 @@ func (n *Names) ByDesc(desc string) []host.GUID {
 // Known reports whether the snapshot knows a node by this GUID.
 func (n *Names) Known(g host.GUID) bool { _, ok := n.nodes[g]; return ok }
 
-// Ambiguous reports whether several nodes carry this description.
-func (n *Names) Ambiguous(desc string) bool { return n.dup[desc] }
 
 // Node is how a node is named.
 func (n *Names) Node(g host.GUID) string {
