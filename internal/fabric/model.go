@@ -416,7 +416,6 @@ func (n *Names) ByDesc(desc string) []host.GUID {
 // Known reports whether the snapshot knows a node by this GUID.
 func (n *Names) Known(g host.GUID) bool { _, ok := n.nodes[g]; return ok }
 
-
 // Node is how a node is named.
 func (n *Names) Node(g host.GUID) string {
 	i, ok := n.nodes[g]
