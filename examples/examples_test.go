@@ -89,9 +89,13 @@ func TestFabricExampleRecorded(t *testing.T) {
 	summary := func(s *fabric.Snapshot) []string {
 		var out []string
 		for _, l := range s.Links() {
-			out = append(out, fmt.Sprintf("%s %s %s", l.Name(), l.A.Width, l.A.Speed))
+			out = append(out, fmt.Sprintf("%s %s %s", s.Names().Link(l), l.A.Width, l.A.Speed))
 		}
-		for _, f := range fabriccheck.Run(s, fabriccheck.Options{}) {
+		fs, err := fabriccheck.Run(s, fabriccheck.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range fs {
 			if f.Outcome != check.Pass {
 				out = append(out, f.Check+" "+f.Subject)
 			}

@@ -2,15 +2,12 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/rdmalab/rdmalab/internal/fabric"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/testhost"
 )
@@ -261,73 +258,5 @@ func TestPlanVMs(t *testing.T) {
 	// Nothing was written outside --out by the hostile prefix.
 	if _, err := os.Stat(filepath.Join(testhost.TempDir(t), "..", "evil00.xml")); err == nil {
 		t.Error("--name-prefix ../../evil wrote outside --out")
-	}
-}
-
-func TestFabricOnSimulator(t *testing.T) {
-	sim := testhost.StartIBSim(t, testhost.QDRLab)
-	sim.StartSM("lab01 HCA-1", 0)
-	sim.WaitUp(30 * time.Second)
-	for _, kv := range sim.Env() {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
-	t.Chdir(sim.Dir) // the shim writes ./sys-<pid> where the tools run
-
-	js, errOut, code := run(t, "fabric", "scan", "-o", "json", "--timeout", "30s")
-	s, err := fabric.Decode(strings.NewReader(js))
-	if code != ExitOK || err != nil || len(s.Links()) != 3 || len(s.SMs) != 1 {
-		t.Fatalf("scan: exit %d %v %s", code, err, errOut)
-	}
-	snap := filepath.Join(t.TempDir(), "fabric.json")
-	if err := os.WriteFile(snap, []byte(js), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	plan := filepath.Join(t.TempDir(), "cabling.yaml")
-	if err := os.WriteFile(plan, []byte("links:\n  - {a: {node: lab01 HCA-1, port: 1}, b: {node: ib-sw01, port: 5}}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, args := range [][]string{{"--timeout", "30s"}, {"--snapshot", snap}} {
-		out, _, code := run(t, append([]string{"fabric", "check", "--topology", plan, "--expect-rate", "4X QDR"}, args...)...)
-		for _, want := range []string{"fabric.link.speed", "lab03 HCA-1 port 1 ↔ ib-sw01 port 3: 12X DDR (60 Gb/s), both ends support QDR",
-			"fabric.topology.miswired", "Worst links first"} {
-			if !strings.Contains(out, want) {
-				t.Errorf("%v: output lacks %q:\n%s", args, want, out)
-			}
-		}
-		if code != ExitFindings {
-			t.Errorf("%v: exit %d, want 1", args, code)
-		}
-	}
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"fabric", "check", "--snapshot", "example:qdr-lab", "--threshold", "Bogus=1"}, "--threshold \"Bogus=1\""},
-		{[]string{"fabric", "check", "--snapshot", "example:qdr-lab", "--expect-rate", "fast"}, "--expect-rate"},
-		{[]string{"fabric", "check", "--snapshot", "example:nope"}, "no example fabric \"nope\""},
-		{[]string{"fabric", "check", "--snapshot", "example:qdr-lab", "--topology", "/nonexistent.yaml"}, "/nonexistent.yaml"},
-	} {
-		_, errOut, code := run(t, c.args...)
-		if code != ExitUsage || !strings.Contains(errOut, c.want) {
-			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, code, errOut, c.want)
-		}
-	}
-}
-
-// An interrupt exits 130 whatever the command returned, and -v is never
-// the version.
-func TestInterruptAndVersionFlags(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	var out, errOut strings.Builder
-	if code := runCtx(ctx, []string{"inventory", "--snapshot", "example:r730-qdr"}, &out, &errOut); code != ExitInterrupted || !strings.Contains(errOut.String(), "interrupted") {
-		t.Errorf("interrupted run: exit %d, stderr %q", code, errOut.String())
-	}
-	if o, _, code := run(t, "--version"); code != ExitOK || !strings.Contains(o, "rdmalab version") {
-		t.Errorf("--version: exit %d %q", code, o)
-	}
-	if _, e, code := run(t, "-v"); code != ExitUsage || !strings.Contains(e, "unknown shorthand flag: 'v'") {
-		t.Errorf("-v on the root: exit %d %q", code, e)
 	}
 }

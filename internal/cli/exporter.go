@@ -10,6 +10,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/exporter"
 	"github.com/rdmalab/rdmalab/internal/fabric"
 	"github.com/rdmalab/rdmalab/internal/fabriccheck"
+	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"github.com/spf13/cobra"
 )
 
@@ -63,9 +64,13 @@ dashboard.`,
 			if err != nil {
 				return err
 			}
-			fabricRateGbps, err := rateFlag("--fabric.expect-rate", fabricRate)
-			if err != nil {
-				return err
+			var fabricExpect *linkrate.Rate
+			if fabricRate != "" {
+				r, err := linkrate.ParseRate(fabricRate)
+				if err != nil {
+					return usageErr("--fabric.expect-rate: %v", err)
+				}
+				fabricExpect = &r
 			}
 			if st, err := os.Stat(o.Root); err != nil || !st.IsDir() {
 				return usageErr("--root %s: not a directory", o.Root)
@@ -74,7 +79,7 @@ dashboard.`,
 			o.FindingsInterval = findingsInterval
 			o.NoFindings = findingsInterval == 0
 			o.FabricRunner = fabric.Exec{CA: fabricCA, Port: fabricPort, Timeout: fabricTimeout}
-			o.FabricCheck = fabriccheck.Options{ExpectRateGbps: fabricRateGbps}
+			o.FabricCheck = fabriccheck.Options{ExpectRate: fabricExpect}
 			o.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			if textfile != "" {
 				// One shot: wait for every collector, however long the fabric takes.

@@ -15,6 +15,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/counters"
 	"github.com/rdmalab/rdmalab/internal/fabric"
 	"github.com/rdmalab/rdmalab/internal/fabriccheck"
+	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
 )
 
@@ -95,10 +96,14 @@ func ScanFabric(ctx context.Context, r fabric.Runner, o fabriccheck.Options) (fa
 	if err != nil {
 		return fabricResult{}, err
 	}
-	res := fabricResult{snap: s, findings: fabriccheck.Run(s, o)}
+	fs, err := fabriccheck.Run(s, o)
+	if err != nil {
+		return fabricResult{}, err
+	}
+	res := fabricResult{snap: s, findings: fs}
 	if dr.err != nil {
 		s.Errors = append(s.Errors, "data counters: "+dr.err.Error())
-	} else if res.data, err = fabric.ParseIBQueryErrors(string(dr.out)); err != nil {
+	} else if res.data, err = fabric.ParseIBQueryErrors(string(dr.out.Stdout)); err != nil {
 		s.Errors = append(s.Errors, "data counters: "+err.Error())
 	}
 	res.took = time.Since(start)
@@ -125,11 +130,11 @@ type dataRunner struct {
 	fabric.Runner
 	thresholds string
 	once       sync.Once
-	out        []byte
+	out        fabric.Output
 	err        error
 }
 
-func (d *dataRunner) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
+func (d *dataRunner) Run(ctx context.Context, name string, args ...string) (fabric.Output, error) {
 	if name != "ibqueryerrors" {
 		return d.Runner.Run(ctx, name, args...)
 	}
@@ -171,22 +176,25 @@ func (c *fabricCollector) update(ctx context.Context, ch chan<- prometheus.Metri
 func emitFabric(m *emitter, r fabricResult) {
 	s := r.snap
 	m.gauge(fabricScanDurDesc, r.took.Seconds())
-	types := map[string]int{}
+	types := map[fabric.NodeType]int{}
 	for _, n := range s.Nodes {
 		types[n.Type]++
 	}
 	for t, n := range types {
-		m.gauge(fabricNodesDesc, float64(n), t)
+		m.gauge(fabricNodesDesc, float64(n), string(t))
 	}
+	names := s.Names()
 	type key struct {
-		guid string
+		guid host.GUID
 		port int
 	}
 	ports := map[key]*fabric.Port{}
 	for i := range s.Ports {
 		p := &s.Ports[i]
 		ports[key{p.NodeGUID, p.Num}] = p
-		ports[key{p.PortGUID, p.Num}] = p
+		if !p.PortGUID.IsZero() {
+			ports[key{p.PortGUID, p.Num}] = p
+		}
 	}
 	emitted := map[key]bool{}
 	for i := range s.Ports {
@@ -198,21 +206,22 @@ func emitFabric(m *emitter, r fabricResult) {
 		emitted[k] = true
 		port := strconv.Itoa(p.Num)
 		active := 0.0
-		if p.State == "Active" {
+		if p.State == fabric.Active {
 			active = 1
 		}
-		m.gauge(fabricStateDesc, active, p.NodeGUID, p.NodeDesc, port, p.State)
+		guid, name := p.NodeGUID.String(), names.Node(p.NodeGUID)
+		m.gauge(fabricStateDesc, active, guid, name, port, string(p.State))
 		if p.RateGbps > 0 {
-			m.gauge(fabricRateDesc, linkrate.BytesPerSecond(p.RateGbps), p.NodeGUID, p.NodeDesc, port)
+			m.gauge(fabricRateDesc, linkrate.BytesPerSecond(p.RateGbps), guid, name, port)
 		}
 		rg, rn, rp := "", "", ""
 		if p.Remote != nil {
-			rg, rn, rp = p.Remote.GUID, p.Remote.NodeDesc, strconv.Itoa(p.Remote.Port)
-			if rp2 := ports[key{p.Remote.GUID, p.Remote.Port}]; rp2 != nil {
-				rg = rp2.NodeGUID
+			rg, rn, rp = p.Remote.NodeGUID.String(), names.Node(p.Remote.NodeGUID), strconv.Itoa(p.Remote.Port)
+			if p.Remote.NodeGUID.IsZero() {
+				rg, rn = p.Remote.PortGUID.String(), p.Remote.NodeDesc
 			}
 		}
-		m.gauge(fabricLinkDesc, 1, p.NodeGUID, p.NodeDesc, port, p.NodeType, p.Width, p.Speed, rg, rn, rp)
+		m.gauge(fabricLinkDesc, 1, guid, name, port, string(p.NodeType), p.Width, p.Speed, rg, rn, rp)
 	}
 	// Data counters for every port whose PMA answered; error counters are
 	// then known for those ports too (zero unless ibqueryerrors listed them).
@@ -235,31 +244,31 @@ func emitFabric(m *emitter, r fabricResult) {
 		for n, v := range p.Counters {
 			vals[n] = v
 		}
-		emitFabricCounters(m, p, vals)
+		emitFabricCounters(m, p, names, vals)
 	}
 	// Ports with errors but no data line (the second query failed).
 	for i := range s.Ports {
 		if p := &s.Ports[i]; p.Counters != nil && !counted[p] {
 			counted[p] = true
-			emitFabricCounters(m, p, p.Counters)
+			emitFabricCounters(m, p, names, p.Counters)
 		}
 	}
 	for _, sm := range s.SMs {
-		m.gauge(fabricSMDesc, 1, sm.GUID, strconv.Itoa(sm.LID), strconv.Itoa(sm.Priority), sm.State)
+		m.gauge(fabricSMDesc, 1, sm.GUID.String(), strconv.Itoa(sm.LID), strconv.Itoa(sm.Priority), sm.State)
 	}
 	emitFindings(m, "fabric", r.findings)
 }
 
-func emitFabricCounters(m *emitter, p *fabric.Port, vals map[string]uint64) {
-	port := strconv.Itoa(p.Num)
+func emitFabricCounters(m *emitter, p *fabric.Port, names *fabric.Names, vals map[string]uint64) {
+	port, guid, name := strconv.Itoa(p.Num), p.NodeGUID.String(), names.Node(p.NodeGUID)
 	for n, v := range vals {
 		c, ok := counters.ByPMA(n)
 		if !ok {
 			continue
 		}
-		m.counter(fabricCounterDescs[n], float64(v)*c.Scale, p.NodeGUID, p.NodeDesc, port)
+		m.counter(fabricCounterDescs[n], float64(v)*c.Scale, guid, name, port)
 		if c.Saturated(v) {
-			m.gauge(fabricSaturatedDesc, 1, p.NodeGUID, p.NodeDesc, port, n)
+			m.gauge(fabricSaturatedDesc, 1, guid, name, port, n)
 		}
 	}
 }

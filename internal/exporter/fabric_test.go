@@ -145,12 +145,12 @@ type slowRunner struct {
 	delay time.Duration
 }
 
-func (s *slowRunner) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
+func (s *slowRunner) Run(ctx context.Context, name string, args ...string) (fabric.Output, error) {
 	if name == "ibnetdiscover" && s.scans.Add(1) > 1 {
 		select {
 		case <-time.After(s.delay):
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return fabric.Output{}, ctx.Err()
 		}
 	}
 	return s.Runner.Run(ctx, name, args...)

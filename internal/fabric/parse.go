@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
 )
 
@@ -34,10 +35,14 @@ var (
 
 // ParseIBLinkInfo reads iblinkinfo output, default (per-node blocks) or
 // --line mode. Node types come from the block headers in default mode and
-// are left empty in --line mode (the scan fills them from ibnetdiscover).
+// are left empty in --line mode; Snapshot.Resolve fills node GUIDs, types
+// and far ends (by LID and port in default mode, which prints no far GUID).
+// Every line with a link arrow is a port or an error: none is dropped.
 func ParseIBLinkInfo(text string) ([]Port, error) {
 	var out []Port
-	var curType, curGUID, curDesc string
+	var curType NodeType
+	var curGUID host.GUID
+	var curDesc string
 	sc := lineScanner(text)
 	n := 0
 	for sc.Scan() {
@@ -47,8 +52,11 @@ func ParseIBLinkInfo(text string) ([]Port, error) {
 		if trim == "" || strings.HasPrefix(trim, "#") || strings.HasPrefix(trim, "ibwarn:") || trim == "..." {
 			continue
 		}
-		if m := linkHeaderRE.FindStringSubmatch(trim); m != nil {
-			curType, curGUID, curDesc = m[1], m[2], m[3]
+		if m := linkHeaderRE.FindStringSubmatch(trim); m != nil && !strings.Contains(trim, "==(") {
+			curType, curGUID, curDesc = NodeType(m[1]), 0, m[3]
+			if m[2] != "" {
+				curGUID, _ = host.ParseGUID(m[2])
+			}
 			continue
 		}
 		m := linkinfoRE.FindStringSubmatch(line)
@@ -62,18 +70,23 @@ func ParseIBLinkInfo(text string) ([]Port, error) {
 		if st == nil {
 			return nil, &ParseError{"iblinkinfo", n, line, "cannot read link state " + strconv.Quote(m[6])}
 		}
-		p := Port{NodeType: curType, NodeGUID: curGUID, NodeDesc: curDesc, State: st[3], PhysState: st[4], Width: st[1]}
+		p := Port{NodeType: curType, NodeGUID: curGUID, NodeDesc: curDesc, State: PortState(st[3]), PhysState: PhysState(st[4]), Width: st[1]}
 		if m[1] != "" { // --line mode names the node on every line
-			p.PortGUID, p.NodeDesc = normGUID(m[1]), strings.TrimSpace(m[2])
+			p.PortGUID, p.NodeDesc = guid(m[1]), strings.TrimSpace(m[2])
 		}
 		if m[3] != "" {
-			p.PortGUID = normGUID(m[3])
+			p.PortGUID = guid(m[3])
 		}
-		if curGUID != "" {
-			p.NodeGUID = normGUID(curGUID)
+		if curType == Switch && p.PortGUID.IsZero() {
+			p.PortGUID = curGUID
 		}
-		p.LID, _ = strconv.Atoi(m[4])
-		p.Num, _ = strconv.Atoi(m[5])
+		var err error
+		if p.LID, err = strconv.Atoi(m[4]); err != nil {
+			return nil, &ParseError{"iblinkinfo", n, line, "LID out of range"}
+		}
+		if p.Num, err = strconv.Atoi(m[5]); err != nil {
+			return nil, &ParseError{"iblinkinfo", n, line, "port number out of range"}
+		}
 		if st[2] != "" {
 			p.LaneGbps, _ = strconv.ParseFloat(st[2], 64)
 			if sp, ok := linkrate.SpeedBySignal(st[2]); ok {
@@ -81,12 +94,12 @@ func ParseIBLinkInfo(text string) ([]Port, error) {
 			}
 			p.RateGbps = linkrate.IBRateGbps(p.Width, p.Speed)
 		}
-		if m[9] != "" && m[10] != "" {
+		if m[9] != "" {
 			e := &End{NodeDesc: m[10]}
 			e.Port, _ = strconv.Atoi(m[9])
 			e.LID, _ = strconv.Atoi(m[8])
 			if m[7] != "" {
-				e.GUID = normGUID(m[7])
+				e.PortGUID = guid(m[7])
 			}
 			p.Remote = e
 		}
@@ -115,21 +128,34 @@ type Topology struct {
 
 // TopoNode is one node of a topology file.
 type TopoNode struct {
-	ID    string `json:"id"` // the quoted id ("S-7cfe9003009ce5b0", or ibsim's "Switch1")
-	Type  string `json:"type"`
-	Desc  string `json:"desc"`
-	Ports int    `json:"ports"`
-	GUID  string `json:"guid,omitempty"`
-	LID   int    `json:"lid,omitempty"`
+	ID           string    `json:"id"` // the quoted id ("S-7cfe9003009ce5b0", or ibsim's "Switch1")
+	Type         NodeType  `json:"type"`
+	Desc         string    `json:"desc"`
+	Ports        int       `json:"ports"`
+	GUID         host.GUID `json:"guid,omitempty"`
+	SysImageGUID host.GUID `json:"sys_image_guid,omitempty"`
+	LID          int       `json:"lid,omitempty"`
+	VendorID     string    `json:"vendor_id,omitempty"`
+	DeviceID     string    `json:"device_id,omitempty"`
 }
 
-// TopoEnd is one end of a cable, by node description and port.
+// TopoEnd is one end of a cable: by node GUID when the file gives one
+// (ibnetdiscover), else by node name (a YAML plan, an ibsim netlist).
 type TopoEnd struct {
-	Node string `json:"node"`
-	Port int    `json:"port"`
+	Node string    `json:"node,omitempty"`
+	GUID host.GUID `json:"guid,omitempty"`
+	Port int       `json:"port"`
+	// PortGUID and LID are what ibnetdiscover says of this end, when it does.
+	PortGUID host.GUID `json:"-"`
+	LID      int       `json:"-"`
 }
 
-func (e TopoEnd) String() string { return fmt.Sprintf("%s port %d", e.Node, e.Port) }
+func (e TopoEnd) String() string {
+	if e.Node == "" {
+		return fmt.Sprintf("%s port %d", e.GUID, e.Port)
+	}
+	return fmt.Sprintf("%s port %d", e.Node, e.Port)
+}
 
 // TopoLink is one cable, with the width and speed the file states if any.
 type TopoLink struct {
@@ -142,30 +168,36 @@ type TopoLink struct {
 }
 
 var (
-	topoNodeRE  = regexp.MustCompile(`^(Switch|Ca|Hca|Rt)\s+(\d+)\s+"([^"]+)"\s*(?:#\s*"([^"]*)"(.*))?`)
-	topoPortRE  = regexp.MustCompile(`^\[(\d+)\](?:\(([0-9a-fA-F]+)\))?\s+"([^"]+)"\s*\[(\d+)\](?:\(([0-9a-fA-F]+)\))?(.*)$`)
-	topoLidRE   = regexp.MustCompile(`\blid (\d+)`)
-	topoRateRE  = regexp.MustCompile(`\b(\d+)x([A-Z0-9]+)\b`)
-	topoQuoteRE = regexp.MustCompile(`"([^"]*)"`)
-	promptRE    = regexp.MustCompile(`^\S+[#$] \S`)
-	topoGUIDRE  = regexp.MustCompile(`^(?:switchguid|caguid|rtguid)=(0x[0-9a-fA-F]+)`)
+	topoNodeRE   = regexp.MustCompile(`^(Switch|Ca|Hca|Rt)\s+(\d+)\s+"([^"]+)"\s*(?:#\s*"([^"]*)"(.*))?`)
+	topoPortRE   = regexp.MustCompile(`^\[(\d+)\](?:\(([0-9a-fA-F]+)\))?\s+"([^"]+)"\s*\[(\d+)\](?:\(([0-9a-fA-F]+)\))?(.*)$`)
+	topoLidRE    = regexp.MustCompile(`\blid (\d+)`)
+	topoRateRE   = regexp.MustCompile(`\b(\d+)x([A-Z0-9]+)\b`)
+	topoQuoteRE  = regexp.MustCompile(`"([^"]*)"\s*(?:lid (\d+))?`)
+	topoCALidRE  = regexp.MustCompile(`^\s*#\s*lid (\d+) lmc \d+`)
+	topoIDGUIDRE = regexp.MustCompile(`^[SHR]-([0-9a-fA-F]{1,16})$`)
+	promptRE     = regexp.MustCompile(`^\S+[#$] \S`)
+	topoGUIDRE   = regexp.MustCompile(`^(switchguid|caguid|rtguid|sysimgguid|vendid|devid)=(0x[0-9a-fA-F]+)(?:\(|\s*$)`)
 )
 
 // ParseTopology reads ibnetdiscover's topology output or an ibsim netlist
-// (ibsim's relaxed dialect: no GUIDs, "Hca", w=/s=/e= options). Nodes are
-// named by their description when the file gives one, else by their id, so
-// a file and a live scan compare by what people call the nodes.
+// (ibsim's relaxed dialect: no GUIDs, "Hca", w=/s=/e= options). Nodes keep
+// their GUID (from switchguid=/caguid= or an "S-<guid>" id), vendor and
+// device id, and LID; a CA port's own LID comes from its port comment
+// (`# lid 12 lmc 0 "switch" lid 3 4xEDR`). Link ends carry the node GUID
+// when the file has one, and the node description for display.
 func ParseTopology(text string) (*Topology, error) {
 	t := &Topology{}
 	type rawPort struct {
-		local             *TopoNode
+		local             int
 		port, remotePort  int
+		localPortGUID     string
 		remoteID, comment string
+		remotePortGUID    string
 		line              int
 	}
 	var raws []rawPort
-	var cur *TopoNode
-	guid := ""
+	cur := -1
+	pending := map[string]string{}
 	sc := lineScanner(text)
 	n := 0
 	for sc.Scan() {
@@ -176,74 +208,118 @@ func ParseTopology(text string) (*Topology, error) {
 			continue // a pasted shell prompt, an elision
 		case line == "" || strings.HasPrefix(line, "#"):
 			if line == "" {
-				cur = nil
+				cur = -1
 			}
 			continue
 		case topoGUIDRE.MatchString(line):
-			guid = normGUID(topoGUIDRE.FindStringSubmatch(line)[1])
+			m := topoGUIDRE.FindStringSubmatch(line)
+			pending[m[1]] = m[2]
 			continue
 		}
 		if m := topoNodeRE.FindStringSubmatch(line); m != nil {
-			ports, _ := strconv.Atoi(m[2])
-			typ := map[string]string{"Switch": "Switch", "Ca": "CA", "Hca": "CA", "Rt": "Router"}[m[1]]
-			node := TopoNode{ID: m[3], Type: typ, Desc: m[4], Ports: ports, GUID: guid}
+			ports, err := strconv.Atoi(m[2])
+			if err != nil {
+				return nil, &ParseError{"topology", n, line, "port count out of range"}
+			}
+			typ := map[string]NodeType{"Switch": Switch, "Ca": CA, "Hca": CA, "Rt": Router}[m[1]]
+			node := TopoNode{ID: m[3], Type: typ, Desc: m[4], Ports: ports, VendorID: pending["vendid"], DeviceID: pending["devid"]}
+			for _, k := range []string{"switchguid", "caguid", "rtguid"} {
+				if g := pending[k]; g != "" {
+					node.GUID = guid(g)
+				}
+			}
+			if node.GUID.IsZero() {
+				node.GUID = idGUID(node.ID)
+			}
+			if g := pending["sysimgguid"]; g != "" {
+				node.SysImageGUID = guid(g)
+			}
 			if node.Desc == "" {
 				node.Desc = node.ID
 			}
 			if l := topoLidRE.FindStringSubmatch(m[5]); l != nil {
 				node.LID, _ = strconv.Atoi(l[1])
 			}
-			guid = ""
+			clear(pending)
 			t.Nodes = append(t.Nodes, node)
-			cur = &t.Nodes[len(t.Nodes)-1]
+			cur = len(t.Nodes) - 1
 			continue
 		}
 		if strings.HasPrefix(line, "[") {
 			m := topoPortRE.FindStringSubmatch(line)
-			if m == nil || cur == nil {
+			if m == nil || cur < 0 {
 				return nil, &ParseError{"topology", n, line, "port line outside a node or without a remote \"node\"[port]"}
 			}
-			rp := rawPort{local: cur, remoteID: m[3], comment: m[6], line: n}
-			rp.port, _ = strconv.Atoi(m[1])
-			rp.remotePort, _ = strconv.Atoi(m[4])
+			rp := rawPort{local: cur, localPortGUID: m[2], remoteID: m[3], remotePortGUID: m[5], comment: m[6], line: n}
+			var err1, err2 error
+			rp.port, err1 = strconv.Atoi(m[1])
+			rp.remotePort, err2 = strconv.Atoi(m[4])
+			if err1 != nil || err2 != nil {
+				return nil, &ParseError{"topology", n, line, "port number out of range"}
+			}
 			raws = append(raws, rp)
 			continue
 		}
 		if strings.Contains(line, "=") && !strings.Contains(line, "\"") {
-			continue // vendid=, devid=, sysimgguid=, ibsim's width= and speed= defaults
+			continue // ibsim's width= and speed= defaults, other settings
 		}
 		return nil, &ParseError{"topology", n, line, "not a node, port or setting line"}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	// The description of an id; real files redact ids, so a port line's own
-	// comment (`# "remote desc" lid 5 4xEDR`) wins when it has one.
-	descOf := map[string]string{}
-	for _, nd := range t.Nodes {
-		descOf[nd.ID] = nd.Desc
+	byID := map[string]*TopoNode{}
+	for i := range t.Nodes {
+		byID[t.Nodes[i].ID] = &t.Nodes[i]
 	}
-	seen := map[[2]TopoEnd]bool{}
+	type half struct {
+		node host.GUID
+		id   string
+		port int
+	}
+	seen := map[[2]half]bool{}
 	for _, r := range raws {
-		remote := descOf[r.remoteID]
-		if remote == "" {
-			remote = r.remoteID
+		local := t.Nodes[r.local]
+		a := TopoEnd{Node: local.Desc, GUID: local.GUID, Port: r.port, LID: local.LID}
+		if r.localPortGUID != "" {
+			a.PortGUID = guid(r.localPortGUID)
 		}
-		// CA lines say `# lid 2 lmc 0 "remote" lid 1 4xQDR`; switch lines `# "remote" lid 1 4xQDR`.
-		if q := topoQuoteRE.FindStringSubmatch(r.comment); q != nil && q[1] != "" {
-			remote = q[1]
+		comment := r.comment
+		// CA lines say `# lid 2 lmc 0 "remote" lid 1 4xQDR`: the first lid is the CA port's own.
+		if l := topoCALidRE.FindStringSubmatch(comment); l != nil {
+			a.LID, _ = strconv.Atoi(l[1])
+			comment = comment[len(l[0]):]
 		}
-		a, b := TopoEnd{r.local.Desc, r.port}, TopoEnd{remote, r.remotePort}
-		key := [2]TopoEnd{a, b}
-		if b.Node < a.Node || (b.Node == a.Node && b.Port < a.Port) {
-			key = [2]TopoEnd{b, a}
+		b := TopoEnd{Node: r.remoteID, Port: r.remotePort}
+		if rn := byID[r.remoteID]; rn != nil {
+			b.Node, b.GUID, b.LID = rn.Desc, rn.GUID, rn.LID
+		} else {
+			b.GUID = idGUID(r.remoteID)
 		}
-		if seen[key] {
+		if r.remotePortGUID != "" {
+			b.PortGUID = guid(r.remotePortGUID)
+		}
+		// Real files redact ids, so a port line's own comment
+		// (`# "remote desc" lid 5 4xEDR`) names the far end.
+		if q := topoQuoteRE.FindStringSubmatch(comment); q != nil && q[1] != "" {
+			b.Node = q[1]
+			if q[2] != "" {
+				b.LID, _ = strconv.Atoi(q[2])
+			}
+		}
+		ha, hb := half{a.GUID, local.ID, a.Port}, half{b.GUID, r.remoteID, b.Port}
+		if hb.node < ha.node || hb.node == ha.node && (hb.id < ha.id || hb.id == ha.id && hb.port < ha.port) {
+			ha, hb = hb, ha
+		}
+		if seen[[2]half{ha, hb}] {
 			continue
 		}
-		seen[key] = true
-		l := TopoLink{A: key[0], B: key[1], Line: r.line}
-		if rm := topoRateRE.FindStringSubmatch(r.comment); rm != nil {
+		seen[[2]half{ha, hb}] = true
+		l := TopoLink{A: a, B: b, Line: r.line}
+		if a.Node > b.Node || a.Node == b.Node && a.Port > b.Port {
+			l.A, l.B = b, a
+		}
+		if rm := topoRateRE.FindStringSubmatch(comment); rm != nil {
 			l.Width, l.Speed = rm[1]+"X", rm[2]
 		}
 		t.Links = append(t.Links, l)
@@ -251,10 +327,18 @@ func ParseTopology(text string) (*Topology, error) {
 	return t, nil
 }
 
+// idGUID reads the GUID ibnetdiscover puts in a node id ("S-7cfe900300a5f7c0").
+func idGUID(id string) host.GUID {
+	if m := topoIDGUIDRE.FindStringSubmatch(id); m != nil {
+		return guid(m[1])
+	}
+	return 0
+}
+
 // PortErrors is one port's counters as ibqueryerrors reports them.
 type PortErrors struct {
 	NodeDesc string
-	GUID     string
+	GUID     host.GUID
 	Port     int
 	Counters map[string]uint64
 }
@@ -287,7 +371,7 @@ func ParseIBQueryErrors(text string) ([]PortErrors, error) {
 		if m[2] == "ALL" {
 			continue
 		}
-		pe := PortErrors{NodeDesc: desc, GUID: normGUID(m[1]), Counters: map[string]uint64{}}
+		pe := PortErrors{NodeDesc: desc, GUID: guid(m[1]), Counters: map[string]uint64{}}
 		pe.Port, _ = strconv.Atoi(m[2])
 		for _, c := range qeCounterRE.FindAllStringSubmatch(m[3], -1) {
 			v, err := strconv.ParseUint(c[2], 10, 64)
@@ -312,7 +396,7 @@ func ParseSMInfo(text string) (SM, error) {
 	if m == nil {
 		return SM{}, &ParseError{"sminfo", 1, strings.TrimSpace(text), "not an sminfo line"}
 	}
-	sm := SM{GUID: normGUID(m[2]), State: m[6]}
+	sm := SM{GUID: guid(m[2]), State: m[6]}
 	sm.LID, _ = strconv.Atoi(m[1])
 	sm.ActCount, _ = strconv.ParseUint(m[3], 10, 64)
 	sm.Priority, _ = strconv.Atoi(m[4])
@@ -343,7 +427,7 @@ func ParseSMInfoRecords(text string) ([]SM, error) {
 			cur.LID, _ = strconv.Atoi(val)
 		case "GUID":
 			if cur != nil {
-				cur.GUID = normGUID(val)
+				cur.GUID = guid(val)
 			}
 		case "Priority":
 			if cur != nil {
@@ -367,15 +451,12 @@ func ParseSMInfoRecords(text string) ([]SM, error) {
 	return out, sc.Err()
 }
 
-// normGUID writes a GUID as 0x + 16 hex digits, so every tool's spelling
-// (0x200000, 0x0000000000200000) compares equal.
-func normGUID(s string) string {
-	s = strings.TrimPrefix(strings.ToLower(strings.TrimSpace(s)), "0x")
-	v, err := strconv.ParseUint(s, 16, 64)
-	if err != nil {
-		return "0x" + s
-	}
-	return fmt.Sprintf("0x%016x", v)
+// guid reads a GUID the tools printed; the regular expressions in front
+// of it only pass hex, so the one failure left (more than 16 digits) reads
+// as zero, an unknown GUID.
+func guid(s string) host.GUID {
+	g, _ := host.ParseGUID(s)
+	return g
 }
 
 // lineScanner reads tool output line by line; fabric tools print long

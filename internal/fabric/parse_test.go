@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,10 +27,10 @@ func TestParseIBLinkInfoReal(t *testing.T) {
 	}{
 		// xCAT: 2 CAs + an SB7700 EDR switch, 16 of its 18 ports Down/Polling.
 		{"ibtools/iblinkinfo/xcat-edr-2node_SB7700_iblinkinfo.txt", 20, 4, 16,
-			Port{NodeType: "CA", NodeDesc: "n02 HCA-1", Num: 1, PortGUID: "0xec0d9a03003d62be", LID: 4, State: "Active", PhysState: "LinkUp", Width: "4X", Speed: "EDR", LaneGbps: 25.78125, RateGbps: 100}},
+			Port{NodeType: CA, NodeDesc: "n02 HCA-1", Num: 1, PortGUID: 0xec0d9a03003d62be, LID: 4, State: "Active", PhysState: "LinkUp", Width: "4X", Speed: "EDR", LaneGbps: 25.78125, RateGbps: 100}},
 		// MQM8700 HDR switch: V100 hosts at EDR lane speed, the SHARP aggregation node at HDR.
 		{"ibtools/iblinkinfo/nccl-tests-issue-71_HDR-MQM8700_SHARP-aggnode_iblinkinfo_excerpt.txt", 8, 8, 0,
-			Port{NodeType: "CA", NodeDesc: "gpu-v100-3 HCA-1", Num: 1, PortGUID: "0xb88303ffff7f61c4", LID: 6, State: "Active", PhysState: "LinkUp", Width: "4X", Speed: "EDR", LaneGbps: 25.78125, RateGbps: 100}},
+			Port{NodeType: CA, NodeDesc: "gpu-v100-3 HCA-1", Num: 1, PortGUID: 0xb88303ffff7f61c4, LID: 6, State: "Active", PhysState: "LinkUp", Width: "4X", Speed: "EDR", LaneGbps: 25.78125, RateGbps: 100}},
 	}
 	for _, c := range cases {
 		t.Run(filepath.Base(c.file), func(t *testing.T) {
@@ -73,8 +74,8 @@ func TestParseIBLinkInfoLineMode(t *testing.T) {
 	if err != nil || len(ps) != 3 {
 		t.Fatalf("%v %+v", err, ps)
 	}
-	if p := ps[0]; p.NodeDesc != "Hca4" || p.PortGUID != "0x000000000010000a" || p.Width != "4X" || p.Speed != "SDR" || p.CouldBeWidth != "12X" || p.CouldBeSpeed != "QDR" ||
-		p.Remote.GUID != "0x0000000000200001" || p.Remote.LID != 3 || p.Remote.Port != 2 || p.Remote.NodeDesc != "Switch2" {
+	if p := ps[0]; p.NodeDesc != "Hca4" || p.PortGUID != 0x10000a || p.Width != "4X" || p.Speed != "SDR" || p.CouldBeWidth != "12X" || p.CouldBeSpeed != "QDR" ||
+		p.Remote.PortGUID != 0x200001 || p.Remote.LID != 3 || p.Remote.Port != 2 || p.Remote.NodeDesc != "Switch2" {
 		t.Errorf("%+v %+v", p, p.Remote)
 	}
 	if p := ps[1]; p.State != "Down" || p.PhysState != "Polling" || p.Remote != nil || p.Linked() {
@@ -92,18 +93,21 @@ func TestParseTopologyReal(t *testing.T) {
 	cases := []struct {
 		file         string
 		nodes, links int
-		a, b         TopoEnd
+		a            string
+		ap           int
+		b            string
+		bp           int
 		width, speed string
 	}{
 		// Real Azure HDR fabric, pruned: ids "S-…", descriptions in comments, s=/w=/e= fields.
 		{"ibnetdiscover/superbench_topo_aware_ibnetdiscover_FAKED.txt", 18, 18,
-			TopoEnd{"MF0;rmd70-0101-0908-01ib1-A:MCS8500/L01/U1", 21}, TopoEnd{"MF0;rmd70-0101-0908-01ib1-A:MCS8500/S01/U1", 1}, "4X", "HDR"},
+			"MF0;rmd70-0101-0908-01ib1-A:MCS8500/L01/U1", 21, "MF0;rmd70-0101-0908-01ib1-A:MCS8500/S01/U1", 1, "4X", "HDR"},
 		// NDR QM9700 with split ports, ids redacted to the same string: the
 		// per-line descriptions keep the nodes apart. A shell prompt and an elision are skipped.
 		{"ibnetdiscover/ndr-qm9700-129port-split-2xNDR_REDACTED_TRUNCATED.txt", 1, 5,
-			TopoEnd{"MF0;CNTSN-POD229-QM97-IB-02:MQM9700/U1", 1}, TopoEnd{"tj01-4090-node005 mlx5_2", 1}, "2X", "NDR"},
+			"MF0;CNTSN-POD229-QM97-IB-02:MQM9700/U1", 1, "tj01-4090-node005 mlx5_2", 1, "2X", "NDR"},
 		// ibsim's own dialect: "Hca", no GUIDs, no comments.
-		{"ibnetdiscover/ibsim-net-examples/net.2sw2path4hca", 6, 6, TopoEnd{"Hca1", 1}, TopoEnd{"Switch1", 1}, "", ""},
+		{"ibnetdiscover/ibsim-net-examples/net.2sw2path4hca", 6, 6, "Hca1", 1, "Switch1", 1, "", ""},
 	}
 	for _, c := range cases {
 		t.Run(filepath.Base(c.file), func(t *testing.T) {
@@ -116,7 +120,9 @@ func TestParseTopologyReal(t *testing.T) {
 			}
 			found := false
 			for _, l := range top.Links {
-				if (l.A == c.a && l.B == c.b) || (l.A == c.b && l.B == c.a) {
+				a, b := l.A.Node+fmt.Sprint(l.A.Port), l.B.Node+fmt.Sprint(l.B.Port)
+				ca, cb := c.a+fmt.Sprint(c.ap), c.b+fmt.Sprint(c.bp)
+				if (a == ca && b == cb) || (a == cb && b == ca) {
 					found = true
 					if l.Width != c.width || l.Speed != c.speed {
 						t.Errorf("%v: %s %s, want %s %s", l, l.Width, l.Speed, c.width, c.speed)
@@ -124,7 +130,7 @@ func TestParseTopologyReal(t *testing.T) {
 				}
 			}
 			if !found {
-				t.Errorf("no link %v ↔ %v in %+v", c.a, c.b, top.Links)
+				t.Errorf("no link %s ↔ %s in %+v", c.a, c.b, top.Links)
 			}
 		})
 	}
@@ -147,7 +153,7 @@ Errors for 0x200000 "Switch1"
 	if err != nil || len(pes) != 2 {
 		t.Fatalf("%v %+v", err, pes)
 	}
-	if pes[0].NodeDesc != "Hca2" || pes[0].GUID != "0x0000000000100004" || pes[0].Counters["SymbolErrorCounter"] != 12 || pes[0].Counters["PortXmitData"] != 1872 {
+	if pes[0].NodeDesc != "Hca2" || pes[0].GUID != 0x100004 || pes[0].Counters["SymbolErrorCounter"] != 12 || pes[0].Counters["PortXmitData"] != 1872 {
 		t.Errorf("%+v", pes[0])
 	}
 	if pes[1].Port != 3 || pes[1].Counters["PortRcvErrors"] != 65535 || pes[1].NodeDesc != "Switch1" {
@@ -157,7 +163,7 @@ Errors for 0x200000 "Switch1"
 
 func TestParseSM(t *testing.T) {
 	sm, err := ParseSMInfo("sminfo: sm lid 1 sm guid 0x200000, activity count 118 priority 0 state 3 SMINFO_MASTER\n")
-	if err != nil || sm.LID != 1 || sm.GUID != "0x0000000000200000" || sm.State != "MASTER" || sm.ActCount != 118 {
+	if err != nil || sm.LID != 1 || sm.GUID != 0x200000 || sm.State != "MASTER" || sm.ActCount != 118 {
 		t.Errorf("%+v %v", sm, err)
 	}
 	if _, err := ParseSMInfo("sminfo: iberror: failed: query\n"); err == nil {
@@ -187,13 +193,16 @@ SMInfoRecord dump:
 
 func TestParseCabling(t *testing.T) {
 	top, err := ParseCabling([]byte("links:\n  - {a: {node: \"gpu017 HCA-1\", port: 1}, b: {node: leaf03, port: 14}}\n"))
-	if err != nil || len(top.Links) != 1 || top.Links[0].B != (TopoEnd{"leaf03", 14}) {
+	if err != nil || len(top.Links) != 1 || top.Links[0].B != (TopoEnd{Node: "leaf03", Port: 14}) {
 		t.Fatalf("%+v %v", top, err)
 	}
 	for _, bad := range []struct{ yaml, want string }{
 		{"links:\n  - {a: {node: x, port: 1}, b: {node: y, port: 1}, colour: red}\n", "unknown field"},
 		{"links:\n  - {a: {node: x, port: 0}, b: {node: y, port: 1}}\n", "links[0]"},
 		{"links:\n  - {a: {node: x, port: 1}, b: {node: y, port: 1}}\n  - {a: {node: x, port: 1}, b: {node: z, port: 2}}\n", "already cabled in links[0]"},
+		{"links:\n  - {a: {node: x, port: one}, b: {node: y, port: 1}}\n", "field links.a.port: got a string, want a whole number"},
+		{"links:\n  - {a: {guid: 0x7cfe900300a5f7c0, port: 1}, b: {node: y, port: 1}}\n", "want a GUID in quotes"},
+		{"links:\n  - {a: {port: 1}, b: {node: y, port: 1}}\n", "each end needs a node (or guid)"},
 	} {
 		if _, err := ParseCabling([]byte(bad.yaml)); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%q: got %v, want an error with %q", bad.yaml, err, bad.want)
@@ -201,17 +210,41 @@ func TestParseCabling(t *testing.T) {
 	}
 }
 
+// No lost records: every line with a link arrow becomes exactly one port
+// (or the parse fails naming it), in order, with the port number and LID
+// the line shows; a far end is present exactly when the line names one.
 func FuzzParseIBLinkInfo(f *testing.F) {
 	f.Add(`0x000000000010000a "   Hca4"      6    1[  ] ==( 4X           2.5 Gbps Active/  LinkUp)==>  0x0000000000200001      3    2[  ] "Switch2" (Could be 12X Could be 10.0 Gbps)`)
 	f.Add("CA: n02 HCA-1:\n      0xec0d9a03003d62be      4    1[  ] ==( 4X      25.78125 Gbps Active/  LinkUp)==>       2   17[  ] \"MF0;SB7700\" ( )\n")
+	f.Add("Switch: 0x506b4b0300820910 MF0;SB7700:MSB7700/U1:\n           2    1[  ] ==(                Down/ Polling)==>             [  ] \"\" ( )\n")
 	f.Fuzz(func(t *testing.T, s string) {
 		ps, err := ParseIBLinkInfo(s)
 		if err != nil {
 			return
 		}
-		for _, p := range ps {
-			if p.Linked() && p.Remote == nil {
-				t.Fatal("linked without a remote")
+		var arrows []string
+		for _, l := range strings.Split(strings.ReplaceAll(s, "\r", "\n"), "\n") {
+			trim := strings.TrimSpace(l)
+			if strings.Contains(l, "==(") && !strings.HasPrefix(trim, "#") && !strings.HasPrefix(trim, "ibwarn:") {
+				arrows = append(arrows, l)
+			}
+		}
+		if len(ps) != len(arrows) {
+			t.Fatalf("%d link lines, %d ports", len(arrows), len(ps))
+		}
+		for i, p := range ps {
+			m := linkinfoRE.FindStringSubmatch(arrows[i])
+			if m == nil {
+				t.Fatalf("port %d from a line the pattern does not match: %q", i, arrows[i])
+			}
+			if fmt.Sprint(p.Num) != strings.TrimLeft(m[5], "0") && !(p.Num == 0 && strings.Trim(m[5], "0") == "") {
+				t.Fatalf("port %d from %q", p.Num, m[5])
+			}
+			if (p.Remote != nil) != (m[9] != "") {
+				t.Fatalf("far end %v for %q", p.Remote, arrows[i])
+			}
+			if p.RateGbps < 0 || p.RateGbps > 12*200 {
+				t.Fatalf("rate %g", p.RateGbps)
 			}
 		}
 	})

@@ -1,56 +1,92 @@
 package fabric
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"sigs.k8s.io/yaml"
 )
 
-// cablingFile is the YAML form of an intended topology:
+// cablingFile is the YAML form of an intended topology (docs/cabling.md):
 //
 //	links:
 //	  - {a: {node: "gpu017 HCA-1", port: 1}, b: {node: leaf03, port: 14}}
+//	  - {a: {guid: "0x248a0703008a1b20", port: 1}, b: {guid: "0x7cfe900300a5f7c0", port: 1}}
 type cablingFile struct {
 	Links []TopoLink `json:"links"`
 }
 
+// ErrEmptyPlan means a topology file lists no links: comparing a fabric
+// with it would call every cable unplanned.
+var ErrEmptyPlan = errors.New("the plan lists no links")
+
 // LoadTopology reads an intended topology: a YAML cabling list (.yaml,
-// .yml) or anything ibnetdiscover or ibsim reads.
+// .yml) or anything ibnetdiscover or ibsim reads. A file with no links is
+// an error.
 func LoadTopology(path string) (*Topology, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
+	var t *Topology
 	ext := strings.ToLower(filepath.Ext(path))
-	if ext != ".yaml" && ext != ".yml" {
-		t, err := ParseTopology(string(b))
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		return t, nil
+	if ext == ".yaml" || ext == ".yml" {
+		t, err = ParseCabling(b)
+	} else if bytes.HasPrefix(bytes.TrimSpace(b), []byte("{")) {
+		err = errors.New("this is JSON, not a topology: give an ibnetdiscover output, an ibsim netlist or a .yaml cabling plan (a fabric snapshot goes to --snapshot)")
+	} else {
+		t, err = ParseTopology(string(b))
 	}
-	t, err := ParseCabling(b)
+	if err == nil && len(t.Links) == 0 {
+		err = ErrEmptyPlan
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return t, nil
 }
 
-// ParseCabling reads the YAML cabling list strictly: unknown keys, a
-// missing node or port, and a port cabled twice are errors.
+var (
+	unknownFieldRE = regexp.MustCompile(`unknown field "([^"]+)"`)
+	typeErrRE      = regexp.MustCompile(`cannot unmarshal (\w+) into Go struct field \w+\.([\w.]+) of type ([\w.]+)`)
+)
+
+// ParseCabling reads the YAML cabling list strictly: unknown keys, an end
+// without a node name or GUID, a port below 1, and a port cabled twice are
+// errors, named by link index (and line, for an unknown key).
 func ParseCabling(b []byte) (*Topology, error) {
 	var f cablingFile
 	if err := yaml.UnmarshalStrict(b, &f); err != nil {
+		msg := err.Error()
+		if m := unknownFieldRE.FindStringSubmatch(msg); m != nil {
+			line := 0
+			for i, l := range strings.Split(string(b), "\n") {
+				if strings.Contains(l, m[1]+":") {
+					line = i + 1
+					break
+				}
+			}
+			return nil, fmt.Errorf("line %d: unknown field %q (an end is {node: NAME, port: N} or {guid: \"0x…\", port: N})", line, m[1])
+		}
+		if m := typeErrRE.FindStringSubmatch(msg); m != nil {
+			want := map[string]string{"int": "a whole number", "host.GUID": "a GUID in quotes (guid: \"0x7cfe900300a5f7c0\")", "string": "text"}[m[3]]
+			if want == "" {
+				want = m[3]
+			}
+			return nil, fmt.Errorf("field %s: got a %s, want %s", strings.TrimPrefix(m[2], "cablingFile."), m[1], want)
+		}
 		return nil, err
 	}
 	used := map[TopoEnd]int{}
 	for i, l := range f.Links {
 		for _, e := range []TopoEnd{l.A, l.B} {
-			if e.Node == "" || e.Port <= 0 {
-				return nil, fmt.Errorf("links[%d]: each end needs a node and a port ≥ 1, got %+v", i, e)
+			if (e.Node == "" && e.GUID.IsZero()) || e.Port <= 0 {
+				return nil, fmt.Errorf("links[%d]: each end needs a node (or guid) and a port ≥ 1, got %s", i, e)
 			}
 			if j, ok := used[e]; ok {
 				return nil, fmt.Errorf("links[%d]: %s is already cabled in links[%d]", i, e, j)
@@ -58,6 +94,5 @@ func ParseCabling(b []byte) (*Topology, error) {
 			used[e] = i
 		}
 	}
-	t := &Topology{Links: f.Links}
-	return t, nil
+	return &Topology{Links: f.Links}, nil
 }

@@ -5,21 +5,53 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
+
+	"github.com/rdmalab/rdmalab/internal/host"
 )
 
-// Runner runs one diagnostic tool and returns its standard output.
+// Output is what a tool printed.
+type Output struct {
+	Stdout, Stderr []byte
+}
+
+// Runner runs one diagnostic tool.
 type Runner interface {
-	Run(ctx context.Context, name string, args ...string) ([]byte, error)
+	Run(ctx context.Context, name string, args ...string) (Output, error)
+}
+
+// ToolError is a tool that failed: a non-zero exit, a timeout, or not
+// installed. Output still holds what it printed.
+type ToolError struct {
+	Tool     string
+	Args     []string
+	Exit     int // -1 when it did not exit by itself
+	TimedOut time.Duration
+	Msg      string
+}
+
+func (e *ToolError) Error() string {
+	switch {
+	case e.TimedOut > 0:
+		return fmt.Sprintf("%s timed out after %s (killed with its children)", e.Tool, e.TimedOut)
+	case e.Exit >= 0:
+		return fmt.Sprintf("%s %s: exit %d: %s", e.Tool, strings.Join(e.Args, " "), e.Exit, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.Tool, e.Msg)
 }
 
 // Exec runs the real infiniband-diags tools as subprocesses. Every call has
-// its own timeout: a dropped MAD must never hang a scan.
+// its own timeout: a dropped MAD must never hang a scan. Each tool runs in
+// its own process group, and a timeout kills the whole group, so a tool
+// that forked a child holding its output pipe still returns on time.
 type Exec struct {
 	// CA and Port choose the local HCA port to scan from (-C, -P); empty
 	// means the tools' default (the first active port).
@@ -32,11 +64,14 @@ type Exec struct {
 	Timeout time.Duration
 }
 
+// DefaultTimeout bounds one tool when Exec.Timeout is zero.
+const DefaultTimeout = 60 * time.Second
+
 // Run implements Runner.
-func (e Exec) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
+func (e Exec) Run(ctx context.Context, name string, args ...string) (Output, error) {
 	timeout := e.Timeout
-	if timeout == 0 {
-		timeout = 60 * time.Second
+	if timeout <= 0 {
+		timeout = DefaultTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -49,20 +84,29 @@ func (e Exec) Run(ctx context.Context, name string, args ...string) ([]byte, err
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = e.Dir
 	cmd.Env = append(os.Environ(), e.Env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// A grandchild outside the group could still hold the pipes: stop
+	// waiting for them shortly after the kill.
+	cmd.WaitDelay = time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
+	out := Output{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
 	if ctx.Err() == context.DeadlineExceeded {
-		return stdout.Bytes(), fmt.Errorf("%s timed out after %s", name, timeout)
+		return out, &ToolError{Tool: name, Args: args, Exit: -1, TimedOut: timeout}
 	}
 	if err != nil {
 		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return stdout.Bytes(), fmt.Errorf("%s %s: exit %d: %s", name, strings.Join(args, " "), ee.ExitCode(), lastLine(stderr.String()))
+		if errors.As(err, &ee) && ee.ExitCode() >= 0 {
+			return out, &ToolError{Tool: name, Args: args, Exit: ee.ExitCode(), Msg: lastLine(stderr.String())}
 		}
-		return stdout.Bytes(), fmt.Errorf("%s: %w (is infiniband-diags installed?)", name, err)
+		if ctx.Err() != nil {
+			return out, ctx.Err()
+		}
+		return out, &ToolError{Tool: name, Args: args, Exit: -1, Msg: err.Error() + " (is infiniband-diags installed?)"}
 	}
-	return stdout.Bytes(), nil
+	return out, nil
 }
 
 // lastLine is the most telling line of a tool's stderr (ibwarn noise first,
@@ -77,12 +121,54 @@ func lastLine(s string) string {
 	return "(no error output)"
 }
 
+// failureRE finds the lines by which a tool says it failed even when it
+// exits 0 (ibqueryerrors prints "Query SA failed" and exits 0 when no SM
+// answers). The simulator's own attach notice is not a failure.
+var failureRE = regexp.MustCompile(`(?im)^.*(failed|ibpanic|iberror|timeout|timed out|error:|no sm/sa found).*$`)
+
+// failureWords are what failureRE looks for, as they are spelled: a cheap
+// test before the regular expression runs over a large output.
+var failureWords = [][]byte{[]byte("ailed"), []byte("AILED"), []byte("ibpanic"), []byte("iberror"), []byte("imeout"), []byte("imed out"), []byte("rror:"), []byte("ERROR:"), []byte("No SM/SA")}
+
+// ToolFailure returns the first line of out that reports a failure, or "".
+func ToolFailure(out Output) string {
+	for _, b := range [][]byte{out.Stderr, out.Stdout} {
+		hit := false
+		for _, w := range failureWords {
+			if bytes.Contains(b, w) {
+				hit = true
+				break
+			}
+		}
+		if !hit {
+			continue
+		}
+		for _, m := range failureRE.FindAll(b, -1) {
+			l := strings.TrimSpace(string(m))
+			if strings.Contains(l, "sim_connect") || strings.HasPrefix(l, "##") {
+				continue
+			}
+			return l
+		}
+	}
+	return ""
+}
+
 // ScanOptions tune a scan.
 type ScanOptions struct {
 	// Interval, when set, samples the error counters twice this far apart
 	// and records rates.
 	Interval time.Duration
 	Now      func() time.Time
+	// Progress, when set, receives one line per stage and a countdown
+	// while the scan waits (the CLI passes stderr when it is a terminal).
+	Progress io.Writer
+}
+
+func (o ScanOptions) say(format string, a ...any) {
+	if o.Progress != nil {
+		fmt.Fprintf(o.Progress, format, a...)
+	}
 }
 
 // Scan discovers the fabric once with ibnetdiscover (writing its cache),
@@ -102,21 +188,26 @@ func Scan(ctx context.Context, r Runner, o ScanOptions) (*Snapshot, error) {
 	defer os.RemoveAll(dir)
 	cache := filepath.Join(dir, "ibnetdiscover.cache")
 
-	s := &Snapshot{SchemaVersion: SchemaVersion, CollectedAt: now().UTC(),
+	s := &Snapshot{SchemaVersion: SchemaVersion, CollectedAt: now().UTC(), Read: []Tool{IBNetDiscover},
 		Source: "ibnetdiscover --cache; iblinkinfo --line; ibqueryerrors; sminfo; saquery SMIR"}
+	o.say("fabric: discovering (ibnetdiscover)…\n")
 	out, err := r.Run(ctx, "ibnetdiscover", "--cache", cache)
 	if err != nil {
 		return nil, fmt.Errorf("discover the fabric: %w", err)
 	}
-	topo, err := ParseTopology(string(out))
+	topo, err := ParseTopology(string(out.Stdout))
 	if err != nil {
 		return nil, err
 	}
+	if len(topo.Nodes) == 0 {
+		return nil, fmt.Errorf("discover the fabric: ibnetdiscover printed no nodes (%s)", cmpOr(ToolFailure(out), "no output"))
+	}
 
+	o.say("fabric: %d nodes; reading links, error counters and subnet managers…\n", len(topo.Nodes))
 	var (
 		wg                    sync.WaitGroup
-		linkOut, qeOut        []byte
-		smOut, smirOut        []byte
+		linkOut, qeOut        Output
+		smOut, smirOut        Output
 		linkErr, qeErr, smErr error
 		smirErr               error
 	)
@@ -126,116 +217,168 @@ func Scan(ctx context.Context, r Runner, o ScanOptions) (*Snapshot, error) {
 	go func() { defer wg.Done(); smOut, smErr = r.Run(ctx, "sminfo") }()
 	go func() { defer wg.Done(); smirOut, smirErr = r.Run(ctx, "saquery", "SMIR") }()
 	wg.Wait()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
 	if linkErr != nil {
 		return nil, fmt.Errorf("read links: %w", linkErr)
 	}
-	if s.Ports, err = ParseIBLinkInfo(string(linkOut)); err != nil {
+	if s.Ports, err = ParseIBLinkInfo(string(linkOut.Stdout)); err != nil {
 		return nil, err
+	}
+	s.Read = append(s.Read, IBLinkInfo)
+	if f := ToolFailure(linkOut); f != "" {
+		s.Errors = append(s.Errors, "iblinkinfo: "+f)
 	}
 	for _, n := range topo.Nodes {
-		s.Nodes = append(s.Nodes, Node{GUID: n.GUID, Type: n.Type, Desc: n.Desc, Ports: n.Ports, LID: n.LID})
+		s.Nodes = append(s.Nodes, Node{GUID: n.GUID, Type: n.Type, Desc: n.Desc, Ports: n.Ports, SysImageGUID: n.SysImageGUID, LID: n.LID, VendorID: n.VendorID, DeviceID: n.DeviceID})
 	}
-	s.fillNodes()
+	s.addPortGUIDs(topo)
+	s.Resolve()
 
+	s.Read = append(s.Read, IBQueryErrors)
 	first := time.Now()
 	if qeErr != nil {
-		s.Errors = append(s.Errors, "error counters: "+qeErr.Error())
-	} else if err := s.applyCounters(qeOut, nil, 0); err != nil {
-		return nil, err
+		s.CounterError = qeErr.Error()
+	} else if err := s.applyCounters(qeOut.Stdout, nil, 0); err != nil {
+		s.CounterError = err.Error()
 	}
-	if o.Interval > 0 && qeErr == nil {
-		select {
-		case <-time.After(o.Interval):
-		case <-ctx.Done():
-			return nil, ctx.Err()
+	if o.Interval > 0 && s.CounterError == "" {
+		if err := o.wait(ctx, o.Interval); err != nil {
+			return nil, err
 		}
 		again, err := queryErrors(ctx, r, cache)
 		if err != nil {
-			s.Errors = append(s.Errors, "error counters, second sample: "+err.Error())
+			s.CounterError = "second sample: " + err.Error()
 		} else {
 			before := s.counters()
 			secs := time.Since(first).Seconds()
-			if err := s.applyCounters(again, before, secs); err != nil {
-				return nil, err
+			if err := s.applyCounters(again.Stdout, before, secs); err != nil {
+				s.CounterError = "second sample: " + err.Error()
 			}
 			s.IntervalSeconds = secs
 		}
 	}
 
+	s.Read = append(s.Read, SMInfo)
 	if smErr != nil {
 		s.SMQueryError = smErr.Error()
-	} else if sm, err := ParseSMInfo(string(smOut)); err != nil {
+	} else if sm, err := ParseSMInfo(string(smOut.Stdout)); err != nil {
 		s.SMQueryError = err.Error()
 	} else {
 		s.SMs = []SM{sm}
 	}
-	if smirErr == nil {
-		if all, err := ParseSMInfoRecords(string(smirOut)); err == nil && len(all) > 0 {
-			s.SMs = all
-		}
+	if smirErr != nil {
+		s.SMRecordsError = smirErr.Error()
+	} else if all, err := ParseSMInfoRecords(string(smirOut.Stdout)); err != nil {
+		s.SMRecordsError = err.Error()
+	} else if len(all) > 0 {
+		s.SMs = all
 	}
+	o.say("fabric: done: %d nodes, %d ports\n", len(s.Nodes), len(s.Ports))
 	return s, nil
 }
 
-// queryErrors runs ibqueryerrors, which exits 1 when it found errors: that
-// is a result, not a failure, when its summary is there.
-func queryErrors(ctx context.Context, r Runner, cache string) ([]byte, error) {
-	out, err := r.Run(ctx, "ibqueryerrors", "--load-cache", cache)
-	if err != nil && bytes.Contains(out, []byte("## Summary")) {
-		return out, nil
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
 	}
-	return out, err
+	return b
 }
 
-// fillNodes gives every port its node's GUID and type, matching iblinkinfo's
-// port GUIDs with ibnetdiscover's nodes (a CA's port GUID is not its node GUID).
-func (s *Snapshot) fillNodes() {
-	byDesc := map[string][]*Node{}
-	for i := range s.Nodes {
-		byDesc[s.Nodes[i].Desc] = append(byDesc[s.Nodes[i].Desc], &s.Nodes[i])
+// wait sleeps d, bounded by ctx, with a countdown on the progress writer.
+func (o ScanOptions) wait(ctx context.Context, d time.Duration) error {
+	end := time.Now().Add(d)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		left := time.Until(end)
+		if left <= 0 {
+			o.say("\rfabric: taking the second counter sample        \n")
+			return nil
+		}
+		o.say("\rfabric: second counter sample in %s   ", left.Round(time.Second))
+		select {
+		case <-ctx.Done():
+			o.say("\n")
+			return ctx.Err()
+		case <-tick.C:
+		case <-time.After(left):
+		}
+	}
+}
+
+// queryErrors runs ibqueryerrors. It exits 1 when it found errors: that
+// is a result, not a failure, when its summary is there. It also prints
+// errors and exits 0 (no SM: "Query SA failed"): that is a failed read,
+// and the counters are unknown.
+func queryErrors(ctx context.Context, r Runner, cache string) (Output, error) {
+	out, err := r.Run(ctx, "ibqueryerrors", "--load-cache", cache)
+	summary := bytes.Contains(out.Stdout, []byte("## Summary"))
+	var te *ToolError
+	if err != nil && !(summary && errors.As(err, &te) && te.Exit == 1) {
+		return out, err
+	}
+	if f := ToolFailure(out); f != "" {
+		return out, fmt.Errorf("ibqueryerrors printed %q: the counters are unknown", f)
+	}
+	if !summary {
+		return out, errors.New("ibqueryerrors printed no summary: the counters are unknown")
+	}
+	return out, nil
+}
+
+// addPortGUIDs records ibnetdiscover's port GUIDs (a CA's port GUID is not
+// its node GUID) on the ports iblinkinfo listed.
+func (s *Snapshot) addPortGUIDs(t *Topology) {
+	nodeOf := map[host.GUID]host.GUID{}
+	for _, l := range t.Links {
+		for _, e := range []TopoEnd{l.A, l.B} {
+			if !e.PortGUID.IsZero() && !e.GUID.IsZero() {
+				nodeOf[e.PortGUID] = e.GUID
+			}
+		}
 	}
 	for i := range s.Ports {
 		p := &s.Ports[i]
-		if n := s.Node(p.PortGUID); n != nil { // switches: port GUID = node GUID
-			p.NodeGUID, p.NodeType = n.GUID, n.Type
-			continue
+		if g, ok := nodeOf[p.PortGUID]; ok && p.NodeGUID.IsZero() {
+			p.NodeGUID = g
 		}
-		if ns := byDesc[p.NodeDesc]; len(ns) == 1 {
-			p.NodeGUID, p.NodeType = ns[0].GUID, ns[0].Type
-			continue
-		}
-		if p.NodeGUID == "" {
-			p.NodeGUID = p.PortGUID
+		if r := p.Remote; r != nil && r.NodeGUID.IsZero() {
+			if g, ok := nodeOf[r.PortGUID]; ok {
+				r.NodeGUID = g
+			}
 		}
 	}
 }
 
-func (s *Snapshot) counters() map[string]map[string]uint64 {
-	m := map[string]map[string]uint64{}
+func (s *Snapshot) counters() map[PortKey]map[string]uint64 {
+	m := map[PortKey]map[string]uint64{}
 	for _, p := range s.Ports {
 		if p.Counters != nil {
-			m[fmt.Sprintf("%s/%d", p.PortGUID, p.Num)] = p.Counters
+			m[p.Key()] = p.Counters
 		}
 	}
 	return m
 }
 
 // applyCounters sets each port's counters from ibqueryerrors output; with
-// a previous sample it also sets the rates. Ports it does not list are zero.
-func (s *Snapshot) applyCounters(out []byte, before map[string]map[string]uint64, secs float64) error {
+// a previous sample it also sets the rates. Ports it does not list are zero
+// (ibqueryerrors lists only ports over their thresholds).
+func (s *Snapshot) applyCounters(out []byte, before map[PortKey]map[string]uint64, secs float64) error {
 	pes, err := ParseIBQueryErrors(string(out))
 	if err != nil {
 		return err
 	}
-	idx := map[string]*Port{}
+	idx := map[PortKey]*Port{}
 	for i := range s.Ports {
 		p := &s.Ports[i]
 		p.Counters = nil
-		idx[fmt.Sprintf("%s/%d", p.PortGUID, p.Num)] = p
-		idx[fmt.Sprintf("%s/%d", p.NodeGUID, p.Num)] = p
+		idx[p.Key()] = p
+		idx[PortKey{p.PortGUID, p.Num}] = p
 	}
 	for _, pe := range pes {
-		p := idx[fmt.Sprintf("%s/%d", pe.GUID, pe.Port)]
+		p := idx[PortKey{pe.GUID, pe.Port}]
 		if p == nil {
 			s.Errors = append(s.Errors, fmt.Sprintf("ibqueryerrors reports %s port %d (%s), which iblinkinfo did not list", pe.GUID, pe.Port, pe.NodeDesc))
 			continue
@@ -247,15 +390,42 @@ func (s *Snapshot) applyCounters(out []byte, before map[string]map[string]uint64
 	}
 	for i := range s.Ports {
 		p := &s.Ports[i]
-		prev := before[fmt.Sprintf("%s/%d", p.PortGUID, p.Num)]
+		prev := before[p.Key()]
 		for name, v := range p.Counters {
-			if d := int64(v) - int64(prev[name]); d > 0 {
+			if v > prev[name] {
 				if p.CounterRates == nil {
 					p.CounterRates = map[string]float64{}
 				}
-				p.CounterRates[name] = float64(d) / secs
+				p.CounterRates[name] = float64(v-prev[name]) / secs
 			}
 		}
 	}
 	return nil
+}
+
+// Replay is a Runner that answers from captured output by tool name, for
+// tests without a simulator. A tool it has no capture of fails as if not
+// installed; Exit makes a capture exit non-zero.
+type Replay map[string]Captured
+
+// Captured is one tool's recorded run.
+type Captured struct {
+	Stdout, Stderr string
+	Exit           int
+}
+
+// Run implements Runner.
+func (r Replay) Run(ctx context.Context, name string, args ...string) (Output, error) {
+	if err := ctx.Err(); err != nil {
+		return Output{}, err
+	}
+	c, ok := r[name]
+	if !ok {
+		return Output{}, &ToolError{Tool: name, Args: args, Exit: -1, Msg: "no capture of it (not installed)"}
+	}
+	out := Output{Stdout: []byte(c.Stdout), Stderr: []byte(c.Stderr)}
+	if c.Exit != 0 {
+		return out, &ToolError{Tool: name, Args: args, Exit: c.Exit, Msg: lastLine(c.Stderr)}
+	}
+	return out, nil
 }

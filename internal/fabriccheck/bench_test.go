@@ -8,6 +8,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/fabric"
+	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"github.com/rdmalab/rdmalab/internal/testhost"
 )
 
@@ -30,7 +31,11 @@ func BenchmarkFabricCheckVsTools(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		fs := Run(s, Options{ExpectRateGbps: 120})
+		r := linkrate.Rate{Gbps: 120}
+		fs, err := Run(s, Options{ExpectRate: &r})
+		if err != nil {
+			b.Fatal(err)
+		}
 		ours += time.Since(start)
 		if n := check.Count(fs)[check.Fail]; n != 0 || len(s.Links()) != 1024+8*32 {
 			b.Fatalf("%d failures, %d links on a healthy tree", n, len(s.Links()))

@@ -6,60 +6,147 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/fabric"
+	"github.com/rdmalab/rdmalab/internal/host"
 )
 
-// Diff compares a scanned fabric with the intended topology, by node
-// description and port: planned cables that are down, moved, or whose node
-// is missing, and cables nobody planned.
-func Diff(s *fabric.Snapshot, plan *fabric.Topology) []check.Finding {
-	found := map[fabric.TopoEnd]fabric.TopoEnd{}
-	ports := map[fabric.TopoEnd]fabric.Port{}
-	present := map[string]bool{}
-	for _, n := range s.Nodes {
-		present[n.Desc] = true
+// AmbiguousNameError is a plan that names a node by a description several
+// nodes of the fabric carry: which one it means cannot be known.
+type AmbiguousNameError struct {
+	Name  string
+	GUIDs []host.GUID
+	Line  int
+}
+
+func (e *AmbiguousNameError) Error() string {
+	var gs []string
+	for i, g := range e.GUIDs {
+		if i == 4 {
+			gs = append(gs, "…")
+			break
+		}
+		gs = append(gs, g.String())
 	}
+	where := ""
+	if e.Line > 0 {
+		where = fmt.Sprintf("line %d: ", e.Line)
+	}
+	return fmt.Sprintf("%sthe plan names node %q, but %d nodes in the fabric are called that (%s): name them by guid in the plan",
+		where, e.Name, len(e.GUIDs), strings.Join(gs, ", "))
+}
+
+// planEnd is a plan's cable end resolved to the fabric.
+type planEnd struct {
+	key   fabric.PortKey
+	found bool // the node is in the fabric
+	name  string
+	node  string // the node alone, for "not found"
+}
+
+// Diff compares a scanned fabric with the intended topology by port
+// identity: an end the plan gives by GUID is that node's port; an end
+// given by name is the one node of the fabric with that description (a
+// name several nodes share is an *AmbiguousNameError). It reports planned
+// cables that are down, moved, or whose node is missing, and cables
+// nobody planned.
+func Diff(s *fabric.Snapshot, plan *fabric.Topology) ([]check.Finding, error) {
+	names := s.Names()
+	nodeOfPort := map[host.GUID]host.GUID{}
 	for _, p := range s.Ports {
-		present[p.NodeDesc] = true
-		ports[fabric.TopoEnd{Node: p.NodeDesc, Port: p.Num}] = p
+		if !p.PortGUID.IsZero() {
+			nodeOfPort[p.PortGUID] = p.NodeGUID
+		}
 	}
-	for _, l := range s.Links() {
-		a, b := fabric.TopoEnd{Node: l.A.NodeDesc, Port: l.A.Num}, fabric.TopoEnd{Node: l.B.NodeDesc, Port: l.B.Num}
+	resolve := func(e fabric.TopoEnd, line int) (planEnd, error) {
+		pe := planEnd{name: e.String(), node: e.Node}
+		if pe.node == "" {
+			pe.node = e.GUID.String()
+		}
+		if !e.GUID.IsZero() {
+			g := e.GUID
+			if !names.Known(g) {
+				if n, ok := nodeOfPort[g]; ok {
+					g = n
+				}
+			}
+			pe.key, pe.found = fabric.PortKey{Node: g, Port: e.Port}, names.Known(g)
+			if pe.found {
+				pe.name = names.Port(pe.key)
+			}
+			return pe, nil
+		}
+		gs := names.ByDesc(e.Node)
+		switch len(gs) {
+		case 0:
+			return pe, nil
+		case 1:
+			pe.key, pe.found = fabric.PortKey{Node: gs[0], Port: e.Port}, true
+			return pe, nil
+		}
+		return pe, &AmbiguousNameError{Name: e.Node, GUIDs: gs, Line: line}
+	}
+
+	found := map[fabric.PortKey]fabric.PortKey{}
+	ports := map[fabric.PortKey]fabric.Port{}
+	for _, p := range s.Ports {
+		ports[p.Key()] = p
+	}
+	links := s.Links()
+	for _, l := range links {
+		a, b := l.A.Key(), l.B.Key()
 		found[a], found[b] = b, a
-		present[b.Node] = true
 	}
-	planned := map[fabric.TopoEnd]bool{}
+	type planned struct{ a, b planEnd }
+	var plans []planned
+	inPlan := map[fabric.PortKey]bool{}
 	for _, l := range plan.Links {
-		planned[l.A], planned[l.B] = true, true
+		a, err := resolve(l.A, l.Line)
+		if err != nil {
+			return nil, err
+		}
+		b, err := resolve(l.B, l.Line)
+		if err != nil {
+			return nil, err
+		}
+		plans = append(plans, planned{a, b})
+		if a.found {
+			inPlan[a.key] = true
+		}
+		if b.found {
+			inPlan[b.key] = true
+		}
 	}
 
 	var fs []check.Finding
 	ok := 0
-	for _, l := range plan.Links {
-		a, b := l.A, l.B
-		subject := a.String() + " ↔ " + b.String()
-		if got, linked := found[a]; linked && got == b {
-			ok++
-			continue
-		}
-		var absent []string
-		for _, n := range []string{a.Node, b.Node} {
-			if !present[n] {
-				absent = append(absent, n)
+	for _, pl := range plans {
+		a, b := pl.a, pl.b
+		subject := a.name + " ↔ " + b.name
+		if a.found && b.found {
+			if got, linked := found[a.key]; linked && got == b.key {
+				ok++
+				continue
 			}
 		}
-		_, knowA := ports[a]
-		_, knowB := ports[b]
-		if len(absent) == 2 || (len(absent) == 1 && !knowA && !knowB) {
+		var absent []string
+		for _, e := range []planEnd{a, b} {
+			if !e.found {
+				absent = append(absent, e.node)
+			}
+		}
+		if len(absent) > 0 && !a.found && !b.found {
 			fs = append(fs, find("fabric.topology.missing", check.Fail, subject,
 				"planned, but %s not found in the fabric", strings.Join(absent, " and ")))
 			continue
 		}
 		var moved []string
 		var ev []check.Evidence
-		for _, e := range []fabric.TopoEnd{a, b} {
-			if got, linked := found[e]; linked {
-				moved = append(moved, fmt.Sprintf("%s ↔ %s", e, got))
-				ev = append(ev, check.Evidence{What: e.String(), Value: "cabled to " + got.String(), Source: "iblinkinfo"})
+		for _, e := range []planEnd{a, b} {
+			if !e.found {
+				continue
+			}
+			if got, linked := found[e.key]; linked {
+				moved = append(moved, fmt.Sprintf("%s ↔ %s", names.Port(e.key), names.Port(got)))
+				ev = append(ev, check.Evidence{What: names.Port(e.key), Value: fmt.Sprintf("cabled to %s (GUID %s port %d)", names.Port(got), got.Node, got.Port), Source: "iblinkinfo"})
 			}
 		}
 		if len(moved) > 0 {
@@ -73,22 +160,21 @@ func Diff(s *fabric.Snapshot, plan *fabric.Topology) []check.Finding {
 			unreachable = "; " + absent[0] + " is not reachable through it"
 		}
 		f := find("fabric.port.down", check.Fail, subject, "planned, but not linked%s", unreachable)
-		for _, e := range []fabric.TopoEnd{a, b} {
-			if p, ok := ports[e]; ok {
-				f.Evidence = append(f.Evidence, check.Evidence{What: e.String(), Value: p.State + "/" + p.PhysState, Source: "iblinkinfo"})
+		for _, e := range []planEnd{a, b} {
+			if p, ok := ports[e.key]; ok && e.found {
+				f.Evidence = append(f.Evidence, check.Evidence{What: names.Port(e.key), Value: fmt.Sprintf("GUID %s, %s/%s", p.NodeGUID, p.State, p.PhysState), Source: "iblinkinfo"})
 			}
 		}
 		fs = append(fs, f)
 	}
-	for _, l := range s.Links() {
-		a, b := fabric.TopoEnd{Node: l.A.NodeDesc, Port: l.A.Num}, fabric.TopoEnd{Node: l.B.NodeDesc, Port: l.B.Num}
-		if planned[a] || planned[b] {
+	for _, l := range links {
+		if inPlan[l.A.Key()] || inPlan[l.B.Key()] {
 			continue // a planned cable found elsewhere is reported as miswired
 		}
-		fs = append(fs, find("fabric.topology.extra", check.Warn, l.Name(), "linked, but not in the plan"))
+		fs = append(fs, find("fabric.topology.extra", check.Warn, names.Link(l), "linked, but not in the plan"))
 	}
 	if ok == len(plan.Links) {
 		fs = append(fs, find("fabric.topology.miswired", check.Pass, "plan", "all %d planned cables found where planned", ok))
 	}
-	return fs
+	return fs, nil
 }

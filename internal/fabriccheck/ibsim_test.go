@@ -79,7 +79,7 @@ func TestExampleNetlists(t *testing.T) {
 			sim.StartSM("", 0)
 			sim.WaitUp(30 * time.Second)
 			s := scan(t, sim, 0)
-			fs := Run(s, Options{Plan: plan, ExpectRateGbps: 120})
+			fs := mustRun(t, s, Options{Plan: plan, ExpectRate: rateOf(t, "120")})
 			if f := failing(fs, check.Fail); len(f) > 0 {
 				t.Errorf("healthy %s: failures %v: %+v", name, ids(f), f)
 			}
@@ -90,9 +90,15 @@ func TestExampleNetlists(t *testing.T) {
 			slow := testhost.StartIBSim(t, string(b))
 			slow.StartSM("", 0)
 			slow.WaitUp(30 * time.Second)
-			f := failing(Run(scan(t, slow, 0), Options{}), check.Fail)
-			if len(f["fabric.link.width"]) != len(plan.Links) || len(f["fabric.link.speed"]) != len(plan.Links) {
-				t.Errorf("4X SDR links: want every link below 12X and QDR, got %v", ids(f))
+			// Every port says it could run 12X QDR, but ibsim's default
+			// devices are not in the model table: not confirmed, so a
+			// warning per link, and no failure.
+			fs = mustRun(t, scan(t, slow, 0), Options{})
+			if f := failing(fs, check.Fail); len(f) != 0 {
+				t.Errorf("4X SDR with unconfirmed hints: failures %v", ids(f))
+			}
+			if w := failing(fs, check.Warn); len(w["fabric.link.width"])+len(w["fabric.link.speed"]) != len(plan.Links) {
+				t.Errorf("4X SDR links: want one warning per link, got %v", w)
 			}
 		})
 	}
@@ -116,12 +122,12 @@ func TestInjectedFaults(t *testing.T) {
 	sim.StartSM("node0001", 0) // the lowest GUID: it stays master when a second SM comes
 	sim.WaitUp(30 * time.Second)
 
-	f := failing(Run(scan(t, sim, 0), Options{Plan: plan}), check.Fail)
+	f := failing(mustRun(t, scan(t, sim, 0), Options{Plan: plan}), check.Fail)
 	if got := ids(f); !slices.Equal(got, []string{"fabric.link.speed", "fabric.link.width"}) {
 		t.Fatalf("want only the width and speed faults, got %v", got)
 	}
-	wantOne(t, f, "fabric.link.width", "node0001 port 1 ↔ leaf01 port 1", "1X QDR", "both ends support 12X")
-	wantOne(t, f, "fabric.link.speed", "node0002 port 1 ↔ leaf01 port 2", "12X DDR", "both ends support QDR")
+	wantOne(t, f, "fabric.link.width", "node0001 port 1 ↔ leaf01 port 1", "runs at 1X QDR", "should run at 12X QDR", "4 of 6 CA↔Switch links")
+	wantOne(t, f, "fabric.link.speed", "node0002 port 1 ↔ leaf01 port 2", "runs at 12X DDR", "should run at 12X QDR")
 
 	sim.Console(`Unlink "node0003"[1]`)
 	sim.Console(`PerformanceSet "node0004"[1] PortCounters.SymbolErrorCounter=50`)
@@ -132,7 +138,7 @@ func TestInjectedFaults(t *testing.T) {
 		sim.Console(`PerformanceSet "node0004"[1] PortCounters.SymbolErrorCounter=80`)
 	}()
 	s := scan(t, sim, 1500*time.Millisecond)
-	f = failing(Run(s, Options{Plan: plan, Thresholds: map[string]uint64{"SymbolErrorCounter": 10, "LinkDownedCounter": 5}}), check.Fail)
+	f = failing(mustRun(t, s, Options{Plan: plan, Thresholds: map[string]uint64{"SymbolErrorCounter": 10, "LinkDownedCounter": 5}}), check.Fail)
 	wantOne(t, f, "fabric.port.down", "leaf01 port 3 ↔ node0003 port 1")
 	if got := f["fabric.port.errors"]; len(got) != 2 {
 		t.Errorf("port errors: %+v", got)
@@ -148,17 +154,17 @@ func TestInjectedFaults(t *testing.T) {
 
 	sim.Console(`Unlink "node0006"[1]`)
 	sim.Console(`Link "node0006"[1] "leaf02"[6]`)
-	f = failing(Run(scan(t, sim, 0), Options{Plan: plan}), check.Fail)
+	f = failing(mustRun(t, scan(t, sim, 0), Options{Plan: plan}), check.Fail)
 	wantOne(t, f, "fabric.topology.miswired", "leaf02 port 3 ↔ node0006 port 1: planned, but found", "node0006 port 1 ↔ leaf02 port 6")
 
 	sim.StartSM("node0005", 0)
 	// The master learns of the standby at its next sweep (every 2 s here).
 	s = scan(t, sim, 0)
-	for deadline := time.Now().Add(20 * time.Second); len(s.SMs) < 2 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(45 * time.Second); len(s.SMs) < 2 && time.Now().Before(deadline); {
 		time.Sleep(500 * time.Millisecond)
 		s = scan(t, sim, 0)
 	}
-	w := failing(Run(s, Options{}), check.Warn)
+	w := failing(mustRun(t, s, Options{}), check.Warn)
 	wantOne(t, w, "fabric.sm.priority-clash", "2 subnet managers share priority 0")
 }
 
@@ -166,7 +172,7 @@ func TestInjectedFaults(t *testing.T) {
 func TestNoSubnetManager(t *testing.T) {
 	sim := testhost.StartIBSim(t, testhost.FatTree(1, 1, 2))
 	s := scan(t, sim, 0)
-	f := failing(Run(s, Options{}), check.Fail)
+	f := failing(mustRun(t, s, Options{}), check.Fail)
 	wantOne(t, f, "fabric.sm", "no subnet manager")
 	wantOne(t, f, "fabric.lid.unassigned", "have LID 0")
 	wantOne(t, f, "fabric.port.state", "not Active")

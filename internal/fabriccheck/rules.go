@@ -1,85 +1,101 @@
-// Package fabriccheck judges a fabric snapshot: links below what both ends
-// support or below the expected rate, ports down that the plan says are
-// cabled, error counters over thresholds or saturated or rising, subnet
-// manager trouble, unassigned LIDs, and cabling against an intended
-// topology. Every rule is a pure function of the snapshot and reports the
-// shared check.Finding, naming both ends of a link.
+// Package fabriccheck judges a fabric snapshot: links below the rate they
+// should run at (by --expect-rate, the device models of both ends, and
+// their peers), ports not configured, error counters over thresholds or
+// saturated or rising, subnet manager trouble, and cabling against an
+// intended topology. Every rule is a pure function of the snapshot and
+// reports the shared check.Finding, naming both ends of a link by
+// description and GUID. A rule whose input could not be read says unknown;
+// a rule whose tool was never run (a saved output of another tool) says
+// nothing.
 package fabriccheck
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/counters"
 	"github.com/rdmalab/rdmalab/internal/fabric"
+	"github.com/rdmalab/rdmalab/internal/linkrate"
 )
 
 // Options are what a fabric is judged against.
 type Options struct {
-	// ExpectRateGbps is the rate every link should run at (0: not checked).
-	ExpectRateGbps float64
+	// ExpectRate is the rate every link should run at (nil: judged by
+	// device models and peers). It is authoritative when given.
+	ExpectRate *linkrate.Rate
 	// Plan is the intended cabling (nil: no topology diff).
 	Plan *fabric.Topology
-	// Thresholds override DefaultThresholds per counter.
+	// Thresholds override the error counters' thresholds (0 each, as
+	// ibqueryerrors) by PMA name.
 	Thresholds map[string]uint64
 }
 
-// DefaultThresholds are ibqueryerrors' own defaults: 0, so any error counts.
-// infiniband-diags' error_thresholds file documents looser values (10 for
-// symbol errors, 100 for discards); pass them with Options.Thresholds.
-var DefaultThresholds = map[string]uint64{
-	"SymbolErrorCounter": 0, "LinkErrorRecoveryCounter": 0, "LinkDownedCounter": 0, "PortRcvErrors": 0,
-	"PortRcvRemotePhysicalErrors": 0, "PortRcvSwitchRelayErrors": 0, "PortXmitDiscards": 0,
-	"PortXmitConstraintErrors": 0, "PortRcvConstraintErrors": 0, "LocalLinkIntegrityErrors": 0,
-	"ExcessiveBufferOverrunErrors": 0, "VL15Dropped": 0, "PortXmitWait": 0,
-}
-
-// counterMax is each PortCounters field's width: a counter at its maximum
-// has stopped counting, its true value is unknown.
-var counterMax = map[string]uint64{
-	"SymbolErrorCounter": 0xffff, "LinkErrorRecoveryCounter": 0xff, "LinkDownedCounter": 0xff, "PortRcvErrors": 0xffff,
-	"PortRcvRemotePhysicalErrors": 0xffff, "PortRcvSwitchRelayErrors": 0xffff, "PortXmitDiscards": 0xffff,
-	"PortXmitConstraintErrors": 0xff, "PortRcvConstraintErrors": 0xff, "LocalLinkIntegrityErrors": 0xf,
-	"ExcessiveBufferOverrunErrors": 0xf, "VL15Dropped": 0xffff, "PortXmitWait": 0xffffffff,
+// ErrorCounters lists the PortCounters that count errors, by PMA name, from
+// the one counter table: the names --threshold takes.
+func ErrorCounters() []string {
+	var out []string
+	for _, c := range counters.Select(counters.PortCounters, counters.Error) {
+		out = append(out, c.PMA)
+	}
+	return out
 }
 
 // Catalog lists every fabric check.
 var Catalog = []check.Entry{
-	{ID: "fabric.sm", Title: "one master subnet manager", Why: "nothing on the fabric routes until a subnet manager assigns LIDs; two masters fight over the subnet", Source: "sminfo, saquery SMIR", Fix: "start exactly one opensm (systemctl enable --now opensm) or the switch's SM"},
-	{ID: "fabric.sm.priority-clash", Title: "subnet managers with distinct priorities", Why: "two SMs at the same priority elect by GUID, so which one is master depends on which GUID is lower: \"two software SMs racing each other is an afternoon of debugging nobody needs\"", Source: "saquery SMIR", Fix: "give the intended master a higher priority (opensm -p 15, or PRIORITY in opensm.conf)"},
-	{ID: "fabric.lid.unassigned", Title: "every linked port has a LID", Why: "a port with LID 0 cannot be addressed: no SM has configured it", Source: "iblinkinfo", Fix: "run a subnet manager; check it sees the port (ibnetdiscover)"},
-	{ID: "fabric.port.state", Title: "linked ports are Active", Why: "a port with a physical link stuck in Initialize or Armed has not been configured by the SM", Source: "iblinkinfo", Fix: "check the SM log (/var/log/opensm.log) and sminfo"},
-	{ID: "fabric.link.width", Title: "links at the widest width both ends support", Why: "a 4X link that trains at 1X runs at a quarter of its rate: a bad cable, lane or port", Source: "iblinkinfo \"Could be\"", Fix: "reseat or replace the cable; mlxlink -d <dev> -p <port> shows lane errors"},
-	{ID: "fabric.link.speed", Title: "links at the fastest speed both ends support", Why: "\"came up at 100 Gb/s instead of 200\" is the most common silent failure", Source: "iblinkinfo \"Could be\"", Fix: "check the cable's rating (mlxlink --show_module), replace it; check the ports' enabled speeds"},
-	{ID: "fabric.link.rate", Title: "links at the expected rate", Why: "the fabric was bought for one rate; a slower link halves a job's all-reduce", Source: "iblinkinfo", Fix: "replace the cable or port; see fabric.link.speed/width"},
-	{ID: "fabric.port.errors", Title: "error counters under thresholds", Why: "symbol, receive and link-recovery errors mean a marginal link long before it drops", Source: "ibqueryerrors", Fix: "replace the cable; clear with perfquery -R <lid> <port> and watch for recurrence"},
-	{ID: "fabric.port.errors.rising", Title: "error counters not rising", Why: "a counter that grows between two samples is a live fault, not history", Source: "ibqueryerrors sampled twice (--interval)", Fix: "replace the cable or port now"},
-	{ID: "fabric.port.down", Title: "planned cables are up", Why: "a port the plan says is cabled is Down or Polling: unplugged, dead cable or disabled port", Source: "iblinkinfo vs the plan", Fix: "check the cable at both ends; ibportstate <lid> <port> enable"},
-	{ID: "fabric.topology.miswired", Title: "cables where the plan puts them", Why: "a cable moved to another port breaks routing assumptions (fat-tree up/down, rail alignment)", Source: "ibnetdiscover vs the plan", Fix: "move the cable back to the planned port"},
-	{ID: "fabric.topology.missing", Title: "planned nodes present", Why: "a node the plan lists was not discovered at all", Source: "ibnetdiscover vs the plan", Fix: "check the node is powered and cabled"},
-	{ID: "fabric.topology.extra", Title: "no unplanned links", Why: "a link the plan does not know about", Source: "ibnetdiscover vs the plan", Fix: "add it to the plan, or remove it"},
+	{ID: "fabric.sm", Title: "one master subnet manager", Why: "nothing on the fabric routes until a subnet manager assigns LIDs; two masters fight over the subnet", Source: "sminfo, saquery SMIR", Fix: "start exactly one opensm (systemctl enable --now opensm) or the switch's SM",
+		Needs: "sminfo's answer (and saquery SMIR for standbys)", UnknownWhen: "sminfo fails while the ports are Active with LIDs (an SM configured them, but could not be asked)"},
+	{ID: "fabric.sm.priority-clash", Title: "subnet managers with distinct priorities", Why: "two SMs at the same priority elect by GUID, so which one is master depends on which GUID is lower: \"two software SMs racing each other is an afternoon of debugging nobody needs\"", Source: "saquery SMIR", Fix: "give the intended master a higher priority (opensm -p 15, or PRIORITY in opensm.conf)",
+		Needs: "saquery SMIR listing every SM (master and standbys)", UnknownWhen: "saquery SMIR failed: only the master is known"},
+	{ID: "fabric.lid.unassigned", Title: "every linked port has a LID", Why: "a port with LID 0 cannot be addressed: no SM has configured it", Source: "iblinkinfo", Fix: "run a subnet manager; check it sees the port (ibnetdiscover)",
+		Needs: "iblinkinfo's port lines (LID and state)", UnknownWhen: "not run on an ibnetdiscover dump alone, which carries no port states"},
+	{ID: "fabric.port.state", Title: "linked ports are Active", Why: "a port with a physical link stuck in Initialize or Armed has not been configured by the SM", Source: "iblinkinfo", Fix: "check the SM log (/var/log/opensm.log) and sminfo",
+		Needs: "iblinkinfo's port lines", UnknownWhen: "not run on an ibnetdiscover dump alone"},
+	{ID: "fabric.link.width", Title: "links at the width they should run at", Why: "a 4X link that trains at 1X runs at a quarter of its rate: a bad cable, lane or port", Source: "iblinkinfo or ibnetdiscover; device model table; peers", Fix: "reseat or replace the cable; mlxlink -d <dev> -p <port> shows lane errors",
+		Needs: "the link's active width and one basis for what it should be: --expect-rate, the device models of both ends (vendor/device id → linkrate.Models), or a majority of links of the same class (CA↔Switch, Switch↔Switch) at one rate; iblinkinfo's \"Could be\" counts only when the device models confirm it", UnknownWhen: "no basis at all (no flag, unknown devices, no peer majority); an unconfirmed \"Could be\" is a warning, and so is a 2X link at HDR or later among 4X peers (the HDR100/NDR200 split looks the same)"},
+	{ID: "fabric.link.speed", Title: "links at the speed they should run at", Why: "\"came up at 100 Gb/s instead of 200\" is the most common silent failure", Source: "iblinkinfo or ibnetdiscover; device model table; peers", Fix: "check the cable's rating (mlxlink --show_module), replace it; check the ports' enabled speeds",
+		Needs: "as fabric.link.width, for the lane speed", UnknownWhen: "as fabric.link.width"},
+	{ID: "fabric.link.rate", Title: "links at the expected rate", Why: "the fabric was bought for one rate; a slower link halves a job's all-reduce", Source: "iblinkinfo or ibnetdiscover vs --expect-rate", Fix: "replace the cable or port; see fabric.link.speed/width",
+		Needs: "--expect-rate and each link's active width and speed", UnknownWhen: "links whose source gives no rate"},
+	{ID: "fabric.port.errors", Title: "error counters under thresholds", Why: "symbol, receive and link-recovery errors mean a marginal link long before it drops", Source: "ibqueryerrors", Fix: "replace the cable; clear with perfquery -R <lid> <port> and watch for recurrence",
+		Needs: "an ibqueryerrors run that printed its summary and no error", UnknownWhen: "ibqueryerrors failed, timed out, or printed an error (\"Query SA failed\") even when it exited 0; a counter at its field's maximum is saturated (its true value unknown) and fails"},
+	{ID: "fabric.port.errors.rising", Title: "error counters not rising", Why: "a counter that grows between two samples is a live fault, not history", Source: "ibqueryerrors sampled twice (--interval)", Fix: "replace the cable or port now",
+		Needs: "two good ibqueryerrors samples (--interval)", UnknownWhen: "the second sample failed (reported under fabric.port.errors)"},
+	{ID: "fabric.port.down", Title: "planned cables are up", Why: "a port the plan says is cabled is Down or Polling: unplugged, dead cable or disabled port", Source: "iblinkinfo vs the plan", Fix: "check the cable at both ends; ibportstate <lid> <port> enable",
+		Needs: "--topology and the scan's links, matched by node GUID (or by a node name that only one node carries)", UnknownWhen: "a plan naming a node by a description several nodes share is refused (exit 2): name it by GUID"},
+	{ID: "fabric.topology.miswired", Title: "cables where the plan puts them", Why: "a cable moved to another port breaks routing assumptions (fat-tree up/down, rail alignment)", Source: "ibnetdiscover vs the plan", Fix: "move the cable back to the planned port",
+		Needs: "as fabric.port.down", UnknownWhen: "as fabric.port.down"},
+	{ID: "fabric.topology.missing", Title: "planned nodes present", Why: "a node the plan lists was not discovered at all", Source: "ibnetdiscover vs the plan", Fix: "check the node is powered and cabled",
+		Needs: "as fabric.port.down", UnknownWhen: "as fabric.port.down"},
+	{ID: "fabric.topology.extra", Title: "no unplanned links", Why: "a link the plan does not know about", Source: "ibnetdiscover vs the plan", Fix: "add it to the plan, or remove it",
+		Needs: "as fabric.port.down; an empty plan is refused", UnknownWhen: "as fabric.port.down"},
 }
 
-// Run applies every rule.
-func Run(s *fabric.Snapshot, o Options) []check.Finding {
+// Run applies every rule. The error is a plan that cannot be matched to
+// the fabric (a name several nodes carry).
+func Run(s *fabric.Snapshot, o Options) ([]check.Finding, error) {
+	names := s.Names()
 	var fs []check.Finding
 	fs = append(fs, subnetManager(s)...)
-	fs = append(fs, portsConfigured(s)...)
-	fs = append(fs, linkRules(s, o)...)
-	fs = append(fs, counterRules(s, o)...)
+	fs = append(fs, portsConfigured(s, names)...)
+	fs = append(fs, linkRules(s, o, names)...)
+	fs = append(fs, counterRules(s, o, names)...)
 	if o.Plan != nil {
-		fs = append(fs, Diff(s, o.Plan)...)
+		d, err := Diff(s, o.Plan)
+		if err != nil {
+			return nil, err
+		}
+		fs = append(fs, d...)
 	}
 	check.Sort(fs)
-	return fs
+	return fs, nil
 }
 
 func find(id string, out check.Outcome, subject, format string, a ...any) check.Finding {
 	f := check.Finding{Check: id, Outcome: out, Subject: subject, Message: fmt.Sprintf(format, a...)}
 	for _, e := range Catalog {
-		if e.ID == id && out != check.Pass {
+		if e.ID == id && (out == check.Fail || out == check.Warn) {
 			f.Fix = []string{e.Fix}
 		}
 	}
@@ -87,16 +103,29 @@ func find(id string, out check.Outcome, subject, format string, a ...any) check.
 }
 
 func subnetManager(s *fabric.Snapshot) []check.Finding {
+	if !s.Has(fabric.SMInfo) && s.SMQueryError == "" {
+		return nil
+	}
 	var masters []fabric.SM
 	for _, sm := range s.SMs {
 		if sm.State == "MASTER" {
 			masters = append(masters, sm)
 		}
 	}
+	configured := 0
+	for _, p := range s.Ports {
+		if p.State == fabric.Active && p.LID > 0 {
+			configured++
+		}
+	}
 	var fs []check.Finding
 	switch {
 	case len(s.SMs) > 0 && len(masters) == 0:
 		fs = append(fs, find("fabric.sm", check.Fail, "subnet", "no subnet manager is MASTER (%s): an election or handover is under way, or stuck", smName(s.SMs[0])))
+	case len(masters) == 0 && configured > 0:
+		f := find("fabric.sm", check.Unknown, "subnet", "sminfo could not reach a subnet manager, yet %d ports are Active with LIDs (an SM configured them): cannot tell whether it still runs", configured)
+		f.Evidence = append(f.Evidence, check.Evidence{What: "sminfo", Value: s.SMQueryError, Source: "sminfo"})
+		fs = append(fs, f)
 	case len(masters) == 0:
 		f := find("fabric.sm", check.Fail, "subnet", "no subnet manager answers: ports stay Initialize with LID 0 and nothing routes")
 		if s.SMQueryError != "" {
@@ -116,7 +145,18 @@ func subnetManager(s *fabric.Snapshot) []check.Finding {
 	for _, sm := range s.SMs {
 		byPrio[sm.Priority] = append(byPrio[sm.Priority], sm)
 	}
-	for prio, sms := range byPrio {
+	if s.SMRecordsError != "" {
+		f := find("fabric.sm.priority-clash", check.Unknown, "subnet", "saquery SMIR failed, so only the master is known: a standby at the same priority cannot be seen")
+		f.Evidence = []check.Evidence{{What: "saquery SMIR", Value: s.SMRecordsError, Source: "saquery"}}
+		fs = append(fs, f)
+	}
+	prios := make([]int, 0, len(byPrio))
+	for p := range byPrio {
+		prios = append(prios, p)
+	}
+	slices.Sort(prios)
+	for _, prio := range prios {
+		sms := byPrio[prio]
 		if len(sms) < 2 {
 			continue
 		}
@@ -124,9 +164,8 @@ func subnetManager(s *fabric.Snapshot) []check.Finding {
 		for _, m := range sms {
 			names = append(names, smName(m))
 		}
-		f := find("fabric.sm.priority-clash", check.Warn, "subnet",
-			"%d subnet managers share priority %d, so the lowest GUID wins the election: %s", len(sms), prio, strings.Join(names, "; "))
-		fs = append(fs, f)
+		fs = append(fs, find("fabric.sm.priority-clash", check.Warn, "subnet",
+			"%d subnet managers share priority %d, so the lowest GUID wins the election: %s", len(sms), prio, strings.Join(names, "; ")))
 	}
 	return fs
 }
@@ -137,17 +176,20 @@ func smName(sm fabric.SM) string {
 
 // portsConfigured flags linked ports without a LID or not Active, one
 // finding per problem with the ports as evidence (a fabric without an SM
-// has hundreds).
-func portsConfigured(s *fabric.Snapshot) []check.Finding {
+// has hundreds). It needs port states: an ibnetdiscover dump has none.
+func portsConfigured(s *fabric.Snapshot, n *fabric.Names) []check.Finding {
+	if !s.Has(fabric.IBLinkInfo) {
+		return nil
+	}
 	var noLID, notActive []fabric.Port
 	for _, p := range s.Ports {
-		if p.PhysState != "LinkUp" {
+		if p.PhysState != fabric.LinkUp {
 			continue
 		}
 		if p.LID == 0 {
 			noLID = append(noLID, p)
 		}
-		if p.State != "Active" {
+		if p.State != fabric.Active {
 			notActive = append(notActive, p)
 		}
 	}
@@ -161,114 +203,74 @@ func portsConfigured(s *fabric.Snapshot) []check.Finding {
 			fs = append(fs, find(c.id, check.Pass, "ports", "every linked port is fine"))
 			continue
 		}
-		f := find(c.id, check.Fail, "ports", "%d linked port(s) %s, e.g. %s", len(c.ports), c.what, c.ports[0].Name())
+		f := find(c.id, check.Fail, "ports", "%d linked port(s) %s, e.g. %s", len(c.ports), c.what, n.Port(c.ports[0].Key()))
 		for i, p := range c.ports {
 			if i == 10 {
 				f.Evidence = append(f.Evidence, check.Evidence{What: "…", Value: fmt.Sprintf("%d more", len(c.ports)-10)})
 				break
 			}
-			f.Evidence = append(f.Evidence, check.Evidence{What: p.Name(), Value: fmt.Sprintf("LID %d, %s/%s", p.LID, p.State, p.PhysState), Source: "iblinkinfo"})
+			f.Evidence = append(f.Evidence, check.Evidence{What: n.Port(p.Key()), Value: fmt.Sprintf("GUID %s, LID %d, %s/%s", p.NodeGUID, p.LID, p.State, p.PhysState), Source: "iblinkinfo"})
 		}
 		fs = append(fs, f)
 	}
 	return fs
 }
 
-func linkText(p *fabric.Port) string {
-	return fmt.Sprintf("%s %s (%g Gb/s)", p.Width, p.Speed, p.RateGbps)
-}
-
-func linkRules(s *fabric.Snapshot, o Options) []check.Finding {
-	var fs []check.Finding
-	ok := 0
-	for _, l := range s.Links() {
-		a, b := l.A, l.B
-		bad := false
-		width := cmp.Or(a.CouldBeWidth, b.CouldBeWidth)
-		speed := cmp.Or(a.CouldBeSpeed, b.CouldBeSpeed)
-		if width != "" {
-			bad = true
-			fs = append(fs, evidence(find("fabric.link.width", check.Fail, l.Name(),
-				"%s, both ends support %s", linkText(a), width), a, b))
-		}
-		if speed != "" {
-			bad = true
-			fs = append(fs, evidence(find("fabric.link.speed", check.Fail, l.Name(),
-				"%s, both ends support %s", linkText(a), speed), a, b))
-		}
-		if o.ExpectRateGbps > 0 && a.RateGbps > 0 && a.RateGbps < o.ExpectRateGbps {
-			bad = true
-			fs = append(fs, evidence(find("fabric.link.rate", check.Fail, l.Name(),
-				"%s, below the expected %g Gb/s", linkText(a), o.ExpectRateGbps), a, b))
-		}
-		if !bad {
-			ok++
-		}
+func counterRules(s *fabric.Snapshot, o Options, n *fabric.Names) []check.Finding {
+	if s.CounterError != "" {
+		f := find("fabric.port.errors", check.Unknown, "ports", "the error counters could not be read, so nothing is known about them: %s", s.CounterError)
+		f.Evidence = []check.Evidence{{What: "ibqueryerrors", Value: s.CounterError, Source: "ibqueryerrors"}}
+		return []check.Finding{f}
 	}
-	fs = append(fs, find("fabric.link.width", check.Pass, "links", "%d link(s) at their best width, speed and the expected rate", ok))
-	return fs
-}
-
-func evidence(f check.Finding, a, b *fabric.Port) check.Finding {
-	for _, p := range []*fabric.Port{a, b} {
-		v := fmt.Sprintf("%s %s, %s/%s, LID %d", p.Width, p.Speed, p.State, p.PhysState, p.LID)
-		if p.CouldBeWidth != "" || p.CouldBeSpeed != "" {
-			v += ", could be " + strings.TrimSpace(p.CouldBeWidth+" "+p.CouldBeSpeed)
-		}
-		f.Evidence = append(f.Evidence, check.Evidence{What: p.Name(), Value: v, Source: "iblinkinfo"})
+	if !s.Has(fabric.IBQueryErrors) {
+		return nil
 	}
-	return f
-}
-
-func counterRules(s *fabric.Snapshot, o Options) []check.Finding {
 	var fs []check.Finding
 	bad := 0
 	for _, p := range s.Ports {
 		names := make([]string, 0, len(p.Counters))
-		for n := range p.Counters {
-			names = append(names, n)
+		for name := range p.Counters {
+			names = append(names, name)
 		}
 		slices.Sort(names)
-		for _, n := range names {
-			v := p.Counters[n]
-			limit, isErr := DefaultThresholds[n]
-			if t, ok := o.Thresholds[n]; ok {
-				limit, isErr = t, true
+		for _, name := range names {
+			v := p.Counters[name]
+			c, known := counters.ByPMA(name)
+			if !known || c.Kind != counters.Error {
+				continue // data and congestion counters: context, not errors
 			}
-			if !isErr {
-				continue // data counters
-			}
-			subject := p.Name() + " " + n
-			ev := check.Evidence{What: n, Value: fmt.Sprint(v), Source: "ibqueryerrors"}
+			limit := o.Thresholds[name]
+			subject := n.Port(p.Key()) + " " + name
+			ev := check.Evidence{What: name, Value: fmt.Sprint(v), Source: "ibqueryerrors"}
 			switch {
-			case counterMax[n] > 0 && v >= counterMax[n]:
+			case c.Saturated(v):
 				bad++
-				f := find("fabric.port.errors", check.Fail, subject, "saturated at %d: the true count is unknown and new errors are not counted%s", v, peer(p))
+				f := find("fabric.port.errors", check.Fail, subject, "saturated at %d (a %d-bit counter): the true count is unknown and new errors are not counted%s", v, c.WidthBits, peer(p, n))
 				f.Evidence = append(f.Evidence, ev)
 				fs = append(fs, f)
 			case v > limit:
 				bad++
-				f := find("fabric.port.errors", check.Fail, subject, "%d, over the threshold %d%s", v, limit, peer(p))
+				f := find("fabric.port.errors", check.Fail, subject, "%d, over the threshold %d%s", v, limit, peer(p, n))
 				f.Evidence = append(f.Evidence, ev)
 				fs = append(fs, f)
 			}
-			if r := p.CounterRates[n]; r > 0 {
-				f := find("fabric.port.errors.rising", check.Fail, subject, "rising at %.2f/s (%.0f/hour) over %.0f s%s", r, r*3600, s.IntervalSeconds, peer(p))
+			if r := p.CounterRates[name]; r > 0 {
+				f := find("fabric.port.errors.rising", check.Fail, subject, "rising at %.2f/s (%.0f/hour) over %.0f s%s", r, r*3600, s.IntervalSeconds, peer(p, n))
 				f.Evidence = append(f.Evidence, ev)
 				fs = append(fs, f)
 			}
 		}
 	}
 	if bad == 0 {
-		fs = append(fs, find("fabric.port.errors", check.Pass, "ports", "no error counter over its threshold on %d ports", len(s.Ports)))
+		fs = append(fs, find("fabric.port.errors", check.Pass, "ports", "no error counter over its threshold on %d ports (ibqueryerrors read them all)", len(s.Ports)))
 	}
 	return fs
 }
 
 // peer names the far end, since a receive error is often the sender's cable.
-func peer(p fabric.Port) string {
+func peer(p fabric.Port, n *fabric.Names) string {
 	if p.Remote == nil {
 		return ""
 	}
-	return fmt.Sprintf(" (link to %s port %d)", p.Remote.NodeDesc, p.Remote.Port)
+	return fmt.Sprintf(" (link to %s)", n.Port(p.Remote.Key()))
 }

@@ -230,13 +230,14 @@ func hostSummary(s *host.Snapshot) string {
 }
 
 func newFabricView(s *fabric.Snapshot, fs []check.Finding) FabricView {
-	types := map[string]int{}
+	types := map[fabric.NodeType]int{}
 	for _, n := range s.Nodes {
 		types[n.Type]++
 	}
 	links := s.Links()
+	names := s.Names()
 	v := FabricView{
-		Summary:     fmt.Sprintf("%d switch(es), %d CA(s), %d link(s), %d port(s)", types["Switch"], types["CA"], len(links), len(s.Ports)),
+		Summary:     fmt.Sprintf("%d switch(es), %d CA(s), %d link(s), %d port(s)", types[fabric.Switch], types[fabric.CA], len(links), len(s.Ports)),
 		CollectedAt: s.CollectedAt.Format("2006-01-02 15:04 MST"),
 		SMError:     s.SMQueryError,
 		Errors:      s.Errors,
@@ -244,7 +245,7 @@ func newFabricView(s *fabric.Snapshot, fs []check.Finding) FabricView {
 	byLID := map[int]string{}
 	for _, p := range s.Ports {
 		if p.LID > 0 {
-			byLID[p.LID] = p.NodeDesc
+			byLID[p.LID] = names.Node(p.NodeGUID)
 		}
 	}
 	for _, sm := range s.SMs {
@@ -252,10 +253,10 @@ func newFabricView(s *fabric.Snapshot, fs []check.Finding) FabricView {
 		if sm.State == "MASTER" || sm.State == "STANDBY" {
 			o = check.Pass
 		}
-		v.SMs = append(v.SMs, SMRow{Name: cmp.Or(byLID[sm.LID], sm.GUID), LID: sm.LID, State: sm.State, Priority: sm.Priority, Outcome: o})
+		v.SMs = append(v.SMs, SMRow{Name: cmp.Or(byLID[sm.LID], sm.GUID.String()), LID: sm.LID, State: sm.State, Priority: sm.Priority, Outcome: o})
 	}
 	for _, l := range links {
-		r := LinkRow{Name: l.Name(), A: l.A.Name(), B: l.B.Name(), RateGbps: l.A.RateGbps, Outcome: check.Pass,
+		r := LinkRow{Name: names.Link(l), A: names.PortOf(l.A), B: names.PortOf(l.B), RateGbps: l.A.RateGbps, Outcome: check.Pass,
 			Now:     fmt.Sprintf("%s %s %g Gb/s", l.A.Width, l.A.Speed, l.A.RateGbps),
 			CouldBe: strings.TrimSpace(cmp.Or(l.A.CouldBeWidth, l.B.CouldBeWidth) + " " + cmp.Or(l.A.CouldBeSpeed, l.B.CouldBeSpeed))}
 		for _, f := range fs {

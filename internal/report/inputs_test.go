@@ -48,7 +48,10 @@ func TestLoadInputsKinds(t *testing.T) {
 	envelope.Write(&hostDoc, envelope.HostSnapshot, nil, h)
 	doctor := hostcheck.Run(h, hostcheck.Options{ExpectRateGbps: 100})
 	envelope.Write(&doctorDoc, envelope.Doctor, doctor, nil)
-	fabricFs := fabriccheck.Run(fab, fabriccheck.Options{})
+	fabricFs, err := fabriccheck.Run(fab, fabriccheck.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	envelope.Write(&fabricDoc, envelope.FabricCheck, fabricFs, fab)
 	bw, err := os.ReadFile(filepath.Join(benchDir, "bw.jsonl"))
 	if err != nil {

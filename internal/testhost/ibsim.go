@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -240,3 +241,71 @@ Hca	1 "lab02 HCA-1"
 Hca	1 "lab03 HCA-1"
 [1]	"ib-sw01"[3] s=3
 `
+
+// EDRDump writes a two-level EDR fat tree in ibnetdiscover's own output
+// format, the way a real fabric's dump looks (ibsim loads it as its
+// netlist): every switch a Switch-IB (devid 0xcb20) called "SwitchIB
+// Mellanox Technologies", every HCA a ConnectX-4 (devid 0x1013) called
+// "HCA-1", node and port GUIDs, LIDs in the comments, and 4xEDR on every
+// link. Leaf l's port h goes to its h-th HCA, port hostsPerLeaf+s to
+// spine s; spine s's port l to leaf l.
+func EDRDump(spines, leaves, hostsPerLeaf int) string {
+	const swDesc, caDesc = "SwitchIB Mellanox Technologies", "HCA-1"
+	spine := func(s int) uint64 { return 0x7cfe900300a50000 + uint64(s)<<4 }
+	leaf := func(l int) uint64 { return 0x7cfe900300b60000 + uint64(l)<<4 }
+	hca := func(l, h int) uint64 { return 0x248a070300c70000 + uint64(l)<<8 + uint64(h)<<1 }
+	spineLID := func(s int) int { return s }
+	leafLID := func(l int) int { return spines + l }
+	hcaLID := func(l, h int) int { return spines + leaves + (l-1)*hostsPerLeaf + h }
+	var b strings.Builder
+	b.WriteString("#\n# Topology file: generated on Tue Mar 14 10:00:00 2023\n#\n")
+	fmt.Fprintf(&b, "# Initiated from node %016x port %016x\n\n", leaf(1), leaf(1))
+	sw := func(g uint64, lid int) {
+		fmt.Fprintf(&b, "vendid=0x2c9\ndevid=0xcb20\nsysimgguid=0x%x\nswitchguid=0x%x(%x)\n", g, g, g)
+		fmt.Fprintf(&b, "Switch\t36 \"S-%016x\"\t\t# \"%s\" base port 0 lid %d lmc 0\n", g, swDesc, lid)
+	}
+	for s := 1; s <= spines; s++ {
+		sw(spine(s), spineLID(s))
+		for l := 1; l <= leaves; l++ {
+			fmt.Fprintf(&b, "[%d]\t\"S-%016x\"[%d]\t\t# \"%s\" lid %d 4xEDR\n", l, leaf(l), hostsPerLeaf+s, swDesc, leafLID(l))
+		}
+		b.WriteString("\n")
+	}
+	for l := 1; l <= leaves; l++ {
+		sw(leaf(l), leafLID(l))
+		for h := 1; h <= hostsPerLeaf; h++ {
+			fmt.Fprintf(&b, "[%d]\t\"H-%016x\"[1](%x) \t\t# \"%s\" lid %d 4xEDR\n", h, hca(l, h), hca(l, h)+1, caDesc, hcaLID(l, h))
+		}
+		for s := 1; s <= spines; s++ {
+			fmt.Fprintf(&b, "[%d]\t\"S-%016x\"[%d]\t\t# \"%s\" lid %d 4xEDR\n", hostsPerLeaf+s, spine(s), l, swDesc, spineLID(s))
+		}
+		b.WriteString("\n")
+	}
+	for l := 1; l <= leaves; l++ {
+		for h := 1; h <= hostsPerLeaf; h++ {
+			g := hca(l, h)
+			fmt.Fprintf(&b, "vendid=0x2c9\ndevid=0x1013\nsysimgguid=0x%x\ncaguid=0x%x\n", g, g)
+			fmt.Fprintf(&b, "Ca\t1 \"H-%016x\"\t\t# \"%s\"\n", g, caDesc)
+			fmt.Fprintf(&b, "[1](%x) \t\"S-%016x\"[%d]\t\t# lid %d lmc 0 \"%s\" lid %d 4xEDR\n\n", g+1, leaf(l), h, hcaLID(l, h), swDesc, leafLID(l))
+		}
+	}
+	return b.String()
+}
+
+var rateTokenRE = regexp.MustCompile(`\b\d+x[A-Z]+[0-9]*\b`)
+
+// Degrade rewrites one link of an EDRDump, on both ends' lines, to run at
+// rate ("4xDDR", "1xEDR"): the dump of a fabric with one bad cable.
+// Leaf l's HCA h is the link.
+func Degrade(dump string, l, h int, rate string) string {
+	leafGUID := fmt.Sprintf("S-%016x", 0x7cfe900300b60000+uint64(l)<<4)
+	hcaGUID := fmt.Sprintf("H-%016x", 0x248a070300c70000+uint64(l)<<8+uint64(h)<<1)
+	lines := strings.Split(dump, "\n")
+	for i, line := range lines {
+		if strings.Contains(line, "\""+hcaGUID+"\"[1]") && strings.HasPrefix(line, fmt.Sprintf("[%d]\t", h)) ||
+			strings.Contains(line, "\""+leafGUID+"\"["+fmt.Sprint(h)+"]") && strings.HasPrefix(line, "[1](") {
+			lines[i] = rateTokenRE.ReplaceAllString(line, rate)
+		}
+	}
+	return strings.Join(lines, "\n")
+}

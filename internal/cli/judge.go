@@ -1,0 +1,111 @@
+package cli
+
+import (
+	"io"
+	"os"
+
+	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/envelope"
+	"github.com/rdmalab/rdmalab/internal/judge"
+	"github.com/rdmalab/rdmalab/internal/linkrate"
+	"github.com/rdmalab/rdmalab/internal/report"
+	"github.com/spf13/cobra"
+)
+
+func newJudgeCmd() *cobra.Command {
+	var output, rate, layer, topology string
+	var thresholds []string
+	var verbose bool
+	c := &cobra.Command{
+		Use:   "judge FILE... | -",
+		Short: "Judge saved outputs of ibnetdiscover, iblinkinfo, ibqueryerrors, ibstat, ibstatus, ibv_devinfo",
+		Long: `judge reads what you already have (a saved tool output, pasted from a ticket
+or captured months ago) and judges it with the same rules and the same
+findings as the live commands. Each file is recognised by its content:
+
+  ibnetdiscover (topology, or -p)  links by GUID: rate against --expect-rate,
+                                   the device models (vendid/devid), peers
+  iblinkinfo (default or --line)   the same, plus port states and LIDs
+  ibqueryerrors, ibcheckerrors     error counters; output cut short or with
+                                   an error line is unknown, not "no errors"
+  ibstat, ibstatus, ibv_devinfo    port state, LID/SM, rate (--expect-rate,
+                                   else the majority of the same part's
+                                   ports), link layer (--expect-layer)
+
+A file no format recognises is exit 2 naming it. '-' reads standard input.
+docs/judge.md lists the formats and what each rule needs to be sure.
+
+Exit codes: 0 no failures, 1 failures found, 2 could not run.`,
+		Example: `  rdmalab judge ibnetdiscover.txt
+  rdmalab judge --expect-rate "4X HDR" iblinkinfo.txt ibqueryerrors.txt
+  ssh node017 ibstat | rdmalab judge --expect-rate 200 --expect-layer IB -
+  rdmalab judge --topology cabling.yaml ibnetdiscover-today.txt`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			fopt, err := fabricCheckFlags{topology: topology, rate: rate, thresholds: thresholds}.options()
+			if err != nil {
+				return err
+			}
+			opt := judge.Options{ExpectRate: fopt.ExpectRate, Plan: fopt.Plan, Thresholds: fopt.Thresholds}
+			if layer != "" {
+				l, err := linkrate.ParseLayer(layer)
+				if err != nil {
+					return usageErr("--expect-layer: %v", err)
+				}
+				opt.ExpectLayer = l
+			}
+			in, err := readInputs(cmd.InOrStdin(), args)
+			if err != nil {
+				return err
+			}
+			rs, err := judge.Run(in, opt)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			fs := judge.Findings(rs)
+			w := cmd.OutOrStdout()
+			if output == "json" {
+				if err := envelope.Write(w, envelope.Judge, fs, rs); err != nil {
+					return err
+				}
+			} else {
+				report.Judge(w, rs, verbose)
+			}
+			if check.Failed(fs) {
+				return errFindings
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&rate, "expect-rate", "", "rate every link and port should run at: Gb/s (200), 25GbE, or width and speed (\"4X HDR\")")
+	f.StringVar(&layer, "expect-layer", "", "link layer every host port should have: IB or RoCE (Ethernet)")
+	f.StringVar(&topology, "topology", "", "intended cabling, for topology outputs (ibnetdiscover file, ibsim netlist or .yaml)")
+	f.StringArrayVar(&thresholds, "threshold", nil, "override an error counter threshold, COUNTER=N (repeatable)")
+	f.BoolVarP(&verbose, "verbose", "v", false, "list passed checks too")
+	f.StringVarP(&output, "output", "o", "table", "table or json (findings and what was read, in the rdmalab envelope)")
+	return c
+}
+
+// readInputs reads each named file, or standard input for "-".
+func readInputs(stdin io.Reader, args []string) ([]judge.Input, error) {
+	var in []judge.Input
+	for _, a := range args {
+		var b []byte
+		var err error
+		if a == "-" {
+			b, err = io.ReadAll(stdin)
+			a = "(stdin)"
+		} else {
+			b, err = os.ReadFile(a)
+		}
+		if err != nil {
+			return nil, usageErr("%v", err)
+		}
+		in = append(in, judge.Input{Name: a, Data: b})
+	}
+	return in, nil
+}

@@ -1,0 +1,274 @@
+package fabriccheck
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/fabric"
+	"github.com/rdmalab/rdmalab/internal/host"
+	"github.com/rdmalab/rdmalab/internal/linkrate"
+)
+
+// rate is an InfiniBand width and speed.
+type rate struct {
+	Width int
+	Speed string
+}
+
+func (r rate) known() bool      { return r.Width > 0 && linkrate.SpeedRank(r.Speed) > 0 }
+func (r rate) gbps() float64    { return linkrate.IBRateGbps(fmt.Sprintf("%dX", r.Width), r.Speed) }
+func (r rate) String() string   { return fmt.Sprintf("%dX %s (%g Gb/s)", r.Width, r.Speed, r.gbps()) }
+func (r rate) less(o rate) bool { return r.gbps() < o.gbps() }
+
+// capTo is r limited to what c can do: the narrower width and the slower speed.
+func (r rate) capTo(c rate) rate {
+	out := r
+	if c.Width < out.Width {
+		out.Width = c.Width
+	}
+	if linkrate.SpeedRank(c.Speed) < linkrate.SpeedRank(out.Speed) {
+		out.Speed = c.Speed
+	}
+	return out
+}
+
+func active(p *fabric.Port) rate {
+	w, _ := linkrate.ParseWidth(p.Width)
+	return rate{w, p.Speed}
+}
+
+// couldBe is what iblinkinfo says the link could run at (the active value
+// where it says nothing).
+func couldBe(p *fabric.Port) rate {
+	r := active(p)
+	if w, ok := linkrate.ParseWidth(p.CouldBeWidth); ok {
+		r.Width = w
+	}
+	if linkrate.SpeedRank(p.CouldBeSpeed) > 0 {
+		r.Speed = p.CouldBeSpeed
+	}
+	return r
+}
+
+// model is what a node's device can do at best, from linkrate.Models.
+func model(nodes map[host.GUID]*fabric.Node, p *fabric.Port) (linkrate.Model, rate, bool) {
+	n := nodes[p.NodeGUID]
+	if n == nil || n.VendorID == "" || n.DeviceID == "" {
+		return linkrate.Model{}, rate{}, false
+	}
+	m, ok := linkrate.ModelOf(n.VendorID, n.DeviceID)
+	if !ok || m.MaxSpeed == "" || len(m.Widths) == 0 {
+		return linkrate.Model{}, rate{}, false
+	}
+	return m, rate{slices.Max(m.Widths), m.MaxSpeed}, true
+}
+
+// consensus is the rate most links of a class run at, when more than half
+// of at least three do.
+type consensus struct {
+	rate     rate
+	n, total int
+}
+
+func peerConsensus(links []fabric.Link) map[string]consensus {
+	count := map[string]map[rate]int{}
+	total := map[string]int{}
+	for _, l := range links {
+		r := active(l.A)
+		if !r.known() {
+			continue
+		}
+		c := l.Class()
+		if count[c] == nil {
+			count[c] = map[rate]int{}
+		}
+		count[c][r]++
+		total[c]++
+	}
+	out := map[string]consensus{}
+	for c, m := range count {
+		for r, n := range m {
+			if total[c] >= 3 && 2*n > total[c] {
+				out[c] = consensus{r, n, total[c]}
+			}
+		}
+	}
+	return out
+}
+
+// linkRules judges each link's rate as an expert would: against
+// --expect-rate when given (authoritative); otherwise against what both
+// ends' device models can do and what the link's peers (same class) run
+// at. iblinkinfo's "Could be" is believed only as far as the device models
+// confirm it. One finding per degraded link, naming both ends, what it
+// runs at, what it should run at and why that is believed.
+func linkRules(s *fabric.Snapshot, o Options, n *fabric.Names) []check.Finding {
+	links := s.Links()
+	if len(links) == 0 {
+		if s.Has(fabric.IBLinkInfo) || s.Has(fabric.IBNetDiscover) {
+			return []check.Finding{find("fabric.link.width", check.Unknown, "links", "no linked port in the source: no link to judge")}
+		}
+		return nil
+	}
+	peers := peerConsensus(links)
+	nodes := map[host.GUID]*fabric.Node{}
+	for i := range s.Nodes {
+		nodes[s.Nodes[i].GUID] = &s.Nodes[i]
+	}
+	var fs []check.Finding
+	ok, noRate, noBasis := 0, 0, 0
+	var bases []string
+	addBasis := func(b string) {
+		if !slices.Contains(bases, b) {
+			bases = append(bases, b)
+		}
+	}
+	for _, l := range links {
+		now := active(l.A)
+		if !now.known() {
+			noRate++
+			continue
+		}
+		if o.ExpectRate != nil {
+			addBasis("--expect-rate " + o.ExpectRate.String())
+			if now.gbps() < o.ExpectRate.Gbps {
+				f := find("fabric.link.rate", check.Fail, n.Link(l), "runs at %s, below the expected %s (--expect-rate)", now, o.ExpectRate)
+				fs = append(fs, evidence(s, nodes, f, l, n))
+				continue
+			}
+			ok++
+			continue
+		}
+		mA, capA, okA := model(nodes, l.A)
+		mB, capB, okB := model(nodes, l.B)
+		capBoth := okA && okB
+		limit := capA.capTo(capB)
+		// Candidates for what the link should run at, each with its reason.
+		var should rate
+		var why []string
+		consider := func(r rate, reason string) {
+			if !now.less(r) {
+				return
+			}
+			if should.less(r) {
+				should = r
+			}
+			why = append(why, reason)
+		}
+		basis := capBoth
+		if capBoth {
+			addBasis("device models")
+		}
+		if c, has := peers[l.Class()]; has {
+			basis = true
+			addBasis("peers")
+			p := c.rate
+			if capBoth {
+				p = p.capTo(limit)
+			}
+			consider(p, fmt.Sprintf("%d of %d %s links run at %s", c.n, c.total, l.Class(), c.rate))
+		}
+		hint := couldBe(l.A).capTo(couldBe(l.B))
+		unconfirmed, hintConfirmed := false, false
+		if now.less(hint) {
+			if capBoth {
+				h := hint.capTo(limit)
+				reason := fmt.Sprintf("iblinkinfo says both ends could run %s", rateText(h))
+				if h != hint {
+					reason = fmt.Sprintf("iblinkinfo says both ends could run %s, which the device models cap at %s", rateText(hint), rateText(h))
+				}
+				if now.less(h) {
+					hintConfirmed = true
+				}
+				consider(h, reason)
+			} else {
+				// One known end still caps the hint: a Quantum cannot
+				// run 12X, whatever its unknown peer advertises.
+				h := hint
+				if okA {
+					h = h.capTo(capA)
+				}
+				if okB {
+					h = h.capTo(capB)
+				}
+				unconfirmed = now.less(h)
+			}
+		}
+		switch {
+		case should.known():
+			if capBoth {
+				why = append(why, fmt.Sprintf("the device models allow it (%s: %s; %s: %s)", mA.Name, capA, mB.Name, capB))
+			}
+			id := "fabric.link.speed"
+			if now.Width < should.Width {
+				id = "fabric.link.width"
+			}
+			f := find(id, check.Fail, n.Link(l), "runs at %s, should run at %s: %s", now, should, strings.Join(why, "; "))
+			if split(now, should) && !hintConfirmed {
+				// 2X at HDR and later is the HDR100/NDR200 split: deliberate
+				// on split switch ports and HDR100 cards, which peers and
+				// device families cannot tell apart from a lost lane pair.
+				f.Outcome = check.Warn
+				f.Message += "; 2X " + now.Speed + " is also how split ports and " + now.Speed + "-split cards (HDR100, NDR200) run: if this port should be 4X, check the cable"
+			}
+			fs = append(fs, evidence(s, nodes, f, l, n))
+		case unconfirmed:
+			f := find("fabric.link.speed", check.Warn, n.Link(l), "runs at %s; iblinkinfo says both ends could run %s, but their device models are unknown, so that is not confirmed (ibsim and some devices advertise every width and speed)", now, rateText(hint))
+			if now.Width < hint.Width && hint.Speed == now.Speed {
+				f.Check = "fabric.link.width"
+			}
+			fs = append(fs, evidence(s, nodes, f, l, n))
+		case basis:
+			ok++
+		default:
+			noBasis++
+		}
+	}
+	if ok > 0 {
+		fs = append(fs, find("fabric.link.width", check.Pass, "links", "%d link(s) at the rate they should run at (judged by %s)", ok, strings.Join(bases, ", ")))
+	}
+	if noBasis > 0 {
+		fs = append(fs, find("fabric.link.width", check.Unknown, "links", "%d link(s) with nothing to judge their rate against: no --expect-rate, device models unknown, and no majority of peers at one rate", noBasis))
+	}
+	if noRate > 0 {
+		fs = append(fs, find("fabric.link.width", check.Unknown, "links", "%d link(s) whose source gives no width and speed", noRate))
+	}
+	return fs
+}
+
+func rateText(r rate) string {
+	if r.known() {
+		return r.String()
+	}
+	return fmt.Sprintf("%dX %s", r.Width, r.Speed)
+}
+
+func evidence(s *fabric.Snapshot, nodes map[host.GUID]*fabric.Node, f check.Finding, l fabric.Link, n *fabric.Names) check.Finding {
+	src := "iblinkinfo"
+	if !s.Has(fabric.IBLinkInfo) {
+		src = "ibnetdiscover"
+	}
+	for _, p := range []*fabric.Port{l.A, l.B} {
+		v := fmt.Sprintf("GUID %s port %d, LID %d, %s %s", p.NodeGUID, p.Num, p.LID, p.Width, p.Speed)
+		if p.State != "" {
+			v += fmt.Sprintf(", %s/%s", p.State, p.PhysState)
+		}
+		if p.CouldBeWidth != "" || p.CouldBeSpeed != "" {
+			v += ", could be " + strings.TrimSpace(p.CouldBeWidth+" "+p.CouldBeSpeed)
+		}
+		if m, _, ok := model(nodes, p); ok {
+			v += ", device " + m.Name
+		} else if nd := nodes[p.NodeGUID]; nd != nil && nd.DeviceID != "" && nd.DeviceID != "0x0" {
+			v += fmt.Sprintf(", device %s:%s (not in the model table)", nd.VendorID, nd.DeviceID)
+		}
+		f.Evidence = append(f.Evidence, check.Evidence{What: n.PortOf(p), Value: v, Source: src})
+	}
+	return f
+}
+
+// split reports a 2X link at the speed its 4X peers run, from HDR on.
+func split(now, should rate) bool {
+	return now.Width == 2 && should.Width == 4 && now.Speed == should.Speed && linkrate.SpeedRank(now.Speed) >= linkrate.SpeedRank("HDR")
+}

@@ -1,0 +1,141 @@
+package judge
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/fabric"
+	"github.com/rdmalab/rdmalab/internal/fabriccheck"
+)
+
+var (
+	linkArrowRE     = regexp.MustCompile(`(?m)==\(.*\)==>`)
+	topoNodeRE      = regexp.MustCompile(`(?m)^\s*(Switch|Ca|Hca|Rt)\s+\d+\s+"`)
+	qeLineRE        = regexp.MustCompile(`(?m)^\s*GUID 0x[0-9a-fA-F]+ port (\d+|ALL):`)
+	checkWarnFlatRE = regexp.MustCompile(`#warn: counter (\w+) = (\d+) \(threshold (\d+)\)`)
+	checkLineRE     = regexp.MustCompile(`Error check on lid (\d+) \((.*?)\) port\s+(\w+):\s+FAILED`)
+	qeSummaryRE     = regexp.MustCompile(`(?m)^## Summary: (\d+) nodes checked`)
+	qeNodeLineRE    = regexp.MustCompile(`(?m)^Errors for `)
+)
+
+func sniffLinkInfo(b []byte) bool {
+	return linkArrowRE.Match(b) && !qeNodeLineRE.Match(b)
+}
+
+func sniffTopology(b []byte) bool { return topoNodeRE.Match(b) }
+
+var portsRE = regexp.MustCompile(`(?m)^\s*(CA|SW)\s+\d+\s+\d+\s+0x[0-9a-fA-F]+\s+\d+x\s`)
+
+func sniffPorts(b []byte) bool { return portsRE.Match(b) }
+
+func judgePorts(name string, b []byte, opt Options) ([]check.Finding, any, error) {
+	s, err := fabric.FromIBNetDiscoverPorts(string(b), "ibnetdiscover -p output "+name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return judgeSnapshot(s, opt)
+}
+
+func sniffQueryErrors(b []byte) bool {
+	return qeSummaryRE.Match(b) && !bytes.Contains(b, []byte("#warn: counter")) || qeLineRE.Match(b)
+}
+
+func sniffCheckErrors(b []byte) bool {
+	return bytes.Contains(b, []byte("#warn: counter")) || bytes.Contains(b, []byte("Error check on lid"))
+}
+
+func fabricOptions(opt Options) fabriccheck.Options {
+	return fabriccheck.Options{ExpectRate: opt.ExpectRate, Plan: opt.Plan, Thresholds: opt.Thresholds}
+}
+
+func judgeSnapshot(s *fabric.Snapshot, opt Options) ([]check.Finding, any, error) {
+	fs, err := fabriccheck.Run(s, fabricOptions(opt))
+	if err != nil {
+		return nil, nil, err
+	}
+	return fs, s, nil
+}
+
+func judgeLinkInfo(name string, b []byte, opt Options) ([]check.Finding, any, error) {
+	s, err := fabric.FromIBLinkInfo(string(b), "iblinkinfo output "+name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return judgeSnapshot(s, opt)
+}
+
+func judgeTopology(name string, b []byte, opt Options) ([]check.Finding, any, error) {
+	t, err := fabric.ParseTopology(string(b))
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(t.Nodes) == 0 {
+		return nil, nil, errors.New("no nodes")
+	}
+	return judgeSnapshot(fabric.FromTopology(t, "ibnetdiscover output "+name), opt)
+}
+
+// judgeQueryErrors judges ibqueryerrors output: the ports it lists, with
+// their counters. Output without its summary, or with an error line, is a
+// failed read: the counters are unknown.
+func judgeQueryErrors(name string, b []byte, opt Options) ([]check.Finding, any, error) {
+	pes, err := fabric.ParseIBQueryErrors(string(b))
+	if err != nil {
+		return nil, nil, err
+	}
+	s := &fabric.Snapshot{SchemaVersion: fabric.SchemaVersion, Source: "ibqueryerrors output " + name, Read: []fabric.Tool{fabric.IBQueryErrors}}
+	for _, pe := range pes {
+		s.Ports = append(s.Ports, fabric.Port{NodeGUID: pe.GUID, PortGUID: pe.GUID, NodeDesc: pe.NodeDesc, Num: pe.Port, Counters: pe.Counters})
+	}
+	if f := fabric.ToolFailure(fabric.Output{Stdout: b}); f != "" {
+		s.CounterError = fmt.Sprintf("ibqueryerrors printed %q", f)
+	} else if !qeSummaryRE.Match(b) {
+		s.CounterError = "the output has no \"## Summary\": cut short, or the tool failed"
+	}
+	s.Resolve()
+	return judgeSnapshot(s, opt)
+}
+
+// judgeCheckErrors reads the older ibcheckerrors, which prints a warning
+// per counter over its own threshold and a FAILED line per port (mail
+// archives wrap that line).
+func judgeCheckErrors(name string, b []byte, opt Options) ([]check.Finding, any, error) {
+	flat := strings.Join(strings.Fields(string(b)), " ")
+	var fs []check.Finding
+	prev := 0
+	for _, loc := range checkLineRE.FindAllStringSubmatchIndex(flat, -1) {
+		lid, desc, port := flat[loc[2]:loc[3]], flat[loc[4]:loc[5]], flat[loc[6]:loc[7]]
+		for _, w := range checkWarnFlatRE.FindAllStringSubmatch(flat[prev:loc[0]], -1) {
+			f := check.Finding{Check: "fabric.port.errors", Outcome: check.Fail,
+				Subject:  fmt.Sprintf("lid %s (%s) port %s %s", lid, desc, port, w[1]),
+				Message:  fmt.Sprintf("%s, over ibcheckerrors' threshold %s", w[2], w[3]),
+				Evidence: []check.Evidence{{What: w[1], Value: w[2], Source: "ibcheckerrors"}},
+				Fix:      []string{fixOf("fabric.port.errors")}}
+			if port == "all" {
+				f.Message += " (summed over the node's ports)"
+			}
+			fs = append(fs, f)
+		}
+		prev = loc[1]
+	}
+	if len(fs) == 0 {
+		if !strings.Contains(flat, "## Summary") {
+			return nil, nil, errors.New("no FAILED port and no summary: cut short")
+		}
+		fs = append(fs, check.Finding{Check: "fabric.port.errors", Outcome: check.Pass, Subject: "ports", Message: "ibcheckerrors found no port over its thresholds"})
+	}
+	return fs, nil, nil
+}
+
+func fixOf(id string) string {
+	for _, e := range fabriccheck.Catalog {
+		if e.ID == id {
+			return e.Fix
+		}
+	}
+	return ""
+}

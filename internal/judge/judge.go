@@ -1,0 +1,130 @@
+// Package judge judges what users already have: saved outputs of the
+// InfiniBand tools (ibnetdiscover, iblinkinfo in both modes, ibqueryerrors
+// and the older ibcheckerrors, ibstat, ibstatus, ibv_devinfo with or
+// without -v), recognised by content, with the same rules and the same
+// check.Finding as the live commands. Each format is one entry of Formats:
+// a sniffer and a judge; other formats (perftest, nccl-tests, NCCL logs)
+// are added as entries.
+package judge
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+
+	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/fabric"
+	"github.com/rdmalab/rdmalab/internal/linkrate"
+)
+
+// Options are what saved outputs are judged against.
+type Options struct {
+	// ExpectRate is the rate every link and port should run at (nil:
+	// judged by device models and peers).
+	ExpectRate *linkrate.Rate
+	// ExpectLayer is the link layer every host port should have ("": not
+	// checked).
+	ExpectLayer linkrate.Layer
+	// Plan is the intended cabling, for topology outputs (nil: none).
+	Plan *fabric.Topology
+	// Thresholds override error counter thresholds by PMA name.
+	Thresholds map[string]uint64
+}
+
+// Format is one kind of saved output.
+type Format struct {
+	Name string
+	// Sniff reports whether b looks like this format. Formats are tried
+	// in order; the first that claims the bytes judges them.
+	Sniff func(b []byte) bool
+	// Judge parses b (from the file called name) and judges it. The
+	// payload is what was read (a fabric snapshot, the host ports).
+	Judge func(name string, b []byte, opt Options) ([]check.Finding, any, error)
+}
+
+// Formats is the registry, most specific first.
+var Formats = []Format{
+	{"ibv_devinfo", sniffDevinfo, judgeDevinfo},
+	{"ibstatus", sniffIBStatus, judgeIBStatus},
+	{"ibstat", sniffIBStat, judgeIBStat},
+	{"ibqueryerrors", sniffQueryErrors, judgeQueryErrors},
+	{"ibcheckerrors", sniffCheckErrors, judgeCheckErrors},
+	{"iblinkinfo", sniffLinkInfo, judgeLinkInfo},
+	{"ibnetdiscover", sniffTopology, judgeTopology},
+	{"ibnetdiscover -p", sniffPorts, judgePorts},
+}
+
+// UnrecognisedError is a file no format claims.
+type UnrecognisedError struct{ Name string }
+
+func (e *UnrecognisedError) Error() string {
+	names := ""
+	for i, f := range Formats {
+		if i > 0 {
+			names += ", "
+		}
+		names += f.Name
+	}
+	return fmt.Sprintf("%s: not a saved output rdmalab judges (%s)", e.Name, names)
+}
+
+// Result is one file judged.
+type Result struct {
+	File     string          `json:"file"`
+	Format   string          `json:"format"`
+	Findings []check.Finding `json:"-"`
+	Payload  any             `json:"payload,omitempty"`
+}
+
+// Input is one file's name and bytes ("-" for standard input).
+type Input struct {
+	Name string
+	Data []byte
+}
+
+// Run judges each input with the first format that recognises it. An
+// input no format recognises, or one its format cannot read, is an error
+// naming the file; nothing is judged then.
+func Run(in []Input, opt Options) ([]Result, error) {
+	var out []Result
+	for _, i := range in {
+		r, err := One(i.Name, i.Data, opt)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// One judges one file.
+func One(name string, b []byte, opt Options) (Result, error) {
+	b = bytes.ReplaceAll(b, []byte("\r\n"), []byte("\n"))
+	for _, f := range Formats {
+		if !f.Sniff(b) {
+			continue
+		}
+		fs, payload, err := f.Judge(name, b, opt)
+		if err != nil {
+			return Result{}, fmt.Errorf("%s (%s output): %w", name, f.Name, err)
+		}
+		host := filepath.Base(name)
+		for i := range fs {
+			if fs[i].Host == "" {
+				fs[i].Host = host
+			}
+		}
+		check.Sort(fs)
+		return Result{File: name, Format: f.Name, Findings: fs, Payload: payload}, nil
+	}
+	return Result{}, &UnrecognisedError{Name: name}
+}
+
+// Findings gathers every result's findings.
+func Findings(rs []Result) []check.Finding {
+	var fs []check.Finding
+	for _, r := range rs {
+		fs = append(fs, r.Findings...)
+	}
+	return fs
+}

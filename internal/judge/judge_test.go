@@ -1,0 +1,281 @@
+package judge
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/fabric"
+	"github.com/rdmalab/rdmalab/internal/linkrate"
+	"github.com/rdmalab/rdmalab/internal/testhost"
+)
+
+func TestMain(m *testing.M) { os.Exit(testhost.Main(m)) }
+
+// Every real IB tool output and topology file in the shared test data,
+// through judge: which format claims it (or none: exit 2 naming it), and
+// the outcome counts. A reviewed table: a change in any verdict shows here.
+func TestJudgeEveryRealOutput(t *testing.T) {
+	root := testhost.SharedTestdata(t)
+	cases := []struct {
+		file                      string
+		format                    string // "" = not recognised
+		fail, warn, unknown, pass int
+	}{
+		{"ibtools/azure-hbv3/ibdev2netdev_ibv_devices.txt", "", 0, 0, 0, 0},
+		{"ibtools/azure-hbv3/ibstat.txt", "ibstat", 0, 0, 1, 2},
+		{"ibtools/azure-hbv3/ibv_devinfo.txt", "ibv_devinfo", 0, 0, 1, 2},
+		{"ibtools/cx7-ndr-b2b/mlxlink_show_mo_NDR_osfp_dac.txt", "", 0, 0, 0, 0},
+		{"ibtools/gpud-ibstat/ibstat.39.0.a100.failed.ibpanic.exit-255.0.txt", "ibstat", 0, 0, 1, 3},
+		{"ibtools/gpud-ibstat/ibstat.47.0.a100.all.active.0.txt", "ibstat", 0, 0, 1, 3},
+		{"ibtools/gpud-ibstat/ibstat.47.0.h100.all.active.0.txt", "ibstat", 0, 0, 0, 2},
+		{"ibtools/gpud-ibstat/ibstat.47.0.h100.all.active.1.txt", "ibstat", 0, 0, 0, 2},
+		{"ibtools/gpud-ibstat/ibstat.47.0.h100.all.active.2.txt", "ibstat", 0, 0, 1, 3},
+		{"ibtools/gpud-ibstat/ibstat.47.0.h100.some.down.0.txt", "ibstat", 0, 3, 1, 3},
+		{"ibtools/gpud-ibstat/ibstat.47.0.h100.some.down.1.txt", "ibstat", 0, 2, 0, 2},
+		{"ibtools/gpud-ibstat/ibstatus.39.0.a100.all.active.0.txt", "ibstatus", 0, 0, 1, 3},
+		{"ibtools/h20-cx7-ndr200/ibstatus_2X-NDR_redacted.txt", "ibstatus", 0, 0, 1, 2},
+		{"ibtools/ibdev2netdev/imbue-cluster-health-issue-4_H100_CX7-IB_CX6-eth_column-t_annotated.txt", "", 0, 0, 0, 0},
+		{"ibtools/iblinkinfo/centos-qdr-infiniscale-iv_ibhosts_ibswitches_ibnodes.txt", "", 0, 0, 0, 0},
+		{"ibtools/iblinkinfo/nccl-tests-issue-71_HDR-MQM8700_SHARP-aggnode_iblinkinfo_excerpt.txt", "iblinkinfo", 0, 0, 1, 3},
+		{"ibtools/iblinkinfo/xcat-edr-2node_SB7700_iblinkinfo.txt", "iblinkinfo", 0, 0, 1, 2},
+		{"ibtools/ibqueryerrors/ompi-users-2009_ibcheckerrors_legacy_InfiniscaleIII.txt", "ibcheckerrors", 2, 0, 0, 0},
+		{"ibtools/ibstat/deepep-issue-303_H20_CX7-NDR-IB_excerpt.txt", "ibstat", 0, 0, 2, 2},
+		{"ibtools/ibstat/l2fwd-nv-issue-6_CX6Dx-RoCE-100_complete.txt", "ibstat", 0, 0, 1, 1},
+		{"ibtools/ibstat/mooncake-issue-1999_CX7-RoCE-200_CX6Dx-down_excerpt.txt", "ibstat", 0, 1, 1, 1},
+		{"ibtools/ibstat/nccl-tests-issue-128_CX6-HDR_one-port-Down-Disabled-lid65535_CX4Lx_excerpt.txt", "ibstat", 0, 1, 2, 2},
+		{"ibtools/ibstat/nccl-tests-issue-350_n013_CX4Lx-eth_CX6-HDR-IB_complete.txt", "ibstat", 0, 2, 1, 2},
+		{"ibtools/ibstat/sglang-issue-6823_H20-3e_CX6Dx-eth-down_CX7_excerpt.txt", "ibstat", 0, 2, 1, 0},
+		{"ibtools/ibv_devinfo/deepep-issue-38_H100_CX7-RoCE_multi-hca_excerpt.txt", "ibv_devinfo", 0, 0, 1, 1},
+		{"ibtools/ibv_devinfo/deepep-issue-55_BlueField3-4126_IB_multi-hca_excerpt.txt", "ibv_devinfo", 0, 0, 1, 2},
+		{"ibtools/ibv_devinfo_v/infinity-issue-5_mlx4_ConnectX-3_ibv_devinfo-v_excerpt.txt", "ibv_devinfo", 0, 0, 1, 0},
+		{"ibtools/ibv_devinfo_v/libfabric-issue-8256_mlx5_2_CX5-4121_ibv_devinfo-v_excerpt.txt", "ibv_devinfo", 0, 0, 1, 0},
+		{"ibtools/ibv_devinfo_v/ompi-pr-6184_mlx5_ConnectX-5_MOFED-exp_ibv_devinfo-v_excerpt.txt", "ibv_devinfo", 0, 0, 1, 0},
+		{"ibtools/ibv_devinfo_v/ucx-issue-5148_qedr0_QLogic-FastLinQ_ibv_devinfo-v_excerpt.txt", "ibv_devinfo", 0, 0, 1, 0},
+		{"ibtools/infiniband_exporter/ibnetdiscover/test.out", "ibnetdiscover -p", 0, 0, 1, 1},
+		{"ibtools/infiniband_exporter/ibnetdiscover/test2.out", "ibnetdiscover -p", 0, 0, 1, 0},
+		{"ibtools/infiniband_exporter/ibnetdiscover/test3.out", "ibnetdiscover -p", 0, 0, 1, 0},
+		{"ibtools/infiniband_exporter/ibswinfo/test-err1.out", "", 0, 0, 0, 0},
+		{"ibtools/infiniband_exporter/ibswinfo/test-err2.out", "", 0, 0, 0, 0},
+		{"ibtools/infiniband_exporter/ibswinfo/test-err3.out", "", 0, 0, 0, 0},
+		{"ibtools/infiniband_exporter/ibswinfo/test1-missing.out", "", 0, 0, 0, 0},
+		{"ibtools/infiniband_exporter/ibswinfo/test1.out", "", 0, 0, 0, 0},
+		{"ibtools/infiniband_exporter/ibswinfo/test2.out", "", 0, 0, 0, 0},
+		{"ibtools/infiniband_exporter/ibswinfo/test3.out", "", 0, 0, 0, 0},
+		{"ibtools/infiniband_exporter/perfquery/0x506b4b03005c2740.out", "", 0, 0, 0, 0},
+		{"ibtools/infiniband_exporter/perfquery/0x506b4b0300cc02a6.out", "", 0, 0, 0, 0},
+		{"ibtools/infiniband_exporter/perfquery/0x7cfe9003003b4b96.out", "", 0, 0, 0, 0},
+		{"ibtools/infiniband_exporter/perfquery/0x7cfe9003003b4bde.out", "", 0, 0, 0, 0},
+		{"ibtools/infiniband_exporter/perfquery/0x7cfe9003009ce5b0.out", "", 0, 0, 0, 0},
+		{"ibtools/infiniband_exporter/perfquery-rcv-error/0x506b4b03005c2740-1.out", "", 0, 0, 0, 0},
+		{"ibtools/infiniband_exporter/perfquery-rcv-error/0x7cfe9003003b4b96-1.out", "", 0, 0, 0, 0},
+		{"ibtools/infiniband_exporter/perfquery-rcv-error/0x7cfe9003003b4bde-1.out", "", 0, 0, 0, 0},
+		{"ibtools/infiniband_exporter/perfquery-rcv-error/0x7cfe9003009ce5b0-1.out", "", 0, 0, 0, 0},
+		{"ibtools/infiniband_exporter/perfquery-rcv-error/0x7cfe9003009ce5b0-2.out", "", 0, 0, 0, 0},
+		{"ibtools/roce-cx5-sriov-vf-k8s/ibstat_vf_port_down.txt", "ibstat", 1, 0, 0, 0},
+		{"ibtools/roce-cx5-sriov-vf-k8s/ibv_devices_in_pod_truncated.txt", "", 0, 0, 0, 0},
+		{"ibtools/roce-cx5-sriov-vf-k8s/ibv_devinfo_vf_port_down.txt", "ibv_devinfo", 1, 0, 0, 0},
+		{"ibtools/stmatengss-mlx4/ibstat_4129f2daa9bf.txt", "ibstat", 0, 1, 1, 2},
+		{"ibtools/stmatengss-mlx4/ibv_devinfo_4129f2daa9bf.txt", "ibv_devinfo", 0, 1, 1, 2},
+		{"ibtools/superbench/ib_traffic_topo_aware_hostfile", "", 0, 0, 0, 0},
+		{"ibtools/superbench/ib_traffic_topo_aware_ibstat.txt", "", 0, 0, 0, 0},
+		{"ibnetdiscover/ibsim-net-examples/examples.README", "", 0, 0, 0, 0},
+		{"ibnetdiscover/ibsim-net-examples/ibsim-README", "", 0, 0, 0, 0},
+		{"ibnetdiscover/ibsim-net-examples/net", "ibnetdiscover", 0, 0, 1, 0},
+		{"ibnetdiscover/ibsim-net-examples/net.1", "ibnetdiscover", 0, 0, 1, 0},
+		{"ibnetdiscover/ibsim-net-examples/net.2sw2path", "ibnetdiscover", 0, 0, 1, 0},
+		{"ibnetdiscover/ibsim-net-examples/net.2sw2path4hca", "ibnetdiscover", 0, 0, 1, 0},
+		{"ibnetdiscover/ibsim-net-examples/net.2sw2path4hca2port", "ibnetdiscover", 0, 0, 1, 0},
+		{"ibnetdiscover/ndr-qm9700-129port-split-2xNDR_REDACTED_TRUNCATED.txt", "ibnetdiscover", 0, 0, 0, 1},
+		{"ibnetdiscover/superbench_topo_aware_ibnetdiscover_FAKED.txt", "ibnetdiscover", 0, 0, 0, 1},
+	}
+	seen := map[string]bool{}
+	for _, c := range cases {
+		seen[c.file] = true
+		t.Run(c.file, func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join(root, c.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := One(c.file, b, Options{})
+			if c.format == "" {
+				var ue *UnrecognisedError
+				if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.file) {
+					t.Errorf("want unrecognised naming the file, got %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := check.Count(r.Findings)
+			if r.Format != c.format || n[check.Fail] != c.fail || n[check.Warn] != c.warn || n[check.Unknown] != c.unknown || n[check.Pass] != c.pass {
+				t.Errorf("%s fail=%d warn=%d unknown=%d pass=%d, want %s %d %d %d %d", r.Format, n[check.Fail], n[check.Warn], n[check.Unknown], n[check.Pass],
+					c.format, c.fail, c.warn, c.unknown, c.pass)
+				for _, f := range r.Findings {
+					t.Logf("  %s %s %s: %s", f.Outcome, f.Check, f.Subject, f.Message)
+				}
+			}
+		})
+	}
+	for _, dir := range []string{"ibtools", "ibnetdiscover"} {
+		filepath.Walk(filepath.Join(root, dir), func(p string, info os.FileInfo, err error) error {
+			if err == nil && !info.IsDir() {
+				rel, _ := filepath.Rel(root, p)
+				if !seen[rel] {
+					t.Errorf("%s: a real output with no asserted outcome", rel)
+				}
+			}
+			return nil
+		})
+	}
+}
+
+// What the verdicts say on a few files, beyond the counts.
+func TestJudgeVerdicts(t *testing.T) {
+	root := testhost.SharedTestdata(t)
+	one := func(file string, opt Options) []check.Finding {
+		b, err := os.ReadFile(filepath.Join(root, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := One(file, b, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Findings
+	}
+	has := func(fs []check.Finding, out check.Outcome, id, text string) {
+		t.Helper()
+		for _, f := range fs {
+			if f.Outcome == out && f.Check == id && strings.Contains(f.Subject+": "+f.Message, text) {
+				return
+			}
+		}
+		t.Errorf("no %s %s with %q in %+v", out, id, text, fs)
+	}
+	r200, _ := linkrate.ParseRate("200")
+	r400, _ := linkrate.ParseRate("4X NDR")
+	// ibpanic part way: unknown, not a pass for the devices not read.
+	has(one("ibtools/gpud-ibstat/ibstat.39.0.a100.failed.ibpanic.exit-255.0.txt", Options{}), check.Unknown, "port.state", "ibstat failed part way")
+	// --expect-rate applies: a 2X NDR (200) port against 4X NDR.
+	has(one("ibtools/h20-cx7-ndr200/ibstatus_2X-NDR_redacted.txt", Options{ExpectRate: &r400}), check.Fail, "port.rate.below-expected", "runs at 2X NDR (200 Gb/s), below the expected 4X NDR (400 Gb/s)")
+	has(one("ibtools/h20-cx7-ndr200/ibstatus_2X-NDR_redacted.txt", Options{ExpectRate: &r200}), check.Pass, "port.rate.below-expected", "judged by --expect-rate")
+	// --expect-layer: the RoCE ports of a mixed host.
+	has(one("ibtools/ibstat/nccl-tests-issue-350_n013_CX4Lx-eth_CX6-HDR-IB_complete.txt", Options{ExpectLayer: linkrate.InfiniBand}), check.Fail, "port.link-layer", "mlx5_0 port 1: link layer RoCE, expected InfiniBand")
+	// A disabled second port is unused, not a failure.
+	has(one("ibtools/stmatengss-mlx4/ibstat_4129f2daa9bf.txt", Options{}), check.Warn, "port.state", "mlx4_0 port 2: Down/Disabled")
+	// Legacy ibcheckerrors: the port over its threshold.
+	has(one("ibtools/ibqueryerrors/ompi-users-2009_ibcheckerrors_legacy_InfiniscaleIII.txt", Options{}), check.Fail, "fabric.port.errors", "port 7 RcvSwRelayErrors: 179")
+}
+
+// Issue 11's done-when through judge, on a dump in ibnetdiscover's real
+// format: healthy gives zero link findings with and without --expect-rate,
+// and zero topology findings against itself; one link at 4X DDR gives one
+// finding naming both ends by GUID.
+func TestJudgeDump(t *testing.T) {
+	dump := testhost.EDRDump(2, 4, 34) // 6 switches, 136 HCAs, 144 links
+	plan, err := fabric.ParseTopology(dump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edr, _ := linkrate.ParseRate("4X EDR")
+	for _, o := range []Options{{}, {ExpectRate: &edr}, {Plan: plan}} {
+		r, err := One("dump.txt", []byte(dump), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Format != "ibnetdiscover" {
+			t.Fatalf("format %s", r.Format)
+		}
+		for _, f := range r.Findings {
+			if f.Outcome != check.Pass && (strings.HasPrefix(f.Check, "fabric.link.") || strings.HasPrefix(f.Check, "fabric.topology.") || f.Check == "fabric.port.down") {
+				t.Errorf("healthy dump %+v: %s %s: %s", o.ExpectRate, f.Check, f.Subject, f.Message)
+			}
+		}
+	}
+	bad := testhost.Degrade(dump, 3, 2, "4xDDR")
+	for _, o := range []Options{{}, {ExpectRate: &edr}} {
+		r, err := One("dump.txt", []byte(bad), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var link []check.Finding
+		for _, f := range r.Findings {
+			if f.Outcome != check.Pass && strings.HasPrefix(f.Check, "fabric.link.") {
+				link = append(link, f)
+			}
+		}
+		if len(link) != 1 {
+			t.Fatalf("degraded dump: %d link findings, want 1: %+v", len(link), link)
+		}
+		text := link[0].Subject + link[0].Message
+		for _, e := range link[0].Evidence {
+			text += e.Value
+		}
+		wants := []string{"0x248a070300c70304", "0x7cfe900300b60030", "4X DDR", "lid"}
+		if o.ExpectRate == nil {
+			wants = append(wants, "135 of 136 CA↔Switch links run at 4X EDR")
+		}
+		for _, want := range wants {
+			if !strings.Contains(text, want) {
+				t.Errorf("finding lacks %q: %s", want, text)
+			}
+		}
+	}
+}
+
+// Garbage is refused naming the file; a truncated ibqueryerrors is unknown.
+func TestJudgeRefusesAndUnknowns(t *testing.T) {
+	if _, err := Run([]Input{{Name: "notes.txt", Data: []byte("hello\n")}}, Options{}); err == nil || !strings.Contains(err.Error(), "notes.txt: not a saved output") {
+		t.Errorf("%v", err)
+	}
+	r, err := One("qe.txt", []byte("Errors for \"HCA-1\"\n   GUID 0x248a0703008a1b31 port 1: [SymbolErrorCounter == 50]\n"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := check.Count(r.Findings); n[check.Unknown] != 1 || n[check.Pass] != 0 {
+		t.Errorf("ibqueryerrors without its summary must be unknown: %+v", r.Findings)
+	}
+}
+
+// Any bytes: judge either refuses them or returns well-formed findings;
+// an ibstat it reads has as many ports as "Port N:" lines under a CA.
+func FuzzJudge(f *testing.F) {
+	f.Add([]byte("CA 'mlx5_0'\n\tCA type: MT4123\n\tPort 1:\n\t\tState: Active\n\t\tPhysical state: LinkUp\n\t\tRate: 200\n\t\tBase lid: 3\n\t\tSM lid: 1\n\t\tLink layer: InfiniBand\n"))
+	f.Add([]byte("CA   134  1 0x7cfe9003003b4bde 4x EDR - SW  1719 10 0x7cfe9003009ce5b0 ( 'o0001 HCA-1' - 'ib-i1l1s01' )\n"))
+	f.Add([]byte("hca_id:\tmlx5_0\n\tvendor_part_id:\t4123\n\t\tport:\t1\n\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n"))
+	f.Add([]byte(testhost.EDRDump(1, 1, 1)))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := One("f", b, Options{})
+		if err != nil {
+			return
+		}
+		for _, fd := range r.Findings {
+			if fd.Check == "" || fd.Outcome.Rank() < 0 || fd.Host != "f" {
+				t.Fatalf("malformed finding %+v", fd)
+			}
+		}
+		if hp, ok := r.Payload.(HostPorts); ok && r.Format == "ibstat" {
+			n := 0
+			inCA := false
+			for _, l := range strings.Split(string(b), "\n") {
+				l = cleanLine(l)
+				if ibstatCARE.MatchString(l) {
+					inCA = true
+				}
+				var port int
+				if _, err := fmt.Sscanf(l, "Port %d:", &port); err == nil && inCA && strings.HasSuffix(l, ":") && l == fmt.Sprintf("Port %d:", port) {
+					n++
+				}
+			}
+			if n != len(hp.Ports) {
+				t.Fatalf("%d port headers, %d ports", n, len(hp.Ports))
+			}
+		}
+	})
+}

@@ -1,0 +1,20 @@
+package report
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/rdmalab/rdmalab/internal/judge"
+)
+
+// Judge renders each judged file: its name and the format it was read
+// as, then its findings.
+func Judge(w io.Writer, rs []judge.Result, verbose bool) {
+	for i, r := range rs {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "== %s (%s output)\n", r.File, r.Format)
+		Findings(w, r.Findings, verbose)
+	}
+}
