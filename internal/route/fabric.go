@@ -55,6 +55,10 @@ type Fabric struct {
 	swPorts map[host.GUID][]int32
 	lft     map[host.GUID][]int16
 	caPort  []int32 // CA index → port index
+	// the same, dense, for walking: port index → switch index (-1: a CA)
+	swOf     []int32
+	swPortsD [][]int32
+	lftD     [][]int16
 	lidToCA map[int]int32
 	// Problems found while joining cabling and tables; paths that hit
 	// them are unrouted, the rest still stands.
@@ -156,6 +160,22 @@ func New(ports []Port, lfts []LFT) (*Fabric, error) {
 			}
 		}
 		f.lft[t.Switch] = dense
+	}
+	swIdx := map[host.GUID]int32{}
+	f.swOf = make([]int32, len(f.ports))
+	for i, p := range f.ports {
+		f.swOf[i] = -1
+		if !p.sw {
+			continue
+		}
+		j, ok := swIdx[p.key.GUID]
+		if !ok {
+			j = int32(len(f.swPortsD))
+			swIdx[p.key.GUID] = j
+			f.swPortsD = append(f.swPortsD, f.swPorts[p.key.GUID])
+			f.lftD = append(f.lftD, f.lft[p.key.GUID]) // nil: no table
+		}
+		f.swOf[i] = j
 	}
 	var missing []string
 	for g, sw := range f.swPorts {

@@ -30,7 +30,7 @@ func (f *Fabric) Paths() *Paths {
 	n := len(f.CAs)
 	p := &Paths{F: f, N: n, off: make([]int32, n*n+1), Coverable: make([]bool, len(f.Links))}
 	p.hops = make([]int32, 0, n*n*4)
-	maxHops := len(f.swPorts) + 2
+	maxHops := len(f.swPortsD) + 2
 	for s := range n {
 		for d := range n {
 			p.off[s*n+d] = int32(len(p.hops))
@@ -66,18 +66,19 @@ func (f *Fabric) walk(s, d, maxHops int, hops *[]int32) string {
 			return ""
 		}
 		r := f.ports[in]
-		if !r.sw {
+		si := f.swOf[in]
+		if si < 0 {
 			return fmt.Sprintf("delivered to %s instead", r.node)
 		}
-		t, ok := f.lft[r.key.GUID]
-		if !ok {
+		t := f.lftD[si]
+		if t == nil {
 			return fmt.Sprintf("no forwarding table for %s", r.node)
 		}
 		if lid >= len(t) || t[lid] < 0 {
 			return fmt.Sprintf("%s has no entry for LID %d", r.node, lid)
 		}
 		out := int(t[lid])
-		sw := f.swPorts[r.key.GUID]
+		sw := f.swPortsD[si]
 		if out == 0 || out >= len(sw) || sw[out] < 0 {
 			return fmt.Sprintf("%s forwards LID %d to port %d, which has no cable", r.node, lid, out)
 		}

@@ -1,0 +1,186 @@
+package schedule
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rdmalab/rdmalab/internal/fabric"
+	"github.com/rdmalab/rdmalab/internal/route"
+	"github.com/rdmalab/rdmalab/internal/testhost"
+)
+
+// fatTree is a two-level non-blocking fat tree of hosts HCAs.
+type fatTree struct{ spines, leaves, hostsPerLeaf int }
+
+func (t fatTree) hosts() int    { return t.leaves * t.hostsPerLeaf }
+func (t fatTree) switches() int { return t.spines + t.leaves }
+
+var fatTrees = map[int]fatTree{
+	128:  {8, 16, 8},
+	512:  {16, 32, 16},
+	1024: {32, 32, 32},
+}
+
+// ibsimSizes is 128 HCAs by default; RDMALAB_SCHEDULE_SIZES=128,512,1024
+// runs the large fabrics too (minutes: OpenSM routes a 1,024-HCA subnet
+// slowly under ibsim).
+func ibsimSizes(t *testing.T) []int {
+	env := os.Getenv("RDMALAB_SCHEDULE_SIZES")
+	if env == "" {
+		return []int{128}
+	}
+	var out []int
+	for _, f := range strings.Split(env, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if _, ok := fatTrees[n]; err != nil || !ok {
+			t.Fatalf("RDMALAB_SCHEDULE_SIZES: %q is not one of 128, 512, 1024", f)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// routedFabric runs ibsim on the fat tree with OpenSM routing it with each
+// engine in turn, and returns the fabric joined with each engine's real
+// forwarding tables.
+func routedFabrics(t *testing.T, ft fatTree, engines []string) map[string]*route.Fabric {
+	t.Helper()
+	netlist := testhost.FatTree(ft.spines, ft.leaves, ft.hostsPerLeaf)
+	topo, err := fabric.ParseTopology(netlist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim := testhost.StartIBSim(t, netlist, "-N", "4096", "-S", "512", "-P", "20000")
+	out := map[string]*route.Fabric{}
+	for _, engine := range engines {
+		start := time.Now()
+		dump := sim.StartRoutingSM(engine, ft.switches(), 10*time.Minute)
+		t.Logf("%d HCAs: opensm -R %s routed the subnet in %s", ft.hosts(), engine, time.Since(start).Round(time.Millisecond))
+		fd, err := os.Open(dump)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lfts, err := route.ParseLFTs(fd)
+		fd.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sim.StopSMs()
+		f, err := route.FromTopology(topo, lfts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[engine] = f
+	}
+	return out
+}
+
+var engines = []string{"ftree", "updn", "minhop"}
+
+// The bar: on ibsim fat trees with real OpenSM routing, every
+// coverable link covered, the rounds used, the uncoverable links listed,
+// the scheduling time, and the circle method's round counts beside them.
+func TestCoverOnIBSimFatTrees(t *testing.T) {
+	for _, n := range ibsimSizes(t) {
+		ft := fatTrees[n]
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			for _, engine := range engines {
+				f := routedFabricsCache(t, ft)[engine]
+				start := time.Now()
+				p := f.Paths()
+				pathTime := time.Since(start)
+				if len(p.Unrouted) > 0 {
+					t.Fatalf("%s: %d unrouted pairs, e.g. %+v", engine, len(p.Unrouted), p.Unrouted[0])
+				}
+				c := CoverRounds(p)
+				if c.Covered != c.Coverable {
+					t.Errorf("%s: covered %d of %d coverable links", engine, c.Covered, c.Coverable)
+				}
+				for _, r := range c.Rounds {
+					checkDisjoint(t, r)
+				}
+				unc := p.Uncoverable()
+				var names []string
+				for _, l := range unc {
+					names = append(names, f.LinkName(l))
+				}
+				byName := make([]int, n)
+				for i := range byName {
+					byName[i] = i
+				}
+				shuffled := rand.New(rand.NewPCG(1, 2)).Perm(n)
+				circleName := CircleRoundsToCover(p, byName)
+				circleShuffled := CircleRoundsToCover(p, shuffled)
+				t.Logf("%d HCAs, %s: %d directed links, %d coverable, %d uncoverable; cover: %d rounds (paths %s + schedule %s); circle: %d rounds, all links carried traffic after %d (host order by name) / %d (shuffled)",
+					n, engine, len(f.Links), c.Coverable, len(unc), len(c.Rounds), pathTime.Round(time.Millisecond), c.Elapsed.Round(time.Millisecond), len(Circle(byName)), circleName, circleShuffled)
+				if len(unc) > 0 {
+					t.Logf("  uncoverable (first 8 of %d): %s", len(unc), strings.Join(names[:min(8, len(names))], "; "))
+				}
+				for _, l := range unc {
+					if f.HostLink(l) {
+						t.Errorf("%s: host link %s is uncoverable", engine, f.LinkName(l))
+					}
+				}
+				if len(c.Rounds) > 3 {
+					t.Errorf("%s: %d cover rounds", engine, len(c.Rounds))
+				}
+			}
+		})
+	}
+}
+
+func checkDisjoint(t *testing.T, r []IPair) {
+	t.Helper()
+	seen := map[int]bool{}
+	for _, p := range r {
+		if p.A == p.B || seen[p.A] || seen[p.B] {
+			t.Fatalf("node used twice in a round: %+v", p)
+		}
+		seen[p.A], seen[p.B] = true, true
+	}
+}
+
+// routedFabricsCache starts each fabric once per test binary: the cover
+// test and the localisation test share it.
+var fabricCache = map[fatTree]map[string]*route.Fabric{}
+
+func routedFabricsCache(t *testing.T, ft fatTree) map[string]*route.Fabric {
+	if f, ok := fabricCache[ft]; ok {
+		return f
+	}
+	f := routedFabrics(t, ft, engines)
+	fabricCache[ft] = f
+	return f
+}
+
+// The localisation bar: one degraded link (or cable) at a time,
+// every one the routes reach (a seeded sample of 1,500 beyond 128 HCAs,
+// RDMALAB_SCHEDULE_ALL_FAULTS=1 for all), named within 3 rounds beyond the
+// cover rounds, and never wrong.
+func TestLocateOnIBSimFatTrees(t *testing.T) {
+	for _, n := range ibsimSizes(t) {
+		ft := fatTrees[n]
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			for _, engine := range engines {
+				f := routedFabricsCache(t, ft)[engine]
+				p := f.Paths()
+				c := CoverRounds(p)
+				sample := 0
+				if n > 128 && os.Getenv("RDMALAB_SCHEDULE_ALL_FAULTS") == "" {
+					sample = 1500
+				}
+				start := time.Now()
+				st := runLocate(t, p, c.Rounds, faults(p, sample))
+				t.Logf("%d HCAs, %s: cover %d rounds; %s (%s)", n, engine, len(c.Rounds), st, time.Since(start).Round(time.Millisecond))
+				if st.wrong > 0 || st.unsure > 0 || st.maxExtra > 3 {
+					t.Errorf("want every fault confirmed within 3 rounds beyond cover: %s", st)
+				}
+			}
+		})
+	}
+}
