@@ -59,7 +59,7 @@ type Fabric struct {
 	swOf     []int32
 	swPortsD [][]int32
 	lftD     [][]int16
-	lidToCA map[int]int32
+	lidToCA  map[int]int32
 	// Problems found while joining cabling and tables; paths that hit
 	// them are unrouted, the rest still stands.
 	Problems []string
