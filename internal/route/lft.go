@@ -8,7 +8,6 @@ package route
 
 import (
 	"bufio"
-	"cmp"
 	"fmt"
 	"io"
 	"regexp"
@@ -156,9 +155,4 @@ func WriteLFTs(w io.Writer, lfts []LFT) error {
 		fmt.Fprintf(bw, "%d lids dumped\n", len(lids))
 	}
 	return bw.Flush()
-}
-
-// sortLFTs orders tables by switch GUID, for stable output.
-func sortLFTs(lfts []LFT) {
-	slices.SortFunc(lfts, func(a, b LFT) int { return cmp.Compare(a.Switch, b.Switch) })
 }

@@ -2,9 +2,11 @@ package route
 
 import (
 	"bytes"
+	"cmp"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -272,4 +274,9 @@ func normalize(l LFT) LFT {
 		l.Dest = nil
 	}
 	return l
+}
+
+// sortLFTs orders tables by switch GUID.
+func sortLFTs(lfts []LFT) {
+	slices.SortFunc(lfts, func(a, b LFT) int { return cmp.Compare(a.Switch, b.Switch) })
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -48,19 +49,22 @@ func ibsimSizes(t *testing.T) []int {
 // routedFabric runs ibsim on the fat tree with OpenSM routing it with each
 // engine in turn, and returns the fabric joined with each engine's real
 // forwarding tables.
-func routedFabrics(t *testing.T, ft fatTree, engines []string) map[string]*route.Fabric {
+func routedFabrics(t *testing.T, netlist string, hosts, switches int, engines []string) map[string]*route.Fabric {
 	t.Helper()
-	netlist := testhost.FatTree(ft.spines, ft.leaves, ft.hostsPerLeaf)
 	topo, err := fabric.ParseTopology(netlist)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sim := testhost.StartIBSim(t, netlist, "-N", "4096", "-S", "512", "-P", "20000")
 	out := map[string]*route.Fabric{}
+	var first []route.LFT
 	for _, engine := range engines {
+		// a fresh fabric per engine: OpenSM keeps a switch's existing
+		// entries where they are still minimal, so a second engine on a
+		// routed subnet would inherit the first one's choices
+		sim := testhost.StartIBSim(t, netlist, "-N", "4096", "-S", "512", "-P", "20000")
 		start := time.Now()
-		dump := sim.StartRoutingSM(engine, ft.switches(), 10*time.Minute)
-		t.Logf("%d HCAs: opensm -R %s routed the subnet in %s", ft.hosts(), engine, time.Since(start).Round(time.Millisecond))
+		dump := sim.StartRoutingSM(engine, switches, 10*time.Minute)
+		t.Logf("%d HCAs: opensm -R %s routed the subnet in %s", hosts, engine, time.Since(start).Round(time.Millisecond))
 		fd, err := os.Open(dump)
 		if err != nil {
 			t.Fatal(err)
@@ -71,6 +75,11 @@ func routedFabrics(t *testing.T, ft fatTree, engines []string) map[string]*route
 			t.Fatal(err)
 		}
 		sim.StopSMs()
+		if first == nil {
+			first = lfts
+		} else {
+			t.Logf("%d HCAs: %s's tables differ from %s's in %d of %d entries", hosts, engine, engines[0], lftDiff(first, lfts), lftEntries(first))
+		}
 		f, err := route.FromTopology(topo, lfts)
 		if err != nil {
 			t.Fatal(err)
@@ -80,7 +89,7 @@ func routedFabrics(t *testing.T, ft fatTree, engines []string) map[string]*route
 	return out
 }
 
-var engines = []string{"ftree", "updn", "minhop"}
+var engines = []string{"ftree", "updn", "minhop", "sssp"}
 
 // The bar: on ibsim fat trees with real OpenSM routing, every
 // coverable link covered, the rounds used, the uncoverable links listed,
@@ -153,7 +162,7 @@ func routedFabricsCache(t *testing.T, ft fatTree) map[string]*route.Fabric {
 	if f, ok := fabricCache[ft]; ok {
 		return f
 	}
-	f := routedFabrics(t, ft, engines)
+	f := routedFabrics(t, testhost.FatTree(ft.spines, ft.leaves, ft.hostsPerLeaf), ft.hosts(), ft.switches(), engines)
 	fabricCache[ft] = f
 	return f
 }
@@ -182,5 +191,69 @@ func TestLocateOnIBSimFatTrees(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// lftDiff counts (switch, LID) entries whose out port differs.
+func lftDiff(a, b []route.LFT) int {
+	byGUID := map[string]route.LFT{}
+	for _, t := range b {
+		byGUID[t.Switch.String()] = t
+	}
+	n := 0
+	for _, t := range a {
+		o := byGUID[t.Switch.String()]
+		for lid, port := range t.Out {
+			if q, ok := o.Out[lid]; !ok || q != port {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func lftEntries(a []route.LFT) int {
+	n := 0
+	for _, t := range a {
+		n += len(t.Out)
+	}
+	return n
+}
+
+// Links no host route crosses are listed, not hidden: a stub switch hung
+// off a leaf (nothing behind it) and a leaf-to-leaf cable beside the fat
+// tree, routed by updn and minhop.
+func TestUncoverableLinksListedOnIBSim(t *testing.T) {
+	ft := fatTrees[128]
+	netlist := testhost.FatTree(ft.spines, ft.leaves, ft.hostsPerLeaf)
+	for _, edit := range [][2]string{
+		{"[16]\t\"spine08\"[1]\n", "[16]\t\"spine08\"[1]\n[17]\t\"stub01\"[1]\n[18]\t\"leaf02\"[18]\n"},
+		{"[16]\t\"spine08\"[2]\n", "[16]\t\"spine08\"[2]\n[18]\t\"leaf01\"[18]\n"},
+	} {
+		if !strings.Contains(netlist, edit[0]) {
+			t.Fatalf("netlist has no %q", edit[0])
+		}
+		netlist = strings.Replace(netlist, edit[0], edit[1], 1)
+	}
+	netlist += "Switch\t4 \"stub01\"\n[1]\t\"leaf01\"[17]\n"
+	for engine, f := range routedFabrics(t, netlist, ft.hosts(), ft.switches()+1, []string{"updn", "minhop"}) {
+		p := f.Paths()
+		if len(p.Unrouted) > 0 {
+			t.Fatalf("%s: unrouted %+v", engine, p.Unrouted[0])
+		}
+		c := CoverRounds(p)
+		var unc []string
+		for _, l := range p.Uncoverable() {
+			unc = append(unc, f.LinkName(l))
+		}
+		t.Logf("%s: %d links, %d coverable, cover %d round(s); uncoverable: %s", engine, len(f.Links), c.Coverable, len(c.Rounds), strings.Join(unc, "; "))
+		for _, want := range []string{"leaf01 port 17 → stub01 port 1", "stub01 port 1 → leaf01 port 17"} {
+			if !slices.Contains(unc, want) {
+				t.Errorf("%s: %s not listed uncoverable", engine, want)
+			}
+		}
+		if c.Covered != c.Coverable {
+			t.Errorf("%s: covered %d of %d", engine, c.Covered, c.Coverable)
+		}
 	}
 }

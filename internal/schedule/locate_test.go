@@ -204,3 +204,35 @@ func TestVerdictNamesPorts(t *testing.T) {
 	}
 	t.Logf("%s: %s", v.What, v.Sure)
 }
+
+// smallFabricMutated is smallFabric with one switch's entry for a LID removed.
+func smallFabricMutated(t testing.TB, lftDump, sw string, lid int) *route.Fabric {
+	t.Helper()
+	net, err := os.ReadFile(filepath.Join("..", "route", "testdata", "fattree-2x4x4.net"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := fabric.ParseTopology(string(net))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, err := os.Open(filepath.Join("..", "route", "testdata", lftDump))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fd.Close()
+	lfts, err := route.ParseLFTs(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range lfts {
+		if lfts[i].Name == sw {
+			delete(lfts[i].Out, lid)
+		}
+	}
+	f, err := route.FromTopology(topo, lfts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
