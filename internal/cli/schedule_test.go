@@ -6,11 +6,14 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rdmalab/rdmalab/internal/envelope"
 	"github.com/rdmalab/rdmalab/internal/schedule"
+	"github.com/rdmalab/rdmalab/internal/testhost"
 )
 
 // runBenchSchedule runs the command the way Main does. Until the lead hooks
@@ -104,5 +107,45 @@ func TestBenchScheduleRefusesBadInput(t *testing.T) {
 		if code != ExitUsage || !strings.Contains(errOut, tc.want) || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
 			t.Errorf("%v: exit %d, %q; want 2 and one line with %q", tc.args, code, errOut, tc.want)
 		}
+	}
+}
+
+// Live: the fabric scanned and the tables read with dump_fts through the
+// simulator agree with OpenSM's own dump of what it programmed.
+func TestBenchScheduleLiveOnSimulator(t *testing.T) {
+	sim := testhost.StartIBSim(t, testhost.FatTree(2, 4, 4))
+	dump := sim.StartRoutingSM("updn", 6, time.Minute)
+	for _, kv := range sim.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	t.Chdir(sim.Dir) // the shim writes ./sys-<pid> where the tools run
+	live, errOut, code := runBenchSchedule(t, "--timeout", "60s", "-o", "json")
+	if code != ExitOK {
+		t.Fatalf("live: exit %d: %s", code, errOut)
+	}
+	fromDump, errOut, code := runBenchSchedule(t, "--timeout", "60s", "-o", "json", "--routes", dump)
+	if code != ExitOK {
+		t.Fatalf("live fabric, dumped routes: exit %d: %s", code, errOut)
+	}
+	var a, b schedule.Payload
+	for _, x := range []struct {
+		js string
+		pl *schedule.Payload
+	}{{live, &a}, {fromDump, &b}} {
+		raw, err := envelope.Payload([]byte(x.js), envelope.Schedule)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(raw, x.pl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a.Nodes != 16 || a.Coverable != 48 || a.Covered != 48 || len(a.Rounds) != 1 || a.Source != "live scan; routes dump_fts" {
+		t.Fatalf("live payload: %+v", a)
+	}
+	a.Source, b.Source, a.ScheduleSeconds, b.ScheduleSeconds = "", "", 0, 0
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("dump_fts and OpenSM's dump give different schedules")
 	}
 }
