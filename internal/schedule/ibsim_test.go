@@ -100,13 +100,20 @@ func TestCoverOnIBSimFatTrees(t *testing.T) {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			for _, engine := range engines {
 				f := routedFabricsCache(t, ft)[engine]
-				start := time.Now()
-				p := f.Paths()
-				pathTime := time.Since(start)
+				// the machine is shared: the best of three runs is the cost
+				var p *route.Paths
+				var c *Cover
+				pathTime, coverTime := time.Hour, time.Hour
+				for range 3 {
+					start := time.Now()
+					p = f.Paths()
+					pathTime = min(pathTime, time.Since(start))
+					c = CoverRounds(p)
+					coverTime = min(coverTime, c.Elapsed)
+				}
 				if len(p.Unrouted) > 0 {
 					t.Fatalf("%s: %d unrouted pairs, e.g. %+v", engine, len(p.Unrouted), p.Unrouted[0])
 				}
-				c := CoverRounds(p)
 				if c.Covered != c.Coverable {
 					t.Errorf("%s: covered %d of %d coverable links", engine, c.Covered, c.Coverable)
 				}
@@ -125,8 +132,8 @@ func TestCoverOnIBSimFatTrees(t *testing.T) {
 				shuffled := rand.New(rand.NewPCG(1, 2)).Perm(n)
 				circleName := CircleRoundsToCover(p, byName)
 				circleShuffled := CircleRoundsToCover(p, shuffled)
-				t.Logf("%d HCAs, %s: %d directed links, %d coverable, %d uncoverable; cover: %d rounds (paths %s + schedule %s); circle: %d rounds, all links carried traffic after %d (host order by name) / %d (shuffled)",
-					n, engine, len(f.Links), c.Coverable, len(unc), len(c.Rounds), pathTime.Round(time.Millisecond), c.Elapsed.Round(time.Millisecond), len(Circle(byName)), circleName, circleShuffled)
+				t.Logf("%d HCAs, %s: %d directed links, %d coverable, %d uncoverable; cover: %d rounds (paths %s + schedule %s, best of 3); circle: %d rounds, all links carried traffic after %d (host order by name) / %d (shuffled)",
+					n, engine, len(f.Links), c.Coverable, len(unc), len(c.Rounds), pathTime.Round(time.Millisecond), coverTime.Round(time.Millisecond), len(Circle(byName)), circleName, circleShuffled)
 				if len(unc) > 0 {
 					t.Logf("  uncoverable (first 8 of %d): %s", len(unc), strings.Join(names[:min(8, len(names))], "; "))
 				}
