@@ -18,12 +18,12 @@ const PayloadVersion = 1
 
 // Payload is what 'rdmalab bench schedule --output json' carries.
 type Payload struct {
-	SchemaVersion int    `json:"schema_version"`
-	Source        string `json:"source"`
-	Nodes         int    `json:"nodes"`          // CA ports scheduled
-	Links         int    `json:"directed_links"` // every direction of every cable
-	Coverable     int    `json:"coverable_links"`
-	Covered       int    `json:"covered_links"`
+	SchemaVersion int     `json:"schema_version"`
+	Source        string  `json:"source"`
+	Nodes         int     `json:"nodes"`          // CA ports scheduled
+	Links         int     `json:"directed_links"` // every direction of every cable
+	Coverable     int     `json:"coverable_links"`
+	Covered       int     `json:"covered_links"`
 	Rounds        []Round `json:"rounds"`
 	// Uncoverable links carry no host-to-host route: no schedule can test them.
 	Uncoverable []LinkRef  `json:"uncoverable_links"`
