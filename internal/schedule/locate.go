@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/route"
 )
 
@@ -383,4 +384,38 @@ func caByKey(f *route.Fabric, k route.PortKey) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// ObserveByName adds one measured direction by node (CA) name, as a
+// benchmark runner knows it.
+func (l *Locator) ObserveByName(src, dst string, slow bool, round int) error {
+	s, ok := l.P.F.CAIndex(src)
+	if !ok {
+		return fmt.Errorf("node %q is not a CA of the fabric", src)
+	}
+	d, ok := l.P.F.CAIndex(dst)
+	if !ok {
+		return fmt.Errorf("node %q is not a CA of the fabric", dst)
+	}
+	l.Observe(Observation{s, d, slow, round})
+	return nil
+}
+
+// Finding is the verdict as the one finding shape: anything slow fails,
+// and the message says what is to blame and how sure that is.
+func (v Verdict) Finding(f *route.Fabric) check.Finding {
+	fd := check.Finding{Check: "schedule.locate", Outcome: check.Fail, Subject: "fabric",
+		Message: v.What + " (" + v.State + ")"}
+	if v.State == "clean" {
+		fd.Outcome, fd.Message = check.Pass, v.What
+	}
+	for _, l := range v.Links {
+		fd.Evidence = append(fd.Evidence, check.Evidence{What: "suspect link", Value: f.LinkName(l), Source: "pair measurements and forwarding tables"})
+	}
+	fd.Evidence = append(fd.Evidence, check.Evidence{What: "how sure", Value: v.Sure})
+	if len(v.Links) > 0 {
+		fd.Subject = f.LinkName(v.Links[0])
+		fd.Fix = []string{"reseat or replace the cable, then check both ports' counters: rdmalab fabric check"}
+	}
+	return fd
 }

@@ -203,6 +203,21 @@ func TestVerdictNamesPorts(t *testing.T) {
 		t.Errorf("uplink: %+v", v)
 	}
 	t.Logf("%s: %s", v.What, v.Sure)
+	fd := v.Finding(f)
+	if fd.Outcome != "fail" || fd.Subject != "leaf03 port 6 → spine02 port 3" || len(fd.Evidence) != 2 {
+		t.Errorf("finding: %+v", fd)
+	}
+	// by name, as a runner reports it: node0001 → node0016 crosses no fault here
+	loc.Reset()
+	if err := loc.ObserveByName("node0001", "node0016", false, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := loc.ObserveByName("node0001", "gpu99", false, 0); err == nil {
+		t.Error("an unknown node was accepted")
+	}
+	if v := loc.Verdict(); v.State != "clean" || v.Finding(f).Outcome != "pass" {
+		t.Errorf("clean: %+v", v)
+	}
 }
 
 // smallFabricMutated is smallFabric with one switch's entry for a LID removed.
