@@ -362,7 +362,13 @@ func (l *Locator) describe(h Hypothesis) string {
 	f := l.P.F
 	link := f.Links[h.Links[0]]
 	if len(h.Links) == 1 {
-		return "the direction " + f.LinkName(h.Links[0])
+		d := "the direction " + f.LinkName(h.Links[0])
+		if i, ok := caByKey(f, link.From); ok {
+			d += fmt.Sprintf(" (%s's HCA sending, or that direction of its cable)", f.CAs[i].Name)
+		} else if i, ok := caByKey(f, link.To); ok {
+			d += fmt.Sprintf(" (%s's HCA receiving, or that direction of its cable)", f.CAs[i].Name)
+		}
+		return d
 	}
 	ends := f.PortName(link.From) + " ↔ " + f.PortName(link.To)
 	if !f.HostLink(h.Links[0]) {
