@@ -1,9 +1,12 @@
 package schedule
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -275,4 +278,89 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// A fabric derived from a real Azure HDR cluster (SuperBench's test
+// topology: a director's spine and leaves, ToR switches, hosts named
+// "RMD701091901003 ibp11s0f0"; the file is pruned, so the cables to nodes
+// it leaves out are dropped here) under ibsim and OpenSM: the live scan
+// joined by GUID and the file joined by name give the same paths, every
+// host pair is routed, the cover covers and every injected fault is named.
+func TestRealDerivedFabric(t *testing.T) {
+	path := filepath.Join(testhost.SharedTestdata(t), "ibnetdiscover", "superbench_topo_aware_ibnetdiscover_FAKED.txt")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defined := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^(?:Switch|Ca)\s+\d+\s+"([^"]+)"`).FindAllStringSubmatch(string(raw), -1) {
+		defined[m[1]] = true
+	}
+	portRE := regexp.MustCompile(`^\[\d+\]\s+"([^"]+)"\[`)
+	var kept []string
+	dropped := 0
+	for _, line := range strings.Split(string(raw), "\n") {
+		if m := portRE.FindStringSubmatch(line); m != nil && !defined[m[1]] {
+			dropped++
+			continue
+		}
+		kept = append(kept, line)
+	}
+	text := strings.Join(kept, "\n")
+	topo, err := fabric.ParseTopology(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switches := 0
+	for _, n := range topo.Nodes {
+		if n.Type == "Switch" {
+			switches++
+		}
+	}
+	sim := testhost.StartIBSim(t, text)
+	dump := sim.StartRoutingSM("updn", switches, 2*time.Minute)
+	fd, err := os.Open(dump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lfts, err := route.ParseLFTs(fd)
+	fd.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := fabric.Scan(context.Background(), fabric.Exec{Dir: sim.Dir, Env: sim.Env(), Timeout: time.Minute}, fabric.ScanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := route.FromSnapshot(snap, lfts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName, err := route.FromTopology(topo, lfts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := f.Paths()
+	if len(p.Unrouted) > 0 || len(f.Problems) > 0 {
+		t.Fatalf("unrouted %+v, problems %v", p.Unrouted, f.Problems)
+	}
+	q := byName.Paths()
+	for s := range p.N {
+		for d := range p.N {
+			if !slices.Equal(p.Path(s, d), q.Path(s, d)) {
+				t.Fatalf("%s → %s: the GUID join and the name join disagree", f.CAs[s].Name, f.CAs[d].Name)
+			}
+		}
+	}
+	c := CoverRounds(p)
+	var unc []string
+	for _, l := range p.Uncoverable() {
+		unc = append(unc, f.LinkName(l))
+	}
+	st := runLocate(t, p, c.Rounds, faults(p, 0))
+	t.Logf("%d cables to absent nodes dropped; %d CA ports, %d directed links, %d coverable; cover %d round(s), circle %d; uncoverable: %v; %s",
+		dropped, p.N, len(f.Links), c.Coverable, len(c.Rounds), len(Circle(make([]int, p.N))), unc, st)
+	if c.Covered != c.Coverable || st.wrong > 0 || st.unsure > 0 {
+		t.Errorf("covered %d of %d; %s", c.Covered, c.Coverable, st)
+	}
 }

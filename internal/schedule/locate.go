@@ -116,7 +116,11 @@ func (l *Locator) NextRound() []IPair {
 		}
 		return l.confirmRound(hs[0])
 	}
-	return l.splitRound(hs)
+	round, splits := l.splitRound(hs)
+	if !splits {
+		return nil // no host pair's route tells them apart
+	}
+	return round
 }
 
 func (l *Locator) index() [][]int32 {
@@ -178,8 +182,10 @@ func (l *Locator) confirmRound(h Hypothesis) []IPair {
 // splitRound greedily picks disjoint pairs whose two directions' verdicts
 // split the hypotheses into the smallest classes, preferring rounds in
 // which every hypothesis is crossed by some measurement (so the survivor
-// is seen slow again, which confirms it in the same round).
-func (l *Locator) splitRound(hs []Hypothesis) []IPair {
+// is seen slow again, which confirms it in the same round). splits is
+// false when no pair separates any two hypotheses: then no round can,
+// since a round's verdicts are its pairs' verdicts.
+func (l *Locator) splitRound(hs []Hypothesis) (round []IPair, splits bool) {
 	var all []int
 	for _, h := range hs {
 		all = append(all, h.Links...)
@@ -206,7 +212,6 @@ func (l *Locator) splitRound(hs []Hypothesis) []IPair {
 		return s*(len(hs)+1) + unhit
 	}
 	used := map[int]bool{}
-	var round []IPair
 	best := score(class, hit)
 	for {
 		bestI, bestClass, bestHit := -1, []int(nil), []bool(nil)
@@ -241,7 +246,7 @@ func (l *Locator) splitRound(hs []Hypothesis) []IPair {
 		round = append(round, IPair{c[0], c[1]})
 		class, hit = renumber(bestClass), bestHit
 	}
-	return round
+	return round, slices.Max(class) > 0
 }
 
 // renumber keeps class ids small so they do not overflow after many pairs.
@@ -305,8 +310,11 @@ func (l *Locator) Verdict() Verdict {
 			names = append(names, l.describe(h))
 		}
 		slices.Sort(links)
-		return Verdict{State: "ambiguous", Links: slices.Compact(links), What: "one of: " + strings.Join(names, "; "),
-			Sure: fmt.Sprintf("%d candidates agree with every measurement; more rounds can split them unless no host pair's route tells them apart", len(hs))}
+		sure := fmt.Sprintf("%d candidates agree with every measurement; more rounds can split them", len(hs))
+		if _, splits := l.splitRound(hs); !splits {
+			sure = fmt.Sprintf("%d candidates agree with every measurement, and every host pair's route that crosses one crosses the others: traffic cannot tell them apart; check each (rdmalab fabric check reads their counters)", len(hs))
+		}
+		return Verdict{State: "ambiguous", Links: slices.Compact(links), What: "one of: " + strings.Join(names, "; "), Sure: sure}
 	}
 	// no single fault explains it: report slow-path links no fast path crossed
 	fast := map[int32]bool{}
