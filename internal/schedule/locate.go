@@ -101,6 +101,13 @@ func (l *Locator) confirmed(h Hypothesis) (slowSeen, rounds int) {
 	return len(pairs), len(rs)
 }
 
+// isConfirmed: seen slow in two rounds, by two different pairs, or by
+// every pair whose route crosses it when only one does.
+func (l *Locator) isConfirmed(h Hypothesis) bool {
+	seen, rounds := l.confirmed(h)
+	return rounds >= 2 && (seen >= 2 || seen == len(l.candidates(h.Links)))
+}
+
 // NextRound proposes the next round: pairs that split the standing
 // hypotheses, or, when one stands unconfirmed, a pair that crosses it
 // again. Nil means there is nothing more to learn: clean, confirmed,
@@ -111,7 +118,7 @@ func (l *Locator) NextRound() []IPair {
 	case len(hs) == 0:
 		return nil
 	case len(hs) == 1:
-		if seen, rounds := l.confirmed(hs[0]); seen >= 2 && rounds >= 2 {
+		if l.isConfirmed(hs[0]) {
 			return nil
 		}
 		return l.confirmRound(hs[0])
@@ -265,7 +272,8 @@ func renumber(class []int) []int {
 // Verdict is what the measurements so far say.
 type Verdict struct {
 	// State: clean (no slow measurement), confirmed (one fault, seen slow
-	// by two pairs in two rounds, every other candidate cleared), named
+	// by two pairs in two rounds, or by the only pair whose route crosses
+	// it in two rounds; every other candidate cleared), named
 	// (one fault stands, not yet confirmed), ambiguous (several stand that
 	// no host traffic can tell apart), inconsistent (no single fault
 	// explains the measurements: several faults, or a flaky measurement).
@@ -298,7 +306,7 @@ func (l *Locator) Verdict() Verdict {
 		v := Verdict{State: "named", Links: h.Links, What: l.describe(h)}
 		cleared := l.clearedCount(h)
 		v.Sure = fmt.Sprintf("seen slow by %d pair(s) in %d round(s); the %d other link(s) on those paths carried fast traffic; assumes one fault", seen, rounds, cleared)
-		if seen >= 2 && rounds >= 2 {
+		if l.isConfirmed(h) {
 			v.State = "confirmed"
 		}
 		return v

@@ -6,9 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/rdmalab/rdmalab/internal/fabric"
+	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/route"
 )
 
@@ -266,4 +268,33 @@ func containsAll(set, sub []int) bool {
 		}
 	}
 	return true
+}
+
+// Two hosts on one switch: each link is crossed by one pair only, and the
+// two links of a direction always together. The locator must say so and
+// stop asking for rounds rather than loop.
+func TestLocateStopsWhenRoutesCannotTell(t *testing.T) {
+	sw, a, b := host.GUID(0x10), host.GUID(0xa1), host.GUID(0xb1)
+	ports := []route.Port{
+		{Key: route.PortKey{GUID: sw, Port: 1}, Node: "sw", Switch: true, Remote: route.PortKey{GUID: a, Port: 1}},
+		{Key: route.PortKey{GUID: sw, Port: 2}, Node: "sw", Switch: true, Remote: route.PortKey{GUID: b, Port: 1}},
+		{Key: route.PortKey{GUID: a, Port: 1}, Node: "a", LID: 2, Remote: route.PortKey{GUID: sw, Port: 1}},
+		{Key: route.PortKey{GUID: b, Port: 1}, Node: "b", LID: 3, Remote: route.PortKey{GUID: sw, Port: 2}},
+	}
+	f, err := route.New(ports, []route.LFT{{Switch: sw, Name: "sw", Out: map[int]int{1: 0, 2: 1, 3: 2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := f.Paths()
+	cover := CoverRounds(p)
+	if len(cover.Rounds) != 1 || cover.Covered != 4 {
+		t.Fatalf("cover: %+v", cover)
+	}
+	loc := NewLocator(p)
+	for _, fault := range faults(p, 0) {
+		extra, v := simulate(loc, cover.Rounds, fault)
+		if extra != 0 || v.State != "ambiguous" || !containsAll(v.Links, fault) || !strings.Contains(v.Sure, "cannot tell them apart") {
+			t.Errorf("fault %v: %d extra rounds, %+v", fault, extra, v)
+		}
+	}
 }
