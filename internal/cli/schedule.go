@@ -1,0 +1,116 @@
+package cli
+
+import (
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/envelope"
+	"github.com/rdmalab/rdmalab/internal/fabric"
+	"github.com/rdmalab/rdmalab/internal/route"
+	"github.com/rdmalab/rdmalab/internal/schedule"
+	"github.com/spf13/cobra"
+)
+
+// newBenchScheduleCmd is 'rdmalab bench schedule'.
+func newBenchScheduleCmd() *cobra.Command {
+	var in route.Input
+	var ca, output, roundsFile, format string
+	var port int
+	var timeout time.Duration
+	c := &cobra.Command{
+		Use:   "schedule",
+		Short: "Plan benchmark rounds from the real routes: every link exercised in few rounds",
+		Long: `schedule reads the fabric's cabling and its switches' forwarding tables, follows
+every pair of host ports' route through them (the directed links each packet
+crosses), and plans rounds of pairs (each node in at most one pair per round,
+both directions measured) that together cross every link host traffic can
+reach: on a fat tree one or two rounds, where the circle method (all pairs,
+what ClusterKit FULL and SuperBench pair-wise run) takes N−1. It prints both
+round counts, how many circle rounds pass before every link has carried
+traffic, and the links no host-to-host route crosses (no benchmark between
+hosts can test those; they are listed, not hidden). It does not run anything.
+
+Inputs, any of them from a file or the live fabric from this node:
+  --fabric FILE   ibnetdiscover output (or an ibsim netlist), or a fabric
+                  snapshot from 'rdmalab fabric scan --output json'
+                  (default: scan the live fabric with infiniband-diags)
+  --routes FILE   forwarding tables: dump_fts (dump_lfts) or ibroute output,
+                  or OpenSM's opensm-lfts.dump (default: run dump_fts)
+With an ibnetdiscover file the two are joined by node description, so
+descriptions must be unique; a snapshot joins by GUID. docs/schedule.md
+describes the formats and the JSON.
+
+--rounds FILE writes the rounds as a round file for other tools (--format
+superbench: one line per round, "i,j;k,l" host indices in node-name order;
+clusterkit: "<round> <node1> <node2>" lines).
+
+Exit codes: 0 planned, 1 host pairs without a route, 2 could not run.`,
+		Example: `  rdmalab bench schedule                                   # the live fabric
+  rdmalab bench schedule --fabric fabric.json --routes opensm-lfts.dump
+  rdmalab bench schedule --fabric ibnetdiscover.txt --routes dump_fts.txt --output json
+  rdmalab bench schedule --fabric fabric.json --routes lfts.txt --rounds cover.txt --format clusterkit`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			var rf schedule.Format
+			if roundsFile != "" {
+				var err error
+				if rf, err = schedule.ParseFormat(format); err != nil {
+					return usageErr("--format: %v", err)
+				}
+			}
+			in.Runner = fabric.Exec{CA: ca, Port: port, Timeout: timeout}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+			defer stop()
+			f, src, err := route.Load(ctx, in)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			res := schedule.Plan(f, src)
+			if roundsFile != "" {
+				if err := writeRoundFile(roundsFile, res.Schedule, rf); err != nil {
+					return usageErr("--rounds %s: %v", roundsFile, err)
+				}
+			}
+			fs := res.Findings()
+			w := cmd.OutOrStdout()
+			if output == "json" {
+				if err := envelope.Write(w, envelope.Schedule, fs, res.Payload); err != nil {
+					return err
+				}
+			} else if err := res.WriteTable(w); err != nil {
+				return err
+			}
+			if check.Failed(fs) {
+				return errFindings
+			}
+			return nil
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&in.FabricFile, "fabric", "", "cabling: ibnetdiscover output or a fabric snapshot (default: scan the live fabric)")
+	fl.StringVar(&in.RoutesFile, "routes", "", "forwarding tables: dump_fts/ibroute output or opensm-lfts.dump (default: run dump_fts)")
+	fl.StringVar(&roundsFile, "rounds", "", "also write the rounds to this round file")
+	fl.StringVar(&format, "format", "superbench", "round file format: superbench or clusterkit")
+	fl.StringVar(&ca, "ca", "", "local HCA to read the live fabric from, e.g. mlx5_0")
+	fl.IntVar(&port, "port", 0, "port of --ca")
+	fl.DurationVar(&timeout, "timeout", 2*time.Minute, "give up on any one diagnostic tool after this long")
+	fl.StringVarP(&output, "output", "o", "table", "table or json")
+	return c
+}
+
+func writeRoundFile(path string, s *schedule.Schedule, f schedule.Format) error {
+	fd, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := schedule.WriteRounds(fd, s, f); err != nil {
+		fd.Close()
+		return err
+	}
+	return fd.Close()
+}

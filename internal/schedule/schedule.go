@@ -1,0 +1,228 @@
+// Package schedule decides which pairs of hosts to measure, round by
+// round, so that every link host traffic can reach carries traffic in as
+// few rounds as possible (a cover schedule computed from the real routes),
+// compares that with the oblivious circle method, localises a degraded
+// link from slow and fast pair verdicts, and reads and writes the round
+// files other tools use (SuperBench's `i,j;k,l`, ClusterKit's
+// `<round> <node1> <node2>`).
+package schedule
+
+import (
+	"slices"
+	"time"
+
+	"github.com/rdmalab/rdmalab/internal/route"
+)
+
+// Pair is two nodes measured against each other, both directions.
+type Pair struct {
+	A string `json:"a"`
+	B string `json:"b"`
+}
+
+// Schedule is rounds of pairs by node name: what a benchmark runner
+// consumes. In a round each node is in at most one pair. Nodes is the host
+// order (SuperBench's indices refer to it).
+type Schedule struct {
+	Nodes  []string `json:"nodes"`
+	Rounds [][]Pair `json:"rounds"`
+}
+
+// IPair is a pair by CA index into route.Fabric.CAs.
+type IPair struct{ A, B int }
+
+// Cover is a cover schedule and what it achieves.
+type Cover struct {
+	Rounds [][]IPair
+	// RoundLinks are, per round, the links its pairs cross (both
+	// directions of every pair), sorted.
+	RoundLinks [][]int
+	// Coverable is how many directed links some pair's path crosses;
+	// Covered how many of them the rounds cross (equal unless a bug).
+	Coverable, Covered int
+	Elapsed            time.Duration
+}
+
+// CoverRounds computes a cover schedule: rounds of disjoint pairs that,
+// measured in both directions, together cross every coverable link. Each
+// round is built greedily, the pair crossing the most links not yet
+// crossed first (exact lazy greedy over a bucket queue: a pair's gain
+// only falls), until no pair with free nodes adds a link.
+func CoverRounds(p *route.Paths) *Cover {
+	start := time.Now()
+	n := p.N
+	covered := make([]bool, len(p.Coverable))
+	remaining := 0
+	for _, c := range p.Coverable {
+		if c {
+			remaining++
+		}
+	}
+	c := &Cover{Coverable: remaining}
+	gain := func(a, b int) int {
+		g := 0
+		for _, l := range p.Path(a, b) {
+			if !covered[l] {
+				g++
+			}
+		}
+		for _, l := range p.Path(b, a) {
+			if !covered[l] {
+				g++
+			}
+		}
+		return g
+	}
+	used := make([]int, n) // round number+1 a node was last used in
+	for round := 1; remaining > 0; round++ {
+		// buckets by gain; a pair is a single int a*n+b, a < b
+		var buckets [][]int32
+		for a := range n {
+			for b := a + 1; b < n; b++ {
+				g := gain(a, b)
+				if g == 0 {
+					continue
+				}
+				for len(buckets) <= g {
+					buckets = append(buckets, nil)
+				}
+				buckets[g] = append(buckets[g], int32(a*n+b))
+			}
+		}
+		var pairs []IPair
+		for g := len(buckets) - 1; g > 0; g-- {
+			for len(buckets[g]) > 0 {
+				last := len(buckets[g]) - 1
+				ab := int(buckets[g][last])
+				buckets[g] = buckets[g][:last]
+				a, b := ab/n, ab%n
+				if used[a] == round || used[b] == round {
+					continue
+				}
+				if now := gain(a, b); now < g {
+					if now > 0 {
+						buckets[now] = append(buckets[now], int32(ab))
+					}
+					continue
+				}
+				used[a], used[b] = round, round
+				pairs = append(pairs, IPair{a, b})
+				for _, path := range [][]int32{p.Path(a, b), p.Path(b, a)} {
+					for _, l := range path {
+						if !covered[l] {
+							covered[l] = true
+							remaining--
+						}
+					}
+				}
+			}
+		}
+		if len(pairs) == 0 {
+			break // cannot happen while a coverable link is left; never loop
+		}
+		slices.SortFunc(pairs, func(x, y IPair) int { return x.A - y.A })
+		c.Rounds = append(c.Rounds, pairs)
+	}
+	for _, r := range c.Rounds {
+		c.RoundLinks = append(c.RoundLinks, RoundLinks(p, r))
+	}
+	c.Covered = c.Coverable - remaining
+	c.Elapsed = time.Since(start)
+	return c
+}
+
+// RoundLinks are the links a round's pairs cross, both directions, sorted.
+func RoundLinks(p *route.Paths, round []IPair) []int {
+	seen := map[int32]bool{}
+	var out []int
+	for _, pr := range round {
+		for _, path := range [][]int32{p.Path(pr.A, pr.B), p.Path(pr.B, pr.A)} {
+			for _, l := range path {
+				if !seen[l] {
+					seen[l] = true
+					out = append(out, int(l))
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Circle is the circle method over n nodes in the given order (indices):
+// one node stays, the others rotate; n even gives n−1 rounds of n/2
+// disjoint pairs, n odd n rounds with one node resting in each. This is
+// what ClusterKit FULL and SuperBench pair-wise run.
+func Circle(order []int) [][]IPair {
+	n := len(order)
+	if n < 2 {
+		return nil
+	}
+	m := n + n%2 // a bye when odd
+	ring := make([]int, m)
+	for i := range ring {
+		ring[i] = i
+	}
+	var rounds [][]IPair
+	for range m - 1 {
+		var round []IPair
+		for i := range m / 2 {
+			a, b := ring[i], ring[m-1-i]
+			if a >= n || b >= n {
+				continue
+			}
+			round = append(round, IPair{order[a], order[b]})
+		}
+		rounds = append(rounds, round)
+		last := ring[m-1]
+		copy(ring[2:], ring[1:m-1])
+		ring[1] = last
+	}
+	return rounds
+}
+
+// CircleRoundsToCover counts the circle method's rounds, in this host
+// order, until every coverable link has carried traffic.
+func CircleRoundsToCover(p *route.Paths, order []int) int {
+	covered := make([]bool, len(p.Coverable))
+	remaining := 0
+	for _, c := range p.Coverable {
+		if c {
+			remaining++
+		}
+	}
+	if remaining == 0 {
+		return 0
+	}
+	for i, round := range Circle(order) {
+		for _, pr := range round {
+			for _, path := range [][]int32{p.Path(pr.A, pr.B), p.Path(pr.B, pr.A)} {
+				for _, l := range path {
+					if !covered[l] {
+						covered[l] = true
+						remaining--
+					}
+				}
+			}
+		}
+		if remaining == 0 {
+			return i + 1
+		}
+	}
+	return -1 // unreachable: all pairs cross every coverable link
+}
+
+// Named turns index rounds into a Schedule by CA name.
+func Named(f *route.Fabric, rounds [][]IPair) *Schedule {
+	s := &Schedule{Nodes: make([]string, len(f.CAs)), Rounds: make([][]Pair, len(rounds))}
+	for i, c := range f.CAs {
+		s.Nodes[i] = c.Name
+	}
+	for i, r := range rounds {
+		s.Rounds[i] = make([]Pair, len(r))
+		for j, pr := range r {
+			s.Rounds[i][j] = Pair{f.CAs[pr.A].Name, f.CAs[pr.B].Name}
+		}
+	}
+	return s
+}
