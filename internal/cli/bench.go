@@ -135,7 +135,7 @@ Exit codes: 0 all pairs healthy, 1 a pair is degraded, broken or failed, 2 could
 	f.StringArrayVar(&perftestArgs, "perftest-arg", nil, "extra perftest argument, repeatable: -s 65536, -a, -q 4, --use_cuda=0 (GPUDirect)")
 	f.StringVar(&rdmalab, "rdmalab", "", "rdmalab binary on the nodes (tcp engine; default: launcher.rdmalab, else this binary)")
 	f.StringVarP(&output, "output", "o", "table", "table or json")
-	c.AddCommand(newBenchAgentCmd())
+	c.AddCommand(newBenchAgentCmd(), newBenchScheduleCmd())
 	return c
 }
 

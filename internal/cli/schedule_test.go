@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -16,30 +14,10 @@ import (
 	"github.com/rdmalab/rdmalab/internal/testhost"
 )
 
-// runBenchSchedule runs the command the way Main does. Until the lead hooks
-// 'bench schedule' under the rewritten bench command, the test registers it.
+// runBenchSchedule runs 'rdmalab bench schedule ARGS'.
 func runBenchSchedule(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	var o, e bytes.Buffer
-	root := newRoot(&o, &e)
-	for _, c := range root.Commands() {
-		if c.Name() == "bench" {
-			c.AddCommand(newBenchScheduleCmd())
-		}
-	}
-	root.SetArgs(append([]string{"bench", "schedule"}, args...))
-	err := root.Execute()
-	var ee *exitError
-	switch {
-	case err == nil:
-		return o.String(), e.String(), ExitOK
-	case errors.As(err, &ee):
-		if ee != errFindings {
-			e.WriteString("rdmalab: " + ee.err.Error() + "\n")
-		}
-		return o.String(), e.String(), ee.code
-	}
-	return o.String(), e.String() + err.Error(), ExitUsage
+	return run(t, append([]string{"bench", "schedule"}, args...)...)
 }
 
 func routeTestdata(name string) string { return filepath.Join("..", "route", "testdata", name) }

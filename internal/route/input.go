@@ -20,12 +20,11 @@ func FromSnapshot(s *fabric.Snapshot, lfts []LFT) (*Fabric, error) {
 		switches[t.Switch] = true
 	}
 	for _, n := range s.Nodes {
-		if n.Type == "Switch" {
-			if g, err := host.ParseGUID(n.GUID); err == nil {
-				switches[g] = true
-			}
+		if n.Type == fabric.Switch && !n.GUID.IsZero() {
+			switches[n.GUID] = true
 		}
 	}
+	names := s.Names()
 	var ports []Port
 	seen := map[PortKey]bool{}
 	add := func(p Port) {
@@ -34,26 +33,31 @@ func FromSnapshot(s *fabric.Snapshot, lfts []LFT) (*Fabric, error) {
 			ports = append(ports, p)
 		}
 	}
-	for _, p := range s.Ports {
+	for i := range s.Ports {
+		p := &s.Ports[i]
 		if !p.Linked() {
 			continue
 		}
-		gs := p.PortGUID
-		if gs == "" {
-			gs = p.NodeGUID
+		// Switch ports by the switch's GUID, CA ports by their own port
+		// GUID: the identities the forwarding tables use.
+		g := p.PortGUID
+		if g.IsZero() || p.NodeType == fabric.Switch {
+			g = p.NodeGUID
 		}
-		g, err := host.ParseGUID(gs)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p.Name(), err)
+		if g.IsZero() {
+			return nil, fmt.Errorf("%s: no GUID", names.PortOf(p))
 		}
-		rg, err := host.ParseGUID(p.Remote.GUID)
-		if err != nil {
-			return nil, fmt.Errorf("%s: far end: %w", p.Name(), err)
+		rg := p.Remote.PortGUID
+		if rg.IsZero() {
+			rg = p.Remote.NodeGUID
 		}
-		sw := p.NodeType == "Switch" || switches[g]
+		if rg.IsZero() {
+			return nil, fmt.Errorf("%s: far end has no GUID", names.PortOf(p))
+		}
+		sw := p.NodeType == fabric.Switch || switches[g]
 		near := PortKey{g, p.Num}
 		far := PortKey{rg, p.Remote.Port}
-		add(Port{Key: near, Node: p.NodeDesc, Switch: sw, LID: p.LID, Remote: far})
+		add(Port{Key: near, Node: names.Node(p.NodeGUID), Switch: sw, LID: p.LID, Remote: far})
 		// a far end the scan did not list is known from this side
 		add(Port{Key: far, Node: p.Remote.NodeDesc, Switch: switches[rg], LID: p.Remote.LID, Remote: near})
 	}
@@ -67,7 +71,7 @@ func FromSnapshot(s *fabric.Snapshot, lfts []LFT) (*Fabric, error) {
 // are not (real fabrics often repeat a switch's factory description), the
 // error says so and a fabric snapshot is the way.
 func FromTopology(t *fabric.Topology, lfts []LFT) (*Fabric, error) {
-	types := map[string]string{}
+	types := map[string]fabric.NodeType{}
 	dupNodes := map[string]bool{}
 	for _, n := range t.Nodes {
 		if _, dup := types[n.Desc]; dup {
@@ -160,7 +164,7 @@ func ScanLFTs(ctx context.Context, r fabric.Runner) ([]LFT, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read forwarding tables: %w", err)
 	}
-	lfts, err := ParseLFTs(bytes.NewReader(out))
+	lfts, err := ParseLFTs(bytes.NewReader(out.Stdout))
 	if err != nil {
 		return nil, err
 	}

@@ -40,12 +40,12 @@ func (s *IBSim) StartRoutingSM(engine string, switches int, timeout time.Duratio
 		b, _ := os.ReadFile(log)
 		if m := configuredRE.FindSubmatch(b); m != nil && bytes.Contains(b, []byte("SUBNET UP")) {
 			if string(m[1]) != engine {
-				s.t.Fatalf("opensm -R %s fell back to %s:\n%s", engine, m[1], tail(string(b), 40))
+				s.t.Fatalf("opensm -R %s fell back to %s:\n%s", engine, m[1], tailLines(string(b), 40))
 			}
 			break
 		}
 		if time.Now().After(deadline) {
-			s.t.Fatalf("opensm -R %s: subnet not up within %s; log:\n%s", engine, timeout, tail(string(b), 40))
+			s.t.Fatalf("opensm -R %s: subnet not up within %s; log:\n%s", engine, timeout, tailLines(string(b), 40))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -63,7 +63,7 @@ func (s *IBSim) StartRoutingSM(engine string, switches int, timeout time.Duratio
 // configuredRE is OpenSM's line saying which engine routed the subnet.
 var configuredRE = regexp.MustCompile(`osm_ucast_mgr_process: (\S+) tables configured on all switches`)
 
-func tail(s string, n int) string {
+func tailLines(s string, n int) string {
 	lines := strings.Split(s, "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
