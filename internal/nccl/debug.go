@@ -36,6 +36,8 @@ type HostLog struct {
 	Channels []Channel         `json:"channels,omitempty"`
 	Warns    []string          `json:"warns,omitempty"`
 	Env      map[string]string `json:"env,omitempty"` // "X set by environment to Y"
+	// InitComplete is set once a rank logged "Init COMPLETE".
+	InitComplete bool `json:"init_complete,omitempty"`
 	// Failures are lines where the test itself stopped ("Test NCCL failure").
 	Failures []string `json:"failures,omitempty"`
 }
@@ -161,6 +163,15 @@ func ParseDebug(b []byte) *DebugLog {
 				hl.GDR = map[string]bool{}
 			}
 			hl.GDR[mm[2]] = mm[1] == "Enabled"
+		case strings.Contains(rest, "Init COMPLETE"):
+			hl.InitComplete = true
+			if mm := commRankRE.FindStringSubmatch(rest); mm != nil {
+				r, _ := strconv.Atoi(mm[1])
+				if hl.Ranks == nil {
+					hl.Ranks = map[string]int{}
+				}
+				hl.Ranks[pid] = r
+			}
 		case strings.Contains(rest, "DMA-BUF is available"):
 			hl.DMABuf = true
 		case channelRE.MatchString(rest):

@@ -43,6 +43,9 @@ type JudgeOptions struct {
 	AllowSocket bool `json:"allow_socket,omitempty"`
 	// GDRExpected is, per host, whether GPUDirect RDMA was predicted on.
 	GDRExpected map[string]bool `json:"gdr_expected,omitempty"`
+	// Nodes is how many nodes the run spanned when the launch knows it;
+	// 0 takes the distinct hosts of the output's rank lines.
+	Nodes int `json:"nodes,omitempty"`
 	// Hosts must each appear in an NCCL_DEBUG log; nil takes them from the
 	// nccl-tests rank lines.
 	Hosts []string `json:"hosts,omitempty"`
@@ -149,6 +152,9 @@ func BusFactor(collective string, n int) (float64, bool) {
 // large-message busbw plateau against what the NICs carry.
 func JudgeTests(subject string, r *TestRun, opt JudgeOptions) ([]check.Finding, RunSummary) {
 	s := RunSummary{TestRun: r, Nodes: len(r.Hosts())}
+	if opt.Nodes > 0 {
+		s.Nodes = opt.Nodes
+	}
 	if opt.Collective != "" {
 		r.Collective = opt.Collective
 	}
@@ -252,7 +258,7 @@ func JudgeTests(subject string, r *TestRun, opt JudgeOptions) ([]check.Finding, 
 		add("nccl.tests.busbw", check.Unknown, fmt.Sprintf("single rank: nothing crosses a link (busbw %.2f GB/s by definition), so this says nothing about the fabric", plateau))
 		return fs, s
 	case s.Nodes == 1:
-		add("nccl.tests.busbw", check.Unknown, fmt.Sprintf("one node (%s): traffic stays on NVLink/PCIe, not the network; plateau busbw %.2f GB/s", r.Hosts()[0], plateau),
+		add("nccl.tests.busbw", check.Unknown, fmt.Sprintf("one node (%s): traffic stays on NVLink/PCIe, not the network; plateau busbw %.2f GB/s", strings.Join(r.Hosts(), ","), plateau),
 			ev("busbw plateau", fmt.Sprintf("%.2f GB/s", plateau)), ev("factor", expl))
 		return fs, s
 	case s.Nodes == 0:

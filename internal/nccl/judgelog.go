@@ -22,7 +22,7 @@ func (d *DebugLog) informative() bool {
 
 func (h *HostLog) said() bool {
 	return len(h.NetIB) > 0 || len(h.Networks) > 0 || len(h.Plugins) > 0 || len(h.Channels) > 0 || len(h.GDR) > 0 ||
-		len(h.Warns) > 0 || h.Bootstrap != "" || len(h.Failures) > 0 || len(h.NCCLVersions) > 0 || len(h.Env) > 0
+		len(h.Warns) > 0 || h.InitComplete || h.Bootstrap != "" || len(h.Failures) > 0 || len(h.NCCLVersions) > 0 || len(h.Env) > 0
 }
 
 // JudgeDebug judges an NCCL_DEBUG log per host: which network NCCL chose,
