@@ -84,6 +84,8 @@ var (
 	pluginInitRE = regexp.MustCompile(`Initialized NET plugin (.+?)\s*$`)
 	p2pPluginRE  = regexp.MustCompile(`P2P plugin (\S+)`)
 	warnRE       = regexp.MustCompile(`NCCL WARN (.*)$`)
+	// "host: Test NCCL failure common.cu:958 '…'" (nccl-tests aborting)
+	testFailureRE = regexp.MustCompile(`^[^\s:]+: Test NCCL failure`)
 )
 
 // HasNCCLLines reports whether b holds NCCL_DEBUG lines.
@@ -110,7 +112,7 @@ func ParseDebug(b []byte) *DebugLog {
 	for sc.Scan() {
 		line, _ := StripMPIPrefix(sc.Text())
 		line = strings.TrimSpace(line)
-		if strings.Contains(line, "Test NCCL failure") {
+		if testFailureRE.MatchString(line) {
 			h, _, _ := strings.Cut(line, ":")
 			hl := get(h)
 			hl.Failures = append(hl.Failures, line)

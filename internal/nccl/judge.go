@@ -51,11 +51,24 @@ type JudgeOptions struct {
 	Hosts []string `json:"hosts,omitempty"`
 }
 
-// Sniff reports whether b is nccl-tests output or an NCCL_DEBUG log.
+// Sniff reports whether b is nccl-tests output or an NCCL_DEBUG log: a
+// run header, the JSON marker, or a line in NCCL's host:pid:tid [dev]
+// form (text that merely mentions NCCL is not).
 func Sniff(b []byte) bool {
-	return bytes.Contains(b, []byte("nccl-tests structured output")) ||
-		bytes.Contains(b, []byte("# nThread ")) || bytes.Contains(b, []byte("# Collective test starting")) ||
-		HasNCCLLines(b) || bytes.Contains(b, []byte("Test NCCL failure"))
+	if bytes.Contains(b, []byte(`"nccl-tests structured output"`)) {
+		return true
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		t, _ := StripMPIPrefix(line)
+		t = strings.TrimSpace(t)
+		switch {
+		case nthreadRE.MatchString(t), collStartRE.MatchString(t), testFailureRE.MatchString(t):
+			return true
+		case ncclLineRE.MatchString(t) && (strings.Contains(t, " NCCL INFO ") || strings.Contains(t, " NCCL WARN ")):
+			return true
+		}
+	}
+	return false
 }
 
 // FileResult is the payload of a judged file.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -96,12 +97,19 @@ launcher:
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The timeout must outlast a healthy launch: time one ssh login (a
+	// shell whose rc files are slow makes every rank slow to start).
+	login := time.Now()
+	if out, err := exec.Command("ssh", c.SSHArgs(c.Addrs[0], "true")...).CombinedOutput(); err != nil {
+		t.Fatalf("ssh: %v %s", err, out)
+	}
+	timeout := 8*time.Second + 3*time.Since(login)
 	var results, prog bytes.Buffer
 	start := time.Now()
 	rs, err := Run(context.Background(), RunOptions{Cluster: cl, NodeCounts: []int{3, 2}, Tests: []string{filepath.Join(bin, "all_reduce_perf")},
-		Timeout: 8 * time.Second, Dir: filepath.Join(c.Dir, "runs"), Launcher: l, Results: &results, Progress: &prog,
+		Timeout: timeout, Dir: filepath.Join(c.Dir, "runs"), Launcher: l, Results: &results, Progress: &prog,
 		Judge: JudgeOptions{NIC: cl.Link, RailsPerNode: 1, NICSource: "cluster file"}})
-	t.Logf("%.1fs\n%s", time.Since(start).Seconds(), prog.String())
+	t.Logf("%.1fs (timeout %s)\n%s", time.Since(start).Seconds(), timeout, prog.String())
 	for _, r := range rs {
 		t.Logf("%s on %d nodes:\n%s", r.Test, r.NodeCount, dump(r.Findings))
 	}
@@ -117,7 +125,7 @@ launcher:
 		})
 	}
 	hung := rs[0]
-	if !hung.TimedOut || hung.Seconds > 20 || !has(hung, "nccl.run.timeout", check.Fail, "", "n3 never logged NCCL Init COMPLETE") {
+	if !hung.TimedOut || hung.Seconds > timeout.Seconds()+10 || !has(hung, "nccl.run.timeout", check.Fail, "", "n3 never logged NCCL Init COMPLETE") {
 		log, _ := os.ReadFile(hung.Log)
 		t.Errorf("3-node run: timed out %v after %.1fs\n%s\nlog:\n%s", hung.TimedOut, hung.Seconds, dump(hung.Findings), log)
 	}
