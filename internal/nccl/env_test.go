@@ -2,6 +2,7 @@ package nccl
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -80,5 +81,27 @@ func TestEnvSeed000AndFleetDiffer(t *testing.T) {
 	if !slices.Contains(env.Differ, "NCCL_IB_HCA") || !slices.Contains(env.Differ, "NCCL_IB_GID_INDEX") ||
 		!slices.ContainsFunc(fs, func(f check.Finding) bool { return f.Check == "nccl.env.differ" }) {
 		t.Errorf("differ %v\n%s", env.Differ, dump(fs))
+	}
+}
+
+// TestResultsLineInDocs: the results line docs/nccl.md shows is a RunResult.
+func TestResultsLineInDocs(t *testing.T) {
+	b, err := os.ReadFile("../../docs/nccl.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "```json\n")
+	if !ok {
+		t.Fatal("no json example in docs/nccl.md")
+	}
+	line, _, _ := strings.Cut(rest, "\n")
+	var r RunResult
+	dec := json.NewDecoder(strings.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		t.Fatal(err)
+	}
+	if r.NodeCount != 2 || len(r.Findings) != 2 || r.Run == nil || r.Run.PlateauBusbwGBps != 9.68 {
+		t.Errorf("%+v", r)
 	}
 }

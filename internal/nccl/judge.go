@@ -296,7 +296,8 @@ func JudgeTests(subject string, r *TestRun, opt JudgeOptions) ([]check.Finding, 
 		evs = append(evs, ev("factor", expl))
 	}
 	frac := plateau / ceiling
-	if peak > 0 && plateau < 0.8*peak {
+	fell := peak > 0 && plateau < 0.8*peak
+	if fell {
 		evs = append(evs, ev("peak busbw before the fall", fmt.Sprintf("%.2f GB/s at %s (%.0f%% of the ceiling)", peak, humanBytes(peakAt), 100*peak/ceiling)))
 	}
 	switch {
@@ -313,6 +314,10 @@ func JudgeTests(subject string, r *TestRun, opt JudgeOptions) ([]check.Finding, 
 		add("nccl.tests.busbw", check.Pass, fmt.Sprintf("busbw plateau %.2f GB/s is %.0f%% of the NIC ceiling %.1f GB/s", plateau, 100*frac, ceiling), evs...)
 	case frac >= DegradedFraction:
 		add("nccl.tests.busbw", check.Warn, fmt.Sprintf("busbw plateau %.2f GB/s is %.0f%% of the NIC ceiling %.1f GB/s (healthy ≥ %.0f%%): a slow rail, GPUDirect off on some ranks, or congestion", plateau, 100*frac, ceiling, 100*HealthyFraction), evs...)
+	case fell && peak/ceiling >= HealthyFraction:
+		// the path carried line rate at smaller sizes: it is RDMA, and the fall is the problem
+		add("nccl.tests.busbw", check.Fail, fmt.Sprintf("busbw at the largest sizes %.2f GB/s is %.0f%% of the NIC ceiling %.1f GB/s, after reaching %.0f%% at %s: the path is RDMA, the fall at large sizes is the fault (see nccl.tests.plateau)",
+			plateau, 100*frac, ceiling, 100*peak/ceiling, humanBytes(peakAt)), evs...)
 	default:
 		f := add("nccl.tests.busbw", check.Fail, fmt.Sprintf("busbw plateau %.2f GB/s is %.0f%% of the NIC ceiling %.1f GB/s: RDMA is likely not used (NET/Socket) or GPUDirect is off", plateau, 100*frac, ceiling), evs...)
 		f.Fix = []string{"rerun with NCCL_DEBUG=INFO and look for NET/Socket or a channel without /GDRDMA (rdmalab judge the log)"}

@@ -69,7 +69,7 @@ func TestJudgeEveryCapturedFile(t *testing.T) {
 		"nccl-debug/nccl-tests-issue-350_A100-2node_mixed-RoCE-IB_NCCL-TRACE_gather_perf_NO-AVG-LINE.log": {opt: hdr200, worst: check.Fail, rows: 85, wants: []want{
 			{"nccl.tests.complete", check.Fail, "", "without \"concluded\""},
 			{"nccl.tests.plateau", check.Warn, "", "falls at large sizes: 20.87 GB/s at 256 MiB"},
-			{"nccl.tests.busbw", check.Fail, "", "10.76 GB/s is 43% of the NIC ceiling 24.8 GB/s"},
+			{"nccl.tests.busbw", check.Fail, "", "10.76 GB/s is 43% of the NIC ceiling 24.8 GB/s, after reaching 84% at 256 MiB: the path is RDMA"},
 			{"nccl.log.network", check.Pass, "n013", "mlx5_0:1/RoCE mlx5_2:1/IB"},
 			{"nccl.log.mixed-layers", check.Warn, "n013", "IB: mlx5_2; RoCE: mlx5_0"},
 			{"nccl.log.gdr", check.Pass, "n013", "6 channel(s) via /GDRDMA"},
