@@ -95,20 +95,27 @@ func (r *TestRun) Hosts() []string {
 	return out
 }
 
-// ompiPrefix is what `mpirun --tag-output` puts before each line.
-var ompiPrefix = regexp.MustCompile(`^\[\d+,\d+\]<std(?:out|err)>:\s?`)
+// ompiTag is what `mpirun --tag-output` puts before each line. Open MPI
+// tags each chunk it forwards, so a line that straddles two chunks carries
+// a second tag in its middle: "… 7.96 [1,0]<stdout>:     0 …".
+var ompiTag = regexp.MustCompile(`\[\d+,\d+\]<std(?:out|err)>:`)
 
-// StripMPIPrefix removes an Open MPI --tag-output prefix and returns the
-// rank it named (-1 when none).
+// StripMPIPrefix removes Open MPI --tag-output tags (at the start and,
+// where a chunk boundary put one, inside the line) and returns the rank
+// the first one named (-1 when none).
 func StripMPIPrefix(line string) (string, int) {
-	m := ompiPrefix.FindString(line)
-	if m == "" {
+	loc := ompiTag.FindStringIndex(line)
+	if loc == nil {
 		return line, -1
 	}
-	_, r, _ := strings.Cut(strings.TrimPrefix(m, "["), ",")
+	tag := line[loc[0]:loc[1]]
+	_, r, _ := strings.Cut(strings.TrimPrefix(tag, "["), ",")
 	r, _, _ = strings.Cut(r, "]")
-	n, _ := strconv.Atoi(r)
-	return line[len(m):], n
+	n, err := strconv.Atoi(r)
+	if err != nil || loc[0] != 0 {
+		n = -1
+	}
+	return ompiTag.ReplaceAllString(line, ""), n
 }
 
 var (
@@ -126,6 +133,9 @@ var (
 // output) and returns its runs in order. Lines that belong to neither are
 // skipped: nccl-tests output is always mixed with launcher and NCCL noise.
 func ParseTests(b []byte) []*TestRun {
+	if bytes.Contains(b, []byte(`"nccl-tests structured output"`)) {
+		b = ompiTag.ReplaceAll(b, nil) // JSON is not line-based: untag it whole
+	}
 	if i := bytes.Index(b, []byte(`"nccl-tests structured output"`)); i >= 0 {
 		if j := bytes.LastIndexByte(b[:i], '{'); j >= 0 {
 			return []*TestRun{parseJSON(b[j:], string(b[:j]))}
