@@ -248,6 +248,9 @@ run, 130 interrupted.`,
 				}
 				env, _ := nccl.MakeEnv(hosts)
 				vars = env.Common
+				if len(env.Differ) > 0 {
+					fmt.Fprintf(cmd.ErrOrStderr(), "rdmalab: %s differ between the snapshots and are not passed (see rdmalab nccl env)\n", strings.Join(env.Differ, ", "))
+				}
 			}
 			for _, kv := range o.env {
 				k, v, ok := strings.Cut(kv, "=")

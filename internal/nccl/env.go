@@ -54,9 +54,12 @@ func MakeEnv(snaps []*host.Snapshot) (Env, []check.Finding) {
 			finding("nccl.env.socket-ifname", check.Warn, "NCCL_SOCKET_IFNAME", hp.SocketIfReason).Fix =
 				[]string{"export NCCL_SOCKET_IFNAME==<management interface>"}
 		}
-		if len(hp.Rails) == 0 {
-			finding("nccl.env.rails", check.Fail, "NCCL_IB_HCA", "no active RDMA port near any GPU: NCCL would use NET/Socket")
-		} else {
+		switch {
+		case len(hp.GPUs) == 0:
+			finding("nccl.env.rails", check.Unknown, "GPUs", "no GPU in this host's snapshot: there is nothing for NCCL to place (is the NVIDIA driver bound?)")
+		case len(hp.Rails) == 0:
+			finding("nccl.env.rails", check.Fail, "NCCL_IB_HCA", "no active RDMA port on this host: NCCL would use NET/Socket between nodes")
+		default:
 			var hcas []string
 			for _, p := range hp.GPUs {
 				h := fmt.Sprintf("%s:%d", p.Rail, p.RailPort)

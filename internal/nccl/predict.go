@@ -274,7 +274,10 @@ func socketIf(s *host.Snapshot) (string, string) {
 		}
 		cands = append(cands, n)
 	}
-	slices.SortStableFunc(cands, func(a, b host.NetDev) int { return boolInt(a.PCIAddress == "") - boolInt(b.PCIAddress == "") })
+	// a physical NIC before bridges, veths and tunnels, which are then not offered
+	if slices.ContainsFunc(cands, func(n host.NetDev) bool { return n.PCIAddress != "" }) {
+		cands = slices.DeleteFunc(cands, func(n host.NetDev) bool { return n.PCIAddress == "" })
+	}
 	if len(cands) == 0 {
 		return "", "no interface is up outside the RDMA ports: NCCL would bootstrap over the fabric (or fail); give the nodes a management NIC or name one explicitly"
 	}

@@ -125,6 +125,12 @@ launcher:
 		})
 	}
 	hung := rs[0]
+	// every row of rank 0's table arrives, whatever Open MPI's chunking
+	for _, r := range rs {
+		if r.Run == nil || len(r.Run.Rows) != 27 {
+			t.Errorf("%d nodes: table rows lost: %+v", r.NodeCount, r.Run)
+		}
+	}
 	if !hung.TimedOut || hung.Seconds > timeout.Seconds()+10 || !has(hung, "nccl.run.timeout", check.Fail, "", "n3 never logged NCCL Init COMPLETE") {
 		log, _ := os.ReadFile(hung.Log)
 		t.Errorf("3-node run: timed out %v after %.1fs\n%s\nlog:\n%s", hung.TimedOut, hung.Seconds, dump(hung.Findings), log)
