@@ -340,3 +340,24 @@ func TestOpenMPIChunkTag(t *testing.T) {
 		t.Fatalf("%d runs, rows %d, stray %d", len(runs), len(runs[0].Rows), runs[0].StrayLines)
 	}
 }
+
+// TestTwoRunsInOneFile: a file holding two runs (a healthy and a degraded
+// one, as people paste them) yields two runs judged apart.
+func TestTwoRunsInOneFile(t *testing.T) {
+	d := testhost.SharedTestdata(t)
+	a, _ := os.ReadFile(filepath.Join(d, "nccl-tests/rtx3090-inc/2node-2gpu-2nic_NO-INC_rdma-mtu1024.txt"))
+	b, _ := os.ReadFile(filepath.Join(d, "nccl-tests/rtx3090-inc/2node-2gpu-2nic_INC_rdma-mtu256_WRONG-108-FAILED.txt"))
+	fs, p, err := JudgeFile("two.txt", append(a, b...), JudgeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := p.(*FileResult).Runs
+	if len(runs) != 2 || len(runs[0].Rows) != 27 || len(runs[1].Rows) != 27 {
+		t.Fatalf("%d runs", len(runs))
+	}
+	if !slices.ContainsFunc(fs, func(f check.Finding) bool {
+		return f.Subject == "two.txt run 2" && f.Check == "nccl.tests.correctness" && f.Outcome == check.Fail
+	}) || slices.ContainsFunc(fs, func(f check.Finding) bool { return f.Subject == "two.txt run 1" && f.Outcome == check.Fail }) {
+		t.Errorf("%s", dump(fs))
+	}
+}
