@@ -29,6 +29,9 @@ environment that makes it so (env); runs nccl-tests on 2, 4, 8 … nodes of a
 cluster file through Open MPI's mpirun and judges every run (run); and judges
 saved nccl-tests output and NCCL_DEBUG logs (judge). docs/nccl.md walks
 through seed 001's bring-up with these commands.`,
+		Example: `  rdmalab nccl env --snapshot example:hgx-h200
+  rdmalab nccl run --cluster cluster.yaml --gpus-per-node 8 --rails 8 --snapshot node1.json
+  rdmalab nccl judge all_reduce.log --nic-rate "4X NDR" --rails 8 --algo Ring`,
 	}
 	c.AddCommand(newNCCLEnvCmd(), newNCCLJudgeCmd(), newNCCLRunCmd())
 	return c
