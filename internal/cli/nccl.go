@@ -244,6 +244,7 @@ run, 130 interrupted.`,
 				return usageErr("cluster %v", err)
 			}
 			var vars []nccl.Var
+			judge := nccl.JudgeOptions{NIC: cl.Link, RailsPerNode: o.rails, NICSource: "cluster file " + o.cluster}
 			if len(in.snapshots) > 0 {
 				hosts, err := in.load()
 				if err != nil {
@@ -251,6 +252,12 @@ run, 130 interrupted.`,
 				}
 				env, _ := nccl.MakeEnv(hosts)
 				vars = env.Common
+				var rails int
+				judge.GDRExpected, rails = env.Expectations()
+				if !cmd.Flags().Changed("rails") && rails > 0 {
+					judge.RailsPerNode = rails
+					judge.NICSource += fmt.Sprintf(", %d rails from the snapshots", rails)
+				}
 				if len(env.Differ) > 0 {
 					fmt.Fprintf(cmd.ErrOrStderr(), "rdmalab: %s differ between the snapshots and are not passed (see rdmalab nccl env)\n", strings.Join(env.Differ, ", "))
 				}
@@ -286,7 +293,7 @@ run, 130 interrupted.`,
 			defer stop()
 			rs, err := nccl.Run(ctx, nccl.RunOptions{Cluster: cl, NodeCounts: o.nodes, Tests: o.tests, TestArgs: o.testArgs,
 				RanksPerNode: o.ranks, Env: vars, Timeout: o.timeout, Dir: dir, Launcher: l, Results: rf, Progress: cmd.ErrOrStderr(),
-				Judge: nccl.JudgeOptions{NIC: cl.Link, RailsPerNode: o.rails, NICSource: "cluster file " + o.cluster}})
+				Judge: judge})
 			if errors.Is(err, context.Canceled) {
 				return &exitError{code: 130, err: errors.New("interrupted; finished runs are in " + results)}
 			}
@@ -314,7 +321,7 @@ run, 130 interrupted.`,
 	f.StringArrayVar(&o.mpiArgs, "mpi-arg", nil, "extra mpirun argument, repeatable (e.g. --mpi-arg=--mca --mpi-arg=oob_tcp_if_include --mpi-arg=eno1)")
 	f.StringArrayVar(&o.env, "env", nil, "NAME=VALUE for every rank, repeatable (after the --snapshot environment)")
 	f.IntVar(&o.ranks, "gpus-per-node", 1, "ranks per node (one per GPU, nccl-tests -g 1)")
-	f.IntVar(&o.rails, "rails", 1, "NICs per node for the busbw expectation")
+	f.IntVar(&o.rails, "rails", 1, "NICs per node for the busbw expectation (default: the snapshots' rail count, else 1)")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "per run; the whole launch and every rank are killed after it")
 	f.StringVar(&o.results, "results", "", "JSON-lines results file, appended as runs finish (default DIR/results.jsonl)")
 	f.StringVar(&o.dir, "dir", "", "where raw logs go (default nccl-runs-<time>)")

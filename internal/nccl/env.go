@@ -204,3 +204,21 @@ func WriteEnv(w io.Writer, env Env) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// Expectations are what the judge takes from the prediction: per host,
+// whether GPUDirect RDMA should show in its log (every GPU predicted on),
+// and the fewest rails any node has (the busbw expectation).
+func (e Env) Expectations() (gdr map[string]bool, rails int) {
+	gdr = map[string]bool{}
+	for i, n := range e.Nodes {
+		on := len(n.Prediction.GPUs) > 0
+		for _, p := range n.Prediction.GPUs {
+			on = on && p.GDR
+		}
+		gdr[n.Host] = on
+		if i == 0 || len(n.Prediction.Rails) < rails {
+			rails = len(n.Prediction.Rails)
+		}
+	}
+	return gdr, rails
+}

@@ -105,3 +105,11 @@ func TestResultsLineInDocs(t *testing.T) {
 		t.Errorf("%+v", r)
 	}
 }
+
+func TestExpectations(t *testing.T) {
+	env, _ := MakeEnv([]*host.Snapshot{load(t, "hgx-h200"), load(t, "seed000-epyc")})
+	gdr, rails := env.Expectations()
+	if !gdr["hgx-h200-01"] || gdr["epyc-lab"] || rails != 2 {
+		t.Errorf("%v %d", gdr, rails)
+	}
+}
