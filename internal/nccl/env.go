@@ -72,7 +72,7 @@ func MakeEnv(snaps []*host.Snapshot) (Env, []check.Finding) {
 		if hp.Layer == "Ethernet" {
 			if hp.GIDIndex != nil {
 				g := hp.GIDByRail[hp.Rails[0]]
-				add("NCCL_IB_GID_INDEX", fmt.Sprint(*hp.GIDIndex), fmt.Sprintf("the RoCE v2 IPv4 GID NCCL picks on every rail (%s %s on %s)", g.Type, g.GID, hp.Rails[0]))
+				add("NCCL_IB_GID_INDEX", fmt.Sprint(*hp.GIDIndex), fmt.Sprintf("the RoCE v2 IPv4 GID on every rail (%s %s on %s): NCCL ≥ 2.21 picks it by itself, older NCCL takes index 0 unless told", g.Type, g.GID, hp.Rails[0]))
 			} else {
 				finding("nccl.env.gid-index", check.Warn, "NCCL_IB_GID_INDEX", "the rails' RoCE v2 GID index differs: leave NCCL_IB_GID_INDEX unset (NCCL ≥ 2.21 picks per device) or fix the GID tables")
 			}
