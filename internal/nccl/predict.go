@@ -384,3 +384,24 @@ func JudgeGPUDirect(hostGbps, cudaGbps float64, pred Prediction) check.Finding {
 	}
 	return f
 }
+
+// ReadinessCatalog describes every check Readiness can emit, for doctor's
+// catalog (docs/checks.md). gpudirect.memory says what hostcheck's
+// gpudirect.peermem says; a doctor wiring both should keep one.
+var ReadinessCatalog = []check.Entry{
+	{ID: "gpudirect.memory", Title: "The NIC can reach GPU memory (nvidia-peermem or DMA-BUF)",
+		Why:    "Without peer memory or DMA-BUF every GPU↔NIC transfer stages through host memory, often 5× slower.",
+		Source: "seed 001, seed 003; NCCL (net_ib GDR support check)", Fix: "modprobe nvidia-peermem"},
+	{ID: "gpudirect.path", Title: "Each GPU has a rail NIC within NCCL's GDR level (PIX or PXB)",
+		Why:    "NCCL uses GPUDirect RDMA only when GPU and NIC are no farther apart than NCCL_NET_GDR_LEVEL (default PXB); SYS also crosses sockets.",
+		Source: "seed 002, seed 004; NCCL NCCL_NET_GDR_LEVEL", Fix: "put a NIC under the GPU's PCIe switch or root complex"},
+	{ID: "gpudirect.acs", Title: "ACS does not redirect peer traffic between GPU and NIC",
+		Why:    "ACS redirect on the bridges between them sends peer requests up to the root complex: GPUDirect slows or fails. Not readable without root, so named, not assumed.",
+		Source: "seed 003, seed 004", Fix: "lspci -vvv -s <bridge> | grep ACSCtl; clear ReqRedir/CmpltRedir (setpci) or disable ACS in the BIOS"},
+	{ID: "gpudirect.ats", Title: "ATS on the rail NIC",
+		Why:    "With ACS on, peer traffic goes direct only with Address Translation Services on the NIC. Not in a snapshot, so named, not assumed.",
+		Source: "seed 003, seed 004", Fix: "mlxconfig -d <pci> set ATS_ENABLED=true"},
+	{ID: "gpudirect.iommu", Title: "The IOMMU does not translate peer traffic (iommu=pt or off)",
+		Why:    "A translating IOMMU sends GPU↔NIC DMA through the root complex unless ACS/ATS are set up.",
+		Source: "seed 003", Fix: "add iommu=pt to the kernel command line (bare metal)"},
+}

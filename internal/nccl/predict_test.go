@@ -109,6 +109,11 @@ func TestReadiness(t *testing.T) {
 	if c["gpudirect.iommu"] != nil {
 		t.Error("iommu=pt host warned")
 	}
+	for _, f := range fs {
+		if !slices.ContainsFunc(ReadinessCatalog, func(e check.Entry) bool { return e.ID == f.Check }) {
+			t.Errorf("%s is not in ReadinessCatalog", f.Check)
+		}
+	}
 	fs = Readiness(load(t, "seed000-epyc"))
 	if !slices.ContainsFunc(fs, func(f check.Finding) bool {
 		return f.Check == "gpudirect.path" && f.Outcome == check.Fail && strings.Contains(f.Message, "SYS")
