@@ -183,7 +183,6 @@ func emitFabric(m *emitter, r fabricResult) {
 	for t, n := range types {
 		m.gauge(fabricNodesDesc, float64(n), string(t))
 	}
-	names := s.Names()
 	type key struct {
 		guid host.GUID
 		port int
@@ -209,14 +208,16 @@ func emitFabric(m *emitter, r fabricResult) {
 		if p.State == fabric.Active {
 			active = 1
 		}
-		guid, name := p.NodeGUID.String(), names.Node(p.NodeGUID)
+		// The guid label keeps nodes that share a description apart; the
+		// name is the description as the fabric reports it.
+		guid, name := p.NodeGUID.String(), p.NodeDesc
 		m.gauge(fabricStateDesc, active, guid, name, port, string(p.State))
 		if p.RateGbps > 0 {
 			m.gauge(fabricRateDesc, linkrate.BytesPerSecond(p.RateGbps), guid, name, port)
 		}
 		rg, rn, rp := "", "", ""
 		if p.Remote != nil {
-			rg, rn, rp = p.Remote.NodeGUID.String(), names.Node(p.Remote.NodeGUID), strconv.Itoa(p.Remote.Port)
+			rg, rn, rp = p.Remote.NodeGUID.String(), p.Remote.NodeDesc, strconv.Itoa(p.Remote.Port)
 			if p.Remote.NodeGUID.IsZero() {
 				rg, rn = p.Remote.PortGUID.String(), p.Remote.NodeDesc
 			}
@@ -244,13 +245,13 @@ func emitFabric(m *emitter, r fabricResult) {
 		for n, v := range p.Counters {
 			vals[n] = v
 		}
-		emitFabricCounters(m, p, names, vals)
+		emitFabricCounters(m, p, vals)
 	}
 	// Ports with errors but no data line (the second query failed).
 	for i := range s.Ports {
 		if p := &s.Ports[i]; p.Counters != nil && !counted[p] {
 			counted[p] = true
-			emitFabricCounters(m, p, names, p.Counters)
+			emitFabricCounters(m, p, p.Counters)
 		}
 	}
 	for _, sm := range s.SMs {
@@ -259,8 +260,8 @@ func emitFabric(m *emitter, r fabricResult) {
 	emitFindings(m, "fabric", r.findings)
 }
 
-func emitFabricCounters(m *emitter, p *fabric.Port, names *fabric.Names, vals map[string]uint64) {
-	port, guid, name := strconv.Itoa(p.Num), p.NodeGUID.String(), names.Node(p.NodeGUID)
+func emitFabricCounters(m *emitter, p *fabric.Port, vals map[string]uint64) {
+	port, guid, name := strconv.Itoa(p.Num), p.NodeGUID.String(), p.NodeDesc
 	for n, v := range vals {
 		c, ok := counters.ByPMA(n)
 		if !ok {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/gpudirect"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
 )
@@ -289,6 +290,7 @@ func Doctor(all []*host.Snapshot, opt Options) []check.Finding {
 	var fs []check.Finding
 	for _, h := range hosts {
 		fs = append(fs, Run(h, opt)...)
+		fs = append(fs, gpudirect.Readiness(h)...)
 	}
 	fs = append(fs, RunDeltas(all)...)
 	fs = append(fs, RunFleet(all)...)
@@ -302,6 +304,7 @@ func Catalog() []check.Entry {
 	for _, r := range Rules {
 		out = append(out, r.Entry)
 	}
+	out = append(out, gpudirect.ReadinessCatalog...)
 	out = append(out, RisingEntry)
 	for _, k := range FleetRules {
 		out = append(out, k.Entry)

@@ -99,17 +99,20 @@ func TestDoctorOnEveryCapture(t *testing.T) {
 	}
 }
 
-// The seed machines are healthy. The HGX host has nothing to report; the
-// other two say only what is true of their layout.
+// The seed machines are healthy. The HGX host fails and warns nothing:
+// what it cannot prove from a snapshot is ACS on its PCIe switches and ATS
+// on its NICs (root-only config space), one unknown each. The other two say
+// only what is true of their layout.
 func TestHealthySeeds(t *testing.T) {
 	want := map[string]map[string]int{
-		"hgx-h200": {},
+		"hgx-h200": {"unknown gpudirect.acs": 1, "unknown gpudirect.ats": 1},
 		// GPUs on NUMA nodes 0-1, NICs on 2-3 (as the article builds it):
-		// GPUDirect crosses host bridges; inbox mlx5 shows no ECN state.
-		"seed000-epyc": {"warn affinity.gpu-nic": 2, "unknown roce.ecn": 4},
+		// GPUDirect crosses host bridges (so NCCL will not use it); inbox
+		// mlx5 shows no ECN state.
+		"seed000-epyc": {"warn affinity.gpu-nic": 2, "warn gpudirect.path": 2, "unknown roce.ecn": 4},
 		// The T4 sits on the other socket; the EDR MCX455A runs at QDR on
 		// the lab's QDR switch (seeds 002/003).
-		"r730-qdr": {"warn affinity.gpu-nic": 1, "warn port.rate.below-nic-max": 1},
+		"r730-qdr": {"warn affinity.gpu-nic": 1, "warn gpudirect.path": 1, "warn port.rate.below-nic-max": 1},
 	}
 	for name, mk := range testhost.Seeds() {
 		fs := Doctor([]*host.Snapshot{tree(t, mk(), nil)}, Options{})
@@ -213,7 +216,7 @@ func unusedPort(t *testing.T) *host.Snapshot {
 func TestUnusedPortIsNotAFailure(t *testing.T) {
 	s := unusedPort(t)
 	// What the healthy seed000 reports, less the ECN of the port now down.
-	healthy := fmt.Sprint(map[string]int{"warn affinity.gpu-nic": 2, "unknown roce.ecn": 3})
+	healthy := fmt.Sprint(map[string]int{"warn affinity.gpu-nic": 2, "warn gpudirect.path": 2, "unknown roce.ecn": 3})
 	fs := Doctor([]*host.Snapshot{s}, Options{})
 	if got := notPassing(fs); fmt.Sprint(got) != healthy {
 		t.Errorf("uncabled spare port: %v", got)

@@ -175,7 +175,7 @@ func (c *collector) gpudirect() {
 	switch {
 	case k.HasModule("nvidia_peermem") || c.fs.Exists("/sys/module/nvidia_peermem/version"):
 		k.GPUDirect.PeerMem = "nvidia_peermem"
-	case k.HasModule("nv_peer_mem") || c.fs.Exists("/sys/kernel/mm/memory_peers/nv_mem/version"):
+	case k.HasModule("nv_peer_mem") || c.fs.Exists("/sys/kernel/mm/memory_peers/nv_mem/version") || c.fs.Exists("/sys/kernel/mm/memory_peers/nv_mem_nc/version"):
 		k.GPUDirect.PeerMem = "nv_peer_mem"
 	}
 	if s, ok := c.str("kernel", "/proc/driver/nvidia/version"); ok {

@@ -15,6 +15,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/fabric"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
+	"github.com/rdmalab/rdmalab/internal/nccl"
 )
 
 // Options are what saved outputs are judged against.
@@ -44,6 +45,7 @@ type Format struct {
 
 // Formats is the registry, most specific first.
 var Formats = []Format{
+	{"nccl-tests / NCCL_DEBUG", nccl.Sniff, judgeNCCL},
 	{"ibv_devinfo", sniffDevinfo, judgeDevinfo},
 	{"ibstatus", sniffIBStatus, judgeIBStatus},
 	{"ibstat", sniffIBStat, judgeIBStat},
@@ -52,6 +54,21 @@ var Formats = []Format{
 	{"iblinkinfo", sniffLinkInfo, judgeLinkInfo},
 	{"ibnetdiscover", sniffTopology, judgeTopology},
 	{"ibnetdiscover -p", sniffPorts, judgePorts},
+}
+
+// judgeNCCL judges nccl-tests output and NCCL_DEBUG logs; with
+// --expect-rate, busbw is judged against what one such NIC carries.
+func judgeNCCL(name string, b []byte, opt Options) ([]check.Finding, any, error) {
+	var o nccl.JudgeOptions
+	if opt.ExpectRate != nil {
+		layer := opt.ExpectLayer
+		if layer == "" {
+			layer = linkrate.InfiniBand
+		}
+		o.NIC = linkrate.Link{Layer: layer, RateGbps: opt.ExpectRate.Gbps, Speed: opt.ExpectRate.Speed, MTUBytes: linkrate.DefaultMTU(layer)}
+		o.NICSource = "--expect-rate " + opt.ExpectRate.String()
+	}
+	return nccl.JudgeFile(name, b, o)
 }
 
 // UnrecognisedError is a file no format claims.

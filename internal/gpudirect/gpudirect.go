@@ -1,0 +1,412 @@
+// Package gpudirect predicts, from a host snapshot alone, what NCCL and
+// perftest will do with each GPU: its rail NIC (nearest by PCIe path),
+// the path level as NCCL names it, whether GPUDirect RDMA will be used and
+// why, the RoCE GID index NCCL picks and the management interface for
+// NCCL_SOCKET_IFNAME; and judges the static readiness for GPUDirect RDMA
+// (doctor) and a host-memory vs GPU-memory benchmark pair.
+package gpudirect
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/host"
+)
+
+// DefaultGDRLevel is NCCL's default NCCL_NET_GDR_LEVEL: GPUDirect RDMA is
+// used when GPU and NIC are no farther apart than PXB (PCIe bridges, not
+// the CPU).
+const DefaultGDRLevel = host.LevelPXB
+
+// Prediction is what NCCL will do for one GPU of a host.
+type Prediction struct {
+	Host string `json:"host"`
+	GPU  string `json:"gpu"` // PCI address
+	// Rail is the RDMA device NCCL pairs with the GPU (nearest by PCIe
+	// path, ties to one not yet taken), "" when the host has none.
+	Rail     string `json:"rail,omitempty"`
+	RailPCI  string `json:"rail_pci,omitempty"`
+	RailPort int    `json:"rail_port,omitempty"`
+	// Level is the path between them as NCCL names it: PIX, PXB, PHB, NODE, SYS.
+	Level string `json:"level,omitempty"`
+	// GDR is whether NCCL will use GPUDirect RDMA for this GPU, and why.
+	GDR       bool   `json:"gdr"`
+	GDRReason string `json:"gdr_reason"`
+	// Memory is how the NIC reaches GPU memory: "nvidia_peermem",
+	// "nv_peer_mem", "dmabuf" or "" (neither).
+	Memory string `json:"memory,omitempty"`
+	// Bridges are the PCIe bridges between GPU and NIC (where ACS must not
+	// redirect peer traffic to the root complex).
+	Bridges []string `json:"bridges,omitempty"`
+}
+
+// HostPrediction is the prediction for a whole host.
+type HostPrediction struct {
+	Host string       `json:"host"`
+	GPUs []Prediction `json:"gpus"`
+	// Rails are the distinct rail devices, in GPU order.
+	Rails []string `json:"rails"`
+	// Layer is the rails' link layer (InfiniBand, Ethernet), "" when mixed or none.
+	Layer string `json:"layer,omitempty"`
+	// GIDIndex is what NCCL picks on RoCE rails (RoCE v2, IPv4) when all
+	// rails agree; nil on InfiniBand or when they differ.
+	GIDIndex  *int               `json:"gid_index,omitempty"`
+	GIDByRail map[string]GIDPick `json:"gid_by_rail,omitempty"`
+	// SocketIf is the interface for NCCL_SOCKET_IFNAME: up, not lo, not a
+	// netdev of an RDMA port; "" when there is none.
+	SocketIf       string `json:"socket_ifname,omitempty"`
+	SocketIfReason string `json:"socket_ifname_reason"`
+}
+
+// GIDPick is NCCL's GID choice on one RoCE port.
+type GIDPick struct {
+	Index   int    `json:"index"`
+	GID     string `json:"gid"`
+	Type    string `json:"type"`
+	IPv4    string `json:"ipv4,omitempty"`
+	Warning string `json:"warning,omitempty"`
+}
+
+// Predict computes, from a snapshot alone, what NCCL will do on the host.
+func Predict(s *host.Snapshot) HostPrediction {
+	hp := HostPrediction{Host: s.Hostname, GIDByRail: map[string]GIDPick{}}
+	bridges := s.BridgeIndex()
+	taken := map[string]bool{}
+	memory := ""
+	switch {
+	case s.Kernel.GPUDirect.PeerMem != "":
+		memory = s.Kernel.GPUDirect.PeerMem
+	case s.Kernel.GPUDirect.OpenKernelModule:
+		memory = "dmabuf"
+	}
+	for _, g := range s.GPUs {
+		p := Prediction{Host: s.Hostname, GPU: g.Address, Memory: memory}
+		gd := s.PCI(g.Address)
+		best, bestRank := -1, 1000
+		for i, r := range s.RDMADevices {
+			nd := s.PCI(r.PCIAddress)
+			if gd == nil || nd == nil || !activePort(r) {
+				continue
+			}
+			rank := host.LevelRank(host.PathLevel(gd, nd, bridges))*2 + boolInt(taken[r.Name])
+			if rank < bestRank {
+				best, bestRank = i, rank
+			}
+		}
+		if best < 0 {
+			p.GDRReason = "no active RDMA port with a PCI function on this host"
+			hp.GPUs = append(hp.GPUs, p)
+			continue
+		}
+		r := s.RDMADevices[best]
+		nd := s.PCI(r.PCIAddress)
+		taken[r.Name] = true
+		p.Rail, p.RailPCI, p.RailPort = r.Name, r.PCIAddress, firstActive(r).Port
+		p.Level = host.PathLevel(gd, nd, bridges)
+		p.Bridges = bridgesBetween(gd, nd)
+		p.GDR, p.GDRReason = gdrVerdict(p.Level, memory)
+		hp.GPUs = append(hp.GPUs, p)
+		if !slices.Contains(hp.Rails, r.Name) {
+			hp.Rails = append(hp.Rails, r.Name)
+		}
+	}
+	layers := map[string]bool{}
+	for _, name := range hp.Rails {
+		r := s.RDMA(name)
+		port := firstActive(*r)
+		layers[port.LinkLayer] = true
+		if port.LinkLayer == "Ethernet" {
+			hp.GIDByRail[name] = PickGID(port.GIDs)
+		}
+	}
+	if len(layers) == 1 {
+		for l := range layers {
+			hp.Layer = l
+		}
+	}
+	if hp.Layer == "Ethernet" && len(hp.GIDByRail) > 0 {
+		idx := -1
+		for _, g := range hp.GIDByRail {
+			if idx >= 0 && g.Index != idx {
+				idx = -2
+				break
+			}
+			idx = g.Index
+		}
+		if idx >= 0 {
+			hp.GIDIndex = &idx
+		}
+	}
+	hp.SocketIf, hp.SocketIfReason = socketIf(s)
+	return hp
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func activePort(r host.RDMADevice) bool {
+	return slices.ContainsFunc(r.Ports, func(p host.RDMAPort) bool { return p.State == "ACTIVE" })
+}
+
+func firstActive(r host.RDMADevice) host.RDMAPort {
+	for _, p := range r.Ports {
+		if p.State == "ACTIVE" {
+			return p
+		}
+	}
+	if len(r.Ports) > 0 {
+		return r.Ports[0]
+	}
+	return host.RDMAPort{}
+}
+
+// gdrVerdict is NCCL's rule: GPUDirect RDMA when the path is within
+// NCCL_NET_GDR_LEVEL (default PXB) and the NIC can reach GPU memory.
+func gdrVerdict(level, memory string) (bool, string) {
+	within := host.LevelRank(level) <= host.LevelRank(DefaultGDRLevel)
+	switch {
+	case !within && memory == "":
+		return false, fmt.Sprintf("path %s is farther than NCCL's default GDR level %s, and no peer memory (nvidia-peermem) or DMA-BUF", level, DefaultGDRLevel)
+	case !within:
+		return false, fmt.Sprintf("path %s is farther than NCCL's default GDR level %s: NCCL stages through host memory (NCCL_NET_GDR_LEVEL=%s would force GDR across the CPU, usually slower)", level, DefaultGDRLevel, strings.TrimSuffix(level, "?"))
+	case memory == "":
+		return false, fmt.Sprintf("path %s allows it, but neither nvidia-peermem (/sys/module/nvidia_peermem) nor the open kernel module's DMA-BUF is there", level)
+	case memory == "dmabuf":
+		return true, fmt.Sprintf("path %s within %s; DMA-BUF through the open kernel module", level, DefaultGDRLevel)
+	}
+	return true, fmt.Sprintf("path %s within %s; %s loaded", level, DefaultGDRLevel, memory)
+}
+
+// bridgesBetween lists the bridges on the path from a to b (below their
+// common ancestor, and the ancestor itself), empty across host bridges.
+func bridgesBetween(a, b *host.PCIDevice) []string {
+	if a.HostBridge != b.HostBridge {
+		return nil
+	}
+	var out []string
+	for i, p := range a.Parents {
+		if j := slices.Index(b.Parents, p); j >= 0 {
+			out = append(out, a.Parents[:i+1]...)
+			for _, q := range b.Parents[:j] {
+				if !slices.Contains(out, q) {
+					out = append(out, q)
+				}
+			}
+			return out
+		}
+	}
+	return append(slices.Clone(a.Parents), b.Parents...)
+}
+
+// PickGID is NCCL's RoCE GID choice (ncclIbGetGidIndex with the defaults
+// NCCL_IB_ADDR_FAMILY=AF_INET and NCCL_IB_ROCE_VERSION_NUM=2): start at
+// index 0, move to a candidate of the wanted family when the current one is
+// not, then to a RoCE v2 candidate of that family. gids are the non-zero
+// table entries; absent indexes are zero (invalid) GIDs.
+func PickGID(gids []host.GID) GIDPick {
+	byIdx := map[int]host.GID{}
+	n := 0
+	for _, g := range gids {
+		byIdx[g.Index] = g
+		n = max(n, g.Index+1)
+	}
+	family := func(g host.GID) string {
+		if a, err := netip.ParseAddr(g.GID); err == nil && a.Is4In6() {
+			return "inet"
+		}
+		return "inet6"
+	}
+	valid := func(i int) bool { _, ok := byIdx[i]; return ok }
+	ver := func(g host.GID) int {
+		if g.Type == "RoCE v2" {
+			return 2
+		}
+		return 1
+	}
+	cur := 0
+	for cand := 1; cand < n; cand++ {
+		c, ok := byIdx[cand]
+		if !ok {
+			continue
+		}
+		g := byIdx[cur]
+		if family(c) != family(g) && family(c) == "inet" {
+			cur = cand
+			continue
+		}
+		if family(c) != "inet" {
+			continue
+		}
+		if (ver(g) != ver(c) || !valid(cur)) && ver(c) == 2 {
+			cur = cand
+		}
+	}
+	g := byIdx[cur]
+	pick := GIDPick{Index: cur, GID: g.GID, Type: g.Type, IPv4: g.IPv4}
+	switch {
+	case !valid(cur):
+		pick.Warning = "the GID table is empty: no IP address on the RoCE netdev, NCCL cannot connect"
+	case family(g) != "inet":
+		pick.Warning = fmt.Sprintf("only link-local/IPv6 GIDs: NCCL falls back to index %d (%s %s), which does not route and times out across subnets; put an IPv4 address on the port's netdev", cur, g.Type, g.GID)
+	case ver(g) != 2:
+		pick.Warning = fmt.Sprintf("no RoCE v2 GID with IPv4: NCCL uses index %d (%s)", cur, g.Type)
+	}
+	return pick
+}
+
+// socketIf picks the management interface: up, not loopback, not a netdev
+// bound to an RDMA port, not a bond slave, physical (with a PCI function)
+// before virtual.
+func socketIf(s *host.Snapshot) (string, string) {
+	rdmaNet := map[string]bool{}
+	for _, r := range s.RDMADevices {
+		for _, p := range r.Ports {
+			for _, n := range p.NetDevs {
+				rdmaNet[n] = true
+			}
+		}
+	}
+	var cands []host.NetDev
+	for _, n := range s.NetDevs {
+		if n.Name == "lo" || n.OperState != "up" || n.RDMADevice != "" || rdmaNet[n.Name] || n.Master != "" || n.Type != 1 {
+			continue
+		}
+		cands = append(cands, n)
+	}
+	// a physical NIC before bridges, veths and tunnels, which are then not offered
+	if slices.ContainsFunc(cands, func(n host.NetDev) bool { return n.PCIAddress != "" }) {
+		cands = slices.DeleteFunc(cands, func(n host.NetDev) bool { return n.PCIAddress == "" })
+	}
+	if len(cands) == 0 {
+		return "", "no interface is up outside the RDMA ports: NCCL would bootstrap over the fabric (or fail); give the nodes a management NIC or name one explicitly"
+	}
+	why := fmt.Sprintf("%s is up and is not a netdev of an RDMA port (NCCL's bootstrap and OOB traffic belong on the management network, never the RDMA fabric)", cands[0].Name)
+	if len(cands) > 1 {
+		var others []string
+		for _, c := range cands[1:] {
+			others = append(others, c.Name)
+		}
+		why += "; also candidates: " + strings.Join(others, ", ")
+	}
+	return cands[0].Name, why
+}
+
+// Readiness is doctor's static GPUDirect RDMA readiness for one host: peer
+// memory or DMA-BUF, the path level per GPU and its rail, ACS on the
+// bridges between them and ATS on the NIC (neither is in a snapshot: config
+// space beyond 64 bytes is root-only, so they are named, not assumed), and
+// an IOMMU translating peer traffic.
+func Readiness(s *host.Snapshot) []check.Finding {
+	if len(s.GPUs) == 0 || len(s.RDMADevices) == 0 {
+		return nil
+	}
+	hp := Predict(s)
+	var fs []check.Finding
+	add := func(id string, o check.Outcome, subject, msg string, ev ...check.Evidence) *check.Finding {
+		fs = append(fs, check.Finding{Check: id, Outcome: o, Host: s.Hostname, Subject: subject, Message: msg, Evidence: ev})
+		return &fs[len(fs)-1]
+	}
+	var bridges, direct []string
+	for _, p := range hp.GPUs {
+		subject := "GPU " + p.GPU
+		if p.Rail == "" {
+			add("gpudirect.path", check.Unknown, subject, p.GDRReason)
+			continue
+		}
+		ev := check.Evidence{What: "path " + p.GPU + " ↔ " + p.Rail, Value: p.Level, Source: "PCI tree (like nvidia-smi topo -m)"}
+		switch host.LevelRank(p.Level) {
+		case host.LevelRank(host.LevelPIX), host.LevelRank(host.LevelPXB):
+			add("gpudirect.path", check.Pass, subject, fmt.Sprintf("rail %s at %s: within NCCL's GDR level %s", p.Rail, p.Level, DefaultGDRLevel), ev)
+		case host.LevelRank(host.LevelPHB), host.LevelRank(host.LevelNODE):
+			add("gpudirect.path", check.Warn, subject, fmt.Sprintf("nearest rail %s is %s: NCCL will not use GPUDirect RDMA by default (level %s)", p.Rail, p.Level, DefaultGDRLevel), ev).Fix =
+				[]string{"move the NIC or GPU under one PCIe switch, or accept staging through host memory"}
+		default:
+			// A warning, not a failure: a lab may mean it (seed 000 splits
+			// such a host into VMs); what fails is a GPUDirect benchmark.
+			add("gpudirect.path", check.Warn, subject, fmt.Sprintf("nearest rail %s is %s (across the CPU interconnect): GPUDirect RDMA off, and staging crosses sockets", p.Rail, p.Level), ev).Fix =
+				[]string{"put a NIC on the GPU's NUMA node (same root complex or PCIe switch)"}
+		}
+		if len(p.Bridges) > 0 && host.LevelRank(p.Level) <= host.LevelRank(host.LevelPXB) {
+			bridges = append(bridges, p.Bridges...)
+			direct = append(direct, p.Rail)
+		}
+	}
+	// ACS and ATS live in config space only root can read, so they are not
+	// in a snapshot: one unknown per host says so and how to look, for the
+	// GPUs whose path would otherwise allow GPUDirect.
+	if len(direct) > 0 {
+		slices.Sort(bridges)
+		bridges = slices.Compact(bridges)
+		add("gpudirect.acs", check.Unknown, "PCIe bridges", fmt.Sprintf("ACS on the %d bridge(s) between GPUs and their rails is not in the snapshot: if ACS redirects peer requests to the root complex, GPUDirect RDMA is slow or fails", len(bridges)),
+			check.Evidence{What: "bridges", Value: strings.Join(bridges, " "), Source: "lspci -vvv (ACSCtl, root only)"}).Fix =
+			[]string{fmt.Sprintf("for b in %s; do lspci -vvv -s $b | grep ACSCtl; done   # want SrcValid- ReqRedir- CmpltRedir- (or setpci to clear)", strings.Join(bridges, " "))}
+		var pcis []string
+		for _, rail := range slices.Compact(slices.Sorted(slices.Values(direct))) {
+			pcis = append(pcis, s.RDMA(rail).PCIAddress)
+		}
+		add("gpudirect.ats", check.Unknown, "rail NICs", fmt.Sprintf("ATS on the %d rail NIC(s) is not in the snapshot: with ACS on, peer traffic needs ATS on the NIC to go direct", len(pcis)),
+			check.Evidence{What: "ATSCtl", Value: "not read", Source: "lspci -vvv -s " + strings.Join(pcis, ",")}).Fix =
+			[]string{fmt.Sprintf("for d in %s; do lspci -vvv -s $d | grep -A1 'Address Translation'; mlxconfig -d $d query ATS_ENABLED; done", strings.Join(pcis, " "))}
+	}
+	if s.Kernel.IOMMU.Present && !s.Kernel.IOMMU.Passthrough {
+		add("gpudirect.iommu", check.Warn, "kernel", "the IOMMU translates DMA (no iommu=pt): GPU↔NIC peer traffic goes through the root complex and needs ACS/ATS set up, or it is slow",
+			check.Evidence{What: "iommu", Value: strings.Join(s.Kernel.IOMMU.Units, ","), Source: "/sys/class/iommu, /proc/cmdline"}).Fix = []string{"add iommu=pt to the kernel command line (bare metal)"}
+	}
+	return fs
+}
+
+// JudgeGPUDirect judges a perftest pair run in host memory and in GPU
+// memory (--use_cuda): within ~5% means GPUDirect RDMA works; 2× slower or
+// worse means staging through host memory, with the likely cause from the
+// prediction.
+func JudgeGPUDirect(hostGbps, cudaGbps float64, pred Prediction) check.Finding {
+	f := check.Finding{Check: "gpudirect.bench", Host: pred.Host, Subject: fmt.Sprintf("GPU %s ↔ %s", pred.GPU, pred.Rail),
+		Evidence: []check.Evidence{
+			{What: "host memory", Value: fmt.Sprintf("%.1f Gb/s", hostGbps), Source: "perftest"},
+			{What: "GPU memory (--use_cuda)", Value: fmt.Sprintf("%.1f Gb/s", cudaGbps), Source: "perftest"},
+			{What: "prediction", Value: fmt.Sprintf("%s, GDR %v: %s", pred.Level, pred.GDR, pred.GDRReason), Source: "host snapshot"}}}
+	if hostGbps <= 0 || cudaGbps <= 0 {
+		f.Outcome, f.Message = check.Unknown, "no bandwidth to compare (a run failed or was not made)"
+		return f
+	}
+	ratio := cudaGbps / hostGbps
+	switch {
+	case ratio >= 0.95:
+		f.Outcome, f.Message = check.Pass, fmt.Sprintf("GPU memory at %.0f%% of host memory: GPUDirect RDMA works", 100*ratio)
+	case ratio > 0.5:
+		f.Outcome, f.Message = check.Warn, fmt.Sprintf("GPU memory at %.0f%% of host memory: direct but slowed (a PCIe bridge, ACS redirect or a narrow GPU link)", 100*ratio)
+	default:
+		cause := pred.GDRReason
+		if pred.GDR {
+			cause = "the prediction said GPUDirect would work (" + pred.GDRReason + "): check ACS redirect on the bridges and ATS on the NIC"
+		}
+		f.Outcome, f.Message = check.Fail, fmt.Sprintf("GPU memory %.1f× slower than host memory: transfers stage through host memory; likely cause: %s", 1/ratio, cause)
+		f.Fix = []string{"modprobe nvidia-peermem", "rdmalab doctor (gpudirect.* rules)"}
+	}
+	return f
+}
+
+// ReadinessCatalog describes every check Readiness can emit, for doctor's
+// catalog (docs/checks.md). Whether peer memory is loaded is doctor's
+// gpudirect.peermem rule; these are the path and PCIe rules around it.
+var ReadinessCatalog = []check.Entry{
+	{ID: "gpudirect.path", Needs: "the PCI tree of GPUs and RDMA NICs (sysfs)", UnknownWhen: "a GPU has no RDMA NIC at all", Title: "Each GPU has a rail NIC within NCCL's GDR level (PIX or PXB)",
+		Why:    "NCCL uses GPUDirect RDMA only when GPU and NIC are no farther apart than NCCL_NET_GDR_LEVEL (default PXB); SYS also crosses sockets.",
+		Source: "seed 002, seed 004; NCCL NCCL_NET_GDR_LEVEL", Fix: "put a NIC under the GPU's PCIe switch or root complex"},
+	{ID: "gpudirect.acs", Needs: "ACSCtl of the bridges between GPU and NIC (lspci -vvv, root only)", UnknownWhen: "always from a snapshot: rdmalab names the bridges to check", Title: "ACS does not redirect peer traffic between GPU and NIC",
+		Why:    "ACS redirect on the bridges between them sends peer requests up to the root complex: GPUDirect slows or fails. Not readable without root, so named, not assumed.",
+		Source: "seed 003, seed 004", Fix: "lspci -vvv -s <bridge> | grep ACSCtl; clear ReqRedir/CmpltRedir (setpci) or disable ACS in the BIOS"},
+	{ID: "gpudirect.ats", Needs: "ATSCtl of the rail NICs (lspci -vvv, root only)", UnknownWhen: "always from a snapshot: rdmalab names the NICs to check", Title: "ATS on the rail NIC",
+		Why:    "With ACS on, peer traffic goes direct only with Address Translation Services on the NIC. Not in a snapshot, so named, not assumed.",
+		Source: "seed 003, seed 004", Fix: "mlxconfig -d <pci> set ATS_ENABLED=true"},
+	{ID: "gpudirect.iommu", Needs: "/sys/class/iommu and /proc/cmdline", UnknownWhen: "never: no IOMMU units means none translating", Title: "The IOMMU does not translate peer traffic (iommu=pt or off)",
+		Why:    "A translating IOMMU sends GPU↔NIC DMA through the root complex unless ACS/ATS are set up.",
+		Source: "seed 003", Fix: "add iommu=pt to the kernel command line (bare metal)"},
+}

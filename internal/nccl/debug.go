@@ -1,0 +1,217 @@
+package nccl
+
+import (
+	"bufio"
+	"bytes"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// DebugLog is what NCCL_DEBUG=INFO (or TRACE) output says, per host.
+type DebugLog struct {
+	Hosts []*HostLog `json:"hosts"`
+	// Lines is how many NCCL lines were read.
+	Lines int `json:"lines"`
+}
+
+// HostLog is one host's part of an NCCL_DEBUG log.
+type HostLog struct {
+	Host string `json:"host"`
+	// Ranks maps process ids to NCCL ranks where "comm … rank R" said so.
+	Ranks        map[string]int `json:"ranks,omitempty"`
+	NCCLVersions []string       `json:"nccl_versions,omitempty"`
+	// NetIB is the last "NET/IB : Using …" device list.
+	NetIB []NetDevice `json:"net_ib,omitempty"`
+	// OOB is the interface NET/IB or NET/Socket names for out-of-band traffic.
+	OOB       string   `json:"oob,omitempty"`
+	Bootstrap string   `json:"bootstrap,omitempty"`
+	Networks  []string `json:"networks,omitempty"` // "Using network IB|Socket|AWS Libfabric"
+	// Plugin: "absent" (internal implementation), "loaded <name>",
+	// "failed <name>: <reason>", or "".
+	Plugins  []string          `json:"plugins,omitempty"`
+	GDR      map[string]bool   `json:"gdr_hca,omitempty"` // HCA → GPU Direct RDMA Enabled
+	DMABuf   bool              `json:"dmabuf,omitempty"`
+	Channels []Channel         `json:"channels,omitempty"`
+	Warns    []string          `json:"warns,omitempty"`
+	Env      map[string]string `json:"env,omitempty"` // "X set by environment to Y"
+	// InitComplete is set once a rank logged "Init COMPLETE".
+	InitComplete bool `json:"init_complete,omitempty"`
+	// Failures are lines where the test itself stopped ("Test NCCL failure").
+	Failures []string `json:"failures,omitempty"`
+}
+
+// NetDevice is one entry of "NET/IB : Using [0]mlx5_0:1/RoCE".
+type NetDevice struct {
+	Index int    `json:"index"`
+	Name  string `json:"name"`
+	Port  int    `json:"port"`
+	Layer string `json:"layer"` // IB or RoCE
+}
+
+// Channel is one "Channel 00/0 : 1[81000] -> 0[81000] [receive] via NET/IB/1/GDRDMA"
+// (or the older "Ring 00 : …") connection.
+type Channel struct {
+	Line      string `json:"line"`
+	Direction string `json:"direction,omitempty"` // send, receive
+	// Transport is what follows "via": NET/IB/1/GDRDMA, NET/Socket/0,
+	// P2P/IPC, SHM, "direct shared memory", …
+	Transport string `json:"transport"`
+}
+
+// Net reports whether the channel crosses the network.
+func (c Channel) Net() bool { return strings.HasPrefix(c.Transport, "NET/") }
+
+// Socket reports whether the channel uses NCCL's socket transport.
+func (c Channel) Socket() bool { return strings.HasPrefix(c.Transport, "NET/Socket") }
+
+// GDR reports whether a network channel reads or writes GPU memory directly.
+func (c Channel) GDR() bool { return strings.Contains(c.Transport, "/GDRDMA") }
+
+var (
+	// host:pid:tid [dev] rest, after an optional "[rank] " (mpirun -tag-output styles)
+	ncclLineRE   = regexp.MustCompile(`^(?:\[\d+\]\s+)?([^\s:\[\]]+(?:\[\d+\])?):(\d+):(\d+)\s+\[(\d+)\]\s+(.*)$`)
+	netIBRE      = regexp.MustCompile(`NET/IB\s*:\s*Using\s+(.*?)\s*(?:\[RO\])?\s*;\s*OOB\s+([^:\s]+)`)
+	netDevRE     = regexp.MustCompile(`\[(\d+)\]([^:\s]+):(\d+)/(\w+)`)
+	netSocketRE  = regexp.MustCompile(`NET/Socket\s*:\s*Using\s+\[\d+\]([^:\s]+)`)
+	usingNetRE   = regexp.MustCompile(`Using network (.+?)\s*$`)
+	bootstrapRE  = regexp.MustCompile(`Bootstrap\s*:\s*Using\s+([^:\s]+)`)
+	gdrHCARE     = regexp.MustCompile(`GPU Direct RDMA (Enabled|Disabled) for HCA \d+ '([^']+)'`)
+	channelRE    = regexp.MustCompile(`(?:Channel|Ring) \d+(?:/\d+)?\s*:\s*.*?(?:\[(send|receive)\]\s+)?via\s+(.+?)\s*$`)
+	commRankRE   = regexp.MustCompile(`comm 0x[0-9a-f]+ rank (\d+) nranks \d+`)
+	envSetRE     = regexp.MustCompile(`(NCCL_[A-Z0-9_]+) set (?:by environment )?to (.+?)\.?\s*$`)
+	pluginInitRE = regexp.MustCompile(`Initialized NET plugin (.+?)\s*$`)
+	p2pPluginRE  = regexp.MustCompile(`P2P plugin (\S+)`)
+	warnRE       = regexp.MustCompile(`NCCL WARN (.*)$`)
+	// "host: Test NCCL failure common.cu:958 '…'" (nccl-tests aborting)
+	testFailureRE = regexp.MustCompile(`^[^\s:]+: Test NCCL failure`)
+)
+
+// HasNCCLLines reports whether b holds NCCL_DEBUG lines.
+func HasNCCLLines(b []byte) bool {
+	return bytes.Contains(b, []byte(" NCCL INFO ")) || bytes.Contains(b, []byte(" NCCL WARN "))
+}
+
+// ParseDebug reads NCCL_DEBUG output, whatever else is mixed in (nccl-tests
+// tables, launcher noise, mpirun rank prefixes).
+func ParseDebug(b []byte) *DebugLog {
+	d := &DebugLog{}
+	byHost := map[string]*HostLog{}
+	get := func(h string) *HostLog {
+		if hl := byHost[h]; hl != nil {
+			return hl
+		}
+		hl := &HostLog{Host: h}
+		byHost[h] = hl
+		d.Hosts = append(d.Hosts, hl)
+		return hl
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line, _ := StripMPIPrefix(sc.Text())
+		line = strings.TrimSpace(line)
+		if testFailureRE.MatchString(line) {
+			h, _, _ := strings.Cut(line, ":")
+			hl := get(h)
+			hl.Failures = append(hl.Failures, line)
+			continue
+		}
+		m := ncclLineRE.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		rest := m[5]
+		if !strings.Contains(rest, "NCCL INFO") && !strings.Contains(rest, "NCCL WARN") {
+			continue
+		}
+		d.Lines++
+		hl := get(m[1])
+		pid := m[2]
+		addUnique := func(list *[]string, v string) {
+			if !slices.Contains(*list, v) {
+				*list = append(*list, v)
+			}
+		}
+		switch {
+		case warnRE.MatchString(rest):
+			w := warnRE.FindStringSubmatch(rest)[1]
+			addUnique(&hl.Warns, w)
+			if strings.Contains(w, "network") && strings.Contains(w, "not found") {
+				addUnique(&hl.Plugins, "failed: "+w)
+			}
+		case versionRE.MatchString(rest):
+			addUnique(&hl.NCCLVersions, versionRE.FindStringSubmatch(rest)[1])
+		case netIBRE.MatchString(rest):
+			mm := netIBRE.FindStringSubmatch(rest)
+			hl.NetIB = nil
+			for _, dm := range netDevRE.FindAllStringSubmatch(mm[1], -1) {
+				i, _ := strconv.Atoi(dm[1])
+				p, _ := strconv.Atoi(dm[3])
+				hl.NetIB = append(hl.NetIB, NetDevice{Index: i, Name: dm[2], Port: p, Layer: dm[4]})
+			}
+			hl.OOB = mm[2]
+		case netSocketRE.MatchString(rest):
+			hl.OOB = netSocketRE.FindStringSubmatch(rest)[1]
+			addUnique(&hl.Networks, "Socket")
+		case usingNetRE.MatchString(rest):
+			addUnique(&hl.Networks, usingNetRE.FindStringSubmatch(rest)[1])
+		case bootstrapRE.MatchString(rest):
+			hl.Bootstrap = bootstrapRE.FindStringSubmatch(rest)[1]
+		case gdrHCARE.MatchString(rest):
+			mm := gdrHCARE.FindStringSubmatch(rest)
+			if hl.GDR == nil {
+				hl.GDR = map[string]bool{}
+			}
+			hl.GDR[mm[2]] = mm[1] == "Enabled"
+		case strings.Contains(rest, "Init COMPLETE"):
+			hl.InitComplete = true
+			if mm := commRankRE.FindStringSubmatch(rest); mm != nil {
+				r, _ := strconv.Atoi(mm[1])
+				if hl.Ranks == nil {
+					hl.Ranks = map[string]int{}
+				}
+				hl.Ranks[pid] = r
+			}
+		case strings.Contains(rest, "DMA-BUF is available"):
+			hl.DMABuf = true
+		case channelRE.MatchString(rest):
+			mm := channelRE.FindStringSubmatch(rest)
+			hl.Channels = append(hl.Channels, Channel{Line: rest[strings.Index(rest, "NCCL INFO")+len("NCCL INFO "):], Direction: mm[1], Transport: mm[2]})
+		case commRankRE.MatchString(rest):
+			r, _ := strconv.Atoi(commRankRE.FindStringSubmatch(rest)[1])
+			if hl.Ranks == nil {
+				hl.Ranks = map[string]int{}
+			}
+			hl.Ranks[pid] = r
+		case strings.Contains(rest, "No plugin found") || strings.Contains(rest, "Could not find:"):
+			addUnique(&hl.Plugins, "absent")
+		case pluginInitRE.MatchString(rest):
+			addUnique(&hl.Plugins, "loaded "+pluginInitRE.FindStringSubmatch(rest)[1])
+		case p2pPluginRE.MatchString(rest):
+			addUnique(&hl.Plugins, "loaded "+p2pPluginRE.FindStringSubmatch(rest)[1])
+			addUnique(&hl.Networks, p2pPluginRE.FindStringSubmatch(rest)[1])
+		case strings.Contains(rest, "plugin/net.cc") && strings.Contains(rest, "->"),
+			strings.Contains(rest, "NET/OFI Invalid"):
+			addUnique(&hl.Plugins, "failed: "+rest[strings.Index(rest, "NCCL INFO")+len("NCCL INFO "):])
+		case envSetRE.MatchString(rest):
+			mm := envSetRE.FindStringSubmatch(rest)
+			if hl.Env == nil {
+				hl.Env = map[string]string{}
+			}
+			hl.Env[mm[1]] = mm[2]
+		}
+	}
+	return d
+}
+
+// Host returns the log of host h, or nil.
+func (d *DebugLog) Host(h string) *HostLog {
+	for _, hl := range d.Hosts {
+		if hl.Host == h {
+			return hl
+		}
+	}
+	return nil
+}

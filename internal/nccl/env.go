@@ -1,0 +1,225 @@
+package nccl
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/gpudirect"
+	"github.com/rdmalab/rdmalab/internal/host"
+)
+
+// Var is one environment variable with the reason it has that value.
+type Var struct {
+	Name   string `json:"name"`
+	Value  string `json:"value"`
+	Reason string `json:"reason"`
+}
+
+// NodeEnv is one node's environment and the prediction behind it.
+type NodeEnv struct {
+	Host       string                   `json:"host"`
+	Vars       []Var                    `json:"vars"`
+	Prediction gpudirect.HostPrediction `json:"prediction"`
+}
+
+// Env is the NCCL environment for a set of nodes.
+type Env struct {
+	Nodes []NodeEnv `json:"nodes"`
+	// Common are the variables every node gets with the same value: what a
+	// launcher can pass (mpirun -x, srun --export).
+	Common []Var `json:"common"`
+	// Differ names variables whose value differs between nodes; those need
+	// a per-node wrapper, not one launcher flag.
+	Differ []string `json:"differ,omitempty"`
+}
+
+// MakeEnv derives the NCCL environment for each host from its snapshot,
+// with findings for what the prediction warns about.
+func MakeEnv(snaps []*host.Snapshot) (Env, []check.Finding) {
+	var env Env
+	var fs []check.Finding
+	for _, s := range snaps {
+		hp := gpudirect.Predict(s)
+		ne := NodeEnv{Host: s.Hostname, Prediction: hp}
+		add := func(name, value, reason string) { ne.Vars = append(ne.Vars, Var{name, value, reason}) }
+		finding := func(id string, o check.Outcome, subject, msg string) *check.Finding {
+			fs = append(fs, check.Finding{Check: id, Outcome: o, Host: s.Hostname, Subject: subject, Message: msg})
+			return &fs[len(fs)-1]
+		}
+		if hp.SocketIf != "" {
+			add("NCCL_SOCKET_IFNAME", "="+hp.SocketIf, hp.SocketIfReason+"; '=' matches the name exactly")
+		} else {
+			finding("nccl.env.socket-ifname", check.Warn, "NCCL_SOCKET_IFNAME", hp.SocketIfReason).Fix =
+				[]string{"export NCCL_SOCKET_IFNAME==<management interface>"}
+		}
+		switch {
+		case len(hp.GPUs) == 0:
+			finding("nccl.env.rails", check.Unknown, "GPUs", "no GPU in this host's snapshot: there is nothing for NCCL to place (is the NVIDIA driver bound?)")
+		case len(hp.Rails) == 0:
+			finding("nccl.env.rails", check.Fail, "NCCL_IB_HCA", "no active RDMA port on this host: NCCL would use NET/Socket between nodes")
+		default:
+			var hcas []string
+			for _, p := range hp.GPUs {
+				h := fmt.Sprintf("%s:%d", p.Rail, p.RailPort)
+				if p.Rail != "" && !slices.Contains(hcas, h) {
+					hcas = append(hcas, h)
+				}
+			}
+			add("NCCL_IB_HCA", "="+strings.Join(hcas, ","), fmt.Sprintf("the rail nearest each GPU (%d GPU(s), %d rail(s)); '=' so mlx5_1 does not also match mlx5_10", len(hp.GPUs), len(hcas)))
+		}
+		if hp.Layer == "Ethernet" {
+			if hp.GIDIndex != nil {
+				g := hp.GIDByRail[hp.Rails[0]]
+				add("NCCL_IB_GID_INDEX", fmt.Sprint(*hp.GIDIndex), fmt.Sprintf("the RoCE v2 IPv4 GID on every rail (%s %s on %s): NCCL ≥ 2.21 picks it by itself, older NCCL takes index 0 unless told", g.Type, g.GID, hp.Rails[0]))
+			} else {
+				finding("nccl.env.gid-index", check.Warn, "NCCL_IB_GID_INDEX", "the rails' RoCE v2 GID index differs: leave NCCL_IB_GID_INDEX unset (NCCL ≥ 2.21 picks per device) or fix the GID tables")
+			}
+			for _, rail := range hp.Rails {
+				if g := hp.GIDByRail[rail]; g.Warning != "" {
+					finding("nccl.env.gid", check.Warn, rail, g.Warning)
+				}
+			}
+		}
+		on := 0
+		for _, p := range hp.GPUs {
+			if p.GDR {
+				on++
+			} else if p.Rail != "" {
+				finding("nccl.env.gdr", check.Warn, "GPU "+p.GPU, fmt.Sprintf("GPUDirect RDMA predicted off with rail %s: %s", p.Rail, p.GDRReason))
+			}
+		}
+		if len(hp.GPUs) > 0 {
+			add("NCCL_NET_GDR_LEVEL", gpudirect.DefaultGDRLevel, fmt.Sprintf("NCCL's default, made explicit: GPUDirect RDMA where GPU and NIC share PCIe switches; predicted on for %d of %d GPUs", on, len(hp.GPUs)))
+		}
+		add("NCCL_DEBUG", "INFO", "first run of every cluster size: the log proves NET/IB and /GDRDMA (rdmalab judge reads it)")
+		add("NCCL_DEBUG_SUBSYS", "INIT,NET", "the transport lines without the noise")
+		env.Nodes = append(env.Nodes, ne)
+	}
+	env.Common, env.Differ = common(env.Nodes)
+	if len(env.Differ) > 0 {
+		fs = append(fs, check.Finding{Check: "nccl.env.differ", Outcome: check.Warn, Subject: strings.Join(env.Differ, ", "),
+			Message: "these values differ between nodes: one mpirun -x or srun --export cannot carry them; use the per-node exports (a wrapper script sourcing them by hostname)"})
+	}
+	return env, fs
+}
+
+func common(nodes []NodeEnv) ([]Var, []string) {
+	if len(nodes) == 0 {
+		return nil, nil
+	}
+	var same []Var
+	var differ []string
+	for _, v := range nodes[0].Vars {
+		agree := true
+		for _, n := range nodes[1:] {
+			i := slices.IndexFunc(n.Vars, func(w Var) bool { return w.Name == v.Name })
+			if i < 0 || n.Vars[i].Value != v.Value {
+				agree = false
+			}
+		}
+		if agree {
+			same = append(same, v)
+		} else {
+			differ = append(differ, v.Name)
+		}
+	}
+	for _, n := range nodes[1:] {
+		for _, v := range n.Vars {
+			if !slices.ContainsFunc(nodes[0].Vars, func(w Var) bool { return w.Name == v.Name }) && !slices.Contains(differ, v.Name) {
+				differ = append(differ, v.Name)
+			}
+		}
+	}
+	return same, differ
+}
+
+// MPIArgs is the mpirun form: -x NAME=VALUE for every common variable.
+func MPIArgs(vars []Var) []string {
+	var out []string
+	for _, v := range vars {
+		out = append(out, "-x", v.Name+"="+v.Value)
+	}
+	return out
+}
+
+// SrunExport is the srun --export value. srun splits --export on commas,
+// so values with commas cannot go there: they are returned apart, to be
+// exported in the shell and forwarded by ALL.
+func SrunExport(vars []Var) (export string, viaShell []Var) {
+	parts := []string{"ALL"}
+	for _, v := range vars {
+		if strings.Contains(v.Value, ",") {
+			viaShell = append(viaShell, v)
+			continue
+		}
+		parts = append(parts, v.Name+"="+v.Value)
+	}
+	return strings.Join(parts, ","), viaShell
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("=,:._-/", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// WriteEnv renders the environment as shell: per node exports with
+// reasons, the per-GPU prediction, then the launcher forms.
+func WriteEnv(w io.Writer, env Env) error {
+	var b strings.Builder
+	for _, n := range env.Nodes {
+		fmt.Fprintf(&b, "# --- %s ---\n", n.Host)
+		for _, p := range n.Prediction.GPUs {
+			gdr := "GDR off"
+			if p.GDR {
+				gdr = "GDR on"
+			}
+			fmt.Fprintf(&b, "#   GPU %s → %s (%s, %s: %s)\n", p.GPU, cmpOr(p.Rail, "no rail"), cmpOr(p.Level, "-"), gdr, p.GDRReason)
+		}
+		for _, v := range n.Vars {
+			fmt.Fprintf(&b, "export %s=%s   # %s\n", v.Name, shellQuote(v.Value), v.Reason)
+		}
+	}
+	if len(env.Common) > 0 {
+		args := MPIArgs(env.Common)
+		for i := range args {
+			args[i] = shellQuote(args[i])
+		}
+		fmt.Fprintf(&b, "\n# Open MPI (values every node shares):\nmpirun %s ...\n", strings.Join(args, " "))
+		exp, shell := SrunExport(env.Common)
+		b.WriteString("\n# Slurm (srun splits --export on commas: those values go through the shell):\n")
+		for _, v := range shell {
+			fmt.Fprintf(&b, "export %s=%s\n", v.Name, shellQuote(v.Value))
+		}
+		fmt.Fprintf(&b, "srun --export=%s ...\n", shellQuote(exp))
+	}
+	if len(env.Differ) > 0 {
+		fmt.Fprintf(&b, "\n# differ between nodes, set per node: %s\n", strings.Join(env.Differ, ", "))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// Expectations are what the judge takes from the prediction: per host,
+// whether GPUDirect RDMA should show in its log (every GPU predicted on),
+// and the fewest rails any node has (the busbw expectation).
+func (e Env) Expectations() (gdr map[string]bool, rails int) {
+	gdr = map[string]bool{}
+	for i, n := range e.Nodes {
+		on := len(n.Prediction.GPUs) > 0
+		for _, p := range n.Prediction.GPUs {
+			on = on && p.GDR
+		}
+		gdr[n.Host] = on
+		if i == 0 || len(n.Prediction.Rails) < rails {
+			rails = len(n.Prediction.Rails)
+		}
+	}
+	return gdr, rails
+}

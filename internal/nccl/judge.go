@@ -1,0 +1,412 @@
+package nccl
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/linkrate"
+)
+
+// Fractions of the NIC ceiling a busbw plateau is judged by. NCCL's ring
+// reaches 85–92% of line rate on a healthy fabric (seed 001: 22 of 25 GB/s
+// on 200 Gb/s); a 5× drop means RDMA is not being used.
+const (
+	HealthyFraction  = 0.80
+	DegradedFraction = 0.50
+)
+
+// maxPlausibleGBps is faster than any GPU memory (HBM3e ≈ 8 TB/s): an
+// algbw above it means the operation did no work.
+const maxPlausibleGBps = 10000
+
+// JudgeOptions is what the judge knows beyond the file.
+type JudgeOptions struct {
+	// Collective overrides what the output or file name says (all_reduce, …).
+	Collective string `json:"collective,omitempty"`
+	// NIC is what one rail carries; RateGbps 0 means unknown, and busbw is
+	// then reported but not judged.
+	NIC linkrate.Link `json:"nic"`
+	// RailsPerNode is how many NICs per node NCCL spreads inter-node
+	// traffic over (0 counts as 1).
+	RailsPerNode int `json:"rails_per_node,omitempty"`
+	// NICSource says where NIC and RailsPerNode come from (a flag, a snapshot).
+	NICSource string `json:"nic_source,omitempty"`
+	// Algo is the NCCL_ALGO the run used, "" when unknown.
+	Algo string `json:"algo,omitempty"`
+	// AllowSocket accepts NET/Socket between nodes (no RDMA expected).
+	AllowSocket bool `json:"allow_socket,omitempty"`
+	// GDRExpected is, per host, whether GPUDirect RDMA was predicted on.
+	GDRExpected map[string]bool `json:"gdr_expected,omitempty"`
+	// Nodes is how many nodes the run spanned when the launch knows it;
+	// 0 takes the distinct hosts of the output's rank lines.
+	Nodes int `json:"nodes,omitempty"`
+	// Hosts must each appear in an NCCL_DEBUG log; nil takes them from the
+	// nccl-tests rank lines.
+	Hosts []string `json:"hosts,omitempty"`
+}
+
+// Sniff reports whether b is nccl-tests output or an NCCL_DEBUG log: a
+// run header, the JSON marker, or a line in NCCL's host:pid:tid [dev]
+// form (text that merely mentions NCCL is not).
+func Sniff(b []byte) bool {
+	if bytes.Contains(b, []byte(`"nccl-tests structured output"`)) {
+		return true
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		t, _ := StripMPIPrefix(line)
+		t = strings.TrimSpace(t)
+		switch {
+		case nthreadRE.MatchString(t), collStartRE.MatchString(t), testFailureRE.MatchString(t):
+			return true
+		case ncclLineRE.MatchString(t) && (strings.Contains(t, " NCCL INFO ") || strings.Contains(t, " NCCL WARN ")):
+			return true
+		}
+	}
+	return false
+}
+
+// FileResult is the payload of a judged file.
+type FileResult struct {
+	File string       `json:"file"`
+	Runs []RunSummary `json:"runs,omitempty"`
+	Log  *DebugLog    `json:"nccl_debug,omitempty"`
+}
+
+// RunSummary is a judged nccl-tests run.
+type RunSummary struct {
+	*TestRun
+	Nodes int `json:"nodes"`
+	// PlateauBusbwGBps is the busbw the verdict uses (out-of-place, median
+	// of the three largest sizes); PeakBusbwGBps the best seen.
+	PlateauBusbwGBps float64 `json:"plateau_busbw_gbps"`
+	PeakBusbwGBps    float64 `json:"peak_busbw_gbps"`
+	// ExpectedGBps is the NIC ceiling busbw is judged against, 0 unknown.
+	ExpectedGBps float64 `json:"expected_gbps,omitempty"`
+}
+
+// JudgeFile judges nccl-tests output and/or an NCCL_DEBUG log in b. It
+// returns the findings and a *FileResult payload; the error is for bytes
+// that are neither.
+func JudgeFile(name string, b []byte, opt JudgeOptions) ([]check.Finding, any, error) {
+	if !Sniff(b) {
+		return nil, nil, fmt.Errorf("%s: neither nccl-tests output nor an NCCL_DEBUG log", name)
+	}
+	res := &FileResult{File: name}
+	var fs []check.Finding
+	subject := filepath.Base(name)
+	runs := ParseTests(b)
+	for i, r := range runs {
+		if r.Collective == "" {
+			r.Collective = collectiveFromName(name)
+		}
+		sub := subject
+		if len(runs) > 1 {
+			sub = fmt.Sprintf("%s run %d", subject, i+1)
+		}
+		f, s := JudgeTests(sub, r, opt)
+		fs = append(fs, f...)
+		res.Runs = append(res.Runs, s)
+	}
+	log := ParseDebug(b)
+	if log.informative() {
+		o := opt
+		if o.Hosts == nil && len(runs) > 0 {
+			o.Hosts = runs[0].Hosts()
+		}
+		fs = append(fs, JudgeDebug(log, o)...)
+		res.Log = log
+	}
+	if len(runs) == 0 && res.Log == nil {
+		return nil, nil, fmt.Errorf("%s: NCCL lines but no nccl-tests table and nothing about transports", name)
+	}
+	check.Sort(fs)
+	return fs, res, nil
+}
+
+func collectiveFromName(name string) string {
+	n := strings.ToLower(filepath.Base(name))
+	for _, c := range []struct{ key, coll string }{
+		{"allreduce", "all_reduce"}, {"all_reduce", "all_reduce"}, {"reducescatter", "reduce_scatter"}, {"reduce_scatter", "reduce_scatter"},
+		{"allgather", "all_gather"}, {"all_gather", "all_gather"}, {"alltoall", "alltoall"}, {"broadcast", "broadcast"},
+		{"sendrecv", "sendrecv"}, {"gather", "gather"}, {"scatter", "scatter"}, {"reduce", "reduce"},
+	} {
+		if strings.Contains(n, c.key) {
+			return c.coll
+		}
+	}
+	return ""
+}
+
+// BusFactor is nccl-tests' busbw/algbw ratio for a collective over n ranks:
+// the share of the data each rank's busiest link carries.
+func BusFactor(collective string, n int) (float64, bool) {
+	if n < 1 {
+		return 0, false
+	}
+	f := float64(n)
+	switch collective {
+	case "all_reduce":
+		return 2 * (f - 1) / f, true
+	case "reduce_scatter", "all_gather", "alltoall", "gather", "scatter", "hypercube":
+		return (f - 1) / f, true
+	case "broadcast", "reduce", "sendrecv":
+		return 1, true
+	}
+	return 0, false
+}
+
+// JudgeTests judges one nccl-tests run: complete, correct, and the
+// large-message busbw plateau against what the NICs carry.
+func JudgeTests(subject string, r *TestRun, opt JudgeOptions) ([]check.Finding, RunSummary) {
+	s := RunSummary{TestRun: r, Nodes: len(r.Hosts())}
+	if opt.Nodes > 0 {
+		s.Nodes = opt.Nodes
+	}
+	if opt.Collective != "" {
+		r.Collective = opt.Collective
+	}
+	var fs []check.Finding
+	add := func(id string, o check.Outcome, msg string, ev ...check.Evidence) *check.Finding {
+		fs = append(fs, check.Finding{Check: id, Outcome: o, Subject: subject, Message: msg, Evidence: ev})
+		return &fs[len(fs)-1]
+	}
+	ev := func(what, value string) check.Evidence {
+		return check.Evidence{What: what, Value: value, Source: subject}
+	}
+
+	// complete
+	switch {
+	case r.Truncated:
+		add("nccl.tests.complete", check.Fail, fmt.Sprintf("JSON output ends mid-document after %d sizes: the run (or the capture) was cut short", len(r.Rows)))
+	case len(r.Rows) == 0:
+		add("nccl.tests.complete", check.Fail, "no result rows: the run stopped before its first size (a hang at init, or a crash)")
+	case r.Started && !r.Concluded:
+		add("nccl.tests.complete", check.Fail, fmt.Sprintf("\"Collective test starting\" without \"concluded\": the run stopped after %s", humanBytes(r.Rows[len(r.Rows)-1].SizeBytes)),
+			ev("last size", humanBytes(r.Rows[len(r.Rows)-1].SizeBytes)))
+	case r.Format == "text" && r.AvgBusbwGBps == nil:
+		add("nccl.tests.complete", check.Fail, fmt.Sprintf("no \"# Avg bus bandwidth\" line: the run stopped after %s (killed, timed out, or hung)", humanBytes(r.Rows[len(r.Rows)-1].SizeBytes)),
+			ev("last size", humanBytes(r.Rows[len(r.Rows)-1].SizeBytes)))
+	default:
+		add("nccl.tests.complete", check.Pass, fmt.Sprintf("%d sizes up to %s, run concluded", len(r.Rows), humanBytes(r.Rows[len(r.Rows)-1].SizeBytes)))
+	}
+	if len(r.Rows) == 0 {
+		return fs, s
+	}
+
+	// correct: #wrong > 0 or an out-of-bounds FAIL is FAIL whatever the bandwidth
+	worst, worstAt, unchecked := 0.0, int64(0), 0
+	for _, row := range r.Rows {
+		for _, p := range []Perf{row.OutOfPlace, row.InPlace} {
+			if !p.Checked {
+				unchecked++
+				continue
+			}
+			if p.Wrong > worst {
+				worst, worstAt = p.Wrong, row.SizeBytes
+			}
+		}
+	}
+	wrongCounts := r.CheckColumn == "#wrong"
+	switch {
+	case r.OOBFailed || (wrongCounts && worst > 0):
+		n := "?"
+		if r.OutOfBounds != nil {
+			n = fmt.Sprint(*r.OutOfBounds)
+		}
+		f := add("nccl.tests.correctness", check.Fail, fmt.Sprintf("corrupted results: %s sizes out of bounds, #wrong up to %g at %s — whatever the bandwidth, this run is wrong", n, worst, humanBytes(worstAt)),
+			ev("Out of bounds values", n), ev("largest #wrong", fmt.Sprintf("%g at %s", worst, humanBytes(worstAt))))
+		f.Fix = []string{"rerun without in-network reduction (SHARP/INC) and with NCCL_ALGO=Ring to isolate it", "check the NIC and switch firmware and the RDMA MTU on every hop"}
+	case unchecked == 2*len(r.Rows):
+		f := add("nccl.tests.correctness", check.Unknown, "results were not validated (validation: 0, N/A in every row): corruption would not show")
+		f.Fix = []string{"rerun with -c 1 (the default)"}
+	default:
+		add("nccl.tests.correctness", check.Pass, fmt.Sprintf("every checked size correct (%s 0, out of bounds %s)", r.CheckColumn, orQ(r.OutOfBounds)))
+	}
+
+	// implausible in-place or out-of-place algbw
+	for _, row := range r.Rows {
+		if row.InPlace.AlgbwGBps > maxPlausibleGBps || row.OutOfPlace.AlgbwGBps > maxPlausibleGBps {
+			add("nccl.tests.implausible", check.Warn, fmt.Sprintf("algbw %.0f GB/s at %s is faster than any GPU memory: the operation did no work (single rank in-place); such rows say nothing about the fabric",
+				max(row.InPlace.AlgbwGBps, row.OutOfPlace.AlgbwGBps), humanBytes(row.SizeBytes)))
+			break
+		}
+	}
+
+	// plateau
+	n := len(r.Ranks)
+	if n == 0 {
+		n = r.NThread * r.NGPUs
+	}
+	plateau, peak, peakAt, rising := Plateau(r.Rows)
+	s.PlateauBusbwGBps, s.PeakBusbwGBps = plateau, peak
+	last := r.Rows[len(r.Rows)-1]
+	if r.AvgBusbwGBps != nil {
+		fs[0].Evidence = append(fs[0].Evidence, ev("Avg bus bandwidth (not used: it averages tiny sizes in)", fmt.Sprintf("%g GB/s", *r.AvgBusbwGBps)))
+	}
+	if peak > 0 && plateau < 0.8*peak && peakAt < last.SizeBytes {
+		add("nccl.tests.plateau", check.Warn, fmt.Sprintf("busbw falls at large sizes: %.2f GB/s at %s, %.2f GB/s at the largest sizes (%.0f%%): memory pressure, PCIe or fabric congestion, or a rail going slow mid-run",
+			peak, humanBytes(peakAt), plateau, 100*plateau/peak), ev("peak busbw", fmt.Sprintf("%.2f GB/s at %s", peak, humanBytes(peakAt))), ev("plateau busbw", fmt.Sprintf("%.2f GB/s", plateau)))
+	} else if rising {
+		add("nccl.tests.plateau", check.Warn, fmt.Sprintf("busbw still rising at the largest size (%s): the plateau was not reached, so the run understates the fabric", humanBytes(last.SizeBytes))).Fix =
+			[]string{"rerun with -e 8G (or at least 1G) so the large-message plateau shows"}
+	}
+
+	// busbw against the NICs
+	if r.Collective == "" {
+		r.Collective = inferCollective(r, n)
+	}
+	factor, knownColl := BusFactor(r.Collective, n)
+	expl := ""
+	if knownColl {
+		expl = fmt.Sprintf("%s over %d ranks: busbw = algbw × %.3g", r.Collective, n, factor)
+	}
+	switch {
+	case n == 1:
+		add("nccl.tests.busbw", check.Unknown, fmt.Sprintf("single rank: nothing crosses a link (busbw %.2f GB/s by definition), so this says nothing about the fabric", plateau))
+		return fs, s
+	case s.Nodes == 1:
+		add("nccl.tests.busbw", check.Unknown, fmt.Sprintf("one node (%s): traffic stays on NVLink/PCIe, not the network; plateau busbw %.2f GB/s", strings.Join(r.Hosts(), ","), plateau),
+			ev("busbw plateau", fmt.Sprintf("%.2f GB/s", plateau)), ev("factor", expl))
+		return fs, s
+	case s.Nodes == 0:
+		add("nccl.tests.busbw", check.Unknown, fmt.Sprintf("plateau busbw %.2f GB/s, but the output names no ranks or hosts, so it is not judged against NICs", plateau),
+			ev("busbw plateau", fmt.Sprintf("%.2f GB/s", plateau)))
+		return fs, s
+	case opt.NIC.RateGbps <= 0:
+		f := add("nccl.tests.busbw", check.Unknown, fmt.Sprintf("plateau busbw %.2f GB/s over %d nodes, but the NIC rate is unknown, so it is not judged", plateau, s.Nodes),
+			ev("busbw plateau", fmt.Sprintf("%.2f GB/s", plateau)))
+		if expl != "" {
+			f.Evidence = append(f.Evidence, ev("factor", expl))
+		}
+		f.Fix = []string{"give the NIC: rdmalab judge FILE --nic-rate 200 --rails 8 (or run through rdmalab nccl run, which knows the cluster)"}
+		return fs, s
+	}
+	rails := max(opt.RailsPerNode, 1)
+	ceiling := float64(rails) * opt.NIC.CeilingGbps() / 8
+	s.ExpectedGBps = ceiling
+	why := fmt.Sprintf("%d × %s = %.1f GB/s per node (%s)", rails, opt.NIC.Describe(), ceiling, cmpOr(opt.NICSource, "given"))
+	evs := []check.Evidence{ev("busbw plateau", fmt.Sprintf("%.2f GB/s (out-of-place, median of the 3 largest sizes)", plateau)), ev("NIC ceiling", why)}
+	if expl != "" {
+		evs = append(evs, ev("factor", expl))
+	}
+	frac := plateau / ceiling
+	fell := peak > 0 && plateau < 0.8*peak
+	if fell {
+		evs = append(evs, ev("peak busbw before the fall", fmt.Sprintf("%.2f GB/s at %s (%.0f%% of the ceiling)", peak, humanBytes(peakAt), 100*peak/ceiling)))
+	}
+	switch {
+	case frac > 1.05:
+		msg := fmt.Sprintf("busbw %.2f GB/s is above what the NICs can carry (%.1f GB/s): nccl-tests computes busbw with the ring factor, and Tree/NVLS/CollNet (SHARP) move less data per rank, so this is the formula, not a faster network", plateau, ceiling)
+		o := check.Warn
+		if strings.EqualFold(opt.Algo, "Ring") {
+			o = check.Fail
+			msg = fmt.Sprintf("busbw %.2f GB/s with NCCL_ALGO=Ring is above what the NICs can carry (%.1f GB/s): the expectation is wrong (more rails or a faster NIC than given) or the run did not cross the network", plateau, ceiling)
+		}
+		f := add("nccl.tests.busbw", o, msg, evs...)
+		f.Fix = []string{"judge the network with NCCL_ALGO=Ring (rdmalab nccl run sets it)"}
+	case frac >= HealthyFraction:
+		add("nccl.tests.busbw", check.Pass, fmt.Sprintf("busbw plateau %.2f GB/s is %.0f%% of the NIC ceiling %.1f GB/s", plateau, 100*frac, ceiling), evs...)
+	case frac >= DegradedFraction:
+		add("nccl.tests.busbw", check.Warn, fmt.Sprintf("busbw plateau %.2f GB/s is %.0f%% of the NIC ceiling %.1f GB/s (healthy ≥ %.0f%%): a slow rail, GPUDirect off on some ranks, or congestion", plateau, 100*frac, ceiling, 100*HealthyFraction), evs...)
+	case fell && peak/ceiling >= HealthyFraction:
+		// the path carried line rate at smaller sizes: it is RDMA, and the fall is the problem
+		add("nccl.tests.busbw", check.Fail, fmt.Sprintf("busbw at the largest sizes %.2f GB/s is %.0f%% of the NIC ceiling %.1f GB/s, after reaching %.0f%% at %s: the path is RDMA, the fall at large sizes is the fault (see nccl.tests.plateau)",
+			plateau, 100*frac, ceiling, 100*peak/ceiling, humanBytes(peakAt)), evs...)
+	default:
+		f := add("nccl.tests.busbw", check.Fail, fmt.Sprintf("busbw plateau %.2f GB/s is %.0f%% of the NIC ceiling %.1f GB/s: RDMA is likely not used (NET/Socket) or GPUDirect is off", plateau, 100*frac, ceiling), evs...)
+		f.Fix = []string{"rerun with NCCL_DEBUG=INFO and look for NET/Socket or a channel without /GDRDMA (rdmalab judge the log)"}
+	}
+	return fs, s
+}
+
+// inferCollective names the collective from the busbw/algbw ratio of the
+// largest size when exactly one collective fits it, the root column and
+// the reduction op; "" when ambiguous (2 ranks: all_reduce and sendrecv
+// both have factor 1).
+func inferCollective(r *TestRun, n int) string {
+	last := r.Rows[len(r.Rows)-1].OutOfPlace
+	if n < 2 || last.AlgbwGBps <= 0 {
+		return ""
+	}
+	ratio := last.BusbwGBps / last.AlgbwGBps
+	row := r.Rows[len(r.Rows)-1]
+	rooted := row.Root != nil && *row.Root >= 0
+	reduces := row.Redop != "" && row.Redop != "none"
+	var fit []string
+	for _, c := range []string{"all_reduce", "reduce_scatter", "all_gather", "alltoall", "gather", "scatter", "broadcast", "reduce", "sendrecv"} {
+		f, _ := BusFactor(c, n)
+		isRooted := slices.Contains([]string{"broadcast", "reduce", "gather", "scatter"}, c)
+		isReduce := slices.Contains([]string{"all_reduce", "reduce", "reduce_scatter"}, c)
+		if math.Abs(f-ratio) > 0.02*f || (row.Root != nil && isRooted != rooted) || (isReduce && !reduces) {
+			continue
+		}
+		fit = append(fit, c)
+	}
+	if len(fit) == 1 {
+		return fit[0]
+	}
+	return ""
+}
+
+// Plateau returns the busbw the verdict uses: the median out-of-place busbw
+// of the three largest sizes; the peak busbw and its size; and whether busbw
+// was still rising at the end (the last size >10% over the third-last).
+func Plateau(rows []Row) (plateau, peak float64, peakAt int64, rising bool) {
+	if len(rows) == 0 {
+		return 0, 0, 0, false
+	}
+	sorted := slices.Clone(rows)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].SizeBytes < sorted[j].SizeBytes })
+	tail := sorted[max(0, len(sorted)-3):]
+	vals := make([]float64, len(tail))
+	for i, r := range tail {
+		vals[i] = r.OutOfPlace.BusbwGBps
+	}
+	slices.Sort(vals)
+	plateau = vals[len(vals)/2]
+	for _, r := range sorted {
+		if r.OutOfPlace.BusbwGBps > peak {
+			peak, peakAt = r.OutOfPlace.BusbwGBps, r.SizeBytes
+		}
+	}
+	if len(tail) == 3 && tail[0].OutOfPlace.BusbwGBps > 0 {
+		rising = tail[2].OutOfPlace.BusbwGBps > 1.1*tail[0].OutOfPlace.BusbwGBps
+	}
+	return plateau, peak, peakAt, rising
+}
+
+func orQ(p *int) string {
+	if p == nil {
+		return "not printed"
+	}
+	return fmt.Sprint(*p)
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d B", n)
+}

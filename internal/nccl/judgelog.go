@@ -1,0 +1,206 @@
+package nccl
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/rdmalab/rdmalab/internal/check"
+)
+
+// informative reports whether the log says anything about transports,
+// plugins or failures (a lone "Launch mode Parallel" line does not).
+func (d *DebugLog) informative() bool {
+	for _, h := range d.Hosts {
+		if h.said() {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *HostLog) said() bool {
+	return len(h.NetIB) > 0 || len(h.Networks) > 0 || len(h.Plugins) > 0 || len(h.Channels) > 0 || len(h.GDR) > 0 ||
+		len(h.Warns) > 0 || h.InitComplete || h.Bootstrap != "" || len(h.Failures) > 0 || len(h.NCCLVersions) > 0 || len(h.Env) > 0
+}
+
+// JudgeDebug judges an NCCL_DEBUG log per host: which network NCCL chose,
+// plugins, GPUDirect RDMA per HCA and per channel, NET/Socket between
+// nodes, WARN lines, NCCL versions, and hosts that did not log at all.
+func JudgeDebug(d *DebugLog, opt JudgeOptions) []check.Finding {
+	var fs []check.Finding
+	add := func(id string, o check.Outcome, host, subject, msg string, ev ...check.Evidence) *check.Finding {
+		fs = append(fs, check.Finding{Check: id, Outcome: o, Host: host, Subject: subject, Message: msg, Evidence: ev})
+		return &fs[len(fs)-1]
+	}
+	versions := map[string][]string{}
+	for _, h := range d.Hosts {
+		if !h.said() {
+			continue
+		}
+		ev := func(what, value string) check.Evidence {
+			return check.Evidence{What: what, Value: value, Source: "NCCL_DEBUG log of " + h.Host}
+		}
+		for _, v := range h.NCCLVersions {
+			versions[v] = append(versions[v], h.Host)
+		}
+		for _, f := range h.Failures {
+			add("nccl.log.failure", check.Fail, h.Host, "nccl-tests", "the test stopped: "+f, ev("line", f))
+		}
+
+		// plugins: a failure outweighs "absent" on the same host
+		var failed, missing []string
+		for _, p := range h.Plugins {
+			if r, ok := strings.CutPrefix(p, "failed: "); ok {
+				if strings.Contains(r, "not found") {
+					missing = append(missing, r)
+				} else {
+					failed = append(failed, r)
+				}
+			}
+		}
+		switch {
+		case len(missing) > 0:
+			f := add("nccl.log.plugin", check.Fail, h.Host, "net plugin", "NCCL was told to use a network whose plugin is not there: "+missing[0], ev("WARN", strings.Join(missing, "; ")))
+			f.Fix = []string{"install the plugin (libnccl-net-*.so) on every node and put it on LD_LIBRARY_PATH, or unset NCCL_NET"}
+		case len(failed) > 0:
+			fallback := "NCCL fell back to " + cmpOr(strings.Join(h.Networks, ", "), "another network (none named)")
+			f := add("nccl.log.plugin", check.Warn, h.Host, "net plugin", "a net plugin loaded but failed to initialise; "+fallback, ev("lines", strings.Join(failed, "; ")))
+			f.Fix = []string{"remove the failing plugin from LD_LIBRARY_PATH or fix it, so every node takes the same path"}
+		case slices.Contains(h.Plugins, "absent"):
+			add("nccl.log.plugin", check.Pass, h.Host, "net plugin", "no external net plugin: NCCL uses its internal IB and Socket transports")
+		}
+
+		// network chosen
+		ib := len(h.NetIB) > 0 || slices.Contains(h.Networks, "IB") || slices.ContainsFunc(h.Networks, func(s string) bool { return strings.HasPrefix(s, "IB") })
+		var socketCh, netCh, gdrCh []Channel
+		for _, c := range h.Channels {
+			if c.Socket() {
+				socketCh = append(socketCh, c)
+			}
+			if c.Net() {
+				netCh = append(netCh, c)
+				if c.GDR() {
+					gdrCh = append(gdrCh, c)
+				}
+			}
+		}
+		switch {
+		case len(socketCh) > 0 && !opt.AllowSocket:
+			f := add("nccl.log.socket", check.Fail, h.Host, "inter-node channels", fmt.Sprintf("%d inter-node channel(s) of %s use NET/Socket: the RDMA path is not being used", len(socketCh), h.Host),
+				ev("channel", socketCh[0].Line))
+			f.Fix = []string{"check that NCCL sees the HCAs (NCCL_IB_HCA, /dev/infiniband, ibv_devinfo) and that NCCL_IB_DISABLE is not set", "rdmalab nccl env --snapshot <host>.json"}
+		case slices.Contains(h.Networks, "Socket") && !ib && !opt.AllowSocket:
+			add("nccl.log.socket", check.Fail, h.Host, "network", "NCCL chose NET/Socket: inter-node traffic will not use RDMA", ev("network", "Socket"))
+		case ib:
+			devs := make([]string, len(h.NetIB))
+			layers := map[string][]string{}
+			for i, nd := range h.NetIB {
+				devs[i] = fmt.Sprintf("%s:%d/%s", nd.Name, nd.Port, nd.Layer)
+				layers[nd.Layer] = append(layers[nd.Layer], nd.Name)
+			}
+			msg := "NCCL uses network " + strings.Join(h.Networks, ", ")
+			if len(devs) > 0 {
+				msg = "NCCL uses NET/IB over " + strings.Join(devs, " ")
+			}
+			if h.OOB != "" {
+				msg += "; OOB " + h.OOB
+			}
+			add("nccl.log.network", check.Pass, h.Host, "network", msg, ev("NET/IB", strings.Join(devs, " ")))
+			if len(layers) > 1 {
+				ls := slices.Sorted(maps.Keys(layers))
+				f := add("nccl.log.mixed-layers", check.Warn, h.Host, "NET/IB devices", fmt.Sprintf("NET/IB mixes link layers (%s): rings that pair an IB rail with a RoCE NIC cannot connect or run at the slower NIC's rate", describeLayers(ls, layers)))
+				f.Fix = []string{"list only the fabric's HCAs: export NCCL_IB_HCA=" + strings.Join(layers[majority(layers)], ",")}
+			}
+		case len(h.Networks) > 0:
+			add("nccl.log.network", check.Pass, h.Host, "network", "NCCL uses network "+strings.Join(h.Networks, ", "))
+		default:
+			add("nccl.log.network", check.Unknown, h.Host, "network", "the log does not say which network NCCL chose (no \"NET/IB : Using\", \"Using network\" or channel line): set NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=INIT,NET")
+		}
+
+		// GPUDirect RDMA
+		expect, haveExpect := opt.GDRExpected[h.Host]
+		var off []string
+		for _, hca := range slices.Sorted(maps.Keys(h.GDR)) {
+			if !h.GDR[hca] {
+				off = append(off, hca)
+			}
+		}
+		noGDR := 0
+		for _, c := range netCh {
+			if !c.GDR() && !c.Socket() {
+				noGDR++
+			}
+		}
+		switch {
+		case len(off) > 0 || noGDR > 0:
+			o, why := check.Warn, "GPUDirect RDMA is off"
+			if haveExpect && expect {
+				o, why = check.Fail, "GPUDirect RDMA is off where the prediction said it would be on"
+			}
+			var evs []check.Evidence
+			if len(off) > 0 {
+				evs = append(evs, ev("GPU Direct RDMA Disabled for HCA", strings.Join(off, ", ")))
+			}
+			if noGDR > 0 {
+				evs = append(evs, ev("NET/IB channels without /GDRDMA", fmt.Sprint(noGDR)))
+			}
+			f := add("nccl.log.gdr", o, h.Host, "GPUDirect RDMA", why+": network traffic stages through host memory (often 5–10× slower)", evs...)
+			f.Fix = []string{"modprobe nvidia-peermem (or use the open kernel module's DMA-BUF)", "put GPU and NIC under one PCIe switch or raise NCCL_NET_GDR_LEVEL", "rdmalab nccl env --snapshot <host>.json shows the path level per GPU"}
+		case len(gdrCh) > 0 || len(h.GDR) > 0:
+			add("nccl.log.gdr", check.Pass, h.Host, "GPUDirect RDMA", fmt.Sprintf("GPUDirect RDMA enabled (%d channel(s) via /GDRDMA, %d HCA(s) enabled)", len(gdrCh), len(h.GDR)))
+		case haveExpect && expect && ib:
+			add("nccl.log.gdr", check.Unknown, h.Host, "GPUDirect RDMA", "GPUDirect RDMA was predicted on, but the log shows no HCA or channel line to confirm it (set NCCL_DEBUG_SUBSYS=INIT,NET)")
+		}
+
+		// every WARN, once per host
+		for _, w := range h.Warns {
+			if strings.Contains(w, "network") && strings.Contains(w, "not found") {
+				continue // already a plugin finding
+			}
+			add("nccl.log.warn", check.Warn, h.Host, "NCCL WARN", w, ev("WARN", w))
+		}
+	}
+
+	// versions must agree across hosts
+	if len(versions) > 1 {
+		var parts []string
+		for _, v := range slices.Sorted(maps.Keys(versions)) {
+			parts = append(parts, fmt.Sprintf("%s on %s", v, strings.Join(versions[v], ", ")))
+		}
+		add("nccl.log.version", check.Fail, "", "NCCL version", "hosts run different NCCL versions ("+strings.Join(parts, "; ")+"): mismatched versions hang or crash at init")
+	} else if len(versions) == 1 {
+		for v, hs := range versions {
+			add("nccl.log.version", check.Pass, "", "NCCL version", fmt.Sprintf("NCCL %s on %s", v, strings.Join(hs, ", ")))
+		}
+	}
+
+	// a host that did not log is named, never assumed like another
+	for _, h := range opt.Hosts {
+		if hl := d.Host(h); hl == nil || !hl.said() {
+			add("nccl.log.silent", check.Unknown, h, "NCCL_DEBUG", h+" took part in the run but its NCCL_DEBUG lines are not in the log: its transport is unknown, not assumed like the others'").Fix =
+				[]string{"run with NCCL_DEBUG=INFO exported to every rank (mpirun -x NCCL_DEBUG, srun --export=ALL)"}
+		}
+	}
+	return fs
+}
+
+func describeLayers(keys []string, layers map[string][]string) string {
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s: %s", k, strings.Join(layers[k], ",")))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// majority is the layer most devices use (ties: IB).
+func majority(layers map[string][]string) string {
+	best := ""
+	for _, k := range slices.Sorted(maps.Keys(layers)) {
+		if best == "" || len(layers[k]) > len(layers[best]) {
+			best = k
+		}
+	}
+	return best
+}

@@ -1,0 +1,365 @@
+package nccl
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rdmalab/rdmalab/internal/bench"
+	"github.com/rdmalab/rdmalab/internal/check"
+)
+
+// Job is one nccl-tests launch: a binary on the first Nodes of the cluster.
+type Job struct {
+	Nodes        []bench.Node
+	RanksPerNode int
+	Env          []Var
+	Argv         []string // the nccl-tests binary and its arguments
+	Timeout      time.Duration
+	// Dir is where the launcher may write files (a hostfile).
+	Dir string
+}
+
+// Launcher makes the command that starts every rank of a job. Open MPI's
+// mpirun is the one here; Slurm's srun fits the same interface.
+type Launcher interface {
+	Command(ctx context.Context, j Job) (*exec.Cmd, error)
+	// RankHost maps a rank to its node under this launcher's placement.
+	RankHost(j Job, rank int) string
+}
+
+// MPIRun launches through Open MPI's mpirun with a hostfile, over ssh.
+type MPIRun struct {
+	// SSH is the rsh agent (plm_rsh_agent): ssh with the cluster's options.
+	SSH []string
+	// Extra are more mpirun arguments (--mca oob_tcp_if_include …).
+	Extra []string
+}
+
+// NewMPIRun builds the launcher from the cluster file's ssh settings.
+func NewMPIRun(c *bench.Cluster, extra []string) (*MPIRun, error) {
+	port := c.Nodes[0].SSHPort
+	for _, n := range c.Nodes {
+		if n.SSHPort != port {
+			return nil, fmt.Errorf("node %s: ssh port %d differs from %d: mpirun takes one ssh port for all nodes", n.Name, n.SSHPort, port)
+		}
+	}
+	ssh := []string{"ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o", "ConnectTimeout=10", "-p", fmt.Sprint(port)}
+	if c.Launcher.KnownHosts != "" {
+		ssh = append(ssh, "-o", "UserKnownHostsFile="+c.Launcher.KnownHosts)
+	}
+	ssh = append(ssh, c.Launcher.Options...)
+	if user, _, ok := strings.Cut(c.Nodes[0].SSH, "@"); ok {
+		ssh = append(ssh, "-l", user)
+	}
+	for _, a := range ssh {
+		if strings.ContainsAny(a, " \t") {
+			return nil, fmt.Errorf("ssh option %q has a space: mpirun splits its rsh agent on spaces", a)
+		}
+	}
+	return &MPIRun{SSH: ssh, Extra: extra}, nil
+}
+
+// hostOf is the host part of [user@]host.
+func hostOf(ssh string) string {
+	if _, h, ok := strings.Cut(ssh, "@"); ok {
+		return h
+	}
+	return ssh
+}
+
+// Command implements Launcher: a hostfile of the job's nodes, -npernode
+// ranks on each, the environment through -x, every rank's output tagged
+// with its rank, and every rank bounded by timeout(1) on its node so a
+// killed launch leaves nothing running there.
+func (m *MPIRun) Command(ctx context.Context, j Job) (*exec.Cmd, error) {
+	var hf bytes.Buffer
+	for _, n := range j.Nodes {
+		fmt.Fprintf(&hf, "%s slots=%d\n", hostOf(n.SSH), j.RanksPerNode)
+	}
+	hostfile := filepath.Join(j.Dir, fmt.Sprintf("hostfile-%d", len(j.Nodes)))
+	if err := os.WriteFile(hostfile, hf.Bytes(), 0o644); err != nil {
+		return nil, fmt.Errorf("hostfile: %w", err)
+	}
+	args := []string{"--tag-output", "--hostfile", hostfile, "-np", fmt.Sprint(len(j.Nodes) * j.RanksPerNode), "-npernode", fmt.Sprint(j.RanksPerNode),
+		"--mca", "plm_rsh_agent", strings.Join(m.SSH, " ")}
+	if os.Geteuid() == 0 {
+		args = append([]string{"--allow-run-as-root"}, args...)
+	}
+	args = append(args, m.Extra...)
+	for _, v := range j.Env {
+		args = append(args, "-x", v.Name+"="+v.Value)
+	}
+	remote := int(j.Timeout.Seconds()) + 5
+	args = append(args, "timeout", "-k", "3", fmt.Sprint(remote))
+	args = append(args, j.Argv...)
+	return exec.CommandContext(ctx, "mpirun", args...), nil
+}
+
+// RankHost implements Launcher: -npernode fills each node in hostfile order.
+func (m *MPIRun) RankHost(j Job, rank int) string {
+	i := rank / max(j.RanksPerNode, 1)
+	if i < len(j.Nodes) {
+		return j.Nodes[i].Name
+	}
+	return ""
+}
+
+// RunOptions is one `rdmalab nccl run`.
+type RunOptions struct {
+	Cluster *bench.Cluster
+	// NodeCounts are the cluster sizes to run, in order (default 2, 4, 8 …
+	// and the whole cluster); each run takes the first N nodes.
+	NodeCounts   []int
+	Tests        []string // nccl-tests binaries (default all_reduce_perf)
+	TestArgs     []string // default -b 8 -e 8G -f 2 -g 1
+	RanksPerNode int      // default 1
+	Env          []Var    // NCCL_ALGO=Ring and NCCL_DEBUG=INFO are added when absent
+	Timeout      time.Duration
+	Dir          string // raw logs, one file per run
+	Launcher     Launcher
+	Judge        JudgeOptions
+	// Results receives one JSON line per run as it finishes.
+	Results io.Writer
+	// Progress receives a line per run start and end (may be nil).
+	Progress io.Writer
+}
+
+// RunResult is one run's line in the results file.
+type RunResult struct {
+	Test      string          `json:"test"`
+	NodeCount int             `json:"node_count"`
+	Nodes     []string        `json:"nodes"`
+	Command   []string        `json:"command"`
+	Log       string          `json:"log"`
+	Started   time.Time       `json:"started"`
+	Seconds   float64         `json:"seconds"`
+	TimedOut  bool            `json:"timed_out,omitempty"`
+	ExitCode  int             `json:"exit_code"`
+	Error     string          `json:"error,omitempty"`
+	Findings  []check.Finding `json:"findings"`
+	Run       *RunSummary     `json:"run,omitempty"`
+}
+
+// DefaultNodeCounts is 2, 4, 8 … up to n, and n itself.
+func DefaultNodeCounts(n int) []int {
+	var out []int
+	for k := 2; k <= n; k *= 2 {
+		out = append(out, k)
+	}
+	if len(out) == 0 || out[len(out)-1] != n {
+		out = append(out, n)
+	}
+	return out
+}
+
+// Run runs every test on every cluster size in order, one launch at a
+// time (each uses the nodes whole), and appends each result as it ends. A
+// run that times out is killed (its process group, and each rank by its
+// own timeout on its node) and the next run goes on.
+func Run(ctx context.Context, o RunOptions) ([]RunResult, error) {
+	nodes := o.Cluster.Nodes
+	counts := o.NodeCounts
+	if len(counts) == 0 {
+		counts = DefaultNodeCounts(len(nodes))
+	}
+	for _, k := range counts {
+		if k < 1 || k > len(nodes) {
+			return nil, fmt.Errorf("--nodes %d: the cluster has %d nodes", k, len(nodes))
+		}
+	}
+	tests := cmpOrSlice(o.Tests, []string{"all_reduce_perf"})
+	targs := cmpOrSlice(o.TestArgs, []string{"-b", "8", "-e", "8G", "-f", "2", "-g", "1"})
+	env := withDefaults(o.Env)
+	algo := ""
+	for _, v := range env {
+		if v.Name == "NCCL_ALGO" {
+			algo = v.Value
+		}
+	}
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("results dir: %w", err)
+	}
+	var out []RunResult
+	for _, k := range counts {
+		for _, test := range tests {
+			if ctx.Err() != nil {
+				return out, ctx.Err()
+			}
+			j := Job{Nodes: nodes[:k], RanksPerNode: max(o.RanksPerNode, 1), Env: env, Argv: append([]string{test}, targs...), Timeout: o.Timeout, Dir: o.Dir}
+			r := runOne(ctx, o, j, algo)
+			out = append(out, r)
+			if o.Results != nil {
+				b, _ := json.Marshal(r)
+				if _, err := o.Results.Write(append(b, '\n')); err != nil {
+					return out, fmt.Errorf("results: %w", err)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+func cmpOrSlice(a, b []string) []string {
+	if len(a) > 0 {
+		return a
+	}
+	return b
+}
+
+// withDefaults adds NCCL_ALGO=Ring (busbw then measures the network the
+// way the verdict assumes) and NCCL_DEBUG=INFO (the transport proof) unless
+// given.
+func withDefaults(env []Var) []Var {
+	out := slices.Clone(env)
+	for _, d := range []Var{
+		{"NCCL_ALGO", "Ring", "judging the network: Tree and NVLS results are not comparable with the NIC limit"},
+		{"NCCL_DEBUG", "INFO", "every rank logs its transports, judged per host"},
+	} {
+		if !slices.ContainsFunc(out, func(v Var) bool { return v.Name == d.Name }) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func runOne(ctx context.Context, o RunOptions, j Job, algo string) RunResult {
+	test := filepath.Base(j.Argv[0])
+	r := RunResult{Test: test, NodeCount: len(j.Nodes), Started: time.Now().UTC()}
+	for _, n := range j.Nodes {
+		r.Nodes = append(r.Nodes, n.Name)
+	}
+	r.Log = filepath.Join(o.Dir, fmt.Sprintf("%s-%dn.log", strings.TrimSuffix(test, "_perf"), len(j.Nodes)))
+	progress(o.Progress, "run %s on %d nodes (%s)", test, len(j.Nodes), strings.Join(r.Nodes, ","))
+	rctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	cmd, err := o.Launcher.Command(rctx, j)
+	if err != nil {
+		r.Error, r.ExitCode = err.Error(), -1
+		return r
+	}
+	r.Command = cmd.Args
+	logf, err := os.Create(r.Log)
+	if err != nil {
+		r.Error, r.ExitCode = err.Error(), -1
+		return r
+	}
+	defer logf.Close()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// its own process group, so a timeout kills every local piece of the
+	// launch (mpirun, its ssh sessions); mpirun forwards TERM to the ranks
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+	cmd.WaitDelay = 5 * time.Second
+	start := time.Now()
+	err = cmd.Run()
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // whatever ignored TERM
+	}
+	r.Seconds = time.Since(start).Seconds()
+	r.TimedOut = errors.Is(rctx.Err(), context.DeadlineExceeded)
+	if cmd.ProcessState != nil {
+		r.ExitCode = cmd.ProcessState.ExitCode()
+	}
+	if err != nil && !r.TimedOut {
+		r.Error = err.Error()
+	}
+	raw, _ := os.ReadFile(r.Log)
+	r.Findings, r.Run = judgeRun(raw, j, o, algo, r)
+	progress(o.Progress, "  %s on %d nodes: %s", test, len(j.Nodes), verdictLine(r))
+	return r
+}
+
+func progress(w io.Writer, format string, a ...any) {
+	if w != nil {
+		fmt.Fprintf(w, format+"\n", a...)
+	}
+}
+
+func verdictLine(r RunResult) string {
+	c := check.Count(r.Findings)
+	s := fmt.Sprintf("%d fail, %d warn, %d unknown, %d pass", c[check.Fail], c[check.Warn], c[check.Unknown], c[check.Pass])
+	if r.TimedOut {
+		s = "timed out; " + s
+	}
+	return s
+}
+
+var ncclHostRE = regexp.MustCompile(`^(\S+?):(\d+:\d+ \[\d+\] NCCL (?:INFO|WARN))`)
+
+// attribute rewrites each rank's lines so NCCL_DEBUG lines carry the
+// cluster's node name for that rank (what the launch placed there), not
+// whatever hostname the node reports: hosts are then named as the cluster
+// file names them, and a node that said nothing is missed by name.
+func attribute(raw []byte, j Job, l Launcher) []byte {
+	var b bytes.Buffer
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line, rank := StripMPIPrefix(sc.Text())
+		if rank >= 0 {
+			if h := l.RankHost(j, rank); h != "" {
+				line = ncclHostRE.ReplaceAllString(line, h+":$2")
+			}
+		}
+		b.WriteString(line)
+		b.WriteByte('\n')
+	}
+	return b.Bytes()
+}
+
+func judgeRun(raw []byte, j Job, o RunOptions, algo string, r RunResult) ([]check.Finding, *RunSummary) {
+	subject := fmt.Sprintf("%s on %d nodes", r.Test, len(j.Nodes))
+	text := attribute(raw, j, o.Launcher)
+	opt := o.Judge
+	opt.Algo, opt.Hosts, opt.Nodes = algo, r.Nodes, len(j.Nodes)
+	var fs []check.Finding
+	var sum *RunSummary
+	runs := ParseTests(text)
+	if len(runs) > 0 {
+		if runs[0].Collective == "" {
+			runs[0].Collective = collectiveFromName(r.Test)
+		}
+		f, s := JudgeTests(subject, runs[0], opt)
+		fs, sum = append(fs, f...), &s
+	}
+	log := ParseDebug(text)
+	fs = append(fs, JudgeDebug(log, opt)...)
+	switch {
+	case r.TimedOut:
+		var stuck []string
+		for _, h := range r.Nodes {
+			if hl := log.Host(h); hl == nil || !hl.InitComplete {
+				stuck = append(stuck, h)
+			}
+		}
+		msg := fmt.Sprintf("killed after %s without finishing", o.Timeout)
+		if len(stuck) > 0 && len(stuck) < len(r.Nodes) {
+			msg += fmt.Sprintf("; %s never logged NCCL Init COMPLETE: look there first (plugin or OOB interface differs, wrong GID index)", strings.Join(stuck, ", "))
+		}
+		fs = append(fs, check.Finding{Check: "nccl.run.timeout", Outcome: check.Fail, Subject: subject, Message: msg,
+			Evidence: []check.Evidence{{What: "log", Value: r.Log, Source: strings.Join(r.Command, " ")}}})
+	case r.Error != "":
+		fs = append(fs, check.Finding{Check: "nccl.run.exit", Outcome: check.Fail, Subject: subject, Message: "the launch failed: " + r.Error + " (see the log)",
+			Evidence: []check.Evidence{{What: "log", Value: r.Log, Source: strings.Join(r.Command, " ")}}})
+	}
+	for i := range fs {
+		if fs[i].Subject == "" {
+			fs[i].Subject = subject
+		}
+	}
+	check.Sort(fs)
+	return fs, sum
+}
