@@ -157,8 +157,10 @@ launcher: {type: local, rdmalab: `+bin+`, base_port: 23400}
 	if len(first) < 6 || len(first) >= 30 {
 		t.Fatalf("after the interrupt: %d directions, want round 1's 6 and not all 30", len(first))
 	}
+	// Unshaped loopback on a shared machine is noise: the verdicts may
+	// fail (exit 1); this test is about the log, not the verdicts.
 	out, err := exec.Command(bin, append(args, "--resume")...).CombinedOutput()
-	if err != nil {
+	if code := exitCode(err); code != 0 && code != 1 {
 		t.Fatalf("resume: %v\n%s", err, out)
 	}
 	if !strings.Contains(string(out), "already measured") {

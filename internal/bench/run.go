@@ -431,11 +431,12 @@ func (r *Runner) runOnce(ctx context.Context, from, to cluster.Node) (Measure, *
 	defer cancel()
 	deadline := r.Timeout + 5*time.Second
 	fail := func(err error) *runErr {
-		if u, ok := launch.IsUnreachable(err); ok {
-			return &runErr{msg: u.Error(), node: u.Node}
-		}
+		// The timeout first: a killed end can look like a lost connection.
 		if tctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
 			return &runErr{msg: fmt.Sprintf("timed out after %s; both ends killed", r.Timeout), timedOut: true}
+		}
+		if u, ok := launch.IsUnreachable(err); ok {
+			return &runErr{msg: u.Error(), node: u.Node}
 		}
 		if ctx.Err() != nil {
 			return &runErr{msg: "interrupted"}

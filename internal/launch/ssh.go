@@ -100,6 +100,7 @@ type sshProc struct {
 	pid        chan int
 	stopKill   func() bool
 	exited     atomic.Bool // after Wait, the pid may belong to someone else
+	killed     atomic.Bool
 
 	killOnce sync.Once
 }
@@ -132,6 +133,10 @@ func (p *sshProc) Wait() error {
 	if err == nil {
 		return nil
 	}
+	if p.killed.Load() {
+		// ssh exits 255 when its remote command dies of a signal: ours.
+		return fmt.Errorf("on %s: killed", p.node.Name)
+	}
 	if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 255 {
 		return &UnreachableError{Node: p.node.Name, Reason: Tail(p.stderr.String() + " ssh exited 255")}
 	}
@@ -146,6 +151,7 @@ func (p *sshProc) Kill() {
 		return
 	}
 	p.killOnce.Do(func() {
+		p.killed.Store(true)
 		select {
 		case pid, ok := <-p.pid:
 			if ok {
@@ -166,7 +172,7 @@ const probeScript = `m=; for x in "$@"; do case "$x" in /*) test -e "$x" ;; *) c
 
 // Probe implements Launcher; it also opens the node's control connection.
 func (s *SSH) Probe(ctx context.Context, n cluster.Node, need []string) error {
-	remote := "sh -c " + shellJoin([]string{probeScript}) + " probe " + shellJoin(need)
+	remote := "timeout -k 1 10 sh -c " + shellJoin([]string{probeScript}) + " probe " + shellJoin(need)
 	if len(need) == 0 {
 		remote = "true"
 	}
@@ -206,13 +212,14 @@ func sshReason(text string) string {
 	return Tail(text + " ssh exited 255")
 }
 
-// reapScript finds the processes whose environment carries the run id,
-// prints them and kills them.
-const reapScript = `for e in /proc/[0-9]*/environ; do p=${e#/proc/}; p=${p%/environ}; [ "$p" = $$ ] && continue; if tr '\0' '\n' < "$e" 2>/dev/null | grep -qx "$1=$2"; then echo "$p $(tr '\0' ' ' < /proc/$p/cmdline 2>/dev/null)"; kill -KILL "$p" 2>/dev/null; fi; done; true`
+// reapScript finds the processes whose environment carries the run id
+// (one grep over every environ file), prints them and kills them.
+const reapScript = `for e in $(grep -lazx "$1=$2" /proc/[0-9]*/environ 2>/dev/null); do p=${e#/proc/}; p=${p%/environ}; [ "$p" = $$ ] && continue; echo "$p $(tr '\0' ' ' < /proc/$p/cmdline 2>/dev/null)"; kill -KILL "$p" 2>/dev/null; done; true`
 
 // Reap implements Launcher.
 func (s *SSH) Reap(ctx context.Context, n cluster.Node, run string) ([]string, error) {
-	out, err := s.command(ctx, n, "sh -c "+shellJoin([]string{reapScript})+" reap "+shellJoin([]string{EnvRun, run})).CombinedOutput()
+	// Bounded on the node too: a reap must never become a leftover itself.
+	out, err := s.command(ctx, n, "timeout -k 1 10 sh -c "+shellJoin([]string{reapScript})+" reap "+shellJoin([]string{EnvRun, run})).CombinedOutput()
 	if err != nil {
 		if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 255 {
 			return nil, &UnreachableError{Node: n.Name, Reason: sshReason(string(out))}
