@@ -90,7 +90,18 @@ func Analyze(c *cluster.Cluster, engine, test string, latency bool, recs []Recor
 	idx := c.Index()
 	final := map[string]Record{}
 	var retests []Record
-	for _, r := range recs {
+	// Only the latest retest phase counts (after the last measurement):
+	// a resumed run's retests replace the earlier run's, never add to them.
+	lastPlain := -1
+	for i, r := range recs {
+		if !r.Retest && r.Engine == engine && r.Test == test {
+			lastPlain = i
+		}
+	}
+	for i, r := range recs {
+		if r.Retest && i < lastPlain {
+			continue
+		}
 		if r.Engine != engine || r.Test != test {
 			continue
 		}

@@ -92,6 +92,7 @@ type Runner struct {
 	out       map[string]string          // node → why it was taken out
 	timeouts  map[string]map[string]bool // node → partners it timed out with
 	leftovers []string
+	first     int // records before it came from the log being resumed
 	seq       atomic.Int64
 	logErr    error
 }
@@ -140,6 +141,7 @@ func (r *Runner) progress(format string, a ...any) {
 // It returns prior and new records; a write error of the log stops it.
 func (r *Runner) Run(ctx context.Context, prior []Record) ([]Record, error) {
 	r.records = slices.Clone(prior)
+	r.first = len(prior)
 	final := map[string]Record{}
 	for _, p := range prior {
 		if !p.Retest {
@@ -286,7 +288,7 @@ func (r *Runner) afterRound(ctx context.Context, round int) {
 	}
 	r.mu.Lock()
 	suspect := map[string]bool{}
-	for _, rec := range r.records {
+	for _, rec := range r.records[r.first:] {
 		if rec.Round == round && !rec.Retest && (rec.Error != "" || rec.TimedOut) {
 			if rec.ErrorNode != "" {
 				suspect[rec.ErrorNode] = true
@@ -474,11 +476,14 @@ func (r *Runner) runOnce(ctx context.Context, from, to cluster.Node) (Measure, *
 	case <-tctx.Done():
 	}
 	if !ok {
-		srv.Kill()
 		text := ""
+		if tctx.Err() != nil {
+			srv.Kill()
+		}
 		select {
-		case text = <-srvText:
+		case text = <-srvText: // the stream ended: the server is ending by itself
 		case <-time.After(5 * time.Second):
+			srv.Kill()
 		}
 		werr := srv.Wait()
 		if werr == nil || tctx.Err() != nil {

@@ -576,3 +576,26 @@ func TestJudgePerftestFiles(t *testing.T) {
 		t.Error("sniffed plain text")
 	}
 }
+
+// A resumed run's retests replace the earlier run's: the report never
+// shows an old "suspect" retest beside a new one for the same node.
+func TestRetestsOfTheLatestPhaseOnly(t *testing.T) {
+	c := testCluster(t, 6, "")
+	recs := recorded(c, func(from, to string) []float64 {
+		if from == "n1" {
+			return []float64{9}
+		}
+		return []float64{95}
+	})
+	old := Record{From: "n1", To: "n5", Engine: "tcp", Test: "bw", Retest: true, Suspect: "n1", Gbps: 95}
+	again := Record{From: "n2", To: "n3", Engine: "tcp", Test: "bw", Gbps: 95}
+	fresh := []Record{
+		{From: "n1", To: "n6", Engine: "tcp", Test: "bw", Retest: true, Suspect: "n1", Gbps: 9},
+		{From: "n1", To: "n4", Engine: "tcp", Test: "bw", Retest: true, Suspect: "n1", Gbps: 9},
+	}
+	all := append(append(append(recs, old), again), fresh...)
+	rep := Analyze(c, "tcp", "bw", false, all, nil, nil)
+	if len(rep.Suspects) != 1 || len(rep.Suspects[0].Retests) != 2 || rep.Suspects[0].Confirmed != "yes" {
+		t.Errorf("%+v", rep.Suspects)
+	}
+}
