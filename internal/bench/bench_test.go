@@ -92,7 +92,6 @@ func FuzzParsePerftest(f *testing.F) {
 	})
 }
 
-
 func TestRounds(t *testing.T) {
 	for n := 2; n <= 17; n++ {
 		rounds := Rounds(n)
@@ -126,12 +125,12 @@ func TestRounds(t *testing.T) {
 	}
 }
 
-
-
-
 // The whole pipeline on loopback addresses with the real binary: kill the
 // run after its first round, resume, and every pair is measured exactly once.
 func TestKillAndResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the built binary (not under the race detector)")
+	}
 	dir := testhost.TempDir(t)
 	bin := filepath.Join(dir, "rdmalab")
 	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/rdmalab").CombinedOutput(); err != nil {
