@@ -331,13 +331,6 @@ func retestBad(r Record, rep *Report, t cluster.Thresholds, latency bool) bool {
 	return r.Gbps < t.Bandwidth*rep.MedianValue
 }
 
-func (r *Report) unit() string {
-	if r.Latency {
-		return "µs"
-	}
-	return "Gb/s"
-}
-
 // FormatValue prints a measurement: Gb/s or p50 latency, two decimals.
 func (r *Report) FormatValue(v float64) string {
 	if r.Latency {

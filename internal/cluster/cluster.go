@@ -168,15 +168,6 @@ func (c *Cluster) Fingerprint() string {
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
-// Names lists the node names in file order.
-func (c *Cluster) Names() []string {
-	out := make([]string, len(c.Nodes))
-	for i, n := range c.Nodes {
-		out[i] = n.Name
-	}
-	return out
-}
-
 // Index maps node names to their position.
 func (c *Cluster) Index() map[string]int {
 	m := make(map[string]int, len(c.Nodes))

@@ -3,7 +3,6 @@ package launch
 import (
 	"context"
 	"io"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -66,5 +65,4 @@ func TestLocalProbeNamesWhatIsMissing(t *testing.T) {
 	if m.Error() != "n1 lacks no-such-binary-xyz, /no/such/path" {
 		t.Error(m)
 	}
-	_ = os.Getpid
 }
