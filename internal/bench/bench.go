@@ -149,6 +149,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	r := &Runner{Cluster: c, Launcher: l, Engine: eng, Schedule: Rounds, Samples: o.Samples, Timeout: o.Timeout,
 		RunID: NewRunID(), Log: log, KeepFailed: o.KeepFailed, Retest: !o.NoRetest, Progress: o.Progress}
 	unready := Preflight(ctx, l, c.Nodes, eng, 15*time.Second)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
 	if len(unready) > 0 {
 		if !o.WithoutUnready {
 			return nil, &UnreadyError{unready}

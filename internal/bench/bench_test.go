@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"encoding/json"
+
 	"bufio"
 	"math"
 	"os"
@@ -8,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rdmalab/rdmalab/internal/envelope"
 
 	"github.com/rdmalab/rdmalab/internal/testhost"
 )
@@ -158,12 +162,20 @@ launcher: {type: local, rdmalab: `+bin+`, base_port: 23400}
 	}
 	// Unshaped loopback on a shared machine is noise: the verdicts may
 	// fail (exit 1); this test is about the log, not the verdicts.
-	out, err := exec.Command(bin, append(args, "--resume")...).CombinedOutput()
+	resume := exec.Command(bin, append(args, "--resume", "--output", "json")...)
+	var progress strings.Builder
+	resume.Stderr = &progress
+	doc, err := resume.Output()
 	if code := exitCode(err); code != 0 && code != 1 {
-		t.Fatalf("resume: %v\n%s", err, out)
+		t.Fatalf("resume: %v\n%s", err, progress.String())
 	}
-	if !strings.Contains(string(out), "already measured") {
-		t.Errorf("resume did not skip anything:\n%s", out)
+	if !strings.Contains(progress.String(), "already measured") {
+		t.Errorf("resume did not skip anything:\n%s", progress.String())
+	}
+	payload, err := envelope.Payload(doc, envelope.Bench)
+	var rep Report
+	if err != nil || json.Unmarshal(payload, &rep) != nil || len(rep.Directions) != 30 {
+		t.Errorf("--output json: %v, %d directions\n%s", err, len(rep.Directions), doc)
 	}
 	seen := map[string]int{}
 	for _, r := range readLog(t, results) {
@@ -182,7 +194,7 @@ launcher: {type: local, rdmalab: `+bin+`, base_port: 23400}
 	}
 	// Without --resume or --overwrite the results are never truncated.
 	before, _ := os.ReadFile(results)
-	out, err = exec.Command(bin, args...).CombinedOutput()
+	out, err := exec.Command(bin, args...).CombinedOutput()
 	after, _ := os.ReadFile(results)
 	if exitCode(err) != 2 || !strings.Contains(string(out), "--resume continues it, --overwrite replaces it") || string(before) != string(after) {
 		t.Errorf("a second run without --resume: exit %d\n%s", exitCode(err), out)

@@ -70,6 +70,9 @@ run (bad flag or file, unready nodes), 130 interrupted (finished work is saved).
 			if err != nil && !interrupted {
 				return usageErr("%v", err)
 			}
+			if rep == nil { // interrupted before anything ran
+				return &exitError{code: exitInterrupted, err: errors.New("interrupted before round 1; nothing was measured")}
+			}
 			w := cmd.OutOrStdout()
 			if output == "json" {
 				if err := envelope.Write(w, envelope.Bench, rep.Findings, rep); err != nil {
