@@ -345,6 +345,13 @@ func TestRunnerResume(t *testing.T) {
 	if got := hostsOf(findingsOf(rep, check.Fail)); !slices.Equal(got, []string{"n2:bench.direction.error"}) {
 		t.Fatalf("%v", got)
 	}
+	// --keep-failed: nothing is measured again.
+	eng, _ := NewEngine("tcp", "bw", 1, time.Second, "rdmalab", nil)
+	keep := fakeTCP(c, func(string, string) (float64, error) { return 95, nil })
+	kr := &Runner{Cluster: c, Launcher: keep, Engine: eng, Schedule: Rounds, Samples: 2, Timeout: time.Second, RunID: "t", KeepFailed: true}
+	if _, err := kr.Run(context.Background(), first); err != nil || len(keep.Calls()) != 0 {
+		t.Errorf("--keep-failed measured %d commands again (%v)", len(keep.Calls()), err)
+	}
 	// Fixed; the cluster file lists the nodes in another order.
 	mu.Lock()
 	broken = false
