@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Throughput of rdmalab's built-in TCP engine beside iperf3 on the same veth
-# pair between two network namespaces this script makes (root needed), in
-# one run; prints both and the ratio. Traffic stays inside the namespaces.
-#   sudo bench/tcp-vs-iperf3.sh [seconds]
+# pair between two network namespaces this script makes (root needed), like
+# for like: one stream, the same write size (1 MiB, the engine's; iperf3 -l 1M),
+# the same duration, RUNS alternating runs of each; prints every sample, both
+# medians and the ratio. Traffic stays inside the namespaces.
+#   sudo bench/tcp-vs-iperf3.sh [seconds] [runs]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-5}
+runs=${2:-5}
 ns=rdlbench$$
 tmp=$(mktemp -d)
 cleanup() {
@@ -25,17 +28,28 @@ ip -n "${ns}a" addr add 10.99.0.1/24 dev "${ns}x"; ip -n "${ns}b" addr add 10.99
 ip -n "${ns}a" link set "${ns}x" up; ip -n "${ns}b" link set "${ns}y" up
 ip -n "${ns}a" link set lo up; ip -n "${ns}b" link set lo up
 
-ip netns exec "${ns}a" timeout 60 iperf3 -s -1 -p 5299 >/dev/null & srv=$!
-sleep 0.5
-iperf=$(ip netns exec "${ns}b" timeout 60 iperf3 -c 10.99.0.1 -p 5299 -t "$secs" -J | python3 -c 'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]/1e9)')
-wait "$srv" || true; srv=
+iperf_once() {
+  ip netns exec "${ns}a" timeout 60 iperf3 -s -1 -p 5299 >/dev/null & srv=$!
+  sleep 0.5
+  ip netns exec "${ns}b" timeout 60 iperf3 -c 10.99.0.1 -p 5299 -l 1M -t "$secs" -J | python3 -c 'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]/1e9)'
+  wait "$srv" || true; srv=
+}
+ours_once() {
+  ip netns exec "${ns}a" timeout 60 "$tmp/rdmalab" bench agent tcp-server --listen 10.99.0.1:5298 --timeout 60s >/dev/null & srv=$!
+  ip netns exec "${ns}b" timeout 60 "$tmp/rdmalab" bench agent tcp-client --connect 10.99.0.1:5298 --seconds "$secs" | python3 -c 'import json,sys; print(json.load(sys.stdin)["gbps"])'
+  wait "$srv" || true; srv=
+}
+iperf=(); ours=()
+for i in $(seq "$runs"); do
+  if (( i % 2 )); then iperf+=("$(iperf_once)"); ours+=("$(ours_once)"); else ours+=("$(ours_once)"); iperf+=("$(iperf_once)"); fi
+done
 
-ip netns exec "${ns}a" timeout 60 "$tmp/rdmalab" bench agent tcp-server --listen 10.99.0.1:5298 --timeout 60s >/dev/null & srv=$!
-ours=$(ip netns exec "${ns}b" timeout 60 "$tmp/rdmalab" bench agent tcp-client --connect 10.99.0.1:5298 --seconds "$secs" | python3 -c 'import json,sys; print(json.load(sys.stdin)["gbps"])')
-wait "$srv" || true; srv=
-
-python3 - "$ours" "$iperf" <<'PY'
-import sys
-ours, iperf = float(sys.argv[1]), float(sys.argv[2])
-print(f"veth pair: rdmalab tcp engine {ours:.2f} Gb/s, iperf3 {iperf:.2f} Gb/s, ratio {ours/iperf:.2f}")
+python3 - "${#ours[@]}" "${ours[@]}" "${iperf[@]}" <<'PY'
+import statistics, sys
+n = int(sys.argv[1]); v = [float(x) for x in sys.argv[2:]]
+ours, iperf = v[:n], v[n:]
+print("rdmalab tcp engine Gb/s:", " ".join(f"{x:.2f}" for x in ours))
+print("iperf3 -l 1M Gb/s:      ", " ".join(f"{x:.2f}" for x in iperf))
+mo, mi = statistics.median(ours), statistics.median(iperf)
+print(f"veth pair, {n} alternating runs each: medians rdmalab {mo:.2f} Gb/s, iperf3 {mi:.2f} Gb/s, ratio {mo/mi:.2f}")
 PY

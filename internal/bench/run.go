@@ -2,370 +2,579 @@ package bench
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"os"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/rdmalab/rdmalab/internal/cluster"
+	"github.com/rdmalab/rdmalab/internal/launch"
 )
 
-// Options are one bench run's settings.
-type Options struct {
-	Engine  string        // tcp or perftest
-	Test    string        // tcp: bw, lat; perftest: ib_write_bw, ib_send_lat, ...
-	Seconds int           // per test
-	Timeout time.Duration // per pair: both ends killed after this
-	// Results is the JSON-lines file every finished pair is appended to.
-	Results string
-	// Resume skips the pairs Results already holds.
-	Resume   bool
-	Progress io.Writer
-	// Extra perftest arguments (-s SIZE, -a, -q QPS, --use_cuda=N).
-	PerftestArgs []string
-	// Retest suspects against known-good partners.
-	Retest bool
+// Record is one measured (or failed, or skipped) direction: one JSON line
+// of the results log. From sends, To receives.
+type Record struct {
+	From   string `json:"from"`
+	To     string `json:"to"`
+	Engine string `json:"engine"`
+	Test   string `json:"test"`
+	Round  int    `json:"round,omitempty"`
+	// Retest records repeat a suspect's failing direction against a
+	// known-good partner.
+	Retest  bool      `json:"retest,omitempty"`
+	Suspect string    `json:"suspect,omitempty"`
+	Started time.Time `json:"started"`
+	Seconds float64   `json:"seconds"`
+	// Samples are the repeated measurements; the verdict uses their median.
+	SamplesGbps  []float64 `json:"samples_gbps,omitempty"`
+	SamplesP50Us []float64 `json:"samples_p50_us,omitempty"`
+	Gbps         float64   `json:"gbps,omitempty"`
+	P50Us        float64   `json:"p50_us,omitempty"`
+	P99Us        float64   `json:"p99_us,omitempty"`
+	P999Us       float64   `json:"p99_9_us,omitempty"`
+	MTUBytes     int       `json:"mtu_bytes,omitempty"`
+	Warnings     []string  `json:"warnings,omitempty"`
+	TimedOut     bool      `json:"timed_out,omitempty"`
+	Error        string    `json:"error,omitempty"`
+	// ErrorNode is the node that could not be reached, when known.
+	ErrorNode string `json:"error_node,omitempty"`
+	// NotMeasured says why the direction was not tried.
+	NotMeasured string `json:"not_measured,omitempty"`
 }
 
-// Result is one measured (or failed) pair, one JSON line in the results file.
-type Result struct {
-	Round    int       `json:"round"`
-	A        string    `json:"a"` // server
-	B        string    `json:"b"` // client
-	Engine   string    `json:"engine"`
-	Test     string    `json:"test"`
-	Retest   bool      `json:"retest,omitempty"`
-	Started  time.Time `json:"started"`
-	Seconds  float64   `json:"seconds"`
-	Gbps     float64   `json:"gbps,omitempty"`
-	P50Us    float64   `json:"p50_us,omitempty"`
-	P99Us    float64   `json:"p99_us,omitempty"`
-	P999Us   float64   `json:"p99_9_us,omitempty"`
-	Ratio    float64   `json:"ratio,omitempty"`
-	Verdict  string    `json:"verdict,omitempty"`
-	Judgment string    `json:"judgment,omitempty"`
-	TimedOut bool      `json:"timed_out,omitempty"`
-	Error    string    `json:"error,omitempty"`
+func (r Record) valid() bool {
+	return r.From != "" && r.To != "" && r.From != r.To && r.Engine != "" && r.Test != ""
 }
 
-func (r Result) key() string { return r.A + "|" + r.B + "|" + r.Engine + "|" + r.Test }
+// Failed is true when the direction has no measurement.
+func (r Record) Failed() bool { return r.Error != "" || r.TimedOut || r.NotMeasured != "" }
 
-// Runner runs the pairs of a cluster.
+// dirKey names a direction of a test.
+func (r Record) dirKey() string { return r.From + ">" + r.To + "|" + r.Engine + "|" + r.Test }
+
+// PairKey names an unordered pair of a test: the same whichever end is
+// listed first, so reordering the cluster file re-measures nothing.
+func PairKey(a, b, engine, test string) string {
+	if a > b {
+		a, b = b, a
+	}
+	return a + "|" + b + "|" + engine + "|" + test
+}
+
+// Runner measures the pairs of a cluster, both directions of each.
 type Runner struct {
-	Cluster  *Cluster
-	Launcher Launcher
-	// Rdmalab is the rdmalab binary on the nodes (tcp engine).
-	Rdmalab string
-	Options Options
+	Cluster  *cluster.Cluster
+	Launcher launch.Launcher
+	Engine   Engine
+	// Schedule returns rounds of disjoint pairs for n nodes (Rounds).
+	Schedule func(n int) [][]Pair
+	Samples  int
+	// Timeout bounds one run of the test; both ends are killed after it.
+	Timeout time.Duration
+	// ProbeTimeout bounds a readiness probe of a node.
+	ProbeTimeout time.Duration
+	// RunID is this run's identity on the nodes.
+	RunID string
+	Log   *Log
+	// KeepFailed keeps failed directions of a resumed log instead of
+	// measuring them again.
+	KeepFailed bool
+	Retest     bool
+	Progress   io.Writer
 
-	mu  sync.Mutex
-	out *os.File
+	mu        sync.Mutex
+	records   []Record
+	out       map[string]string          // node → why it was taken out
+	timeouts  map[string]map[string]bool // node → partners it timed out with
+	leftovers []string
+	first     int // records before it came from the log being resumed
+	seq       atomic.Int64
+	logErr    error
 }
 
-// Run measures every pair once, round by round (all pairs of a round at
-// once), appends each result as it finishes, then retests suspects. It
-// returns every result of this run and of the resumed file.
-func (r *Runner) Run(ctx context.Context) ([]Result, error) {
-	o := r.Options
-	done := map[string]Result{}
-	var all []Result
-	if o.Resume {
-		prev, err := ReadResults(o.Results)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, err
-		}
-		for _, p := range prev {
-			done[p.key()] = p
-			all = append(all, p)
-		}
+// Out reports the nodes taken out of the run and why.
+func (r *Runner) Out() map[string]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := make(map[string]string, len(r.out))
+	for k, v := range r.out {
+		m[k] = v
 	}
-	flags := os.O_CREATE | os.O_WRONLY | os.O_APPEND
-	if !o.Resume {
-		flags |= os.O_TRUNC
-	}
-	f, err := os.OpenFile(o.Results, flags, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("results file: %w", err)
-	}
-	defer f.Close()
-	r.out = f
+	return m
+}
 
+// Leftovers lists processes of this run found alive after a round (and
+// killed then).
+func (r *Runner) Leftovers() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.leftovers)
+}
+
+// TakeOut removes a node from the run before it starts (preflight).
+func (r *Runner) TakeOut(node, why string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.out == nil {
+		r.out = map[string]string{}
+	}
+	if _, ok := r.out[node]; !ok {
+		r.out[node] = why
+	}
+}
+
+func (r *Runner) progress(format string, a ...any) {
+	if r.Progress != nil {
+		r.mu.Lock()
+		fmt.Fprintf(r.Progress, format, a...)
+		r.mu.Unlock()
+	}
+}
+
+// Run measures every pair the prior records do not already hold (failed
+// ones again unless KeepFailed), round by round, then retests suspects.
+// It returns prior and new records; a write error of the log stops it.
+func (r *Runner) Run(ctx context.Context, prior []Record) ([]Record, error) {
+	r.records = slices.Clone(prior)
+	r.first = len(prior)
+	final := map[string]Record{}
+	for _, p := range prior {
+		if !p.Retest {
+			final[p.dirKey()] = p
+		}
+	}
 	nodes := r.Cluster.Nodes
-	rounds := Rounds(len(nodes))
+	e := r.Engine
+	needs := func(a, b cluster.Node) bool {
+		for _, k := range []string{
+			Record{From: a.Name, To: b.Name, Engine: e.Name(), Test: e.Test()}.dirKey(),
+			Record{From: b.Name, To: a.Name, Engine: e.Name(), Test: e.Test()}.dirKey(),
+		} {
+			f, ok := final[k]
+			if !ok || (f.Failed() && !r.KeepFailed) {
+				return true
+			}
+		}
+		return false
+	}
+	rounds := r.Schedule(len(nodes))
 	for ri, round := range rounds {
 		var todo []Pair
 		for _, p := range round {
-			if _, ok := done[Result{A: nodes[p.A].Name, B: nodes[p.B].Name, Engine: o.Engine, Test: o.Test}.key()]; !ok {
+			if needs(nodes[p.A], nodes[p.B]) {
 				todo = append(todo, p)
 			}
 		}
 		r.progress("round %d/%d: %d pair(s)%s\n", ri+1, len(rounds), len(todo), skipped(len(round)-len(todo)))
-		res := r.runRound(ctx, ri+1, todo, false)
-		all = append(all, res...)
+		r.runRound(ctx, ri+1, todo)
+		if err := r.logError(); err != nil {
+			return r.records, err
+		}
 		if ctx.Err() != nil {
-			return all, ctx.Err()
+			return r.records, ctx.Err()
 		}
 	}
-	if o.Retest {
-		all = append(all, r.retest(ctx, all)...)
+	if r.Retest {
+		r.retest(ctx)
 	}
-	return all, ctx.Err()
+	if err := r.logError(); err != nil {
+		return r.records, err
+	}
+	return r.records, ctx.Err()
 }
 
 func skipped(n int) string {
 	if n == 0 {
 		return ""
 	}
-	return fmt.Sprintf(" (%d already done)", n)
+	return fmt.Sprintf(" (%d already measured)", n)
 }
 
-func (r *Runner) progress(format string, a ...any) {
-	if r.Options.Progress != nil {
-		fmt.Fprintf(r.Options.Progress, format, a...)
-	}
-}
-
-func (r *Runner) runRound(ctx context.Context, round int, pairs []Pair, retest bool) []Result {
-	var wg sync.WaitGroup
-	res := make([]Result, len(pairs))
-	for i, p := range pairs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			port := r.Cluster.Launcher.BasePort + i
-			res[i] = r.runPair(ctx, round, r.Cluster.Nodes[p.A], r.Cluster.Nodes[p.B], port)
-			res[i].Retest = retest
-			if ctx.Err() == nil || res[i].Error == "" {
-				r.record(res[i])
-			}
-		}()
-	}
-	wg.Wait()
-	return res
-}
-
-// record appends one result at once, so an interrupted run loses nothing.
-func (r *Runner) record(res Result) {
-	b, _ := json.Marshal(res)
+func (r *Runner) logError() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.out.Write(append(b, '\n'))
-	r.out.Sync()
-	what := res.Judgment
-	if res.Error != "" {
-		what = "error: " + res.Error
-	}
-	r.progress("  %s ↔ %s: %s\n", res.A, res.B, what)
+	return r.logErr
 }
 
-// runPair starts the server on a, the client on b, and kills both ends
-// when the pair's timeout passes.
-func (r *Runner) runPair(ctx context.Context, round int, a, b Node, port int) Result {
-	o := r.Options
-	res := Result{Round: round, A: a.Name, B: b.Name, Engine: o.Engine, Test: o.Test, Started: time.Now().UTC()}
-	pctx, cancel := context.WithTimeout(ctx, o.Timeout)
+// record keeps one record and appends it to the log at once, so an
+// interrupted run loses nothing it finished.
+func (r *Runner) record(rec Record) {
+	r.mu.Lock()
+	r.records = append(r.records, rec)
+	var err error
+	if r.Log != nil && r.logErr == nil {
+		err = r.Log.Append(rec)
+		r.logErr = err
+	}
+	r.mu.Unlock()
+	what := fmt.Sprintf("%.2f Gb/s", rec.Gbps)
+	switch {
+	case rec.NotMeasured != "":
+		what = "not measured: " + rec.NotMeasured
+	case rec.Failed():
+		what = "✗ " + rec.Error
+	case r.Engine.Latency():
+		what = fmt.Sprintf("p50 %.2f µs", rec.P50Us)
+	}
+	r.progress("  %s → %s: %s\n", rec.From, rec.To, what)
+}
+
+func (r *Runner) isOut(names ...string) (string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, n := range names {
+		if why, ok := r.out[n]; ok {
+			return fmt.Sprintf("%s was taken out of the run: %s", n, why), true
+		}
+	}
+	return "", false
+}
+
+// runRound runs the pairs of a round at once, then reaps what is left of
+// the run on their nodes and takes out nodes that stopped answering.
+func (r *Runner) runRound(ctx context.Context, round int, pairs []Pair) {
+	var wg sync.WaitGroup
+	nodes := r.Cluster.Nodes
+	for _, p := range pairs {
+		a, b := nodes[p.A], nodes[p.B]
+		if why, out := r.isOut(a.Name, b.Name); out {
+			r.record(r.skip(round, a, b, why))
+			r.record(r.skip(round, b, a, why))
+			continue
+		}
+		wg.Go(func() {
+			// Which direction goes first alternates, so no node always
+			// sends first.
+			first, second := a, b
+			if (p.A+p.B+round)%2 == 1 {
+				first, second = b, a
+			}
+			rec := r.runDirection(ctx, round, first, second, "")
+			if ctx.Err() != nil && rec.Failed() {
+				return // interrupted, not measured: --resume will
+			}
+			r.record(rec)
+			if rec.TimedOut {
+				r.record(r.skip(round, second, first, fmt.Sprintf("%s → %s timed out", first.Name, second.Name)))
+				return
+			}
+			rec = r.runDirection(ctx, round, second, first, "")
+			if ctx.Err() != nil && rec.Failed() {
+				return
+			}
+			r.record(rec)
+		})
+	}
+	wg.Wait()
+	r.afterRound(ctx, round)
+}
+
+func (r *Runner) skip(round int, from, to cluster.Node, why string) Record {
+	return Record{From: from.Name, To: to.Name, Engine: r.Engine.Name(), Test: r.Engine.Test(), Round: round, Started: time.Now().UTC(), NotMeasured: why}
+}
+
+// afterRound reaps the run's processes on every node still in, probes the
+// nodes a failure touched and takes out those that do not answer or that
+// timed out with two different partners (one timeout cannot tell which
+// end hangs; two can).
+func (r *Runner) afterRound(ctx context.Context, round int) {
+	if ctx.Err() != nil {
+		ctx = context.WithoutCancel(ctx) // still reap what an interrupt left
+	}
+	r.mu.Lock()
+	suspect := map[string]bool{}
+	for _, rec := range r.records[r.first:] {
+		if rec.Round == round && !rec.Retest && (rec.Error != "" || rec.TimedOut) {
+			if rec.ErrorNode != "" {
+				suspect[rec.ErrorNode] = true
+			} else {
+				suspect[rec.From], suspect[rec.To] = true, true
+			}
+		}
+		if rec.Round == round && rec.TimedOut {
+			for _, pair := range [][2]string{{rec.From, rec.To}, {rec.To, rec.From}} {
+				if r.timeouts == nil {
+					r.timeouts = map[string]map[string]bool{}
+				}
+				if r.timeouts[pair[0]] == nil {
+					r.timeouts[pair[0]] = map[string]bool{}
+				}
+				r.timeouts[pair[0]][pair[1]] = true
+			}
+		}
+	}
+	var hung []string
+	for n, partners := range r.timeouts {
+		if len(partners) >= 2 {
+			if _, out := r.out[n]; !out {
+				hung = append(hung, n)
+			}
+		}
+	}
+	r.mu.Unlock()
+	for _, n := range hung {
+		var ps []string
+		for p := range r.timeouts[n] {
+			ps = append(ps, p)
+		}
+		slices.Sort(ps)
+		r.TakeOut(n, fmt.Sprintf("timed out with %s; its data path hangs", strings.Join(ps, " and ")))
+		r.progress("  taking %s out of later rounds: it timed out with %s\n", n, strings.Join(ps, " and "))
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 64)
+	for _, n := range r.Cluster.Nodes {
+		if _, out := r.isOut(n.Name); out && !suspect[n.Name] {
+			continue
+		}
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if suspect[n.Name] {
+				pctx, cancel := context.WithTimeout(ctx, r.probeTimeout())
+				err := r.Launcher.Probe(pctx, n, nil)
+				cancel()
+				if err != nil {
+					r.TakeOut(n.Name, err.Error())
+					r.progress("  taking %s out of later rounds: %v\n", n.Name, err)
+					return
+				}
+			}
+			rctx, cancel := context.WithTimeout(ctx, r.probeTimeout())
+			left, err := r.Launcher.Reap(rctx, n, r.RunID)
+			cancel()
+			if err == nil && len(left) > 0 {
+				r.mu.Lock()
+				for _, l := range left {
+					r.leftovers = append(r.leftovers, n.Name+": "+l)
+				}
+				r.mu.Unlock()
+				r.progress("  %s: %d process(es) of this run were still alive after round %d; killed\n", n.Name, len(left), round)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func (r *Runner) probeTimeout() time.Duration {
+	if r.ProbeTimeout > 0 {
+		return r.ProbeTimeout
+	}
+	return 10 * time.Second
+}
+
+// runDirection measures from → to Samples times; the first failure ends it.
+func (r *Runner) runDirection(ctx context.Context, round int, from, to cluster.Node, suspect string) Record {
+	rec := Record{From: from.Name, To: to.Name, Engine: r.Engine.Name(), Test: r.Engine.Test(), Round: round,
+		Retest: suspect != "", Suspect: suspect, Started: time.Now().UTC()}
+	var p99, p999 []float64
+	for range max(r.Samples, 1) {
+		m, err := r.runOnce(ctx, from, to)
+		if err != nil {
+			rec.Error = err.msg
+			rec.ErrorNode = err.node
+			rec.TimedOut = err.timedOut
+			break
+		}
+		rec.SamplesGbps = append(rec.SamplesGbps, m.Gbps)
+		rec.SamplesP50Us = append(rec.SamplesP50Us, m.P50Us)
+		p99, p999 = append(p99, m.P99Us), append(p999, m.P999Us)
+		rec.MTUBytes = m.MTUBytes
+		for _, w := range m.Warnings {
+			if !slices.Contains(rec.Warnings, w) {
+				rec.Warnings = append(rec.Warnings, w)
+			}
+		}
+	}
+	rec.Seconds = time.Since(rec.Started).Seconds()
+	if rec.Error != "" {
+		rec.SamplesGbps, rec.SamplesP50Us = nil, nil
+		return rec
+	}
+	if r.Engine.Latency() {
+		rec.SamplesGbps = nil
+		rec.P50Us, rec.P99Us, rec.P999Us = Median(rec.SamplesP50Us), Median(p99), Median(p999)
+	} else {
+		rec.SamplesP50Us = nil
+		rec.Gbps = Median(rec.SamplesGbps)
+	}
+	return rec
+}
+
+type runErr struct {
+	msg      string
+	node     string
+	timedOut bool
+}
+
+// freshPort gives every test of the run its own port (above the base,
+// wrapping after 20,000), so a port a killed end still holds is never
+// reused while the run lasts.
+func (r *Runner) freshPort() int {
+	return r.Cluster.Launcher.BasePort + 1 + int(r.seq.Add(1)%20000)
+}
+
+// runOnce starts the server, waits for it to listen, runs the client and
+// reads its measurement. Both ends are killed (their whole process groups,
+// on the nodes) on timeout, on failure and on interrupt.
+func (r *Runner) runOnce(ctx context.Context, from, to cluster.Node) (Measure, *runErr) {
+	e := r.Engine
+	server, client := to, from
+	if !e.ServerReceives() {
+		server, client = from, to
+	}
+	port := r.freshPort()
+	tctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	defer cancel()
-	srvArgv, cliArgv, ready := r.argv(a, b, port)
-	srv := r.Launcher.Command(pctx, a, srvArgv)
-	var srvOut bytes.Buffer
-	pipe, err := srv.StdoutPipe()
+	deadline := r.Timeout + 5*time.Second
+	fail := func(err error) *runErr {
+		// The timeout first: a killed end can look like a lost connection.
+		if tctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+			return &runErr{msg: fmt.Sprintf("timed out after %s; both ends killed", r.Timeout), timedOut: true}
+		}
+		if u, ok := launch.IsUnreachable(err); ok {
+			return &runErr{msg: u.Error(), node: u.Node}
+		}
+		if ctx.Err() != nil {
+			return &runErr{msg: "interrupted"}
+		}
+		return &runErr{msg: fmt.Sprintf("%v", err)}
+	}
+	srv, err := r.Launcher.Start(tctx, launch.Spec{Node: server, Argv: e.Server(server, port), Run: r.RunID, Deadline: deadline})
 	if err != nil {
-		res.Error = err.Error()
-		return res
+		return Measure{}, fail(err)
 	}
-	srv.Stderr = &srvOut
-	if err := srv.Start(); err != nil {
-		res.Error = fmt.Sprintf("start server on %s: %v", a.Name, err)
-		return res
-	}
-	waitSrv := make(chan error, 1)
-	readyCh := make(chan bool, 1)
+	defer srv.Kill()
+	// The server's output is read by this one goroutine only; its text
+	// comes back on srvText when the stream ends.
+	ready := make(chan bool, 1)
+	srvText := make(chan string, 1)
 	go func() {
-		sc := bufio.NewScanner(pipe)
+		var b strings.Builder
+		sc := bufio.NewScanner(srv.Stdout())
 		said := false
 		for sc.Scan() {
-			srvOut.WriteString(sc.Text() + "\n")
-			if !said && strings.Contains(sc.Text(), ready) {
+			b.WriteString(sc.Text() + "\n")
+			if !said && strings.Contains(sc.Text(), e.Ready()) {
 				said = true
-				readyCh <- true
+				ready <- true
 			}
 		}
 		if !said {
-			readyCh <- false
+			ready <- false
 		}
-		waitSrv <- srv.Wait()
+		srvText <- b.String()
 	}()
-	finish := func() {
-		cancel()
-		<-waitSrv
-		res.Seconds = time.Since(res.Started).Seconds()
-		if pctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
-			res.TimedOut = true
-			res.Error = fmt.Sprintf("timed out after %s; both ends killed", o.Timeout)
+	var ok bool
+	select {
+	case ok = <-ready:
+	case <-tctx.Done():
+	}
+	if !ok {
+		text := ""
+		if tctx.Err() != nil {
+			srv.Kill()
 		}
-	}
-	if ok := <-readyCh; !ok {
-		finish()
-		if res.Error == "" {
-			res.Error = fmt.Sprintf("server on %s did not start: %s", a.Name, lastNonEmpty(srvOut.String()+" "))
+		select {
+		case text = <-srvText: // the stream ended: the server is ending by itself
+		case <-time.After(5 * time.Second):
+			srv.Kill()
 		}
-		return res
-	}
-	cli := r.Launcher.Command(pctx, b, cliArgv)
-	var cliErr bytes.Buffer
-	cli.Stderr = &cliErr
-	out, err := cli.Output()
-	if err != nil {
-		finish()
-		if res.Error == "" {
-			res.Error = fmt.Sprintf("client on %s: %v: %s", b.Name, err, lastNonEmpty(cliErr.String()+" "))
-		}
-		return res
-	}
-	finish()
-	res.TimedOut, res.Error = false, ""
-	if err := r.parse(out, &res); err != nil {
-		res.Error = err.Error()
-	}
-	return res
-}
-
-// argv builds the server and client commands and the server's ready line.
-func (r *Runner) argv(a, b Node, port int) (srv, cli []string, ready string) {
-	o := r.Options
-	secs := fmt.Sprint(max(o.Seconds, 1))
-	if o.Engine == "tcp" {
-		addr := fmt.Sprintf("%s:%d", a.Data, port)
-		srv = []string{r.Rdmalab, "bench", "agent", "tcp-server", "--listen", addr, "--timeout", o.Timeout.String()}
-		cli = []string{r.Rdmalab, "bench", "agent", "tcp-client", "--connect", addr, "--test", o.Test, "--seconds", secs}
-		return srv, cli, Ready
-	}
-	common := func(n Node) []string {
-		args := []string{o.Test, "-p", fmt.Sprint(port)}
-		if n.Device != "" {
-			args = append(args, "-d", n.Device, "-i", fmt.Sprint(n.Port))
-		}
-		if n.GIDIndex != nil {
-			args = append(args, "-x", fmt.Sprint(*n.GIDIndex))
-		}
-		if strings.HasSuffix(o.Test, "_bw") {
-			args = append(args, "--report_gbits", "-D", secs)
-		}
-		return append(args, o.PerftestArgs...)
-	}
-	return common(a), append(common(b), a.Data), "Waiting for client"
-}
-
-func (r *Runner) parse(out []byte, res *Result) error {
-	link := r.Cluster.Link
-	if r.Options.Engine == "tcp" {
-		t, err := ParseTCPResult(out)
-		if err != nil {
-			return err
-		}
-		res.Gbps, res.P50Us, res.P99Us, res.P999Us = t.Gbps, t.P50Us, t.P99Us, t.P999Us
-	} else {
-		p, err := ParsePerftest(string(out))
-		if err != nil {
-			return err
-		}
-		best := p.Best()
-		res.Gbps, res.P50Us, res.P99Us, res.P999Us = best.AvgGbps, best.TypicalUs, best.P99Us, best.P999Us
-		if p.MTUBytes > 0 && link.MTUBytes == 0 {
-			link.MTUBytes = p.MTUBytes
-		}
-	}
-	if res.Gbps > 0 && link.RateGbps > 0 {
-		res.Verdict, res.Ratio, res.Judgment = Judge(res.Gbps, link, r.Cluster.Thresholds)
-	} else if res.Gbps > 0 {
-		res.Judgment = fmt.Sprintf("%.2f Gb/s (no link rate in the cluster file to judge it)", res.Gbps)
-	} else {
-		res.Judgment = fmt.Sprintf("p50 %.1f µs, p99 %.1f µs, p99.9 %.1f µs", res.P50Us, res.P99Us, res.P999Us)
-	}
-	return nil
-}
-
-// retest names the bad node: a node that fails more than half of its
-// pairs is retested against the best node (the fewest failed pairs); the
-// ends of any other failed pair are too, so a pair whose ends both pass
-// alone points at the link between them.
-func (r *Runner) retest(ctx context.Context, all []Result) []Result {
-	pairs, bad := map[string]int{}, map[string]int{}
-	var failed [][2]string
-	for _, res := range all {
-		if res.Retest {
-			continue
-		}
-		pairs[res.A]++
-		pairs[res.B]++
-		if res.Error != "" || (res.Verdict != "" && res.Verdict != Healthy) {
-			bad[res.A]++
-			bad[res.B]++
-			failed = append(failed, [2]string{res.A, res.B})
-		}
-	}
-	if len(failed) == 0 {
-		return nil
-	}
-	index := map[string]int{}
-	good := -1
-	for i, n := range r.Cluster.Nodes {
-		index[n.Name] = i
-		if pairs[n.Name] > 0 && 2*bad[n.Name] <= pairs[n.Name] && (good < 0 || bad[n.Name] < bad[r.Cluster.Nodes[good].Name]) {
-			good = i
-		}
-	}
-	if good < 0 {
-		r.progress("no node passed most of its pairs: nothing to retest against\n")
-		return nil
-	}
-	var order []string
-	for _, n := range r.Cluster.Nodes {
-		if 2*bad[n.Name] > pairs[n.Name] {
-			order = append(order, n.Name)
-		}
-	}
-	for _, f := range failed {
-		order = append(order, f[0], f[1])
-	}
-	tested := map[string]bool{r.Cluster.Nodes[good].Name: true}
-	var out []Result
-	for _, name := range order {
-		if tested[name] {
-			continue
-		}
-		tested[name] = true
-		r.progress("retest %s against %s\n", name, r.Cluster.Nodes[good].Name)
-		out = append(out, r.runRound(ctx, 0, []Pair{{A: good, B: index[name]}}, true)...)
-	}
-	return out
-}
-
-// ReadResults reads a results file; a torn last line (the run was killed
-// while writing) is ignored.
-func ReadResults(path string) ([]Result, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var out []Result
-	lines := strings.Split(string(b), "\n")
-	for i, l := range lines {
-		if strings.TrimSpace(l) == "" {
-			continue
-		}
-		var res Result
-		if err := json.Unmarshal([]byte(l), &res); err != nil {
-			if i == len(lines)-1 || (i == len(lines)-2 && lines[len(lines)-1] == "") {
-				break
+		werr := srv.Wait()
+		if werr == nil || tctx.Err() != nil {
+			if tctx.Err() != nil {
+				return Measure{}, fail(tctx.Err())
 			}
-			return nil, fmt.Errorf("%s line %d: %w", path, i+1, err)
+			werr = fmt.Errorf("server on %s ended before it listened: %s", server.Name, launch.Tail(text+" "))
 		}
-		out = append(out, res)
+		if _, unreachable := launch.IsUnreachable(werr); !unreachable && tctx.Err() == nil {
+			werr = fmt.Errorf("server on %s did not start: %v", server.Name, werr)
+		}
+		return Measure{}, fail(werr)
 	}
-	return out, nil
+	cli, err := r.Launcher.Start(tctx, launch.Spec{Node: client, Argv: e.Client(server, client, port), Run: r.RunID, Deadline: deadline})
+	if err != nil {
+		return Measure{}, fail(err)
+	}
+	defer cli.Kill()
+	out, _ := io.ReadAll(cli.Stdout())
+	if err := cli.Wait(); err != nil {
+		return Measure{}, fail(err)
+	}
+	// The server ends once its client is done; it is not waited for longer
+	// than the test's own deadline.
+	select {
+	case <-srvText:
+	case <-tctx.Done():
+		srv.Kill()
+	}
+	_ = srv.Wait()
+	m, err := e.Parse(out)
+	if err != nil {
+		return Measure{}, &runErr{msg: err.Error()}
+	}
+	return m, nil
+}
+
+// NewRunID is a short identity for one run, unique enough to find its
+// processes on the nodes.
+func NewRunID() string {
+	return fmt.Sprintf("rdmalab-%s-%04x", time.Now().UTC().Format("20060102T150405"), rand.IntN(1<<16))
+}
+
+// Median of the values (0 for none).
+func Median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// retest repeats each suspect's failing direction against two known-good
+// partners (nodes whose both directions are healthy), one at a time so
+// the suspect's link carries one test only.
+func (r *Runner) retest(ctx context.Context) {
+	rep := Analyze(r.Cluster, r.Engine.Name(), r.Engine.Test(), r.Engine.Latency(), r.records, r.Out(), nil)
+	if len(rep.Suspects) == 0 {
+		return
+	}
+	index := r.Cluster.Index()
+	for _, s := range rep.Suspects {
+		var partners []string
+		for _, g := range rep.Good {
+			if g != s.Node && len(partners) < 2 {
+				partners = append(partners, g)
+			}
+		}
+		if len(partners) == 0 {
+			r.progress("retest %s (%s): no node is healthy both ways to retest against\n", s.Node, s.Side)
+			continue
+		}
+		r.progress("retest %s (%s) against known-good %s\n", s.Node, s.Side, strings.Join(partners, ", "))
+		for _, p := range partners {
+			if ctx.Err() != nil {
+				return
+			}
+			from, to := r.Cluster.Nodes[index[s.Node]], r.Cluster.Nodes[index[p]]
+			if s.Side == Receive {
+				from, to = to, from
+			}
+			rec := r.runDirection(ctx, 0, from, to, s.Node)
+			if ctx.Err() != nil && rec.Failed() {
+				return
+			}
+			r.record(rec)
+		}
+	}
+	r.afterRound(ctx, 0)
 }

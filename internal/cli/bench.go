@@ -3,137 +3,110 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/bench"
+	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/envelope"
 	"github.com/rdmalab/rdmalab/internal/report"
 	"github.com/spf13/cobra"
 )
 
+// exitInterrupted is what shells and schedulers expect after SIGINT.
+const exitInterrupted = 130
+
 func newBenchCmd() *cobra.Command {
-	var clusterFile, engine, test, results, output, rdmalab string
-	var seconds int
-	var timeout time.Duration
-	var resume, noRetest bool
-	var perftestArgs []string
+	var o bench.Options
+	var output string
 	c := &cobra.Command{
 		Use:   "bench",
-		Short: "Pairwise benchmarks across a cluster, in parallel rounds, judged against each link",
-		Long: `bench measures every pair of nodes of a cluster file once: N−1 rounds (N odd:
-N rounds) of N/2 pairs running at the same time (the circle method). Each pair
-has its own timeout that kills both ends and is recorded as timed out without
-stopping the run. Every finished pair is appended at once to --results (JSON
-lines), so an interrupted run loses nothing and --resume measures only what
-is missing. Pairs below the healthy threshold are retested against a
-known-good node to name the bad node.
+		Short: "Pairwise benchmarks across a cluster, both directions, judged against the link and the peers",
+		Long: `bench measures both directions of every pair of nodes of a cluster file
+(docs/cluster-file.md), in N−1 rounds (N odd: N) of N/2 pairs at once (the circle
+method), --samples times each, and judges every direction against what the
+link can carry (when the cluster file declares a rate; PCIe-capped when it
+gives the NICs' slots) and against the median of its link class. A node whose
+send or receive side fails most of its directions is named with that side and
+retested against two partners healthy both ways.
 
-Engines: perftest (ib_write_bw, ib_read_bw, ib_send_bw and the _lat tests, on
-the nodes' device, port and GID index) and tcp, built in (rdmalab must be on
-the nodes: launcher.rdmalab in the cluster file), for any network.
-Each result reads "24.50 Gb/s = 98% of what 25GbE RoCE at MTU 4096 can carry:
-healthy" (≥95% healthy, 80–95% degraded, below broken; see thresholds).
+Before round 1 every node is probed at once (reachable, host key known, the
+engine's binary, device and port present); unready nodes stop the run (exit 2)
+unless --without-unready. Each test has its own --timeout that kills both ends
+(the remote process group, over the ssh control connection, and a deadline on
+the node as a backstop); a node that stops answering, or times out with two
+partners, is taken out of later rounds and its pairs recorded as not measured.
 
-Exit codes: 0 all pairs healthy, 1 a pair is degraded, broken or failed, 2 could not run.`,
+Every finished direction is appended and synced to --results at once. A
+results file is never truncated: --resume continues it (re-measuring failed
+pairs unless --keep-failed), --overwrite replaces it; it is bound to the
+cluster's nodes, and resuming with other nodes is refused.
+
+Exit codes: 0 nothing failed, 1 a node, pair or direction failed, 2 could not
+run (bad flag or file, unready nodes), 130 interrupted (finished work is saved).`,
 		Example: `  rdmalab bench --cluster cluster.yaml --engine perftest --test ib_write_bw
-  rdmalab bench --cluster cluster.yaml --test ib_write_bw --perftest-arg=-q --perftest-arg=4 --perftest-arg=--use_cuda=0
+  rdmalab bench --cluster cluster.yaml --rate "4X HDR" --samples 3
   rdmalab bench --cluster cluster.yaml --engine tcp --results run1.jsonl
-  rdmalab bench --cluster cluster.yaml --engine tcp --results run1.jsonl --resume`,
+  rdmalab bench --cluster cluster.yaml --engine tcp --results run1.jsonl --resume
+  rdmalab bench --cluster cluster.yaml --without-unready --output json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			if clusterFile == "" {
-				return usageErr("--cluster FILE is required (see 'rdmalab bench --help')")
-			}
-			cl, err := bench.LoadCluster(clusterFile)
+			dir, cleanup, err := tempDir()
 			if err != nil {
-				return usageErr("%v", err)
+				return err
 			}
-			switch engine {
-			case "tcp":
-				if test == "" {
-					test = "bw"
-				}
-				if test != "bw" && test != "lat" {
-					return usageErr("--test %q: the tcp engine runs bw or lat", test)
-				}
-			case "perftest":
-				if test == "" {
-					test = "ib_write_bw"
-				}
-			default:
-				return usageErr("--engine %q: want perftest or tcp", engine)
-			}
-			var l bench.Launcher = bench.Local{}
-			if cl.Launcher.Type == "ssh" {
-				dir, cleanup, err := tempDir()
-				if err != nil {
-					return err
-				}
-				defer cleanup()
-				ssh := bench.SSH{Options: cl.Launcher.Options, KnownHosts: cl.Launcher.KnownHosts, ControlDir: dir, RemoteTimeout: timeout}
-				defer ssh.Close(cl.Nodes)
-				l = ssh
-			}
-			bin := cl.Launcher.Rdmalab
-			if rdmalab != "" {
-				bin = rdmalab
-			}
-			if bin == "" {
-				if bin, err = os.Executable(); err != nil {
-					return err
-				}
-			}
+			defer cleanup()
+			o.ControlDir, o.Progress = dir, cmd.ErrOrStderr()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 			defer stop()
-			r := &bench.Runner{Cluster: cl, Launcher: l, Rdmalab: bin, Options: bench.Options{
-				Engine: engine, Test: test, Seconds: seconds, Timeout: timeout, Results: results,
-				Resume: resume, Progress: cmd.ErrOrStderr(), Retest: !noRetest, PerftestArgs: perftestArgs,
-			}}
-			all, err := r.Run(ctx)
-			if err != nil {
-				if ctx.Err() != nil {
-					return &exitError{code: ExitUsage, err: fmt.Errorf("interrupted; finished pairs are in %s, run again with --resume", results)}
-				}
+			rep, err := bench.Run(ctx, o)
+			interrupted := ctx.Err() != nil && errors.Is(err, context.Canceled)
+			if err != nil && !interrupted {
 				return usageErr("%v", err)
+			}
+			if rep == nil { // interrupted before anything ran
+				return &exitError{code: exitInterrupted, err: errors.New("interrupted before round 1; nothing was measured")}
 			}
 			w := cmd.OutOrStdout()
 			if output == "json" {
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(all); err != nil {
+				if err := envelope.Write(w, envelope.Bench, rep.Findings, rep); err != nil {
 					return err
 				}
 			} else {
-				var names []string
-				for _, n := range cl.Nodes {
-					names = append(names, n.Name)
-				}
-				report.Bench(w, names, all)
+				report.Bench(w, rep)
 			}
-			for _, res := range all {
-				if !res.Retest && (res.Error != "" || (res.Verdict != "" && res.Verdict != bench.Healthy)) {
-					return errFindings
-				}
+			if interrupted {
+				return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted; finished directions are in %s: run again with --resume", o.Results)}
+			}
+			if check.Failed(rep.Findings) {
+				return errFindings
 			}
 			return nil
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&clusterFile, "cluster", "", "cluster file (YAML): nodes, link, launcher, thresholds")
-	f.StringVar(&engine, "engine", "perftest", "perftest or tcp")
-	f.StringVar(&test, "test", "", "perftest: ib_write_bw (default), ib_read_bw, ib_send_bw, ib_write_lat, ...; tcp: bw (default) or lat")
-	f.IntVar(&seconds, "seconds", 5, "seconds per bandwidth test")
-	f.DurationVar(&timeout, "timeout", 2*time.Minute, "per pair; both ends are killed after it")
-	f.StringVar(&results, "results", "bench-results.jsonl", "append every finished pair here (JSON lines)")
-	f.BoolVar(&resume, "resume", false, "keep --results and measure only the pairs it lacks")
-	f.BoolVar(&noRetest, "no-retest", false, "do not retest suspects against known-good nodes")
-	f.StringArrayVar(&perftestArgs, "perftest-arg", nil, "extra perftest argument, repeatable: -s 65536, -a, -q 4, --use_cuda=0 (GPUDirect)")
-	f.StringVar(&rdmalab, "rdmalab", "", "rdmalab binary on the nodes (tcp engine; default: launcher.rdmalab, else this binary)")
+	f.StringVar(&o.ClusterFile, "cluster", "", "cluster file (YAML, see docs/cluster-file.md)")
+	f.StringVar(&o.Engine, "engine", "perftest", "perftest or tcp")
+	f.StringVar(&o.Test, "test", "", "perftest: ib_write_bw (default), ib_read_bw, ib_send_bw, ib_atomic_bw, ib_*_lat; tcp: bw (default) or lat")
+	f.IntVar(&o.Seconds, "seconds", 5, "seconds per bandwidth sample")
+	f.IntVar(&o.Samples, "samples", 3, "samples per direction; verdicts use their median, the spread is kept")
+	f.DurationVar(&o.Timeout, "timeout", 2*time.Minute, "per sample; both ends are killed after it")
+	f.StringVar(&o.Rate, "rate", "", "link rate, overriding the cluster file: 200, \"4X HDR\", 25GbE")
+	f.StringVar(&o.Layer, "layer", "", "link layer, overriding the cluster file: InfiniBand (IB), RoCE (Ethernet), TCP")
+	f.StringVar(&o.Results, "results", "bench-results.jsonl", "results log (JSON lines), appended and synced as directions finish")
+	f.BoolVar(&o.Resume, "resume", false, "continue --results: measure only what it lacks (and what failed)")
+	f.BoolVar(&o.Overwrite, "overwrite", false, "replace an earlier results log at --results")
+	f.BoolVar(&o.KeepFailed, "keep-failed", false, "with --resume: do not measure failed or timed-out pairs again")
+	f.BoolVar(&o.WithoutUnready, "without-unready", false, "run without the nodes preflight finds unready (their pairs are recorded as not measured)")
+	f.BoolVar(&o.NoRetest, "no-retest", false, "do not retest suspects against known-good nodes")
+	f.StringArrayVar(&o.PerftestArgs, "perftest-arg", nil, "extra perftest argument, repeatable: -s 65536, -q 4, --use_cuda=0 (GPUDirect)")
+	f.StringVar(&o.Rdmalab, "rdmalab", "", "rdmalab binary on the nodes (tcp engine; default: launcher.rdmalab, else this binary)")
 	f.StringVarP(&output, "output", "o", "table", "table or json")
 	c.AddCommand(newBenchAgentCmd(), newBenchScheduleCmd())
 	return c

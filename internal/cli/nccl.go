@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rdmalab/rdmalab/internal/bench"
 	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/cluster"
 	"github.com/rdmalab/rdmalab/internal/envelope"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"github.com/rdmalab/rdmalab/internal/nccl"
@@ -239,12 +239,12 @@ run, 130 interrupted.`,
 			if o.cluster == "" {
 				return usageErr("--cluster FILE is required (the cluster file of rdmalab bench)")
 			}
-			cl, err := bench.LoadCluster(o.cluster)
+			cl, err := cluster.Load(o.cluster)
 			if err != nil {
 				return usageErr("cluster %v", err)
 			}
 			var vars []nccl.Var
-			judge := nccl.JudgeOptions{NIC: cl.Link, RailsPerNode: o.rails, NICSource: "cluster file " + o.cluster}
+			judge := nccl.JudgeOptions{NIC: cl.Link.Resolved(), RailsPerNode: o.rails, NICSource: "cluster file " + o.cluster}
 			if len(in.snapshots) > 0 {
 				hosts, err := in.load()
 				if err != nil {

@@ -17,13 +17,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/rdmalab/rdmalab/internal/bench"
 	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/cluster"
 )
 
 // Job is one nccl-tests launch: a binary on the first Nodes of the cluster.
 type Job struct {
-	Nodes        []bench.Node
+	Nodes        []cluster.Node
 	RanksPerNode int
 	Env          []Var
 	Argv         []string // the nccl-tests binary and its arguments
@@ -49,7 +49,7 @@ type MPIRun struct {
 }
 
 // NewMPIRun builds the launcher from the cluster file's ssh settings.
-func NewMPIRun(c *bench.Cluster, extra []string) (*MPIRun, error) {
+func NewMPIRun(c *cluster.Cluster, extra []string) (*MPIRun, error) {
 	port := c.Nodes[0].SSHPort
 	for _, n := range c.Nodes {
 		if n.SSHPort != port {
@@ -119,7 +119,7 @@ func (m *MPIRun) RankHost(j Job, rank int) string {
 
 // RunOptions is one `rdmalab nccl run`.
 type RunOptions struct {
-	Cluster *bench.Cluster
+	Cluster *cluster.Cluster
 	// NodeCounts are the cluster sizes to run, in order (default 2, 4, 8 …
 	// and the whole cluster); each run takes the first N nodes.
 	NodeCounts   []int

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rdmalab/rdmalab/internal/bench"
 	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/cluster"
 	"github.com/rdmalab/rdmalab/internal/testhost"
 )
 
@@ -83,7 +83,7 @@ func TestRunReplayNoGPUOverMPIInNamespaces(t *testing.T) {
 	for i, a := range c.Addrs {
 		fmt.Fprintf(&nodes, "  - {name: n%d, ssh: root@%s, data: %s}\n", i+1, a, a)
 	}
-	cl, err := bench.ParseCluster([]byte("nodes:\n" + nodes.String() + fmt.Sprintf(`link: {layer: RoCE, rate_gbps: 100, mtu_bytes: 1024}
+	cl, err := cluster.Parse([]byte("nodes:\n" + nodes.String() + fmt.Sprintf(`link: {layer: RoCE, rate_gbps: 100, mtu_bytes: 1024}
 launcher:
   type: ssh
   known_hosts: %s

@@ -8,85 +8,107 @@ import (
 
 	"github.com/jedib0t/go-pretty/v6/table"
 	"github.com/rdmalab/rdmalab/internal/bench"
+	"github.com/rdmalab/rdmalab/internal/check"
 )
 
-// Bench renders a bench run: worst pairs first, a score per node, the
-// suspects the retests named, and the pair matrix.
-func Bench(w io.Writer, nodes []string, results []bench.Result) {
-	var first, retests []bench.Result
-	for _, r := range results {
-		if r.Retest {
-			retests = append(retests, r)
-		} else {
-			first = append(first, r)
-		}
+// Bench renders a judged bench run: what it was judged against, each
+// node's two sides, the directions that need attention worst first, then
+// the findings with their evidence and fixes.
+func Bench(w io.Writer, rep *bench.Report) {
+	against := "the peers' median of each link class (no rate declared)"
+	if rep.RateDeclared {
+		against = "what " + rep.Link + " can carry and the peers' median"
 	}
-	counts := map[string]int{}
-	for _, r := range first {
-		counts[cmp.Or(r.Verdict, map[bool]string{true: "error", false: "measured"}[r.Error != ""])]++
+	if rep.Latency {
+		against = "the peers' median p50 latency"
 	}
-	fmt.Fprintf(w, "%d pair(s): %d healthy · %d degraded · %d broken · %d error(s)\n\n", len(first), counts[bench.Healthy], counts[bench.Degraded], counts[bench.Broken], counts["error"])
+	fmt.Fprintf(w, "%s %s: %d direction(s), cluster median %s, judged against %s\n\n", rep.Engine, rep.Test, len(rep.Directions), rep.FormatValue(rep.MedianValue), against)
 
-	worst := slices.Clone(first)
-	slices.SortStableFunc(worst, func(a, b bench.Result) int {
-		return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(a.Ratio, b.Ratio), cmp.Compare(a.Gbps, b.Gbps))
-	})
-	t := newTable(w, "Pairs, worst first")
-	t.AppendHeader(table.Row{"Server", "Client", "Result"})
-	for _, r := range worst {
-		what := r.Judgment
-		if r.Error != "" {
-			what = "✗ " + r.Error
+	t := newTable(w, "Nodes")
+	if rep.Latency {
+		t.AppendHeader(table.Row{"Node", "Sending p50", "Receiving p50", "Bad send", "Bad receive", "Note"})
+	} else {
+		t.AppendHeader(table.Row{"Node", "Sends", "Receives", "Score", "Bad send", "Bad receive", "Note"})
+	}
+	for _, n := range rep.Nodes {
+		note := n.Out
+		if n.Failed > 0 && note == "" {
+			note = fmt.Sprintf("%d direction(s) failed", n.Failed)
 		}
-		t.AppendRow(table.Row{r.A, r.B, what})
+		bad := func(b, total int) string { return fmt.Sprintf("%d/%d", b, total) }
+		if rep.Latency {
+			t.AppendRow(table.Row{n.Name, value(rep, n.SendValue, n.SendTotal), value(rep, n.RecvValue, n.RecvTotal), bad(n.SendBad, n.SendTotal), bad(n.RecvBad, n.RecvTotal), note})
+			continue
+		}
+		score := "-"
+		if rep.MedianValue > 0 && n.SendTotal > 0 && n.RecvTotal > 0 {
+			score = fmt.Sprintf("%.0f%%", 100*min(n.SendValue, n.RecvValue)/rep.MedianValue)
+		}
+		t.AppendRow(table.Row{n.Name, value(rep, n.SendValue, n.SendTotal), value(rep, n.RecvValue, n.RecvTotal), score, bad(n.SendBad, n.SendTotal), bad(n.RecvBad, n.RecvTotal), note})
 	}
 	t.Render()
+	if !rep.Latency {
+		fmt.Fprintln(w, "Score: the worse side's median over the cluster median.")
+	}
 	fmt.Fprintln(w)
 
-	score := map[string][]float64{}
-	for _, r := range first {
-		v := r.Ratio
-		if r.Error != "" {
-			v = 0
+	var attention []bench.Direction
+	for _, d := range rep.Directions {
+		if d.NotMeasured != "" && (rep.Out[d.From] != "" || rep.Out[d.To] != "") {
+			continue // the node's own finding says it once
 		}
-		score[r.A] = append(score[r.A], v)
-		score[r.B] = append(score[r.B], v)
+		if d.Bad || d.Failed() || d.Above {
+			attention = append(attention, d)
+		}
 	}
-	t = newTable(w, "Nodes (mean share of the link's ceiling over their pairs)")
-	t.AppendHeader(table.Row{"Node", "Score", "Pairs"})
-	for _, n := range nodes {
-		s := score[n]
-		sum := 0.0
-		for _, v := range s {
-			sum += v
-		}
-		mean := "-"
-		if len(s) > 0 {
-			mean = fmt.Sprintf("%.0f%%", 100*sum/float64(len(s)))
-		}
-		t.AppendRow(table.Row{n, mean, len(s)})
-	}
-	t.Render()
-	if len(retests) > 0 {
-		fmt.Fprintln(w)
-		for _, r := range retests {
-			if r.Error != "" || r.Verdict != bench.Healthy {
-				fmt.Fprintf(w, "✗ suspect %s: against known-good %s it is still %s\n", r.B, r.A, cmp.Or(r.Verdict, "failing: "+r.Error))
-			} else {
-				fmt.Fprintf(w, "✓ %s is fine against known-good %s: its bad pair is the other node or the link between them\n", r.B, r.A)
+	slices.SortStableFunc(attention, func(a, b bench.Direction) int {
+		return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(a.Share, b.Share))
+	})
+	if len(attention) == 0 {
+		fmt.Fprintf(w, "All %d directions within the thresholds.\n", len(rep.Directions))
+	} else {
+		t = newTable(w, "Directions needing attention, worst first")
+		t.AppendHeader(table.Row{"Sender → receiver", "Result", "Why"})
+		for _, d := range attention {
+			res := rep.FormatValue(valueOf(rep, d))
+			why := d.Why
+			switch {
+			case d.NotMeasured != "":
+				res, why = "not measured", d.NotMeasured
+			case d.Failed():
+				res, why = "failed", d.Error
+			case d.Above:
+				why = fmt.Sprintf("above the ceiling (%.0f%% of %.2f Gb/s): suspect", 100*d.CeilingShare, d.CeilingGbps)
 			}
+			t.AppendRow(table.Row{d.From + " → " + d.To, res, why})
 		}
+		t.Render()
 	}
+	fmt.Fprintln(w)
+	check.Sort(rep.Findings)
+	Findings(w, rep.Findings, false)
 }
 
-func rank(r bench.Result) int {
-	switch {
-	case r.Error != "":
-		return 0
-	case r.Verdict == bench.Broken:
-		return 1
-	case r.Verdict == bench.Degraded:
-		return 2
+func value(rep *bench.Report, v float64, n int) string {
+	if n == 0 {
+		return "-"
 	}
-	return 3
+	return rep.FormatValue(v)
+}
+
+func valueOf(rep *bench.Report, d bench.Direction) float64 {
+	if rep.Latency {
+		return d.P50Us
+	}
+	return d.Gbps
+}
+
+func rank(d bench.Direction) int {
+	switch {
+	case d.Failed():
+		return 0
+	case d.Bad:
+		return 1
+	}
+	return 2
 }

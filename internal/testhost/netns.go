@@ -114,7 +114,14 @@ func StartNetCluster(t *testing.T, name string, n int) *NetCluster {
 func (c *NetCluster) startSSHD(i int) {
 	c.t.Helper()
 	hostKey := filepath.Join(c.Dir, fmt.Sprintf("host%d", i+1))
-	sshd := exec.Command("ip", "netns", "exec", c.NS[i], "/usr/sbin/sshd", "-D", "-e", "-f", "/dev/null",
+	// The sessions must not run this machine's login rc files (root's
+	// .bashrc may run slow tools such as pyenv rehash on every command):
+	// sshd gets its own mount namespace with an empty ~/.bashrc bound over it.
+	empty := filepath.Join(c.Dir, "empty-rc")
+	os.WriteFile(empty, nil, 0o644)
+	home, _ := os.UserHomeDir()
+	wrap := fmt.Sprintf(`for f in %[1]s/.bashrc %[1]s/.profile %[1]s/.bash_profile; do [ -e "$f" ] && mount --bind %[2]s "$f"; done; exec "$@"`, home, empty)
+	sshd := exec.Command("ip", "netns", "exec", c.NS[i], "unshare", "-m", "--propagation", "private", "sh", "-c", wrap, "sh", "/usr/sbin/sshd", "-D", "-e", "-f", "/dev/null",
 		"-h", hostKey, "-o", "ListenAddress="+c.Addrs[i], "-o", "PidFile=none", "-o", "StrictModes=no",
 		"-o", "AuthorizedKeysFile="+filepath.Join(c.Dir, "authorized_keys"), "-o", "PermitRootLogin=yes",
 		"-o", "UsePAM=no", "-o", "MaxStartups=100", "-o", "MaxSessions=100")
@@ -127,6 +134,22 @@ func (c *NetCluster) startSSHD(i int) {
 		c.sshd = append(c.sshd, nil)
 	}
 	c.sshd[i] = sshd
+}
+
+// StartSSHD starts node i's sshd again (after StopSSHD) and waits until it
+// answers.
+func (c *NetCluster) StartSSHD(i int) {
+	c.t.Helper()
+	c.startSSHD(i)
+	c.WaitSSH(i, 20*time.Second)
+}
+
+// SSHDPID is the pid of node i's sshd listener (0 when stopped).
+func (c *NetCluster) SSHDPID(i int) int {
+	if i < len(c.sshd) && c.sshd[i] != nil {
+		return c.sshd[i].Process.Pid
+	}
+	return 0
 }
 
 // StopSSHD kills node i's sshd (the listener; sessions it already

@@ -1,0 +1,569 @@
+package bench
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/cluster"
+)
+
+// Sides of a node.
+const (
+	Send    = "send"
+	Receive = "receive"
+)
+
+// Direction is the final state of one direction, judged.
+type Direction struct {
+	Record
+	// RefValue is the median of the same link class (Gb/s, or p50 µs for
+	// latency); Share is this direction's value over it.
+	RefValue float64 `json:"ref_value,omitempty"`
+	Share    float64 `json:"share_of_peers,omitempty"`
+	// CeilingGbps is what the link can carry (0 when no rate was declared);
+	// CeilingShare is the measurement over it.
+	CeilingGbps  float64 `json:"ceiling_gbps,omitempty"`
+	CeilingShare float64 `json:"ceiling_share,omitempty"`
+	Link         string  `json:"link,omitempty"`
+	// Spread is (max − min) / median of the samples.
+	Spread float64 `json:"spread,omitempty"`
+	Bad    bool    `json:"bad,omitempty"`
+	Above  bool    `json:"above_ceiling,omitempty"`
+	Why    string  `json:"why,omitempty"`
+}
+
+// NodeSummary is one node's two sides.
+type NodeSummary struct {
+	Name      string  `json:"name"`
+	SendValue float64 `json:"send_value,omitempty"` // median Gb/s (p50 µs for latency)
+	RecvValue float64 `json:"receive_value,omitempty"`
+	SendBad   int     `json:"send_bad"`
+	SendTotal int     `json:"send_measured"`
+	RecvBad   int     `json:"receive_bad"`
+	RecvTotal int     `json:"receive_measured"`
+	Failed    int     `json:"failed"`
+	Out       string  `json:"taken_out,omitempty"`
+}
+
+// Suspect is a node one of whose sides fails most of its directions.
+type Suspect struct {
+	Node    string   `json:"node"`
+	Side    string   `json:"side"`
+	Bad     int      `json:"bad"`
+	Total   int      `json:"measured"`
+	Retests []Record `json:"retests,omitempty"`
+	// Confirmed: "yes" (every retest bad), "no" (every retest fine),
+	// "mixed", or "" (not retested).
+	Confirmed string `json:"confirmed,omitempty"`
+}
+
+// Report is a bench run judged: the view every renderer uses.
+type Report struct {
+	Engine       string            `json:"engine"`
+	Test         string            `json:"test"`
+	Latency      bool              `json:"latency"`
+	RateDeclared bool              `json:"rate_declared"`
+	Link         string            `json:"link,omitempty"`
+	MedianValue  float64           `json:"median_value"` // Gb/s or p50 µs
+	Directions   []Direction       `json:"directions"`
+	Nodes        []NodeSummary     `json:"nodes"`
+	Suspects     []Suspect         `json:"suspects,omitempty"`
+	Good         []string          `json:"known_good,omitempty"`
+	Out          map[string]string `json:"taken_out,omitempty"`
+	Leftovers    []string          `json:"leftovers,omitempty"`
+	Findings     []check.Finding   `json:"-"`
+}
+
+// Analyze judges the final state of every direction of one test: against
+// what the link can carry when a rate is declared, and always against the
+// median of the same link class; it names the nodes whose send or receive
+// side fails most of their directions, reads their retests, and returns
+// findings. Later records of a direction replace earlier ones, so a
+// resumed log is judged once, from its final state.
+func Analyze(c *cluster.Cluster, engine, test string, latency bool, recs []Record, out map[string]string, leftovers []string) *Report {
+	t := c.Thresholds
+	rep := &Report{Engine: engine, Test: test, Latency: latency, Out: out, Leftovers: leftovers}
+	idx := c.Index()
+	final := map[string]Record{}
+	var retests []Record
+	// Only the latest retest phase counts (after the last measurement):
+	// a resumed run's retests replace the earlier run's, never add to them.
+	lastPlain := -1
+	for i, r := range recs {
+		if !r.Retest && r.Engine == engine && r.Test == test {
+			lastPlain = i
+		}
+	}
+	for i, r := range recs {
+		if r.Retest && i < lastPlain {
+			continue
+		}
+		if r.Engine != engine || r.Test != test {
+			continue
+		}
+		if _, ok := idx[r.From]; !ok {
+			continue
+		}
+		if _, ok := idx[r.To]; !ok {
+			continue
+		}
+		if r.Retest {
+			retests = append(retests, r)
+			continue
+		}
+		final[r.dirKey()] = r
+	}
+	for _, r := range final {
+		rep.Directions = append(rep.Directions, Direction{Record: r})
+	}
+	slices.SortFunc(rep.Directions, func(a, b Direction) int {
+		return cmp.Or(cmp.Compare(idx[a.From], idx[b.From]), cmp.Compare(idx[a.To], idx[b.To]))
+	})
+	value := func(r Record) float64 {
+		if latency {
+			return r.P50Us
+		}
+		return r.Gbps
+	}
+	class := func(r Record) string {
+		a, b := c.Nodes[idx[r.From]].Class, c.Nodes[idx[r.To]].Class
+		if a > b {
+			a, b = b, a
+		}
+		return a + "|" + b
+	}
+	byClass := map[string][]float64{}
+	var all, shares []float64
+	declared := !latency && c.Link.Resolved().RateGbps > 0
+	rep.RateDeclared = declared
+	for i := range rep.Directions {
+		d := &rep.Directions[i]
+		if d.Failed() {
+			continue
+		}
+		v := value(d.Record)
+		byClass[class(d.Record)] = append(byClass[class(d.Record)], v)
+		all = append(all, v)
+		if declared {
+			l := c.LinkFor(c.Nodes[idx[d.From]], c.Nodes[idx[d.To]])
+			if d.MTUBytes > 0 {
+				l.MTUBytes = d.MTUBytes // perftest's own MTU
+			}
+			d.CeilingGbps, d.Link = l.CeilingGbps(), l.Describe()
+			d.CeilingShare = v / d.CeilingGbps
+			shares = append(shares, d.CeilingShare)
+		}
+		if n := len(d.SamplesGbps) + len(d.SamplesP50Us); n > 1 {
+			s := d.SamplesGbps
+			if latency {
+				s = d.SamplesP50Us
+			}
+			d.Spread = (slices.Max(s) - slices.Min(s)) / math.Max(Median(s), 1e-9)
+		}
+	}
+	rep.MedianValue = Median(all)
+	if declared {
+		rep.Link = c.Link.Resolved().Describe()
+	}
+	medianShare := Median(shares)
+	rateSuspect := declared && medianShare > t.AboveCeiling
+	clusterBelow := declared && len(shares) > 0 && medianShare < t.Healthy
+	useAbsolute := declared && !rateSuspect && !clusterBelow
+
+	for i := range rep.Directions {
+		d := &rep.Directions[i]
+		if d.Failed() {
+			continue
+		}
+		v := value(d.Record)
+		ref := 0.0
+		if vs := byClass[class(d.Record)]; len(vs) >= 3 {
+			ref = Median(vs)
+		}
+		d.RefValue = ref
+		var why []string
+		if ref > 0 {
+			d.Share = v / ref
+			if !latency && d.Share < t.Bandwidth {
+				why = append(why, fmt.Sprintf("%.0f%% of the peers' median %.2f Gb/s", 100*d.Share, ref))
+			}
+			if latency && d.Share > t.Latency {
+				why = append(why, fmt.Sprintf("%.1f× the peers' median p50 %.2f µs", d.Share, ref))
+			}
+		}
+		if useAbsolute {
+			switch {
+			case d.CeilingShare < t.Degraded:
+				why = append(why, fmt.Sprintf("%.0f%% of what %s can carry (%.2f Gb/s): broken", 100*d.CeilingShare, d.Link, d.CeilingGbps))
+			case d.CeilingShare < t.Healthy:
+				why = append(why, fmt.Sprintf("%.0f%% of what %s can carry (%.2f Gb/s): degraded", 100*d.CeilingShare, d.Link, d.CeilingGbps))
+			case d.CeilingShare > t.AboveCeiling:
+				d.Above = true
+			}
+		}
+		d.Bad = len(why) > 0
+		d.Why = strings.Join(why, "; ")
+	}
+
+	// Each node's two sides.
+	nodes := make([]NodeSummary, len(c.Nodes))
+	sendVals, recvVals := make([][]float64, len(c.Nodes)), make([][]float64, len(c.Nodes))
+	for i, n := range c.Nodes {
+		nodes[i] = NodeSummary{Name: n.Name, Out: out[n.Name]}
+	}
+	for _, d := range rep.Directions {
+		f, to := idx[d.From], idx[d.To]
+		if d.Failed() {
+			// A failure is held against the node known to have caused it.
+			switch {
+			case d.ErrorNode != "" && idx[d.ErrorNode] == f || out[d.From] != "":
+				nodes[f].Failed++
+			case d.ErrorNode != "" && idx[d.ErrorNode] == to || out[d.To] != "":
+				nodes[to].Failed++
+			default:
+				nodes[f].Failed++
+				nodes[to].Failed++
+			}
+			continue
+		}
+		nodes[f].SendTotal++
+		nodes[to].RecvTotal++
+		sendVals[f] = append(sendVals[f], value(d.Record))
+		recvVals[to] = append(recvVals[to], value(d.Record))
+		if d.Bad {
+			nodes[f].SendBad++
+			nodes[to].RecvBad++
+		}
+	}
+	for i := range nodes {
+		nodes[i].SendValue, nodes[i].RecvValue = Median(sendVals[i]), Median(recvVals[i])
+	}
+	rep.Nodes = nodes
+	suspectSide := map[string]bool{}
+	for _, n := range nodes {
+		for _, s := range []struct {
+			side       string
+			bad, total int
+		}{{Send, n.SendBad, n.SendTotal}, {Receive, n.RecvBad, n.RecvTotal}} {
+			if s.bad >= 2 && 2*s.bad > s.total {
+				rep.Suspects = append(rep.Suspects, Suspect{Node: n.Name, Side: s.side, Bad: s.bad, Total: s.total})
+				suspectSide[n.Name+"|"+s.side] = true
+			}
+		}
+	}
+	// A node's own bad directions: those no suspect at the other end explains.
+	ownBad := map[string]int{}
+	for _, d := range rep.Directions {
+		if d.Bad && !suspectSide[d.To+"|"+Receive] {
+			ownBad[d.From]++
+		}
+		if d.Bad && !suspectSide[d.From+"|"+Send] {
+			ownBad[d.To]++
+		}
+	}
+	var good []NodeSummary
+	for _, n := range nodes {
+		if n.Out == "" && ownBad[n.Name] == 0 && !suspectSide[n.Name+"|"+Send] && !suspectSide[n.Name+"|"+Receive] && n.Failed == 0 && n.SendTotal > 0 && n.RecvTotal > 0 {
+			good = append(good, n)
+		}
+	}
+	slices.SortStableFunc(good, func(a, b NodeSummary) int {
+		if latency {
+			return cmp.Compare(max(a.SendValue, a.RecvValue), max(b.SendValue, b.RecvValue))
+		}
+		return cmp.Compare(min(b.SendValue, b.RecvValue), min(a.SendValue, a.RecvValue))
+	})
+	for _, g := range good {
+		rep.Good = append(rep.Good, g.Name)
+	}
+	// Retests: the latest against each partner, judged against the peers.
+	for i := range rep.Suspects {
+		s := &rep.Suspects[i]
+		last := map[string]Record{}
+		var order []string
+		for _, r := range retests {
+			if r.Suspect != s.Node || (s.Side == Send) != (r.From == s.Node) {
+				continue
+			}
+			partner := r.To
+			if s.Side == Receive {
+				partner = r.From
+			}
+			if _, seen := last[partner]; !seen {
+				order = append(order, partner)
+			}
+			last[partner] = r
+		}
+		bad, fine := 0, 0
+		for _, p := range order {
+			r := last[p]
+			s.Retests = append(s.Retests, r)
+			if r.Failed() || retestBad(r, rep, t, latency) {
+				bad++
+			} else {
+				fine++
+			}
+		}
+		switch {
+		case bad > 0 && fine == 0:
+			s.Confirmed = "yes"
+		case fine > 0 && bad == 0:
+			s.Confirmed = "no"
+		case bad > 0:
+			s.Confirmed = "mixed"
+		}
+	}
+	rep.Findings = findings(c, rep, suspectSide, ownBad, rateSuspect, clusterBelow, medianShare)
+	return rep
+}
+
+func retestBad(r Record, rep *Report, t cluster.Thresholds, latency bool) bool {
+	if rep.MedianValue <= 0 {
+		return false
+	}
+	if latency {
+		return r.P50Us > t.Latency*rep.MedianValue
+	}
+	return r.Gbps < t.Bandwidth*rep.MedianValue
+}
+
+// FormatValue prints a measurement: Gb/s or p50 latency, two decimals.
+func (r *Report) FormatValue(v float64) string {
+	if r.Latency {
+		return fmt.Sprintf("p50 %.2f µs", v)
+	}
+	return fmt.Sprintf("%.2f Gb/s", v)
+}
+
+// perftestFixes says what to do about perftest's own warnings.
+var perftestFixes = []struct{ match, why, fix string }{
+	{"Conflicting CPU frequency", "perftest measured the CPU clock changing during the run: its cycle-based timing, and so its bandwidth and latency, are unreliable (results above the link's ceiling are typical)", "cpupower frequency-set -g performance   # on both nodes, then run again"},
+	{"relaxed", "PCIe relaxed ordering changes what the NIC can do against this CPU or GPU", "add --disable_pcie_relaxed (--perftest-arg=--disable_pcie_relaxed) when the platform does not support relaxed ordering"},
+}
+
+func findings(c *cluster.Cluster, rep *Report, suspectSide map[string]bool, ownBad map[string]int, rateSuspect, clusterBelow bool, medianShare float64) []check.Finding {
+	var fs []check.Finding
+	ref := "the median of the same link class"
+	if !rep.RateDeclared && !rep.Latency {
+		ref += " (no rate in the cluster file: judged against the peers only)"
+	}
+	what := fmt.Sprintf("%s %s", rep.Engine, rep.Test)
+	suspectOf := map[string]Suspect{}
+	for _, s := range rep.Suspects {
+		suspectOf[s.Node+"|"+s.Side] = s
+	}
+	for _, s := range rep.Suspects {
+		var ev []check.Evidence
+		var vals []string
+		for _, d := range rep.Directions {
+			if d.Bad && ((s.Side == Send && d.From == s.Node) || (s.Side == Receive && d.To == s.Node)) {
+				ev = append(ev, check.Evidence{What: d.From + " → " + d.To, Value: rep.FormatValue(valueOf(d.Record, rep.Latency)) + ": " + d.Why, Source: what})
+				vals = append(vals, fmt.Sprintf("%.0f%%", 100*d.Share))
+			}
+		}
+		verb := map[string]string{Send: "sends", Receive: "receives"}[s.Side]
+		msg := fmt.Sprintf("%s %s badly: %d of its %d measured %s directions are below %s (%s)", s.Node, verb, s.Bad, s.Total, s.Side, ref, strings.Join(vals, ", "))
+		if rep.Latency {
+			msg = fmt.Sprintf("%s %s slowly: %d of its %d measured %s directions are above %s", s.Node, verb, s.Bad, s.Total, s.Side, ref)
+		}
+		outcome := check.Fail
+		var partners []string
+		for _, r := range s.Retests {
+			p := r.To
+			if s.Side == Receive {
+				p = r.From
+			}
+			res := rep.FormatValue(valueOf(r, rep.Latency))
+			if r.Failed() {
+				res = "failed: " + r.Error
+			}
+			partners = append(partners, p+" "+res)
+			ev = append(ev, check.Evidence{What: "retest " + r.From + " → " + r.To, Value: res, Source: "against a known-good node"})
+		}
+		switch s.Confirmed {
+		case "yes":
+			msg += fmt.Sprintf("; against known-good %s it is still bad: %s's %s side is at fault", strings.Join(partners, ", "), s.Node, s.Side)
+		case "no":
+			msg += fmt.Sprintf("; against known-good %s it is fine: not confirmed, measure again", strings.Join(partners, ", "))
+			outcome = check.Warn
+		case "mixed":
+			msg += fmt.Sprintf("; retests disagree (%s)", strings.Join(partners, ", "))
+		}
+		fs = append(fs, check.Finding{Check: "bench.node." + s.Side, Outcome: outcome, Host: s.Node, Subject: s.Side + " side", Message: msg, Evidence: ev,
+			Fix: []string{"rdmalab doctor on " + s.Node + " (port rate, PCIe link, error counters, MTU)", "check the cable and switch port of " + s.Node + "; compare ethtool -S / perfquery counters before and after a run"}})
+	}
+	// Bad directions no suspect explains: the pair or the path between them.
+	for _, d := range rep.Directions {
+		if !d.Bad || suspectSide[d.From+"|"+Send] || suspectSide[d.To+"|"+Receive] {
+			continue
+		}
+		msg := fmt.Sprintf("%s → %s: %s, %s", d.From, d.To, rep.FormatValue(valueOf(d.Record, rep.Latency)), d.Why)
+		if d.Spread > c.Thresholds.Spread {
+			msg += fmt.Sprintf(" (samples spread %.0f%%: noisy, measure again)", 100*d.Spread)
+		}
+		msg += "; neither end is bad with its other partners: the path between them, or noise"
+		fs = append(fs, check.Finding{Check: "bench.direction.slow", Outcome: check.Fail, Host: d.From, Subject: d.From + " → " + d.To, Message: msg,
+			Evidence: directionEvidence(d, rep, what)})
+	}
+	// Failures: by node when one is known, else by pair.
+	type nodeFail struct {
+		dirs  int
+		why   string
+		peers []string
+	}
+	byNode := map[string]*nodeFail{}
+	for _, n := range c.Nodes {
+		if why := rep.Out[n.Name]; why != "" {
+			byNode[n.Name] = &nodeFail{why: why}
+		}
+	}
+	for _, d := range rep.Directions {
+		if !d.Failed() {
+			continue
+		}
+		node := d.ErrorNode
+		if node == "" {
+			for _, n := range []string{d.From, d.To} {
+				if rep.Out[n] != "" {
+					node = n
+					break
+				}
+			}
+		}
+		if node != "" {
+			nf := byNode[node]
+			if nf == nil {
+				nf = &nodeFail{why: d.Error}
+				byNode[node] = nf
+			}
+			nf.dirs++
+			continue
+		}
+		check := "bench.direction.error"
+		msg := fmt.Sprintf("%s → %s failed: %s", d.From, d.To, cmpOr(d.Error, d.NotMeasured))
+		if d.TimedOut {
+			check = "bench.pair.timeout"
+			msg = fmt.Sprintf("%s → %s timed out (both ends killed) while both answer otherwise: the data path between them", d.From, d.To)
+		}
+		fs = append(fs, checkFinding(check, d.From, d.From+" → "+d.To, msg))
+	}
+	for _, n := range c.Nodes {
+		nf := byNode[n.Name]
+		if nf == nil {
+			continue
+		}
+		fs = append(fs, check.Finding{Check: "bench.node.unreachable", Outcome: check.Fail, Host: n.Name, Subject: "node",
+			Message: fmt.Sprintf("%s could not be measured: %s; %d direction(s) not measured (--resume measures them once it is fixed)", n.Name, nf.why, nf.dirs),
+			Fix:     []string{"ssh " + n.SSH + " true   # reachable? host key known?", "rdmalab bench --resume … after fixing it"}})
+	}
+	if rateSuspect {
+		fs = append(fs, check.Finding{Check: "bench.link.rate-suspect", Outcome: check.Warn, Subject: "cluster file link",
+			Message: fmt.Sprintf("the cluster's median %s is %.0f%% of what %s can carry: no link carries more than its ceiling, so the declared rate is likely wrong (the measurements suggest at least %.0f Gb/s), or the measurement is (see any perftest warning); judged against the peers only",
+				rep.FormatValue(rep.MedianValue), 100*medianShare, rep.Link, rep.MedianValue),
+			Fix: []string{"set link.rate in the cluster file to the ports' real rate (ibstat / ethtool)"}})
+	}
+	if clusterBelow {
+		fs = append(fs, check.Finding{Check: "bench.link.below-ceiling", Outcome: check.Fail, Subject: "cluster",
+			Message: fmt.Sprintf("the whole cluster runs at %.0f%% of what %s can carry (median %s): a cluster-wide cause (rate, MTU, PCIe, CPU governor, test size), not one node",
+				100*medianShare, rep.Link, rep.FormatValue(rep.MedianValue))})
+	}
+	for _, d := range rep.Directions {
+		if d.Above {
+			causes := "a wrong rate or MTU for this pair in the cluster file, or a measurement artefact"
+			if len(d.Warnings) > 0 {
+				causes = "perftest's warning \"" + d.Warnings[0] + "\" (its timing is unreliable), or " + causes
+			}
+			fs = append(fs, check.Finding{Check: "bench.direction.above-ceiling", Outcome: check.Warn, Host: d.From, Subject: d.From + " → " + d.To,
+				Message:  fmt.Sprintf("suspect: %s is %.0f%% of what %s can carry (%.2f Gb/s), which no link does; likely causes: %s", rep.FormatValue(d.Gbps), 100*d.CeilingShare, d.Link, d.CeilingGbps, causes),
+				Evidence: directionEvidence(d, rep, what)})
+		}
+	}
+	fs = append(fs, warningFindings(rep.Directions)...)
+	if len(rep.Leftovers) > 0 {
+		fs = append(fs, check.Finding{Check: "bench.run.leftover", Outcome: check.Warn, Subject: "processes",
+			Message: fmt.Sprintf("%d process(es) of this run were still alive after their round and were killed: %s", len(rep.Leftovers), strings.Join(rep.Leftovers, "; "))})
+	}
+	for _, n := range rep.Nodes {
+		if n.Out != "" || n.Failed > 0 || ownBad[n.Name] > 0 || suspectSide[n.Name+"|"+Send] || suspectSide[n.Name+"|"+Receive] || n.SendTotal+n.RecvTotal == 0 {
+			continue
+		}
+		msg := fmt.Sprintf("%s sends at %s and receives at %s (medians over %d and %d partners), judged against %s", n.Name,
+			rep.FormatValue(n.SendValue), rep.FormatValue(n.RecvValue), n.SendTotal, n.RecvTotal, ref)
+		if n.SendBad+n.RecvBad > 0 {
+			msg += fmt.Sprintf("; its %d bad direction(s) are with a suspect named above", n.SendBad+n.RecvBad)
+		}
+		if rep.RateDeclared {
+			msg += " and what " + rep.Link + " can carry"
+		}
+		fs = append(fs, check.Finding{Check: "bench.node", Outcome: check.Pass, Host: n.Name, Subject: "both sides", Message: msg})
+	}
+	if len(rep.Directions) == 0 {
+		fs = append(fs, check.Finding{Check: "bench.run", Outcome: check.Unknown, Subject: "cluster", Message: "nothing was measured"})
+	}
+	return fs
+}
+
+func checkFinding(id, host, subject, msg string) check.Finding {
+	return check.Finding{Check: id, Outcome: check.Fail, Host: host, Subject: subject, Message: msg}
+}
+
+func valueOf(r Record, latency bool) float64 {
+	if latency {
+		return r.P50Us
+	}
+	return r.Gbps
+}
+
+func directionEvidence(d Direction, rep *Report, source string) []check.Evidence {
+	ev := []check.Evidence{{What: "measured", Value: rep.FormatValue(valueOf(d.Record, rep.Latency)), Source: source}}
+	if len(d.SamplesGbps) > 1 {
+		ev = append(ev, check.Evidence{What: "samples", Value: fmt.Sprintf("%v Gb/s, spread %.0f%%", d.SamplesGbps, 100*d.Spread)})
+	}
+	if d.RefValue > 0 {
+		ev = append(ev, check.Evidence{What: "peers' median", Value: rep.FormatValue(d.RefValue), Source: "same link class"})
+	}
+	if d.CeilingGbps > 0 {
+		ev = append(ev, check.Evidence{What: "link ceiling", Value: fmt.Sprintf("%.2f Gb/s", d.CeilingGbps), Source: d.Link + " (cluster file)"})
+	}
+	return ev
+}
+
+// warningFindings: each perftest warning once, with the nodes that printed
+// it and its fix.
+func warningFindings(ds []Direction) []check.Finding {
+	hosts := map[string][]string{}
+	var order []string
+	for _, d := range ds {
+		for _, w := range d.Warnings {
+			if _, ok := hosts[w]; !ok {
+				order = append(order, w)
+			}
+			for _, h := range []string{d.From, d.To} {
+				if !slices.Contains(hosts[w], h) {
+					hosts[w] = append(hosts[w], h)
+				}
+			}
+		}
+	}
+	var fs []check.Finding
+	for _, w := range order {
+		fs = append(fs, WarningFinding(w, strings.Join(hosts[w], ", ")))
+	}
+	return fs
+}
+
+// WarningFinding turns one perftest warning into a finding with its fix.
+func WarningFinding(w, hosts string) check.Finding {
+	f := check.Finding{Check: "bench.perftest.warning", Outcome: check.Warn, Host: hosts, Subject: "perftest", Message: "perftest warned: " + w}
+	for _, fx := range perftestFixes {
+		if strings.Contains(w, fx.match) {
+			f.Message += ": " + fx.why
+			f.Fix = []string{fx.fix}
+		}
+	}
+	return f
+}

@@ -1,0 +1,192 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rdmalab/rdmalab/internal/cluster"
+	"github.com/rdmalab/rdmalab/internal/launch"
+	"github.com/rdmalab/rdmalab/internal/linkrate"
+)
+
+// Options are one bench run's settings, as the user gave them.
+type Options struct {
+	ClusterFile string
+	Engine      string // tcp or perftest
+	Test        string // "" picks the engine's default
+	Seconds     int    // per sample
+	Samples     int    // per direction
+	Timeout     time.Duration
+	// Rate overrides the cluster file's link rate ("200", "4X HDR").
+	Rate string
+	// Layer overrides the cluster file's link layer.
+	Layer   string
+	Results string
+	// Resume continues Results; Overwrite replaces an earlier results log.
+	Resume, Overwrite bool
+	// KeepFailed: on resume, do not measure failed directions again.
+	KeepFailed bool
+	// WithoutUnready runs without the nodes preflight finds unready.
+	WithoutUnready bool
+	NoRetest       bool
+	PerftestArgs   []string
+	Rdmalab        string // rdmalab on the nodes (tcp engine)
+	Progress       io.Writer
+	// Launcher replaces the cluster file's launcher (tests).
+	Launcher launch.Launcher
+	// ControlDir holds ssh control sockets (a short temporary directory).
+	ControlDir string
+}
+
+// UsageError is a flag or input bench refuses before doing anything.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// UnreadyError lists the nodes preflight found unready.
+type UnreadyError struct{ Nodes map[string]string }
+
+func (e *UnreadyError) Error() string {
+	names := make([]string, 0, len(e.Nodes))
+	for n := range e.Nodes {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d node(s) not ready; fix them or run with --without-unready:", len(names))
+	for _, n := range names {
+		fmt.Fprintf(&b, "\n  %s: %s", n, e.Nodes[n])
+	}
+	return b.String()
+}
+
+// Validate checks the flags once, before any work.
+func (o *Options) Validate() error {
+	switch {
+	case o.ClusterFile == "":
+		return &UsageError{errors.New("--cluster FILE is required (see 'rdmalab bench --help')")}
+	case o.Timeout <= 0:
+		return &UsageError{fmt.Errorf("--timeout %s: must be positive", o.Timeout)}
+	case o.Seconds <= 0:
+		return &UsageError{fmt.Errorf("--seconds %d: must be positive", o.Seconds)}
+	case o.Samples <= 0:
+		return &UsageError{fmt.Errorf("--samples %d: must be positive", o.Samples)}
+	case o.Resume && o.Overwrite:
+		return &UsageError{errors.New("--resume and --overwrite contradict each other")}
+	case time.Duration(o.Seconds)*time.Second >= o.Timeout:
+		return &UsageError{fmt.Errorf("--timeout %s must be longer than --seconds %d (one test)", o.Timeout, o.Seconds)}
+	}
+	if o.Rate != "" {
+		if _, err := linkrate.ParseRate(o.Rate); err != nil {
+			return &UsageError{fmt.Errorf("--rate: %w", err)}
+		}
+	}
+	if o.Layer != "" {
+		if _, err := linkrate.ParseLayer(o.Layer); err != nil {
+			return &UsageError{fmt.Errorf("--layer: %w", err)}
+		}
+	}
+	return nil
+}
+
+// Run validates, preflights, measures, retests and judges. The report is
+// returned also with an error when the run was interrupted (what finished
+// is in the results log and the report).
+func Run(ctx context.Context, o Options) (*Report, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	c, err := cluster.Load(o.ClusterFile)
+	if err != nil {
+		return nil, &UsageError{err}
+	}
+	if o.Rate != "" {
+		c.Link.Rate, c.Link.RateGbps = o.Rate, 0
+	}
+	if o.Layer != "" {
+		l, _ := linkrate.ParseLayer(o.Layer)
+		c.Link.Layer = string(l)
+	}
+	bin := cmpOr(o.Rdmalab, c.Launcher.Rdmalab)
+	if bin == "" && o.Engine == "tcp" {
+		if bin, err = os.Executable(); err != nil {
+			return nil, err
+		}
+	}
+	eng, err := NewEngine(o.Engine, o.Test, o.Seconds, o.Timeout, bin, o.PerftestArgs)
+	if err != nil {
+		return nil, &UsageError{err}
+	}
+	mode := Create
+	switch {
+	case o.Resume:
+		mode = Resume
+	case o.Overwrite:
+		mode = Overwrite
+	}
+	log, prior, err := OpenLog(o.Results, o.ClusterFile, c.Fingerprint(), len(c.Nodes), mode)
+	if err != nil {
+		return nil, &UsageError{err}
+	}
+	defer log.Close()
+	l := o.Launcher
+	if l == nil {
+		if c.Launcher.Type == "local" {
+			l = launch.Local{}
+		} else {
+			l = &launch.SSH{Options: c.Launcher.Options, KnownHosts: c.Launcher.KnownHosts, ControlDir: o.ControlDir, ConnectTimeout: 5 * time.Second}
+		}
+	}
+	defer l.Close()
+	r := &Runner{Cluster: c, Launcher: l, Engine: eng, Schedule: Rounds, Samples: o.Samples, Timeout: o.Timeout,
+		RunID: NewRunID(), Log: log, KeepFailed: o.KeepFailed, Retest: !o.NoRetest, Progress: o.Progress}
+	unready := Preflight(ctx, l, c.Nodes, eng, 15*time.Second)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if len(unready) > 0 {
+		if !o.WithoutUnready {
+			return nil, &UnreadyError{unready}
+		}
+		for n, why := range unready {
+			r.TakeOut(n, "preflight: "+why)
+			r.progress("preflight: running without %s: %s\n", n, why)
+		}
+	}
+	recs, runErr := r.Run(ctx, prior)
+	rep := Analyze(c, eng.Name(), eng.Test(), eng.Latency(), recs, r.Out(), r.Leftovers())
+	return rep, runErr
+}
+
+// Preflight checks every node at once (reachable, host key known, the
+// engine's binaries, device and port present) within timeout and returns
+// the unready ones with the reason.
+func Preflight(ctx context.Context, l launch.Launcher, nodes []cluster.Node, e Engine, timeout time.Duration) map[string]string {
+	unready := map[string]string{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 64)
+	for _, n := range nodes {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			pctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			if err := l.Probe(pctx, n, e.Need(n)); err != nil {
+				mu.Lock()
+				unready[n.Name] = err.Error()
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return unready
+}

@@ -1,0 +1,193 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+)
+
+// The results log: JSON lines, a header that binds the file to its
+// cluster, then one record per measured direction. It is the only record
+// of hours of measurement, so it is never truncated unless asked, never
+// mixed with another cluster's results, a torn last line (a crash while
+// writing) is cut before appending, and every append is synced and its
+// error returned.
+
+// Format names a results log in its header.
+const Format = "rdmalab-bench-results"
+
+// LogVersion is the results log's schema version.
+const LogVersion = 2
+
+// Header is the first line of a results log.
+type Header struct {
+	Format  string    `json:"format"`
+	Version int       `json:"version"`
+	Cluster string    `json:"cluster"` // the cluster's fingerprint
+	Nodes   int       `json:"nodes"`
+	Created time.Time `json:"created"`
+}
+
+// Mode says what may happen to an existing results file.
+type Mode int
+
+// Modes of opening a results log.
+const (
+	// Create refuses an existing non-empty file.
+	Create Mode = iota
+	// Resume continues a log of the same cluster.
+	Resume
+	// Overwrite replaces an earlier results log (never another kind of file).
+	Overwrite
+)
+
+// RefusedError is a results path bench will not write, with the reason.
+type RefusedError struct {
+	Path, Reason string
+}
+
+func (e *RefusedError) Error() string { return fmt.Sprintf("results file %s: %s", e.Path, e.Reason) }
+
+// Log appends records to a results file.
+type Log struct {
+	path string
+	mu   sync.Mutex
+	f    *os.File
+}
+
+// OpenLog opens path for a run on the cluster with fingerprint fp and
+// returns the records it already holds (Resume only). clusterFile is
+// refused as a results path.
+func OpenLog(path, clusterFile, fp string, nodes int, mode Mode) (*Log, []Record, error) {
+	if path == "" {
+		return nil, nil, &RefusedError{path, "no path given"}
+	}
+	if a, err := os.Stat(path); err == nil {
+		if b, err := os.Stat(clusterFile); err == nil && os.SameFile(a, b) {
+			return nil, nil, &RefusedError{path, "it is the cluster file; give --results another path"}
+		}
+		if !a.Mode().IsRegular() {
+			return nil, nil, &RefusedError{path, "not a regular file"}
+		}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, nil, fmt.Errorf("results file: %w", err)
+	}
+	var prior []Record
+	keep := int64(0) // bytes of the file that stay
+	if len(b) > 0 {
+		h, recs, valid, err := ParseLog(b)
+		if err != nil {
+			return nil, nil, &RefusedError{path, err.Error()}
+		}
+		switch mode {
+		case Create:
+			if len(recs) == 0 {
+				break
+			}
+			return nil, nil, &RefusedError{path, fmt.Sprintf("it already holds %d result(s); --resume continues it, --overwrite replaces it", len(recs))}
+		case Resume:
+			if h.Cluster != fp {
+				return nil, nil, &RefusedError{path, fmt.Sprintf("it was measured on another cluster (fingerprint %s, this cluster file is %s: nodes, addresses, devices or ports differ); use another --results", h.Cluster, fp)}
+			}
+			prior, keep = recs, int64(valid)
+		}
+	}
+	flags := os.O_CREATE | os.O_WRONLY
+	if keep == 0 {
+		flags |= os.O_TRUNC
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
+	if err != nil {
+		return nil, nil, fmt.Errorf("results file: %w", err)
+	}
+	l := &Log{path: path, f: f}
+	if keep > 0 {
+		// Cut a torn tail so the next record starts on its own line.
+		if err := f.Truncate(keep); err != nil {
+			f.Close()
+			return nil, nil, fmt.Errorf("results file %s: cut the torn last line: %w", path, err)
+		}
+		if _, err := f.Seek(keep, io.SeekStart); err != nil {
+			f.Close()
+			return nil, nil, err
+		}
+		return l, prior, nil
+	}
+	if err := l.write(Header{Format: Format, Version: LogVersion, Cluster: fp, Nodes: nodes, Created: time.Now().UTC()}); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return l, prior, nil
+}
+
+// Append writes one record and syncs it to disk.
+func (l *Log) Append(r Record) error { return l.write(r) }
+
+func (l *Log) write(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, err := l.f.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("results file %s: %w", l.path, err)
+	}
+	if err := l.f.Sync(); err != nil {
+		return fmt.Errorf("results file %s: sync: %w", l.path, err)
+	}
+	return nil
+}
+
+// Close closes the file.
+func (l *Log) Close() error { return l.f.Close() }
+
+// ParseLog reads a results log: the header, every record, and how many
+// leading bytes are valid (the rest is a torn or garbled tail that may be
+// cut). A bad line followed by good ones is an error: cutting it would
+// lose the good ones.
+func ParseLog(b []byte) (Header, []Record, int, error) {
+	var h Header
+	nl := bytes.IndexByte(b, '\n')
+	if nl < 0 || json.Unmarshal(b[:nl], &h) != nil || h.Format != Format {
+		return h, nil, 0, errors.New("not an rdmalab bench results log (no header line); refusing to touch it")
+	}
+	if h.Version > LogVersion {
+		return h, nil, 0, fmt.Errorf("results log version %d is newer than this rdmalab (%d)", h.Version, LogVersion)
+	}
+	valid := nl + 1
+	var recs []Record
+	badAt := 0
+	sc := bufio.NewScanner(bytes.NewReader(b[valid:]))
+	sc.Buffer(make([]byte, 1<<16), 1<<24)
+	at, line := valid, 1
+	for sc.Scan() {
+		line++
+		raw := sc.Bytes()
+		end := at + len(raw) + 1
+		complete := end <= len(b) // the last line may lack its newline: torn
+		var r Record
+		if complete && json.Unmarshal(raw, &r) == nil && r.valid() {
+			if badAt > 0 {
+				return h, nil, 0, fmt.Errorf("line %d is not a result but later lines are; fix or move the file", badAt)
+			}
+			recs = append(recs, r)
+			valid = end
+		} else if len(bytes.TrimSpace(raw)) > 0 && badAt == 0 {
+			badAt = line
+		}
+		at = end
+	}
+	if err := sc.Err(); err != nil {
+		return h, nil, 0, err
+	}
+	return h, recs, valid, nil
+}

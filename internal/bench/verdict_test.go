@@ -1,0 +1,608 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/cluster"
+	"github.com/rdmalab/rdmalab/internal/launch"
+	"github.com/rdmalab/rdmalab/internal/linkrate"
+	"github.com/rdmalab/rdmalab/internal/testhost"
+)
+
+func testCluster(t *testing.T, n int, link string) *cluster.Cluster {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("launcher: {type: local}\n" + link + "nodes:\n")
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "  - {name: n%d, data: 10.9.0.%d}\n", i, i)
+	}
+	c, err := cluster.Parse([]byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// recorded builds every direction of a cluster with gbps(from, to) and
+// three samples each: the distribution a real run leaves in its log.
+func recorded(c *cluster.Cluster, gbps func(from, to string) []float64) []Record {
+	var recs []Record
+	for _, a := range c.Nodes {
+		for _, b := range c.Nodes {
+			if a.Name == b.Name {
+				continue
+			}
+			s := gbps(a.Name, b.Name)
+			recs = append(recs, Record{From: a.Name, To: b.Name, Engine: "tcp", Test: "bw", SamplesGbps: s, Gbps: Median(s)})
+		}
+	}
+	return recs
+}
+
+func findingsOf(rep *Report, outcome check.Outcome) []check.Finding {
+	var out []check.Finding
+	for _, f := range rep.Findings {
+		if f.Outcome == outcome {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func hostsOf(fs []check.Finding) []string {
+	var h []string
+	for _, f := range fs {
+		h = append(h, f.Host+":"+f.Check)
+	}
+	slices.Sort(h)
+	return h
+}
+
+// No rate declared: n1 sends at 7% of its peers, n8 receives at 40%;
+// each is named with its side, nobody else, and the rest pass.
+func TestVerdictNoDeclaredRate(t *testing.T) {
+	c := testCluster(t, 8, "")
+	recs := recorded(c, func(from, to string) []float64 {
+		switch {
+		case from == "n1":
+			return []float64{6.5, 6.6, 6.8}
+		case to == "n8":
+			return []float64{38, 40, 41}
+		}
+		return []float64{94, 95, 96}
+	})
+	rep := Analyze(c, "tcp", "bw", false, recs, nil, nil)
+	if got := hostsOf(findingsOf(rep, check.Fail)); !slices.Equal(got, []string{"n1:bench.node.send", "n8:bench.node.receive"}) {
+		t.Errorf("failed: %v\n%+v", got, rep.Findings)
+	}
+	if rep.RateDeclared || len(findingsOf(rep, check.Pass)) != 6 {
+		t.Errorf("want 6 healthy nodes judged against peers: %+v", findingsOf(rep, check.Pass))
+	}
+	if !strings.Contains(rep.Findings[0].Message+rep.Findings[1].Message, "no rate in the cluster file") {
+		t.Errorf("the verdict must say what it was judged against: %s", rep.Findings[0].Message)
+	}
+	if slices.Contains(rep.Good, "n1") || slices.Contains(rep.Good, "n8") || len(rep.Good) != 6 {
+		t.Errorf("known-good partners %v", rep.Good)
+	}
+}
+
+// A wrong declared rate: 10 Gb/s TCP declared, everyone measures ~30:
+// one suspect-rate warning, verdicts fall back to the peers, no failure.
+func TestVerdictWrongDeclaredRate(t *testing.T) {
+	c := testCluster(t, 6, "link: {layer: TCP, rate: \"10\"}\n")
+	recs := recorded(c, func(string, string) []float64 { return []float64{29, 30, 31} })
+	rep := Analyze(c, "tcp", "bw", false, recs, nil, nil)
+	warns := findingsOf(rep, check.Warn)
+	if len(warns) != 1 || warns[0].Check != "bench.link.rate-suspect" || !strings.Contains(warns[0].Message, "declared rate is likely wrong") {
+		t.Fatalf("%+v", rep.Findings)
+	}
+	if check.Failed(rep.Findings) {
+		t.Errorf("a wrong rate must not fail healthy pairs: %+v", findingsOf(rep, check.Fail))
+	}
+	// The right rate: healthy; one direction above the ceiling is suspect
+	// with perftest's CPU warning as a likely cause.
+	c = testCluster(t, 6, "link: {layer: TCP, rate: \"40\"}\n")
+	recs = recorded(c, func(from, to string) []float64 {
+		if from == "n2" && to == "n3" {
+			return []float64{120, 121, 122}
+		}
+		return []float64{37, 37.5, 38}
+	})
+	for i := range recs {
+		if recs[i].From == "n2" && recs[i].To == "n3" {
+			recs[i].Warnings = []string{"Conflicting CPU frequency values detected: 1500.000000 != 3000.000000. CPU Frequency is not max."}
+		}
+	}
+	rep = Analyze(c, "tcp", "bw", false, recs, nil, nil)
+	got := hostsOf(findingsOf(rep, check.Warn))
+	if !slices.Equal(got, []string{"n2, n3:bench.perftest.warning", "n2:bench.direction.above-ceiling"}) || check.Failed(rep.Findings) {
+		t.Errorf("%v\n%+v", got, rep.Findings)
+	}
+	for _, f := range rep.Findings {
+		if f.Check == "bench.perftest.warning" && (len(f.Fix) == 0 || !strings.Contains(f.Fix[0], "cpupower frequency-set -g performance")) {
+			t.Errorf("the CPU warning travels with its fix: %+v", f)
+		}
+	}
+	// A declared rate the whole cluster falls short of: one cluster finding.
+	c = testCluster(t, 6, "link: {layer: TCP, rate: \"100\"}\n")
+	rep = Analyze(c, "tcp", "bw", false, recorded(c, func(string, string) []float64 { return []float64{50} }), nil, nil)
+	if got := hostsOf(findingsOf(rep, check.Fail)); !slices.Equal(got, []string{":bench.link.below-ceiling"}) {
+		t.Errorf("%v", got)
+	}
+}
+
+// Noise: one bad sample out of three does not make a direction bad; a
+// PCIe-capped pair is judged against its cap.
+func TestVerdictNoiseAndPCIe(t *testing.T) {
+	c := testCluster(t, 6, "link: {layer: IB, rate: 4X HDR}\n")
+	recs := recorded(c, func(from, to string) []float64 {
+		if from == "n4" {
+			return []float64{190, 110, 191}
+		}
+		return []float64{190, 191, 192}
+	})
+	rep := Analyze(c, "tcp", "bw", false, recs, nil, nil)
+	if check.Failed(rep.Findings) {
+		t.Errorf("a noisy sample failed: %+v", findingsOf(rep, check.Fail))
+	}
+	for _, d := range rep.Directions {
+		if d.From == "n4" && d.Spread < 0.4 {
+			t.Errorf("the spread is kept: %+v", d)
+		}
+	}
+	c = testCluster(t, 6, "link: {layer: IB, rate: 4X HDR}\ndefaults: {pcie_gtps: 8, pcie_width: 16}\n")
+	rep = Analyze(c, "tcp", "bw", false, recorded(c, func(string, string) []float64 { return []float64{103} }), nil, nil)
+	if check.Failed(rep.Findings) || !strings.Contains(rep.Directions[0].Link, "capped by PCIe") {
+		t.Errorf("HDR on Gen3 x16 at 103 Gb/s is healthy: %+v %+v", rep.Directions[0], findingsOf(rep, check.Fail))
+	}
+}
+
+// Latency: judged against the peers' median, two decimals, p99 separate.
+func TestVerdictLatency(t *testing.T) {
+	c := testCluster(t, 5, "")
+	var recs []Record
+	for _, a := range c.Nodes {
+		for _, b := range c.Nodes {
+			if a.Name != b.Name {
+				p50 := 1.60
+				if b.Name == "n3" {
+					p50 = 4.2
+				}
+				recs = append(recs, Record{From: a.Name, To: b.Name, Engine: "tcp", Test: "lat", SamplesP50Us: []float64{p50}, P50Us: p50, P99Us: 1.62})
+			}
+		}
+	}
+	rep := Analyze(c, "tcp", "lat", true, recs, nil, nil)
+	if got := hostsOf(findingsOf(rep, check.Fail)); !slices.Equal(got, []string{"n3:bench.node.receive"}) {
+		t.Errorf("%v", got)
+	}
+	if s := rep.FormatValue(1.6); s != "p50 1.60 µs" {
+		t.Errorf("%s", s)
+	}
+}
+
+// fakeTCP answers the tcp engine's commands with rate(from, to) Gb/s.
+func fakeTCP(c *cluster.Cluster, rate func(from, to string) (float64, error)) *launch.Fake {
+	byAddr := map[string]string{}
+	for _, n := range c.Nodes {
+		byAddr[n.Data] = n.Name
+	}
+	return &launch.Fake{Run: func(node string, argv []string) launch.FakeRun {
+		if slices.Contains(argv, "tcp-server") {
+			return launch.FakeRun{Stdout: Ready + "\n"}
+		}
+		addr := argv[slices.Index(argv, "--connect")+1]
+		to := byAddr[addr[:strings.LastIndex(addr, ":")]]
+		g, err := rate(node, to)
+		if err != nil {
+			if err.Error() == "hang" {
+				return launch.FakeRun{Hang: true}
+			}
+			return launch.FakeRun{Err: err}
+		}
+		b, _ := json.Marshal(TCPResult{Mode: "bw", Gbps: g})
+		return launch.FakeRun{Stdout: string(b) + "\n"}
+	}}
+}
+
+func runFake(t *testing.T, c *cluster.Cluster, l launch.Launcher, prior []Record, retest bool) ([]Record, *Runner) {
+	t.Helper()
+	eng, _ := NewEngine("tcp", "bw", 1, time.Second, "rdmalab", nil)
+	r := &Runner{Cluster: c, Launcher: l, Engine: eng, Schedule: Rounds, Samples: 2, Timeout: 300 * time.Millisecond, RunID: "t", Retest: retest}
+	recs, err := r.Run(context.Background(), prior)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs, r
+}
+
+// Both directions of every pair, the send-throttled and receive-throttled
+// nodes named, and the retest repeats each failing direction against two
+// partners healthy both ways.
+func TestRunnerBothDirectionsAndRetest(t *testing.T) {
+	c := testCluster(t, 8, "")
+	f := fakeTCP(c, func(from, to string) (float64, error) {
+		switch {
+		case from == "n1":
+			return 9, nil
+		case to == "n8":
+			return 10, nil
+		}
+		return 95, nil
+	})
+	recs, r := runFake(t, c, f, nil, true)
+	dirs := map[string]int{}
+	for _, rec := range recs {
+		if !rec.Retest {
+			dirs[rec.From+">"+rec.To]++
+		}
+	}
+	if len(dirs) != 56 {
+		t.Errorf("%d directions, want 8×7 = 56", len(dirs))
+	}
+	rep := Analyze(c, "tcp", "bw", false, recs, r.Out(), r.Leftovers())
+	if got := hostsOf(findingsOf(rep, check.Fail)); !slices.Equal(got, []string{"n1:bench.node.send", "n8:bench.node.receive"}) {
+		t.Fatalf("%v", got)
+	}
+	for _, s := range rep.Suspects {
+		if s.Confirmed != "yes" || len(s.Retests) != 2 {
+			t.Errorf("%+v", s)
+		}
+		for _, rt := range s.Retests {
+			for _, p := range []string{rt.From, rt.To} {
+				if p != s.Node && (p == "n1" || p == "n8") {
+					t.Errorf("retested against a bad node: %+v", rt)
+				}
+			}
+			if (s.Side == Send) != (rt.From == s.Node) {
+				t.Errorf("the retest did not repeat the failing direction: %+v", rt)
+			}
+		}
+	}
+	if len(rep.Leftovers) != 0 {
+		t.Errorf("leftovers %v", rep.Leftovers)
+	}
+}
+
+// A hanging node is taken out after timing out with two partners; its
+// remaining pairs are recorded as not measured, and the run is bounded.
+// An unreachable node is taken out at once.
+func TestRunnerTakesOutHangingAndDeadNodes(t *testing.T) {
+	c := testCluster(t, 8, "")
+	var mu sync.Mutex
+	dead := false
+	f := fakeTCP(c, func(from, to string) (float64, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case from == "n5" || to == "n5":
+			return 0, errors.New("hang")
+		case dead && (from == "n3" || to == "n3"):
+			return 0, &launch.UnreachableError{Node: "n3", Reason: "connection refused"}
+		}
+		return 95, nil
+	})
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		mu.Lock()
+		dead = true
+		mu.Unlock()
+		f.SetUnready("n3", &launch.UnreachableError{Node: "n3", Reason: "connection refused"})
+	}()
+	start := time.Now()
+	recs, r := runFake(t, c, f, nil, false)
+	out := r.Out()
+	if !strings.Contains(out["n5"], "timed out with") || len(out) > 2 {
+		t.Errorf("out: %v", out)
+	}
+	timeouts := 0
+	for _, rec := range recs {
+		if rec.TimedOut {
+			timeouts++
+		}
+	}
+	if timeouts > 2 {
+		t.Errorf("%d timeouts: a hanging node must be taken out after two", timeouts)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("took %s", d)
+	}
+	rep := Analyze(c, "tcp", "bw", false, recs, out, nil)
+	for _, f := range findingsOf(rep, check.Fail) {
+		if f.Host != "n5" && f.Host != "n3" {
+			t.Errorf("named a healthy node: %+v", f)
+		}
+	}
+}
+
+// Resume measures exactly the failed pairs again, keys pairs whichever end
+// is listed first, and the report is computed from the final state.
+func TestRunnerResume(t *testing.T) {
+	c := testCluster(t, 6, "")
+	broken := true
+	var mu sync.Mutex
+	f := fakeTCP(c, func(from, to string) (float64, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if broken && (from == "n2" && to == "n4") {
+			return 0, errors.New("connection reset")
+		}
+		return 95, nil
+	})
+	first, _ := runFake(t, c, f, nil, false)
+	rep := Analyze(c, "tcp", "bw", false, first, nil, nil)
+	if got := hostsOf(findingsOf(rep, check.Fail)); !slices.Equal(got, []string{"n2:bench.direction.error"}) {
+		t.Fatalf("%v", got)
+	}
+	// --keep-failed: nothing is measured again.
+	eng, _ := NewEngine("tcp", "bw", 1, time.Second, "rdmalab", nil)
+	keep := fakeTCP(c, func(string, string) (float64, error) { return 95, nil })
+	kr := &Runner{Cluster: c, Launcher: keep, Engine: eng, Schedule: Rounds, Samples: 2, Timeout: time.Second, RunID: "t", KeepFailed: true}
+	if _, err := kr.Run(context.Background(), first); err != nil || len(keep.Calls()) != 0 {
+		t.Errorf("--keep-failed measured %d commands again (%v)", len(keep.Calls()), err)
+	}
+	// Fixed; the cluster file lists the nodes in another order.
+	mu.Lock()
+	broken = false
+	mu.Unlock()
+	slices.Reverse(c.Nodes)
+	f2 := fakeTCP(c, func(string, string) (float64, error) { return 95, nil })
+	all, _ := runFake(t, c, f2, first, false)
+	var again []string
+	for _, call := range f2.Calls() {
+		if slices.Contains(call.Argv, "tcp-client") {
+			again = append(again, call.Node)
+		}
+	}
+	slices.Sort(again)
+	if !slices.Equal(again, []string{"n2", "n2", "n4", "n4"}) { // both directions, two samples
+		t.Errorf("resume ran clients on %v, want only the failed pair n2 ↔ n4", again)
+	}
+	rep = Analyze(c, "tcp", "bw", false, all, nil, nil)
+	if check.Failed(rep.Findings) || len(findingsOf(rep, check.Pass)) != 6 {
+		t.Errorf("the final state is healthy: %+v", rep.Findings)
+	}
+}
+
+// Preflight lists every unready node with its reason.
+func TestPreflight(t *testing.T) {
+	c := testCluster(t, 4, "")
+	f := &launch.Fake{Unready: map[string]error{"n2": &launch.UnreachableError{Node: "n2", Reason: "its host key is not the one in known_hosts"}, "n4": &launch.MissingError{Node: "n4", What: []string{"ib_write_bw"}}}}
+	eng, _ := NewEngine("perftest", "", 1, time.Second, "", nil)
+	got := Preflight(context.Background(), f, c.Nodes, eng, time.Second)
+	if len(got) != 2 || !strings.Contains(got["n2"], "host key") || !strings.Contains(got["n4"], "lacks ib_write_bw") {
+		t.Errorf("%v", got)
+	}
+	e := (&UnreadyError{got}).Error()
+	if !strings.HasPrefix(e, "2 node(s) not ready") || !strings.Contains(e, "\n  n2: ") {
+		t.Error(e)
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	good := Options{ClusterFile: "c.yaml", Engine: "tcp", Seconds: 2, Samples: 1, Timeout: time.Minute}
+	if err := good.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		edit func(*Options)
+		want string
+	}{
+		{func(o *Options) { o.Timeout = 0 }, "--timeout 0s: must be positive"},
+		{func(o *Options) { o.Timeout = -5 * time.Second }, "must be positive"},
+		{func(o *Options) { o.Seconds = 0 }, "--seconds 0"},
+		{func(o *Options) { o.Seconds = -5 }, "--seconds -5"},
+		{func(o *Options) { o.Rate = "fast" }, "--rate"},
+		{func(o *Options) { o.Layer = "pigeon" }, "--layer"},
+		{func(o *Options) { o.Resume, o.Overwrite = true, true }, "contradict"},
+	} {
+		o := good
+		c.edit(&o)
+		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v, want %q", err, c.want)
+		}
+	}
+	if _, err := NewEngine("perftest", "bogus", 1, time.Second, "", nil); err == nil || !strings.Contains(err.Error(), "ib_write_bw") {
+		t.Errorf("--test bogus: %v", err)
+	}
+}
+
+// The results log: never truncated unless asked, never the cluster file
+// or another kind of file, bound to its cluster, torn tail cut.
+func TestResultsLogSafety(t *testing.T) {
+	dir := t.TempDir()
+	clusterFile := filepath.Join(dir, "cluster.yaml")
+	os.WriteFile(clusterFile, []byte("nodes: []\n"), 0o644)
+	path := filepath.Join(dir, "r.jsonl")
+	l, _, err := OpenLog(path, clusterFile, "fp1", 2, Create)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := Record{From: "a", To: "b", Engine: "tcp", Test: "bw", Gbps: 9}
+	if err := l.Append(rec); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	before, _ := os.ReadFile(path)
+	for _, c := range []struct {
+		path, fp string
+		mode     Mode
+		want     string
+	}{
+		{path, "fp1", Create, "--resume continues it, --overwrite replaces it"},
+		{path, "fp2", Resume, "measured on another cluster"},
+		{clusterFile, "fp1", Overwrite, "it is the cluster file"},
+		{clusterFile, "fp1", Resume, "it is the cluster file"},
+	} {
+		if _, _, err := OpenLog(c.path, clusterFile, c.fp, 2, c.mode); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %d: %v, want %q", c.path, c.mode, err, c.want)
+		}
+	}
+	other := filepath.Join(dir, "notes.txt")
+	os.WriteFile(other, []byte("my notes\n"), 0o644)
+	if _, _, err := OpenLog(other, clusterFile, "fp1", 2, Overwrite); err == nil || !strings.Contains(err.Error(), "not an rdmalab bench results log") {
+		t.Errorf("overwrote a file that is not a results log: %v", err)
+	}
+	if after, _ := os.ReadFile(path); string(after) != string(before) {
+		t.Error("a refused open changed the file")
+	}
+	if b, _ := os.ReadFile(other); string(b) != "my notes\n" {
+		t.Error("changed notes.txt")
+	}
+	// A torn last line is cut, the next record starts on its own line.
+	os.WriteFile(path, append(before, []byte(`{"from":"a","to":"c","eng`)...), 0o644)
+	l, prior, err := OpenLog(path, clusterFile, "fp1", 2, Resume)
+	if err != nil || len(prior) != 1 {
+		t.Fatalf("%v %v", prior, err)
+	}
+	l.Append(Record{From: "b", To: "a", Engine: "tcp", Test: "bw", Gbps: 8})
+	l.Close()
+	b, _ := os.ReadFile(path)
+	if _, recs, _, err := ParseLog(b); err != nil || len(recs) != 2 {
+		t.Errorf("after the torn tail: %v %v\n%s", recs, err, b)
+	}
+}
+
+// Whatever tail a crash or a stray editor leaves, opening for resume
+// and appending never loses or alters a complete record: either the
+// open is refused and the file unchanged, or every record survives.
+func FuzzResultsLogTail(f *testing.F) {
+	f.Add(uint8(3), []byte(`{"from":"a","to":"b","eng`))
+	f.Add(uint8(2), []byte("garbage\n"))
+	f.Add(uint8(1), []byte("garbage\n{\"from\":\"x\",\"to\":\"y\",\"engine\":\"tcp\",\"test\":\"bw\"}\n"))
+	f.Add(uint8(0), []byte("\n\n"))
+	f.Fuzz(func(t *testing.T, n uint8, tail []byte) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "r.jsonl")
+		l, _, err := OpenLog(path, filepath.Join(dir, "none.yaml"), "fp", 2, Create)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []Record
+		for i := range int(n % 8) {
+			r := Record{From: fmt.Sprint("n", i), To: "z", Engine: "tcp", Test: "bw", Gbps: float64(i)}
+			want = append(want, r)
+			if err := l.Append(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		l.Close()
+		good, _ := os.ReadFile(path)
+		os.WriteFile(path, append(slices.Clone(good), tail...), 0o644)
+		before, _ := os.ReadFile(path)
+		l, prior, err := OpenLog(path, filepath.Join(dir, "none.yaml"), "fp", 2, Resume)
+		if err != nil {
+			if after, _ := os.ReadFile(path); string(after) != string(before) {
+				t.Fatal("a refused open changed the file")
+			}
+			return
+		}
+		extra := Record{From: "new", To: "z", Engine: "tcp", Test: "bw", Gbps: 1}
+		if err := l.Append(extra); err != nil {
+			t.Fatal(err)
+		}
+		l.Close()
+		b, _ := os.ReadFile(path)
+		_, got, _, err := ParseLog(b)
+		if err != nil {
+			t.Fatalf("the file no longer reads: %v\n%q", err, b)
+		}
+		if len(got) < len(want)+1 || len(prior) < len(want) {
+			t.Fatalf("lost records: had %d, prior %d, now %d\n%q", len(want), len(prior), len(got), b)
+		}
+		for i, w := range want {
+			if got[i].From != w.From || got[i].Gbps != w.Gbps {
+				t.Fatalf("record %d altered: %+v want %+v", i, got[i], w)
+			}
+		}
+		if last := got[len(got)-1]; last.From != "new" {
+			t.Fatalf("the appended record is not last: %+v", last)
+		}
+	})
+}
+
+// Every saved perftest output in the shared testdata: recognised, judged,
+// warnings carried with their fixes; the invalid ones refused.
+func TestJudgePerftestFiles(t *testing.T) {
+	root := filepath.Join(testhost.SharedTestdata(t), "perftest")
+	hdr := linkrate.Link{Layer: linkrate.InfiniBand, RateGbps: 200, Speed: "HDR", MTUBytes: 4096}
+	n := 0
+	filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, _ := os.ReadFile(path)
+		rel, _ := filepath.Rel(root, path)
+		fs, payload, err := JudgePerftestFile(rel, b, &hdr)
+		bad := strings.Contains(rel, "INVALID") || strings.Contains(rel, "transcript")
+		switch {
+		case bad && err == nil:
+			t.Errorf("%s: judged a file that is not one run's output", rel)
+		case !bad && (err != nil || !SniffPerftest(b) || payload == nil || len(fs) == 0):
+			t.Errorf("%s: %v (sniffed %v)", rel, err, SniffPerftest(b))
+		}
+		for _, f := range fs {
+			if f.Check == "bench.perftest.warning" && strings.Contains(f.Message, "CPU") && len(f.Fix) == 0 {
+				t.Errorf("%s: CPU warning without its fix", rel)
+			}
+		}
+		n++
+		return nil
+	})
+	if n < 20 {
+		t.Errorf("only %d files", n)
+	}
+	// The NDR capture judged as NDR: healthy; as HDR: above the ceiling.
+	b, _ := os.ReadFile(filepath.Join(root, "cx7-ndr-b2b-perftest25/ib_write_bw.txt"))
+	ndr := linkrate.Link{Layer: linkrate.InfiniBand, RateGbps: 400, Speed: "NDR", MTUBytes: 4096}
+	fs, _, _ := JudgePerftestFile("w", b, &ndr)
+	if fs[len(fs)-1].Outcome != check.Pass {
+		t.Errorf("NDR: %+v", fs)
+	}
+	fs, _, _ = JudgePerftestFile("w", b, &hdr)
+	if fs[len(fs)-1].Outcome != check.Warn || !strings.Contains(fs[len(fs)-1].Message, "suspect") {
+		t.Errorf("392 Gb/s on HDR must be suspect: %+v", fs)
+	}
+	lat, _ := os.ReadFile(filepath.Join(root, "azure-hbv3_ib_send_lat_all_server.txt"))
+	fs, _, _ = JudgePerftestFile("lat", lat, nil)
+	if !strings.Contains(fs[len(fs)-1].Message, "p99 1.62 µs") {
+		t.Errorf("latency with two decimals: %+v", fs)
+	}
+	if SniffPerftest([]byte("hello\n")) {
+		t.Error("sniffed plain text")
+	}
+}
+
+// A resumed run's retests replace the earlier run's: the report never
+// shows an old "suspect" retest beside a new one for the same node.
+func TestRetestsOfTheLatestPhaseOnly(t *testing.T) {
+	c := testCluster(t, 6, "")
+	recs := recorded(c, func(from, to string) []float64 {
+		if from == "n1" {
+			return []float64{9}
+		}
+		return []float64{95}
+	})
+	old := Record{From: "n1", To: "n5", Engine: "tcp", Test: "bw", Retest: true, Suspect: "n1", Gbps: 95}
+	again := Record{From: "n2", To: "n3", Engine: "tcp", Test: "bw", Gbps: 95}
+	fresh := []Record{
+		{From: "n1", To: "n6", Engine: "tcp", Test: "bw", Retest: true, Suspect: "n1", Gbps: 9},
+		{From: "n1", To: "n4", Engine: "tcp", Test: "bw", Retest: true, Suspect: "n1", Gbps: 9},
+	}
+	all := append(append(append(recs, old), again), fresh...)
+	rep := Analyze(c, "tcp", "bw", false, all, nil, nil)
+	if len(rep.Suspects) != 1 || len(rep.Suspects[0].Retests) != 2 || rep.Suspects[0].Confirmed != "yes" {
+		t.Errorf("%+v", rep.Suspects)
+	}
+}

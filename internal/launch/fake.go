@@ -1,0 +1,132 @@
+package launch
+
+import (
+	"context"
+	"errors"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/rdmalab/rdmalab/internal/cluster"
+)
+
+// Fake is a recording launcher for unit tests: no processes, no root. Run
+// decides what each started command does.
+type Fake struct {
+	// Run answers one Start: the output the process prints, the error it
+	// ends with, or hang until killed.
+	Run func(node string, argv []string) FakeRun
+	// Unready maps node names to the error Probe returns for them.
+	Unready map[string]error
+
+	mu      sync.Mutex
+	calls   []Call
+	running map[*fakeProc]bool
+}
+
+// FakeRun is what one fake process does.
+type FakeRun struct {
+	Stdout string
+	Err    error
+	Hang   bool
+}
+
+// Call is one recorded Start.
+type Call struct {
+	Node string
+	Argv []string
+}
+
+// Calls returns every Start so far, in order.
+func (f *Fake) Calls() []Call {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.calls)
+}
+
+// Start implements Launcher.
+func (f *Fake) Start(ctx context.Context, sp Spec) (Process, error) {
+	r := f.Run(sp.Node.Name, sp.Argv)
+	p := &fakeProc{f: f, run: r, killed: make(chan struct{})}
+	if !r.Hang {
+		p.out = strings.NewReader(r.Stdout)
+	} else {
+		pr, pw := io.Pipe()
+		p.out, p.pw = pr, pw
+		go func() { // print what it has, then hang until killed
+			pw.Write([]byte(r.Stdout))
+			<-p.killed
+			pw.CloseWithError(io.EOF)
+		}()
+	}
+	f.mu.Lock()
+	f.calls = append(f.calls, Call{sp.Node.Name, slices.Clone(sp.Argv)})
+	if f.running == nil {
+		f.running = map[*fakeProc]bool{}
+	}
+	f.running[p] = true
+	f.mu.Unlock()
+	p.stop = context.AfterFunc(ctx, p.Kill)
+	return p, nil
+}
+
+type fakeProc struct {
+	f      *Fake
+	run    FakeRun
+	out    io.Reader
+	pw     *io.PipeWriter
+	killed chan struct{}
+	once   sync.Once
+	stop   func() bool
+}
+
+func (p *fakeProc) Stdout() io.Reader { return p.out }
+
+func (p *fakeProc) Wait() error {
+	if p.run.Hang {
+		<-p.killed
+	}
+	p.stop()
+	p.f.mu.Lock()
+	delete(p.f.running, p)
+	p.f.mu.Unlock()
+	if p.run.Hang {
+		return errors.New("killed")
+	}
+	return p.run.Err
+}
+
+func (p *fakeProc) Kill() { p.once.Do(func() { close(p.killed) }) }
+
+// Probe implements Launcher.
+func (f *Fake) Probe(_ context.Context, n cluster.Node, _ []string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.Unready[n.Name]
+}
+
+// SetUnready makes Probe fail for node from now on.
+func (f *Fake) SetUnready(node string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.Unready == nil {
+		f.Unready = map[string]error{}
+	}
+	f.Unready[node] = err
+}
+
+// Reap implements Launcher: fake processes not yet waited for are left over.
+func (f *Fake) Reap(context.Context, cluster.Node, string) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for p := range f.running {
+		out = append(out, "fake")
+		p.Kill()
+	}
+	return out, nil
+}
+
+// Close implements Launcher.
+func (f *Fake) Close() error { return nil }
