@@ -88,7 +88,7 @@ Exit codes: 0 ran and nothing failed, 1 ran and found failures, 2 could not run.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageErr("%v (see 'rdmalab %s --help')", err, c.Name())
 	})
-	root.AddCommand(newInventoryCmd(), newDoctorCmd(), newGatherCmd(), newPlanCmd(), newFabricCmd(), newBenchCmd(), newDemoCmd())
+	root.AddCommand(newInventoryCmd(), newDoctorCmd(), newGatherCmd(), newPlanCmd(), newFabricCmd(), newBenchCmd(), newDemoCmd(), newDesignCmd())
 	return root
 }
 
