@@ -61,14 +61,15 @@ func (o UplinkOption) LAG() bool { return o.Ports > 1 }
 // uplinkPortsGbps are the Ethernet port rates uplinks are built from.
 var uplinkPortsGbps = []float64{10, 25, 50, 100, 200, 400, 800}
 
-// UplinkOptions lists single ports and 2- and 4-port LAGs, smallest first,
+// UplinkOptions lists single ports and 2- and 4-port LAGs of 100–400 GbE
+// ports, smallest first,
 // single ports before LAGs of the same capacity.
 func UplinkOptions() []UplinkOption {
 	var out []UplinkOption
 	for _, n := range []int{1, 2, 4} {
 		for _, g := range uplinkPortsGbps {
-			if n > 1 && g < 25 {
-				continue
+			if n > 1 && (g < 100 || g > 400) {
+				continue // LAGs where one bigger port is dearer or not yet common
 			}
 			name := fmt.Sprintf("1× %s GbE", num(g))
 			if n > 1 {
