@@ -106,7 +106,11 @@ func TestFRRPlan(t *testing.T) {
 		t.Errorf("leaf05's third port: %+v", p)
 	}
 	// Many leaves need the 4-byte private range, and say so.
-	if _, err := PlanFRR(func() FRRRequest { r := defaultFRR(2, 600); r.Loopbacks, r.LeafNetworks = "10.0.0.0/16", "10.128.0.0/9"; return r }()); err == nil || !strings.Contains(err.Error(), "4200000000") {
+	if _, err := PlanFRR(func() FRRRequest {
+		r := defaultFRR(2, 600)
+		r.Loopbacks, r.LeafNetworks = "10.0.0.0/16", "10.128.0.0/9"
+		return r
+	}()); err == nil || !strings.Contains(err.Error(), "4200000000") {
 		t.Errorf("600 leaves from AS 65001: %v", err)
 	}
 	r := defaultFRR(2, 600)
