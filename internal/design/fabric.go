@@ -165,13 +165,18 @@ func (f *Fabric) switchLink(a string, ap int, b string, bp int) {
 	f.SwitchCables++
 }
 
-// twoTier: L leaves of d host ports; S spines, each leaf with p parallel
-// cables to every spine (S divides u so the uplinks spread evenly).
+// twoTier: L leaves of d host ports; S spines, the fewest whose ports
+// take every leaf's uplinks. Leaf uplink x goes to spine x mod S, so each
+// leaf has ⌈u/S⌉ or ⌊u/S⌋ cables to each spine (equal when S divides u);
+// spine s keeps a block of ⌈u/S⌉ ports per leaf.
 func (f *Fabric) twoTier() {
 	k, d, u := f.Radix, f.LeafDownPorts, f.LeafUpPorts
 	f.Leaves = ceilDiv(f.Endpoints, d)
-	f.Spines = smallestDivisorAtLeast(u, ceilDiv(f.Leaves*u, k))
-	p := u / f.Spines
+	f.Spines = max(1, ceilDiv(f.Leaves*u, k))
+	for f.Spines < u && f.Leaves*ceilDiv(u, f.Spines) > k {
+		f.Spines++
+	}
+	p := ceilDiv(u, f.Spines)
 	f.LinksPerPair = p
 	n := newNamer(f)
 	for leaf := 0; leaf < f.Leaves; leaf++ {
@@ -181,7 +186,7 @@ func (f *Fabric) twoTier() {
 			}
 		}
 		for x := 0; x < u; x++ {
-			f.switchLink(n.leaf(leaf), d+1+x, n.spine(x/p), leaf*p+x%p+1)
+			f.switchLink(n.leaf(leaf), d+1+x, n.spine(x%f.Spines), leaf*p+x/f.Spines+1)
 		}
 	}
 }
@@ -246,8 +251,12 @@ func (f *Fabric) figures(layer linkrate.Layer, rate linkrate.Rate) {
 	switch f.Tiers {
 	case 2:
 		f.Figures = append(f.Figures,
-			figure("spines", float64(f.Spines), "", "⌈leaves × up ports / k⌉, rounded up to divide the up ports", fmt.Sprintf("⌈%d × %d / %d⌉", f.Leaves, u, k)),
-			figure("cables per leaf–spine pair", float64(f.LinksPerPair), "", "up ports / spines", fmt.Sprintf("%d / %d", u, f.Spines)))
+			figure("spines", float64(f.Spines), "", "⌈leaves × up ports / k⌉, more while leaves × ⌈up ports / spines⌉ > k", fmt.Sprintf("⌈%d × %d / %d⌉", f.Leaves, u, k)),
+			figure("cables per leaf–spine pair (at most)", float64(f.LinksPerPair), "", "⌈up ports / spines⌉", fmt.Sprintf("⌈%d / %d⌉", u, f.Spines)))
+		if u%f.Spines != 0 {
+			f.Notes = append(f.Notes, fmt.Sprintf("%d uplinks do not divide evenly over %d spines: each leaf has %d cables to %d spine(s) and %d to the rest; ECMP spreads per link, so the load stays even per cable.",
+				u, f.Spines, ceilDiv(u, f.Spines), u%f.Spines, u/f.Spines))
+		}
 	case 3:
 		f.Figures = append(f.Figures,
 			figure("pods", float64(f.Pods), "", "⌈leaves / (k/2)⌉", fmt.Sprintf("⌈%d / %d⌉", f.Leaves, k/2)),

@@ -64,7 +64,7 @@ func TestFabricSizes(t *testing.T) {
 		// 8 rails of NDR: 8 × 400 / 8 = 400 GB/s per node.
 		{FabricRequest{Nodes: 32, NICsPerNode: 8, GPUsPerNode: 8, Radix: 64, Rate: "4X NDR"}, false, 2, 8, 4, 8, 1, 400},
 		// 3:1 at the leaf: 48 down, 16 up.
-		{FabricRequest{Hosts: 480, NICsPerNode: 1, Radix: 64, Rate: "100GbE", Oversubscription: 3}, false, 2, 10, 4, 4, 3, 12.5},
+		{FabricRequest{Hosts: 480, NICsPerNode: 1, Radix: 64, Rate: "100GbE", Oversubscription: 3}, false, 2, 10, 3, 6, 3, 12.5}, // 16 uplinks: 6+5+5
 		// QDR's 40 Gb/s carry 32 after 8b/10b: 4 GB/s.
 		{FabricRequest{Hosts: 60, NICsPerNode: 1, Radix: 36, Rate: "4X QDR"}, false, 2, 4, 2, 9, 1, 4},
 	} {
