@@ -16,8 +16,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// exitInterrupted is what shells and schedulers expect after SIGINT.
-const exitInterrupted = 130
 
 func newBenchCmd() *cobra.Command {
 	var o bench.Options
@@ -71,7 +69,7 @@ run (bad flag or file, unready nodes), 130 interrupted (finished work is saved).
 				return usageErr("%v", err)
 			}
 			if rep == nil { // interrupted before anything ran
-				return &exitError{code: exitInterrupted, err: errors.New("interrupted before round 1; nothing was measured")}
+				return &exitError{code: ExitInterrupted, err: errors.New("interrupted before round 1; nothing was measured")}
 			}
 			w := cmd.OutOrStdout()
 			if output == "json" {
@@ -82,7 +80,7 @@ run (bad flag or file, unready nodes), 130 interrupted (finished work is saved).
 				report.Bench(w, rep)
 			}
 			if interrupted {
-				return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted; finished directions are in %s: run again with --resume", o.Results)}
+				return &exitError{code: ExitInterrupted, err: fmt.Errorf("interrupted; finished directions are in %s: run again with --resume", o.Results)}
 			}
 			if check.Failed(rep.Findings) {
 				return errFindings

@@ -13,6 +13,10 @@ import (
 	"strings"
 )
 
+// maxBytes bounds a size (an exbibyte): beyond it the figures stop
+// being about real memory, files or transfers.
+const maxBytes = 1 << 60
+
 var multipliers = map[string]float64{
 	"B": 1,
 	"K": 1 << 10, "KIB": 1 << 10, "M": 1 << 20, "MIB": 1 << 20, "G": 1 << 30, "GIB": 1 << 30, "T": 1 << 40, "TIB": 1 << 40, "P": 1 << 50, "PIB": 1 << 50,
@@ -40,7 +44,7 @@ func ParseBytes(s string) (int64, error) {
 		return 0, fmt.Errorf("size %q: want a positive number and a unit, such as 32G", s)
 	}
 	b := v * m
-	if b >= math.MaxInt64/2 || b < 1 {
+	if b > maxBytes || b < 1 {
 		return 0, fmt.Errorf("size %q: out of range", s)
 	}
 	if b != math.Trunc(b) {
