@@ -1,10 +1,9 @@
 // Package judge judges what users already have: saved outputs of the
 // InfiniBand tools (ibnetdiscover, iblinkinfo in both modes, ibqueryerrors
 // and the older ibcheckerrors, ibstat, ibstatus, ibv_devinfo with or
-// without -v), recognised by content, with the same rules and the same
-// check.Finding as the live commands. Each format is one entry of Formats:
-// a sniffer and a judge; other formats (perftest, nccl-tests, NCCL logs)
-// are added as entries.
+// without -v), perftest, nccl-tests and NCCL_DEBUG logs, recognised by
+// content, with the same rules and the same check.Finding as the live
+// commands. Each format is one entry of Formats: a sniffer and a judge.
 package judge
 
 import (
@@ -12,6 +11,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/rdmalab/rdmalab/internal/bench"
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/fabric"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
@@ -46,6 +46,7 @@ type Format struct {
 // Formats is the registry, most specific first.
 var Formats = []Format{
 	{"nccl-tests / NCCL_DEBUG", nccl.Sniff, judgeNCCL},
+	{"perftest", bench.SniffPerftest, judgePerftest},
 	{"ibv_devinfo", sniffDevinfo, judgeDevinfo},
 	{"ibstatus", sniffIBStatus, judgeIBStatus},
 	{"ibstat", sniffIBStat, judgeIBStat},
@@ -69,6 +70,21 @@ func judgeNCCL(name string, b []byte, opt Options) ([]check.Finding, any, error)
 		o.NICSource = "--expect-rate " + opt.ExpectRate.String()
 	}
 	return nccl.JudgeFile(name, b, o)
+}
+
+// judgePerftest judges saved perftest output against --expect-rate (and
+// --expect-link-layer; InfiniBand when not given); perftest's own MTU
+// replaces the default.
+func judgePerftest(name string, b []byte, opt Options) ([]check.Finding, any, error) {
+	if opt.ExpectRate == nil {
+		return bench.JudgePerftestFile(name, b, nil)
+	}
+	layer := opt.ExpectLayer
+	if layer == "" {
+		layer = linkrate.InfiniBand
+	}
+	l := linkrate.Link{Layer: layer, RateGbps: opt.ExpectRate.Gbps, Speed: opt.ExpectRate.Speed, MTUBytes: linkrate.DefaultMTU(layer)}
+	return bench.JudgePerftestFile(name, b, &l)
 }
 
 // UnrecognisedError is a file no format claims.

@@ -16,11 +16,13 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(testhost.Main(m)) }
 
-// Every real IB tool output and topology file in the shared test data,
+// Every real tool output in the shared test data (IB tools, topologies,
+// perftest, nccl-tests, NCCL_DEBUG logs),
 // through judge: which format claims it (or none: exit 2 naming it), and
 // the outcome counts. A reviewed table: a change in any verdict shows here.
 func TestJudgeEveryRealOutput(t *testing.T) {
 	root := testhost.SharedTestdata(t)
+	const nccl = "nccl-tests / NCCL_DEBUG"
 	cases := []struct {
 		file                      string
 		format                    string // "" = not recognised
@@ -92,6 +94,59 @@ func TestJudgeEveryRealOutput(t *testing.T) {
 		{"ibnetdiscover/ibsim-net-examples/net.2sw2path4hca2port", "ibnetdiscover", 0, 0, 1, 0},
 		{"ibnetdiscover/ndr-qm9700-129port-split-2xNDR_REDACTED_TRUNCATED.txt", "ibnetdiscover", 0, 0, 0, 1},
 		{"ibnetdiscover/superbench_topo_aware_ibnetdiscover_FAKED.txt", "ibnetdiscover", 0, 0, 0, 1},
+		// perftest, nccl-tests and NCCL_DEBUG logs. A transcript holding
+		// several runs is refused naming the line of the second table.
+		{"perftest/azure-hbv3_ib_send_bw_all_client.txt", "perftest", 0, 1, 1, 0},
+		{"perftest/azure-hbv3_ib_send_bw_all_server.txt", "perftest", 0, 1, 1, 0},
+		{"perftest/azure-hbv3_ib_send_lat_all_server.txt", "perftest", 0, 0, 1, 0},
+		{"perftest/azure-hbv3_ib_write_bw_loopback_interleaved.txt", "perftest", 0, 1, 1, 0},
+		{"perftest/cx7-ndr-b2b-perftest25/_session_transcript.txt", "refused", 0, 0, 0, 0},
+		{"perftest/cx7-ndr-b2b-perftest25/ib_read_bw.txt", "perftest", 0, 1, 1, 0},
+		{"perftest/cx7-ndr-b2b-perftest25/ib_send_bw.txt", "perftest", 0, 1, 1, 0},
+		{"perftest/cx7-ndr-b2b-perftest25/ib_send_lat.txt", "perftest", 0, 2, 1, 0},
+		{"perftest/cx7-ndr-b2b-perftest25/ib_write_bw.txt", "perftest", 0, 1, 1, 0},
+		{"perftest/json/perftest-issue-216_rxe0_ib_write_lat_out_json_INVALID-JSON.txt", "", 0, 0, 0, 0},
+		{"perftest/roce-cx5-k8s-cu05-cu07/ib_atomic_bw_roce_client.txt", "perftest", 0, 1, 1, 0},
+		{"perftest/roce-cx5-k8s-cu05-cu07/ib_read_bw_roce_client.txt", "perftest", 0, 1, 1, 0},
+		{"perftest/roce-cx5-k8s-cu05-cu07/ib_send_bw_roce_client.txt", "perftest", 0, 1, 1, 0},
+		{"perftest/stmatengss-mlx4-qdr/_full_transcript_excerpt.txt", "refused", 0, 0, 0, 0},
+		{"perftest/stmatengss-mlx4-qdr/ib_atomic_bw_4bfed8618b1d.txt", "perftest", 0, 1, 1, 0},
+		{"perftest/stmatengss-mlx4-qdr/ib_atomic_lat_4bfed8618b1d.txt", "perftest", 0, 2, 1, 0},
+		{"perftest/stmatengss-mlx4-qdr/ib_read_bw_4bfed8618b1d.txt", "perftest", 0, 1, 1, 0},
+		{"perftest/stmatengss-mlx4-qdr/ib_read_bw_teaker-11.txt", "perftest", 0, 0, 1, 0},
+		{"perftest/stmatengss-mlx4-qdr/ib_read_lat_4bfed8618b1d.txt", "perftest", 0, 0, 1, 0},
+		{"perftest/stmatengss-mlx4-qdr/ib_send_bw_4bfed8618b1d.txt", "perftest", 0, 0, 1, 0},
+		{"perftest/stmatengss-mlx4-qdr/ib_send_lat_4bfed8618b1d.txt", "perftest", 0, 0, 1, 0},
+		{"perftest/stmatengss-mlx4-qdr/ib_write_bw_4bfed8618b1d.txt", "perftest", 0, 0, 1, 0},
+		{"perftest/stmatengss-mlx4-qdr/ib_write_lat_4bfed8618b1d.txt", "perftest", 0, 0, 1, 0},
+		{"perftest/superbench/ib_loopback_8M_size.log", "perftest", 0, 0, 1, 0},
+		{"perftest/superbench/ib_loopback_all_sizes.log", "perftest", 0, 0, 1, 0},
+		{"nccl-tests/alps-gh200-slingshot/2node-8gh200_all_reduce_perf_nccl-tests-2.17.1_libfabric-cxi.txt", nccl, 0, 1, 1, 2},
+		{"nccl-tests/json/nccl-tests-pr-318_alltoall_json_TRUNCATED.txt", nccl, 1, 0, 1, 1},
+		{"nccl-tests/rtx3090-inc/1gpu-1nic_INC_rdma-mtu256.txt", nccl, 0, 0, 1, 2},
+		{"nccl-tests/rtx3090-inc/1gpu-1nic_NO-INC.txt", nccl, 0, 1, 1, 2},
+		{"nccl-tests/rtx3090-inc/2node-2gpu-2nic_INC_rdma-mtu256_WRONG-108-FAILED.txt", nccl, 1, 0, 1, 1},
+		{"nccl-tests/rtx3090-inc/2node-2gpu-2nic_NO-INC_rdma-mtu1024.txt", nccl, 0, 0, 1, 2},
+		{"nccl-tests/rtx3090-inc/2node-2gpu-2nic_NO-INC_rdma-mtu256.txt", nccl, 0, 0, 1, 2},
+		{"nccl-tests/rtx3090-inc/3node-3gpu-3nic_NO-INC_rdma-mtu256_ucx-warnings.txt", nccl, 0, 0, 1, 2},
+		{"nccl-tests/superbench/nccl_allgather.log", nccl, 0, 0, 2, 1},
+		{"nccl-tests/superbench/nccl_allreduce.log", nccl, 0, 0, 2, 1},
+		{"nccl-tests/superbench/nccl_alltoall.log", nccl, 0, 0, 2, 1},
+		{"nccl-tests/superbench/nccl_broadcast.log", nccl, 0, 0, 2, 1},
+		{"nccl-tests/superbench/nccl_reduce.log", nccl, 0, 0, 2, 1},
+		{"nccl-tests/superbench/nccl_reducescatter.log", nccl, 0, 0, 2, 1},
+		{"nccl-debug/alps-gh200_aws-ofi-plugin-not-found_WARN.log", nccl, 3, 0, 1, 1},
+		{"nccl-debug/azure-nd96isr-h100-v5_mixed-IB-RoCE-devices_excerpt.log", nccl, 0, 2, 0, 2},
+		{"nccl-debug/nccl-issue-1232_socket-ifname_mpi-prefixed_excerpt.log", nccl, 0, 0, 2, 2},
+		{"nccl-debug/nccl-issue-1537_RoCE_GDR-disabled_excerpt.log", nccl, 0, 1, 0, 1},
+		{"nccl-debug/nccl-issue-1866_H100-2vm_nccl-2.27.6_init_excerpt.log", nccl, 0, 0, 2, 2},
+		{"nccl-debug/nccl-issue-367_old-ring-format_NET-Socket_shm_excerpt.log", nccl, 1, 0, 0, 0},
+		{"nccl-debug/nccl-issue-398_aws-2node_P2P-IPC_NET-Socket_excerpt.log", nccl, 2, 0, 0, 0},
+		{"nccl-debug/nccl-issue-952_hpcx-IBext-plugin_NET-IB-no-device_excerpt.log", nccl, 0, 0, 0, 1},
+		{"nccl-debug/nccl-tests-issue-188_no-plugin-internal-impl_excerpt.log", nccl, 0, 0, 1, 1},
+		{"nccl-debug/nccl-tests-issue-350_A100-2node_mixed-RoCE-IB_NCCL-TRACE_gather_perf_NO-AVG-LINE.log", nccl, 1, 2, 2, 4},
+		{"nccl-debug/nv_peer_memory-issue-56_2node_NET-IB-mlx5_0-IB_nccl-2.5.6_excerpt.log", nccl, 0, 0, 1, 3},
+		{"nccl-debug/sglang-2node-roce-ofi-fallback-to-ib_excerpt-A.log", nccl, 0, 1, 0, 1},
 	}
 	seen := map[string]bool{}
 	for _, c := range cases {
@@ -102,6 +157,12 @@ func TestJudgeEveryRealOutput(t *testing.T) {
 				t.Fatal(err)
 			}
 			r, err := One(c.file, b, Options{})
+			if c.format == "refused" {
+				if err == nil || !strings.Contains(err.Error(), c.file) || !strings.Contains(err.Error(), "line") {
+					t.Errorf("want a refusal naming the file and line, got %v", err)
+				}
+				return
+			}
 			if c.format == "" {
 				var ue *UnrecognisedError
 				if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.file) {
@@ -122,7 +183,7 @@ func TestJudgeEveryRealOutput(t *testing.T) {
 			}
 		})
 	}
-	for _, dir := range []string{"ibtools", "ibnetdiscover"} {
+	for _, dir := range []string{"ibtools", "ibnetdiscover", "perftest", "nccl-tests", "nccl-debug"} {
 		filepath.Walk(filepath.Join(root, dir), func(p string, info os.FileInfo, err error) error {
 			if err == nil && !info.IsDir() {
 				rel, _ := filepath.Rel(root, p)
