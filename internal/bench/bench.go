@@ -14,6 +14,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/cluster"
 	"github.com/rdmalab/rdmalab/internal/launch"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
+	"github.com/rdmalab/rdmalab/internal/slurm"
 )
 
 // Options are one bench run's settings, as the user gave them.
@@ -43,6 +44,9 @@ type Options struct {
 	Launcher launch.Launcher
 	// ControlDir holds ssh control sockets (a short temporary directory).
 	ControlDir string
+	// DataAddrs overrides a Slurm node's data address (NodeAddr) by name,
+	// when the cluster comes from the allocation.
+	DataAddrs map[string]string
 }
 
 // UsageError is a flag or input bench refuses before doing anything.
@@ -71,8 +75,8 @@ func (e *UnreadyError) Error() string {
 // Validate checks the flags once, before any work.
 func (o *Options) Validate() error {
 	switch {
-	case o.ClusterFile == "":
-		return &UsageError{errors.New("--cluster FILE is required (see 'rdmalab bench --help')")}
+	case o.ClusterFile == "" && !slurm.InAllocation():
+		return &UsageError{errors.New("--cluster FILE is required outside a Slurm allocation (see 'rdmalab bench --help')")}
 	case o.Timeout <= 0:
 		return &UsageError{fmt.Errorf("--timeout %s: must be positive", o.Timeout)}
 	case o.Seconds <= 0:
@@ -97,6 +101,15 @@ func (o *Options) Validate() error {
 	return nil
 }
 
+// cluster reads the cluster file, or, without one inside a Slurm
+// allocation, makes the cluster of the job's nodes launched with srun.
+func (o *Options) cluster(ctx context.Context) (*cluster.Cluster, error) {
+	if o.ClusterFile != "" {
+		return cluster.Load(o.ClusterFile)
+	}
+	return slurm.Allocation(ctx, slurm.Exec{Timeout: 15 * time.Second}, o.DataAddrs)
+}
+
 // Run validates, preflights, measures, retests and judges. The report is
 // returned also with an error when the run was interrupted (what finished
 // is in the results log and the report).
@@ -104,7 +117,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	c, err := cluster.Load(o.ClusterFile)
+	c, err := o.cluster(ctx)
 	if err != nil {
 		return nil, &UsageError{err}
 	}
@@ -139,9 +152,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	defer log.Close()
 	l := o.Launcher
 	if l == nil {
-		if c.Launcher.Type == "local" {
+		switch c.Launcher.Type {
+		case "local":
 			l = launch.Local{}
-		} else {
+		case "srun":
+			l = launch.Srun{}
+		default:
 			l = &launch.SSH{Options: c.Launcher.Options, KnownHosts: c.Launcher.KnownHosts, ControlDir: o.ControlDir, ConnectTimeout: 5 * time.Second}
 		}
 	}

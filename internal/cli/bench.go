@@ -43,13 +43,19 @@ results file is never truncated: --resume continues it (re-measuring failed
 pairs unless --keep-failed), --overwrite replaces it; it is bound to the
 cluster's nodes, and resuming with other nodes is refused.
 
+Inside a Slurm allocation (salloc, sbatch) --cluster may be left out: the
+nodes are SLURM_JOB_NODELIST's, each reached at its NodeAddr (or --data
+NODE=ADDR), and every process is a one-task srun step pinned to its node
+(--nodelist, --overlap), killed through srun on timeout (docs/slurm.md).
+
 Exit codes: 0 nothing failed, 1 a node, pair or direction failed, 2 could not
 run (bad flag or file, unready nodes), 130 interrupted (finished work is saved).`,
 		Example: `  rdmalab bench --cluster cluster.yaml --engine perftest --test ib_write_bw
   rdmalab bench --cluster cluster.yaml --rate "4X HDR" --samples 3
   rdmalab bench --cluster cluster.yaml --engine tcp --results run1.jsonl
   rdmalab bench --cluster cluster.yaml --engine tcp --results run1.jsonl --resume
-  rdmalab bench --cluster cluster.yaml --without-unready --output json`,
+  rdmalab bench --cluster cluster.yaml --without-unready --output json
+  salloc -N 8 rdmalab bench --engine tcp             # the allocation's nodes, through srun`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(output); err != nil {
@@ -89,7 +95,8 @@ run (bad flag or file, unready nodes), 130 interrupted (finished work is saved).
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&o.ClusterFile, "cluster", "", "cluster file (YAML, see docs/cluster-file.md)")
+	f.StringVar(&o.ClusterFile, "cluster", "", "cluster file (YAML, see docs/cluster-file.md); inside a Slurm allocation, without it: the job's nodes, launched with srun")
+	f.StringToStringVar(&o.DataAddrs, "data", nil, "inside a Slurm allocation: a node's data-plane address instead of its NodeAddr, NODE=ADDR (repeatable)")
 	f.StringVar(&o.Engine, "engine", "perftest", "perftest or tcp")
 	f.StringVar(&o.Test, "test", "", "perftest: ib_write_bw (default), ib_read_bw, ib_send_bw, ib_atomic_bw, ib_*_lat; tcp: bw (default) or lat")
 	f.IntVar(&o.Seconds, "seconds", 5, "seconds per bandwidth sample")

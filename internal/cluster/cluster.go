@@ -66,7 +66,7 @@ type LinkSpec struct {
 
 // Launch says how commands reach the nodes.
 type Launch struct {
-	Type string `json:"type" yaml:"type"` // ssh (default) or local
+	Type string `json:"type" yaml:"type"` // ssh (default), local, or srun (inside a Slurm allocation)
 	// Options are extra ssh options, e.g. ["-i", "/path/key"].
 	Options []string `json:"ssh_options,omitempty" yaml:"ssh_options,omitempty"`
 	// KnownHosts is the known_hosts file host keys are checked against
@@ -130,6 +130,15 @@ func (e *Error) Error() string {
 		return fmt.Sprintf("line %d: %s", e.Line, e.Msg)
 	}
 	return e.Msg
+}
+
+// Validate checks a cluster built in code (from a Slurm allocation) as a
+// cluster file is checked, and fills its defaults.
+func (c *Cluster) Validate() error {
+	if e := c.validate(); e != nil {
+		return e
+	}
+	return nil
 }
 
 // Load reads and checks a cluster file.
@@ -239,8 +248,8 @@ func (c *Cluster) validate() *Error {
 	if l.Type == "" {
 		l.Type = "ssh"
 	}
-	if l.Type != "ssh" && l.Type != "local" {
-		return &Error{at: byKey("type"), Msg: fmt.Sprintf("launcher type %q: want ssh or local", l.Type)}
+	if l.Type != "ssh" && l.Type != "local" && l.Type != "srun" {
+		return &Error{at: byKey("type"), Msg: fmt.Sprintf("launcher type %q: want ssh, local or srun", l.Type)}
 	}
 	if l.BasePort == 0 {
 		l.BasePort = DefaultBasePort

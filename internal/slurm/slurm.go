@@ -25,6 +25,7 @@ const ReasonPrefix = "rdmalab:"
 // Node is what scontrol says about one node.
 type Node struct {
 	Name   string
+	Addr   string // NodeAddr: where the node is reached
 	State  string // "IDLE", "IDLE+DRAIN", "MIXED+DRAIN", "DOWN*+DRAIN" ...
 	Reason string // empty when none
 }
@@ -140,6 +141,8 @@ func ParseNode(out string) (Node, error) {
 			n.Name = v
 		case "State":
 			n.State = v
+		case "NodeAddr":
+			n.Addr = v
 		}
 	}
 	if n.Name == "" || n.State == "" {

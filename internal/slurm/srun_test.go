@@ -1,0 +1,80 @@
+package slurm_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rdmalab/rdmalab/internal/bench"
+	"github.com/rdmalab/rdmalab/internal/testhost"
+)
+
+// Inside a four-node allocation on a real Slurm cluster, rdmalab bench
+// needs no cluster file: the nodes are SLURM_JOB_NODELIST's, every server
+// and client is an srun step pinned to its node, and every pair is
+// measured once in each direction.
+func TestBenchThroughSrun(t *testing.T) {
+	dir := testhost.TempDir(t)
+	bin := filepath.Join(dir, "rdmalab")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/rdmalab").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	s := testhost.StartSlurm(t, 4, testhost.SlurmOptions{})
+	results := filepath.Join(dir, "results.jsonl")
+	start := time.Now()
+	cmd := s.Command("salloc", "-N4", "--quiet", "--time=5", bin, "bench", "--engine", "tcp", "--seconds", "1", "--samples", "1",
+		"--timeout", "20s", "--results", results)
+	out, err := cmd.CombinedOutput()
+	if code := exitOf(err); code != 0 && code != 1 { // 1: a verdict on a busy machine
+		t.Fatalf("salloc … rdmalab bench: exit %d: %v\n%s", code, err, out)
+	}
+	b, err := os.ReadFile(results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, recs, _, err := bench.ParseLog(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, r := range recs {
+		if r.Retest {
+			continue
+		}
+		seen[r.From+">"+r.To]++
+		if r.Failed() || r.Gbps <= 0 {
+			t.Errorf("%s → %s through srun: %+v", r.From, r.To, r)
+		}
+	}
+	if len(seen) != 12 {
+		t.Errorf("%d directions measured, want 12 (4 nodes, both ways):\n%s", len(seen), out)
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Errorf("%s measured %d times", k, n)
+		}
+	}
+	// Each server and client was a step of the allocation.
+	var logs string
+	for _, n := range s.Nodes {
+		b, _ := os.ReadFile(filepath.Join(s.Dir, "log", "slurmd-"+n+".log"))
+		logs += string(b)
+	}
+	if steps := strings.Count(logs, "launch task StepId="); steps < 24 {
+		t.Errorf("only %d job steps created; want one per server and client (24+)", steps)
+	}
+	t.Logf("4 nodes, 12 directions through srun in %s", time.Since(start).Round(100*time.Millisecond))
+}
+
+func exitOf(err error) int {
+	if err == nil {
+		return 0
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	return -1
+}
