@@ -16,7 +16,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-
 func newBenchCmd() *cobra.Command {
 	var o bench.Options
 	var output string
