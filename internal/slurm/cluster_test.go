@@ -22,6 +22,9 @@ const rateFile = "sys/class/infiniband/mlx5_0/ports/1/rate"
 // drained by an admin, stays drained with the admin's reason even when it
 // is healthy and even when it fails; node1 stays in service throughout.
 func TestHealthCheckProgramOnSlurm(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a Slurm cluster: run in full, not in the -short race pass")
+	}
 	dir := testhost.TempDir(t)
 	bin := filepath.Join(dir, "rdmalab")
 	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/rdmalab").CombinedOutput(); err != nil {

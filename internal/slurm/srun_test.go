@@ -17,6 +17,9 @@ import (
 // and client is an srun step pinned to its node, and every pair is
 // measured once in each direction.
 func TestBenchThroughSrun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a Slurm cluster: run in full, not in the -short race pass")
+	}
 	dir := testhost.TempDir(t)
 	bin := filepath.Join(dir, "rdmalab")
 	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/rdmalab").CombinedOutput(); err != nil {
