@@ -136,10 +136,7 @@ func TestKillAndResume(t *testing.T) {
 		t.Skip("runs the built binary (not under the race detector)")
 	}
 	dir := testhost.TempDir(t)
-	bin := filepath.Join(dir, "rdmalab")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/rdmalab").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := testhost.Rdmalab(t)
 	cluster := filepath.Join(dir, "cluster.yaml")
 	os.WriteFile(cluster, []byte(`nodes:
   - {name: n1, data: 127.0.0.1}

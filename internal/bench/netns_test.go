@@ -45,10 +45,7 @@ func TestBenchOverSSHInNamespaces(t *testing.T) {
 	testhost.IP(t, "-n", c.NS[4], "rule", "add", "from", data[4], "table", "100")
 	testhost.IP(t, "-n", c.NS[4], "route", "add", "blackhole", "default", "table", "100")
 
-	bin := filepath.Join(c.Dir, "rdmalab")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/rdmalab").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := testhost.Rdmalab(t)
 	// known_hosts with n4's key replaced by n5's.
 	good, _ := os.ReadFile(c.KnownHosts())
 	lines := strings.Split(strings.TrimSpace(string(good)), "\n")

@@ -28,42 +28,61 @@ func (Local) Start(ctx context.Context, sp Spec) (Process, error) {
 	cmd.Env = append(os.Environ(), EnvRun+"="+sp.Run)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = 2 * time.Second
-	p := &localProc{cmd: cmd, node: sp.Node.Name}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	p.out = out
-	cmd.Stderr = &p.stderr
-	if err := cmd.Start(); err != nil {
+	p := &groupProc{cmd: cmd, node: sp.Node.Name, kill: func(pid int) { _ = syscall.Kill(-pid, syscall.SIGKILL) }}
+	if err := p.start(ctx); err != nil {
 		return nil, fmt.Errorf("start %s for %s: %w", sp.Argv[0], sp.Node.Name, err)
 	}
-	p.stop = context.AfterFunc(ctx, p.Kill)
 	return p, nil
 }
 
-type localProc struct {
+// groupProc is a local process leading its own process group (the
+// command itself for Local, srun for Srun): kill ends the group its way,
+// failed turns an exit error and stderr into the error Wait returns.
+type groupProc struct {
 	cmd    *exec.Cmd
 	node   string
 	out    io.Reader
 	stderr syncBuffer
 	stop   func() bool
 	once   sync.Once
+	kill   func(pid int)
+	failed func(err error, stderr string) error
 }
 
-func (p *localProc) Stdout() io.Reader { return p.out }
-
-func (p *localProc) Wait() error {
-	err := p.cmd.Wait()
-	p.stop()
+func (p *groupProc) start(ctx context.Context) error {
+	out, err := p.cmd.StdoutPipe()
 	if err != nil {
-		return fmt.Errorf("on %s: %v: %s", p.node, err, Tail(p.stderr.String()+" "))
+		return err
 	}
+	p.out = out
+	p.cmd.Stderr = &p.stderr
+	if err := p.cmd.Start(); err != nil {
+		return err
+	}
+	p.stop = context.AfterFunc(ctx, p.Kill)
 	return nil
 }
 
-func (p *localProc) Kill() {
-	p.once.Do(func() { _ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) })
+func (p *groupProc) Stdout() io.Reader { return p.out }
+
+func (p *groupProc) Wait() error {
+	err := p.cmd.Wait()
+	p.stop()
+	if err == nil {
+		return nil
+	}
+	if p.failed != nil {
+		return p.failed(err, p.stderr.String())
+	}
+	return fmt.Errorf("on %s: %v: %s", p.node, err, Tail(p.stderr.String()+" "))
+}
+
+func (p *groupProc) Kill() {
+	p.once.Do(func() {
+		if p.cmd.Process != nil {
+			p.kill(p.cmd.Process.Pid)
+		}
+	})
 }
 
 // Probe implements Launcher: the needed paths or commands exist here.

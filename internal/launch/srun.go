@@ -3,12 +3,10 @@ package launch
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -43,55 +41,24 @@ func (s Srun) command(ctx context.Context, n cluster.Node, extraEnv string, argv
 func (s Srun) Start(ctx context.Context, sp Spec) (Process, error) {
 	argv := append([]string{"timeout", "-k", "2", strconv.Itoa(deadlineSeconds(sp.Deadline))}, sp.Argv...)
 	cmd := s.command(context.WithoutCancel(ctx), sp.Node, EnvRun+"="+sp.Run, argv...)
-	p := &srunProc{cmd: cmd, node: sp.Node.Name}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
+	node := sp.Node.Name
+	p := &groupProc{cmd: cmd, node: node,
+		// SIGTERM makes srun signal the step's tasks and cancel the step;
+		// the group is killed outright if srun lingers.
+		kill: func(pid int) {
+			_ = syscall.Kill(-pid, syscall.SIGTERM)
+			time.AfterFunc(2*time.Second, func() { _ = syscall.Kill(-pid, syscall.SIGKILL) })
+		},
+		failed: func(err error, stderr string) error {
+			if strings.Contains(stderr, "Invalid node name") || strings.Contains(stderr, "Unable to allocate") || strings.Contains(stderr, "Unable to create step") {
+				return &UnreachableError{Node: node, Reason: Tail(stderr)}
+			}
+			return fmt.Errorf("on %s: %v: %s", node, err, Tail(stderr+" "))
+		}}
+	if err := p.start(ctx); err != nil {
+		return nil, fmt.Errorf("start srun on %s: %w", node, err)
 	}
-	p.out = out
-	cmd.Stderr = &p.stderr
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start srun on %s: %w", sp.Node.Name, err)
-	}
-	p.stop = context.AfterFunc(ctx, p.Kill)
 	return p, nil
-}
-
-type srunProc struct {
-	cmd    *exec.Cmd
-	node   string
-	out    io.Reader
-	stderr syncBuffer
-	stop   func() bool
-	once   sync.Once
-}
-
-func (p *srunProc) Stdout() io.Reader { return p.out }
-
-func (p *srunProc) Wait() error {
-	err := p.cmd.Wait()
-	p.stop()
-	if err != nil {
-		text := p.stderr.String()
-		if strings.Contains(text, "Invalid node name") || strings.Contains(text, "Unable to allocate") || strings.Contains(text, "Unable to create step") {
-			return &UnreachableError{Node: p.node, Reason: Tail(text)}
-		}
-		return fmt.Errorf("on %s: %v: %s", p.node, err, Tail(text+" "))
-	}
-	return nil
-}
-
-// Kill asks srun to end the step (SIGTERM: srun signals the step's tasks
-// and cancels it), then kills srun's process group if it lingers.
-func (p *srunProc) Kill() {
-	p.once.Do(func() {
-		if p.cmd.Process == nil {
-			return
-		}
-		pid := p.cmd.Process.Pid
-		_ = syscall.Kill(-pid, syscall.SIGTERM)
-		time.AfterFunc(2*time.Second, func() { _ = syscall.Kill(-pid, syscall.SIGKILL) })
-	})
 }
 
 // Probe implements Launcher: a step on the node checks what it needs.

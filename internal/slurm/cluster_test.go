@@ -3,7 +3,6 @@ package slurm
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -26,10 +25,7 @@ func TestHealthCheckProgramOnSlurm(t *testing.T) {
 		t.Skip("a Slurm cluster: run in full, not in the -short race pass")
 	}
 	dir := testhost.TempDir(t)
-	bin := filepath.Join(dir, "rdmalab")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/rdmalab").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := testhost.Rdmalab(t)
 	trees := filepath.Join(dir, "trees")
 	for _, n := range []string{"node1", "node2", "node3", "node4"} {
 		if err := testhost.R730().Write(filepath.Join(trees, n)); err != nil {
@@ -132,3 +128,5 @@ func TestHealthWithoutController(t *testing.T) {
 		t.Errorf("no controller: err %v after %s", err, time.Since(start))
 	}
 }
+
+func TestMain(m *testing.M) { os.Exit(testhost.Main(m)) }

@@ -21,10 +21,7 @@ func TestBenchThroughSrun(t *testing.T) {
 		t.Skip("a Slurm cluster: run in full, not in the -short race pass")
 	}
 	dir := testhost.TempDir(t)
-	bin := filepath.Join(dir, "rdmalab")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/rdmalab").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := testhost.Rdmalab(t)
 	s := testhost.StartSlurm(t, 4, testhost.SlurmOptions{})
 	results := filepath.Join(dir, "results.jsonl")
 	start := time.Now()

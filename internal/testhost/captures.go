@@ -56,12 +56,16 @@ var (
 	capturesErr  error
 )
 
-// Main runs a package's tests and removes the captures they unpacked; use
-// it from TestMain in packages that call Captures.
+// Main runs a package's tests and removes the captures they unpacked and
+// the binary they built; use it from TestMain in packages that call
+// Captures or Rdmalab.
 func Main(m *testing.M) int {
 	code := m.Run()
 	if capturesDir != "" {
 		os.RemoveAll(capturesDir)
+	}
+	if binaryDir != "" {
+		os.RemoveAll(binaryDir)
 	}
 	return code
 }
