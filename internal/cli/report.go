@@ -19,22 +19,24 @@ func newReportCmd() *cobra.Command {
 ready (with the findings that decide it) or unproven (something could not be
 judged). With --out it writes one self-contained HTML page: the verdict, each
 node's findings by severity with its device locality map and GPU↔NIC matrix,
-the fabric's links worst first and its subnet manager, the bench pairwise
-heatmaps (share of what each link can carry; latency), message-size sweeps
-with the link's ceiling, and the suspects retests named. The page needs no
-network and no JavaScript; send it to anyone.
+the fabric's links worst first and its subnet manager, the bench heatmaps
+(one cell per direction, sender by receiver: the share of what the link can
+carry, or of the peers' median; latency p50 and p99.9), each node's send and
+receive sides, and the suspects with their retests. The page needs no network
+and no JavaScript; send it to anyone.
 
 An INPUT is a file, a directory (every .json and .jsonl in it; other files
 are skipped and listed) or example:NAME (the built-in examples):
   host snapshots          rdmalab inventory --output json
   doctor, fabric check    rdmalab doctor|fabric check --output json
   fabric snapshots        rdmalab fabric scan --output json
-  bench results           the --results JSON-lines file, or bench --output json
-Snapshots given without their judgement are judged here with the same rules
-and default options (the page says so).
+  bench                   rdmalab bench --output json (preferred), or its --results log
+Snapshots and results logs given without their judgement are judged here with
+the same rules and default options (a results log: against the peers only, no
+link rate); the page says so.
 
 Exit codes: 0 nothing failed, 1 a finding failed, 2 could not run.`,
-		Example: `  rdmalab report --out cluster.html doctor.json fabric.json bench-results.jsonl
+		Example: `  rdmalab report --out cluster.html doctor.json fabric.json bench.json
   rdmalab report --out cluster.html snapshots/ run1.jsonl
   rdmalab report example:hgx-h200 example:qdr-lab      # verdict only, in the terminal`,
 		Args: cobra.MinimumNArgs(1),

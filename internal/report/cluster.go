@@ -3,7 +3,6 @@ package report
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 
@@ -290,233 +289,211 @@ func degradedRank(l LinkRow) int {
 	return 1
 }
 
-// BenchView is one bench test over the cluster (one engine and test).
+// BenchView is one judged bench test over the cluster (one engine and
+// test): the directed matrix, each node's two sides, the suspects.
 type BenchView struct {
 	Engine, Test string
-	Latency      bool // latency results: the matrix holds microseconds
+	Latency      bool // the matrix holds microseconds
+	Source       string
+	// Against says what the verdicts were judged against, in words.
+	Against string
+	// RateDeclared: bandwidth colours are shares of what the link can
+	// carry; otherwise of the peers' median.
+	RateDeclared bool
+	Link         string
+	MedianValue  float64 // Gb/s, or p50 µs
 	Nodes        []string
-	// Pairs has one cell per unordered pair of nodes (Row < Col), measured
-	// or not, in row order: the heatmap's cells.
-	Pairs []PairCell
-	// RelativeOnly is set when no result had a link ceiling: shares are of
-	// the best pair, not of what the link can carry.
-	RelativeOnly bool
-	Counts       map[string]int // healthy, degraded, broken, error, unjudged, missing
-	Scores       []NodeScore    // worst first
-	Retests      []RetestRow
-	Sweeps       []Sweep
-	Findings     FindingsView
+	// Cells has one cell per ordered pair of different nodes (row sends,
+	// column receives), measured or not, in row order: the heatmap's cells.
+	Cells     []DirCell
+	Counts    map[string]int // good, bad, above ceiling, failed, timed out, not measured, missing
+	Summaries []bench.NodeSummary
+	Suspects  []SuspectRow
+	Good      []string // nodes healthy both ways, best first
+	Findings  FindingsView
 }
 
-// PairCell is one pair's first measurement.
-type PairCell struct {
-	Row, Col    int
-	A, B        string
-	Measured    bool
-	Gbps        float64
-	Share       float64 // of the link's ceiling (or of the best pair when RelativeOnly)
-	CeilingGbps float64
-	Verdict     string // healthy, degraded, broken, error, unjudged
-	P50Us       float64
-	P99Us       float64
-	P999Us      float64
-	Text        string // the result's own sentence, or its error
+// Cell states.
+const (
+	CellGood        = "good"
+	CellBad         = "bad"
+	CellAbove       = "above ceiling"
+	CellFailed      = "failed"
+	CellTimedOut    = "timed out"
+	CellNotMeasured = "not measured"
+	CellMissing     = "missing" // no record at all
+)
+
+// CellStates lists cell states in the order counts are printed.
+var CellStates = []string{CellGood, CellBad, CellAbove, CellFailed, CellTimedOut, CellNotMeasured, CellMissing}
+
+// DirCell is one direction's final measurement.
+type DirCell struct {
+	Row, Col int
+	From, To string
+	State    string
+	Gbps     float64
+	P50Us    float64
+	P99Us    float64
+	P999Us   float64
+	// Share is what the colour encodes: of the link's ceiling when a rate
+	// was declared, else of the peers' median (of the cluster's median
+	// when the link class has too few directions for one); for latency,
+	// p50 over the peers' median (higher is worse).
+	Share        float64
+	ShareOf      string // "link ceiling", "peers' median", "cluster median"
+	PeerShare    float64
+	CeilingShare float64
+	CeilingGbps  float64
+	Samples      int
+	Text         string // why it is bad, its error, or why it was not measured
 }
 
-// NodeScore is a node's mean share over its pairs.
-type NodeScore struct {
-	Node  string
-	Share float64 // mean; a failed pair counts 0
-	Pairs int
-	Worst string // the node's worst pair
-}
-
-// RetestRow is one suspect retested against a known-good node.
-type RetestRow struct {
-	Suspect, KnownGood string
-	Fine               bool
-	Text               string
-}
-
-// Sweep is one pair's message-size sweep.
-type Sweep struct {
-	Pair        string
-	Points      []SweepPoint
-	CeilingGbps float64 // 0 when unknown
-}
-
-// SweepPoint is one message size.
-type SweepPoint struct {
-	Bytes int64
-	Gbps  float64
-}
-
-// newBenchViews makes one view per engine and test, each with the
-// findings about its pairs (subject "a ↔ b", either order) and retested
-// nodes; it returns the bench findings that match none.
-func newBenchViews(rs []BenchResult, fs []check.Finding) ([]BenchView, []check.Finding) {
-	type key struct{ engine, test string }
-	var order []key
-	groups := map[key][]BenchResult{}
-	for _, r := range rs {
-		k := key{r.Engine, r.Test}
-		if _, ok := groups[k]; !ok {
-			order = append(order, k)
-		}
-		groups[k] = append(groups[k], r)
+// Failed is true when the direction has no measurement.
+func (c DirCell) Failed() bool {
+	switch c.State {
+	case CellFailed, CellTimedOut, CellNotMeasured, CellMissing:
+		return true
 	}
-	matched := make([]bool, len(fs))
+	return false
+}
+
+// SuspectRow is a node one of whose sides fails most of its directions,
+// with its retests against nodes healthy both ways.
+type SuspectRow struct {
+	Node, Side string
+	Bad, Total int
+	Confirmed  string // yes, no, mixed, "" (not retested)
+	Retests    []string
+}
+
+// newBenchViews makes one view per judged test, each with its own
+// findings; it returns the bench findings that belong to no test (from
+// documents without a payload, or findings files from before envelopes).
+func newBenchViews(runs []BenchRun, fs []check.Finding) ([]BenchView, []check.Finding) {
+	mine := map[string]int{}
 	var out []BenchView
-	for _, k := range order {
-		v := newBenchView(groups[k])
-		v.Engine, v.Test = k.engine, k.test
-		var mine []check.Finding
-		for i, f := range fs {
-			for _, r := range groups[k] {
-				if f.Subject == r.A+" ↔ "+r.B || f.Subject == r.B+" ↔ "+r.A || (r.Retest && f.Subject == r.B) {
-					mine, matched[i] = append(mine, f), true
-					break
-				}
-			}
+	for _, r := range runs {
+		v := newBenchView(r)
+		for _, f := range r.Findings {
+			mine[findingKey(f)]++
 		}
-		v.Findings = NewFindingsView(mine)
 		out = append(out, v)
 	}
 	var rest []check.Finding
-	for i, f := range fs {
-		if !matched[i] {
-			rest = append(rest, f)
+	for _, f := range fs {
+		if k := findingKey(f); mine[k] > 0 {
+			mine[k]--
+			continue
 		}
+		rest = append(rest, f)
 	}
 	return out, rest
 }
 
-func newBenchView(rs []BenchResult) BenchView {
-	var v BenchView
-	var first []BenchResult
-	for _, r := range rs {
-		if r.Retest {
-			v.Retests = append(v.Retests, RetestRow{Suspect: r.B, KnownGood: r.A, Fine: r.Error == "" && r.Verdict == bench.Healthy, Text: cmp.Or(r.Error, r.Judgment)})
-			continue
-		}
-		first = append(first, r)
-		for _, n := range []string{r.A, r.B} {
+func findingKey(f check.Finding) string {
+	return string(f.Outcome) + "\x00" + f.Check + "\x00" + f.Host + "\x00" + f.Subject + "\x00" + f.Message
+}
+
+func newBenchView(r BenchRun) BenchView {
+	rep := r.Report
+	v := BenchView{Engine: rep.Engine, Test: rep.Test, Latency: rep.Latency, Source: r.Source, RateDeclared: rep.RateDeclared,
+		Link: rep.Link, MedianValue: rep.MedianValue, Summaries: rep.Nodes, Good: rep.Good, Findings: NewFindingsView(r.Findings)}
+	switch {
+	case rep.Latency:
+		v.Against = "the peers' median p50 latency of each link class"
+	case rep.RateDeclared:
+		v.Against = "what " + rep.Link + " can carry, and the peers' median of each link class"
+	default:
+		v.Against = "the peers' median of each link class (no link rate declared)"
+	}
+	if r.FromLog {
+		v.Against += "; judged by this report from the results log, default thresholds"
+	}
+	for _, n := range rep.Nodes {
+		v.Nodes = append(v.Nodes, n.Name)
+	}
+	// Nodes named only by directions (a document without node summaries).
+	for _, d := range rep.Directions {
+		for _, n := range []string{d.From, d.To} {
 			if !slices.Contains(v.Nodes, n) {
 				v.Nodes = append(v.Nodes, n)
 			}
 		}
 	}
-	slices.Sort(v.Nodes)
 	idx := map[string]int{}
 	for i, n := range v.Nodes {
 		idx[n] = i
 	}
-	// The first measurement of each unordered pair; a second direction
-	// keeps the worse.
-	type pk struct{ i, j int }
-	got := map[pk]BenchResult{}
-	for _, r := range first {
-		i, j := idx[r.A], idx[r.B]
-		if i > j {
-			i, j = j, i
-		}
-		if prev, ok := got[pk{i, j}]; !ok || worseResult(r, prev) {
-			got[pk{i, j}] = r
-		}
-		if r.P50Us > 0 && r.Gbps == 0 {
-			v.Latency = true
-		}
+	byDir := map[[2]int]bench.Direction{}
+	for _, d := range rep.Directions {
+		byDir[[2]int{idx[d.From], idx[d.To]}] = d
 	}
-	best := 0.0
-	anyCeiling := false
-	for _, r := range got {
-		best = max(best, r.Gbps)
-		if r.Ratio > 0 {
-			anyCeiling = true
-		}
-	}
-	v.RelativeOnly = !v.Latency && !anyCeiling
 	v.Counts = map[string]int{}
 	for i := range v.Nodes {
-		for j := i + 1; j < len(v.Nodes); j++ {
-			c := PairCell{Row: i, Col: j, A: v.Nodes[i], B: v.Nodes[j]}
-			r, ok := got[pk{i, j}]
-			if ok {
-				c.Measured, c.Gbps, c.Share, c.P50Us, c.P99Us, c.P999Us = true, r.Gbps, r.Ratio, r.P50Us, r.P99Us, r.P999Us
-				c.A, c.B = r.A, r.B
-				if r.Ratio > 0 {
-					c.CeilingGbps = r.Gbps / r.Ratio
-				} else if v.RelativeOnly && best > 0 {
-					c.Share = r.Gbps / best
-				}
-				c.Verdict = cmp.Or(r.Verdict, "unjudged")
-				if r.Error != "" {
-					c.Verdict, c.Share = "error", 0
-				}
-				if v.Latency && r.Error == "" {
-					c.Verdict = "measured"
-				}
-				c.Text = cmp.Or(r.Error, r.Judgment)
-				v.Counts[c.Verdict]++
-			} else {
-				c.Verdict = "missing"
-				v.Counts["missing"]++
+		for j := range v.Nodes {
+			if i == j {
+				continue
 			}
-			v.Pairs = append(v.Pairs, c)
+			c := DirCell{Row: i, Col: j, From: v.Nodes[i], To: v.Nodes[j]}
+			if d, ok := byDir[[2]int{i, j}]; ok {
+				c = dirCell(rep, d, c)
+			} else {
+				c.State, c.Text = CellMissing, "no record of this direction"
+			}
+			v.Counts[c.State]++
+			v.Cells = append(v.Cells, c)
 		}
 	}
-	if !v.Latency {
-		v.Scores = scores(v.Nodes, v.Pairs)
-	}
-	for _, r := range first {
-		if len(r.Rows) < 2 {
-			continue
+	for _, s := range rep.Suspects {
+		row := SuspectRow{Node: s.Node, Side: s.Side, Bad: s.Bad, Total: s.Total, Confirmed: s.Confirmed}
+		for _, t := range s.Retests {
+			res := rep.FormatValue(valueOf(rep, bench.Direction{Record: t}))
+			switch {
+			case t.NotMeasured != "":
+				res = "not measured: " + t.NotMeasured
+			case t.TimedOut:
+				res = "timed out"
+			case t.Error != "":
+				res = "failed: " + t.Error
+			}
+			row.Retests = append(row.Retests, t.From+" → "+t.To+": "+res)
 		}
-		s := Sweep{Pair: r.A + " ↔ " + r.B}
-		if r.Ratio > 0 {
-			s.CeilingGbps = r.Gbps / r.Ratio
-		}
-		for _, row := range r.Rows {
-			s.Points = append(s.Points, SweepPoint{Bytes: row.Bytes, Gbps: cmp.Or(row.AvgGbps, row.PeakGbps)})
-		}
-		v.Sweeps = append(v.Sweeps, s)
+		v.Suspects = append(v.Suspects, row)
 	}
 	return v
 }
 
-// worseResult orders two measurements of one pair: an error, then the
-// lower share, then the lower rate.
-func worseResult(a, b BenchResult) bool {
-	if (a.Error != "") != (b.Error != "") {
-		return a.Error != ""
+func dirCell(rep *bench.Report, d bench.Direction, c DirCell) DirCell {
+	c.Gbps, c.P50Us, c.P99Us, c.P999Us = d.Gbps, d.P50Us, d.P99Us, d.P999Us
+	c.PeerShare, c.CeilingShare, c.CeilingGbps = d.Share, d.CeilingShare, d.CeilingGbps
+	c.Samples = max(len(d.SamplesGbps), len(d.SamplesP50Us))
+	switch {
+	case d.NotMeasured != "":
+		c.State, c.Text = CellNotMeasured, d.NotMeasured
+		return c
+	case d.TimedOut:
+		c.State, c.Text = CellTimedOut, cmp.Or(d.Error, "timed out (both ends killed)")
+		return c
+	case d.Error != "":
+		c.State, c.Text = CellFailed, d.Error
+		return c
 	}
-	if a.Ratio != b.Ratio {
-		return a.Ratio < b.Ratio
+	c.State, c.Text = CellGood, d.Why
+	if d.Bad {
+		c.State = CellBad
+	} else if d.Above {
+		c.State = CellAbove
+		c.Text = fmt.Sprintf("above what %s can carry (%.0f%% of %.2f Gb/s): the rate or the measurement is suspect", d.Link, 100*d.CeilingShare, d.CeilingGbps)
 	}
-	return a.Gbps < b.Gbps
-}
-
-func scores(nodes []string, pairs []PairCell) []NodeScore {
-	var out []NodeScore
-	for _, n := range nodes {
-		s := NodeScore{Node: n}
-		sum, worst := 0.0, math.Inf(1)
-		for _, c := range pairs {
-			if !c.Measured || (c.A != n && c.B != n) {
-				continue
-			}
-			s.Pairs++
-			sum += c.Share
-			if c.Share < worst {
-				worst = c.Share
-				s.Worst = c.A + " ↔ " + c.B
-			}
-		}
-		if s.Pairs > 0 {
-			s.Share = sum / float64(s.Pairs)
-		}
-		out = append(out, s)
+	v := valueOf(rep, d)
+	switch {
+	case rep.RateDeclared && d.CeilingGbps > 0:
+		c.Share, c.ShareOf = d.CeilingShare, "link ceiling"
+	case d.RefValue > 0:
+		c.Share, c.ShareOf = d.Share, "peers' median"
+	case rep.MedianValue > 0:
+		c.Share, c.ShareOf = v/rep.MedianValue, "cluster median"
 	}
-	slices.SortStableFunc(out, func(a, b NodeScore) int { return cmp.Compare(a.Share, b.Share) })
-	return out
+	return c
 }

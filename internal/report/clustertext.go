@@ -47,15 +47,14 @@ func Cluster(w io.Writer, v *ClusterView) {
 	}
 	for _, b := range v.Benches {
 		var parts []string
-		for _, k := range []string{"healthy", "degraded", "broken", "error", "unjudged", "measured", "missing"} {
+		for _, k := range CellStates {
 			if n := b.Counts[k]; n > 0 {
 				parts = append(parts, fmt.Sprintf("%d %s", n, k))
 			}
 		}
-		line := fmt.Sprintf("Bench %s %s: %d nodes, %d pairs: %s", b.Engine, b.Test, len(b.Nodes), len(b.Pairs), strings.Join(parts, " · "))
-		if len(b.Scores) > 0 {
-			s := b.Scores[0]
-			line += fmt.Sprintf(" · lowest node %s at %.0f%%", s.Node, 100*s.Share)
+		line := fmt.Sprintf("Bench %s %s: %d nodes, %d directions: %s", b.Engine, b.Test, len(b.Nodes), len(b.Cells), strings.Join(parts, " · "))
+		for _, s := range b.Suspects {
+			line += fmt.Sprintf(" · suspect %s (%s side, %d/%d bad)", s.Node, s.Side, s.Bad, s.Total)
 		}
 		p.Wrapped("", "  ", line)
 	}

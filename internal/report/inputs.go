@@ -15,6 +15,7 @@ import (
 	"github.com/rdmalab/rdmalab/examples"
 	"github.com/rdmalab/rdmalab/internal/bench"
 	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/cluster"
 	"github.com/rdmalab/rdmalab/internal/envelope"
 	"github.com/rdmalab/rdmalab/internal/fabric"
 	"github.com/rdmalab/rdmalab/internal/fabriccheck"
@@ -25,11 +26,14 @@ import (
 // Inputs is everything a cluster report is made of: host snapshots,
 // fabric snapshots, bench results and the findings of any rdmalab document.
 type Inputs struct {
-	Sources  []string // what the user named, in order
-	Skipped  []string // files in named directories that are no rdmalab output, with why
-	Hosts    []*host.Snapshot
-	Fabrics  []*fabric.Snapshot
-	Bench    []BenchResult
+	Sources []string // what the user named, in order
+	Skipped []string // files in named directories that are no rdmalab output, with why
+	Hosts   []*host.Snapshot
+	Fabrics []*fabric.Snapshot
+	Bench   []BenchRun
+	// logs are results logs judged here, kept apart until judge() knows
+	// whether a bench document of the same run was given too.
+	logs     []BenchRun
 	Findings []check.Finding
 	// Judged lists the kinds of document whose findings were given; for
 	// inputs without them, the report runs the same rules itself (Derived).
@@ -37,16 +41,16 @@ type Inputs struct {
 	Derived []string
 }
 
-// BenchResult is one bench record, read leniently: the fields bench writes
-// today plus those it is growing (direction, per-size rows).
-type BenchResult struct {
-	bench.Result
-	Direction string `json:"direction,omitempty"`
-	// Rows are per-message-size measurements (perftest -a); Samples is
-	// accepted as another name for them.
-	Rows    []bench.PerftestRow `json:"rows,omitempty"`
-	Samples []bench.PerftestRow `json:"samples,omitempty"`
-	Source  string              `json:"-"`
+// BenchRun is one judged bench test (one engine and test over a cluster):
+// the payload of a bench document, or a results log judged here. Findings
+// are the run's own (the document's, or those Analyze made here).
+type BenchRun struct {
+	*bench.Report
+	Source string
+	// FromLog is set when the report judged a results log itself, against
+	// the peers only (no cluster file, so no declared rate).
+	FromLog  bool
+	Findings []check.Finding
 }
 
 // maxInputBytes bounds one input file: rdmalab documents are far smaller.
@@ -150,9 +154,12 @@ func (in *Inputs) file(path string) error {
 }
 
 // parse tells what the bytes are: an envelope by its kind; else a bare
-// host or fabric snapshot by its keys, a JSON array of bench results, or
-// JSON lines of them.
+// host or fabric snapshot by its keys, a bench results log by its header
+// line, or findings from before envelopes.
 func (in *Inputs) parse(path string, b []byte) error {
+	if isResultsLog(b) {
+		return in.benchLog(path, b)
+	}
 	kind, err := envelope.Peek(b)
 	switch {
 	case err == nil:
@@ -162,9 +169,31 @@ func (in *Inputs) parse(path string, b []byte) error {
 	case bytes.HasPrefix(bytes.TrimSpace(b), []byte("[")):
 		return in.array(path, b)
 	case strings.HasPrefix(err.Error(), "not JSON"):
-		return in.benchLines(path, b)
+		if oldBenchLines(b) {
+			return &UnknownInputError{path, oldBenchWhy}
+		}
+		return &UnknownInputError{path, "not JSON, and not a bench results log (no header line)"}
 	}
 	return fmt.Errorf("input %s: %w", path, err)
+}
+
+// oldBenchWhy: results from before bench measured directions (pairs a/b,
+// no header line) carry neither direction nor samples; judging them again
+// would invent both, so they are named, not read.
+const oldBenchWhy = "bench results from an older rdmalab (one record per pair a/b, no header line): this rdmalab judges measured directions; run rdmalab bench again (its --results log or --output json)"
+
+// isResultsLog: the first line is a results log header.
+func isResultsLog(b []byte) bool {
+	first, _, _ := bytes.Cut(b, []byte("\n"))
+	var h bench.Header
+	return json.Unmarshal(first, &h) == nil && h.Format == bench.Format
+}
+
+// oldBenchLines: the first line is an old pair record ({"a": …, "b": …}).
+func oldBenchLines(b []byte) bool {
+	first, _, _ := bytes.Cut(bytes.TrimSpace(b), []byte("\n"))
+	var keys map[string]json.RawMessage
+	return json.Unmarshal(first, &keys) == nil && keys["a"] != nil && keys["b"] != nil
 }
 
 func (in *Inputs) document(path string, kind envelope.Kind, b []byte) error {
@@ -174,6 +203,13 @@ func (in *Inputs) document(path string, kind envelope.Kind, b []byte) error {
 	}
 	if err := json.Unmarshal(b, &doc); err != nil {
 		return fmt.Errorf("input %s: %w", path, err)
+	}
+	var rep bench.Report
+	if kind == envelope.Bench {
+		// Older bench documents held pair results, not a judged report.
+		if err := json.Unmarshal(doc.Payload, &rep); err != nil || rep.Engine == "" {
+			return &UnknownInputError{path, oldBenchWhy}
+		}
 	}
 	in.Findings = append(in.Findings, doc.Findings...)
 	if kind != envelope.HostSnapshot && kind != envelope.FabricSnapshot { // snapshots carry no judgement
@@ -193,17 +229,13 @@ func (in *Inputs) document(path string, kind envelope.Kind, b []byte) error {
 			return fmt.Errorf("input %s: %w", path, err)
 		}
 	case envelope.Bench:
-		// The payload is results, or an object holding them.
-		var wrapped struct {
-			Results json.RawMessage `json:"results"`
+		var mine []check.Finding
+		for _, f := range doc.Findings {
+			if strings.HasPrefix(f.Check, "bench.") {
+				mine = append(mine, f)
+			}
 		}
-		raw := doc.Payload
-		if json.Unmarshal(raw, &wrapped) == nil && len(wrapped.Results) > 0 {
-			raw = wrapped.Results
-		}
-		if len(raw) > 0 && raw[0] == '[' {
-			return in.benchArray(path, raw)
-		}
+		in.Bench = append(in.Bench, BenchRun{Report: &rep, Source: path, Findings: mine})
 	}
 	return nil
 }
@@ -231,7 +263,7 @@ func (in *Inputs) bare(path string, b []byte) error {
 		}
 		in.Hosts = append(in.Hosts, s)
 	case keys["a"] != nil && keys["b"] != nil:
-		return in.benchLines(path, b)
+		return &UnknownInputError{path, oldBenchWhy}
 	case keys["findings"] != nil:
 		// doctor --output json before envelopes: {"findings": [...], "counts": {...}}
 		var doc struct {
@@ -247,8 +279,8 @@ func (in *Inputs) bare(path string, b []byte) error {
 	return nil
 }
 
-// array is bench --output json (results) or, from before envelopes,
-// fabric check --output json (findings).
+// array is, from before envelopes, fabric check --output json (findings)
+// or bench --output json (pair results, no longer read).
 func (in *Inputs) array(path string, b []byte) error {
 	var head []map[string]json.RawMessage
 	if err := json.Unmarshal(b, &head); err != nil {
@@ -262,7 +294,10 @@ func (in *Inputs) array(path string, b []byte) error {
 		in.addFindings(fs)
 		return nil
 	}
-	return in.benchArray(path, b)
+	if len(head) > 0 && head[0]["a"] != nil && head[0]["b"] != nil {
+		return &UnknownInputError{path, oldBenchWhy}
+	}
+	return &UnknownInputError{path, "a JSON array of no kind rdmalab writes"}
 }
 
 // addFindings takes findings from a file without a kind, and marks the
@@ -281,53 +316,84 @@ func (in *Inputs) addFindings(fs []check.Finding) {
 	in.Findings = append(in.Findings, fs...)
 }
 
-func (in *Inputs) benchArray(path string, b []byte) error {
-	var rs []BenchResult
-	if err := json.Unmarshal(b, &rs); err != nil {
-		return &UnknownInputError{path, "a JSON array that is not bench results: " + err.Error()}
+// benchLog reads a bench --results log and judges each of its tests with
+// bench.Analyze against a cluster made of the nodes it names: no cluster
+// file, so no declared rate and default thresholds (peers only). A torn
+// last line (an interrupted run) is left out, as bench --resume does.
+func (in *Inputs) benchLog(path string, b []byte) error {
+	h, recs, _, err := bench.ParseLog(b)
+	if err != nil {
+		return &UnknownInputError{path, err.Error()}
 	}
-	return in.addBench(path, rs)
-}
-
-// benchLines reads a bench --results file: one JSON object a line; a last
-// line cut short by an interrupted run is ignored, as bench --resume does.
-func (in *Inputs) benchLines(path string, b []byte) error {
-	var rs []BenchResult
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	for i, l := range lines {
-		if strings.TrimSpace(l) == "" {
-			continue
+	type test struct{ engine, test string }
+	var order []test
+	byTest := map[test][]bench.Record{}
+	for _, r := range recs {
+		k := test{r.Engine, r.Test}
+		if _, ok := byTest[k]; !ok {
+			order = append(order, k)
 		}
-		var r BenchResult
-		if err := json.Unmarshal([]byte(l), &r); err != nil {
-			if i == len(lines)-1 && i > 0 {
-				break
+		byTest[k] = append(byTest[k], r)
+	}
+	for _, k := range order {
+		rs := byTest[k]
+		var names []string
+		latency := k.test == "lat" || strings.HasSuffix(k.test, "_lat")
+		for _, r := range rs {
+			for _, n := range []string{r.From, r.To} {
+				if !slices.Contains(names, n) {
+					names = append(names, n)
+				}
 			}
-			return &UnknownInputError{path, fmt.Sprintf("line %d is not a bench result: %v", i+1, err)}
+			if !r.Failed() && r.P50Us > 0 && r.Gbps == 0 {
+				latency = true
+			}
 		}
-		rs = append(rs, r)
+		slices.Sort(names)
+		c := &cluster.Cluster{Thresholds: cluster.DefaultThresholds}
+		for _, n := range names {
+			c.Nodes = append(c.Nodes, cluster.Node{Name: n})
+		}
+		rep := bench.Analyze(c, k.engine, k.test, latency, rs, nil, nil)
+		run := BenchRun{Report: rep, Source: path, FromLog: true, Findings: rep.Findings}
+		if h.Nodes > len(names) {
+			run.Findings = append(run.Findings, check.Finding{Check: "bench.run", Outcome: check.Unknown, Subject: "cluster",
+				Message:  fmt.Sprintf("the results log's cluster has %d nodes but its %s %s records name %d: the others were never measured (an interrupted run?)", h.Nodes, k.engine, k.test, len(names)),
+				Evidence: []check.Evidence{{What: "header", Value: fmt.Sprintf("%d nodes, cluster %s", h.Nodes, h.Cluster), Source: path}}})
+		}
+		in.logs = append(in.logs, run)
 	}
-	return in.addBench(path, rs)
-}
-
-func (in *Inputs) addBench(path string, rs []BenchResult) error {
-	for i := range rs {
-		if rs[i].A == "" || rs[i].B == "" {
-			return &UnknownInputError{path, fmt.Sprintf("record %d names no pair (a, b)", i+1)}
-		}
-		if len(rs[i].Rows) == 0 {
-			rs[i].Rows = rs[i].Samples
-		}
-		rs[i].Samples = nil
-		rs[i].Source = path
+	if len(order) == 0 {
+		in.logs = append(in.logs, BenchRun{Report: &bench.Report{Engine: "?", Test: "?"}, Source: path, FromLog: true,
+			Findings: []check.Finding{{Check: "bench.run", Outcome: check.Unknown, Subject: "cluster", Message: "the results log holds no result: nothing was measured",
+				Evidence: []check.Evidence{{What: "header", Value: fmt.Sprintf("%d nodes, cluster %s", h.Nodes, h.Cluster), Source: path}}}}})
 	}
-	in.Bench = append(in.Bench, rs...)
 	return nil
 }
 
+// sameRun: a results log's test is the run a bench document reports when
+// every direction is the same measurement (ends and start time).
+func sameRun(a, b *bench.Report) bool {
+	if a.Engine != b.Engine || a.Test != b.Test || len(a.Directions) != len(b.Directions) {
+		return false
+	}
+	key := func(d bench.Direction) string { return d.From + ">" + d.To + "@" + d.Started.String() }
+	seen := map[string]bool{}
+	for _, d := range a.Directions {
+		seen[key(d)] = true
+	}
+	for _, d := range b.Directions {
+		if !seen[key(d)] {
+			return false
+		}
+	}
+	return true
+}
+
 // judge runs the doctor and fabric rules on snapshots whose judgement was
-// not given, and turns bench verdicts into findings when no bench document
-// carried them, so the verdict rests on every input.
+// not given, and adds the verdicts of the results logs judged here (unless
+// a bench document of the same run was given), so the verdict rests on
+// every input.
 func (in *Inputs) judge() {
 	if len(in.Hosts) > 0 && !in.Judged[envelope.Doctor] {
 		in.Findings = append(in.Findings, hostcheck.Doctor(in.Hosts, hostcheck.Options{})...)
@@ -347,45 +413,21 @@ func (in *Inputs) judge() {
 		}
 		in.Derived = append(in.Derived, "fabric check rules on the fabric snapshots (no fabric check results given; default thresholds)")
 	}
-	if len(in.Bench) > 0 && !in.Judged[envelope.Bench] {
-		in.Findings = append(in.Findings, benchFindings(in.Bench)...)
-		in.Derived = append(in.Derived, "bench verdicts as findings (each result's own verdict)")
-	}
-	check.Sort(in.Findings)
-}
-
-// benchFindings states each first-round pair's verdict as bench itself
-// decides its exit code: degraded, broken and failed pairs fail; a pair
-// without an expected link is unknown. A retest names a suspect node.
-func benchFindings(rs []BenchResult) []check.Finding {
-	var out []check.Finding
-	for _, r := range rs {
-		subject := r.A + " ↔ " + r.B
-		ev := []check.Evidence{{What: "result", Value: r.Judgment, Source: r.Source}}
-		f := check.Finding{Check: "bench.pair", Subject: subject, Evidence: ev}
-		if r.Retest {
-			f.Check, f.Subject = "bench.retest", r.B
-		}
-		switch {
-		case r.Error != "":
-			f.Outcome, f.Message = check.Fail, fmt.Sprintf("%s %s failed: %s", r.Engine, r.Test, r.Error)
-		case r.Verdict == bench.Healthy:
-			f.Outcome, f.Message = check.Pass, r.Judgment
-		case r.Verdict == bench.Degraded || r.Verdict == bench.Broken:
-			f.Outcome, f.Message = check.Fail, r.Judgment
-		case r.Gbps == 0 && r.P50Us > 0:
-			continue // latency has no verdict; the heatmap shows it
-		default:
-			f.Outcome, f.Message = check.Unknown, "no verdict: "+r.Judgment
-		}
-		if r.Retest {
-			if f.Outcome == check.Pass {
-				f.Message = fmt.Sprintf("fine against known-good %s: %s", r.A, r.Judgment)
-			} else {
-				f.Message = fmt.Sprintf("still %s against known-good %s: %s", f.Outcome, r.A, f.Message)
+	for _, l := range in.logs {
+		dup := ""
+		for _, d := range in.Bench {
+			if !d.FromLog && sameRun(d.Report, l.Report) {
+				dup = d.Source
 			}
 		}
-		out = append(out, f)
+		if dup != "" {
+			in.Skipped = append(in.Skipped, fmt.Sprintf("%s: %s %s is the run the bench document %s reports (judged there, with its cluster file)", l.Source, l.Engine, l.Test, dup))
+			continue
+		}
+		in.Bench = append(in.Bench, l)
+		in.Findings = append(in.Findings, l.Findings...)
+		in.Derived = append(in.Derived, fmt.Sprintf("bench verdicts for %s %s from the results log %s: judged here against the peers' median only (no cluster file given, so no declared link rate; default thresholds)", l.Engine, l.Test, l.Source))
 	}
-	return out
+	in.logs = nil
+	check.Sort(in.Findings)
 }

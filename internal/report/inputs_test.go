@@ -57,9 +57,7 @@ func TestLoadInputsKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSpace(string(bw)), "\n")
-	envelope.Write(&benchDoc, envelope.Bench, []check.Finding{{Check: "bench.x", Outcome: check.Warn, Subject: "node01 ↔ node02", Message: "from the document"}},
-		map[string]any{"results": json.RawMessage(rawArray(lines[:3]))})
+	benchDoc.Write(must(os.ReadFile(filepath.Join(benchDir, "bw.json"))))
 
 	for _, c := range []struct {
 		name                     string
@@ -73,10 +71,9 @@ func TestLoadInputsKinds(t *testing.T) {
 		{name: "host envelope", file: hostDoc.Bytes(), hosts: 1, wantDerived: true, wantFinding: true},
 		{name: "doctor envelope", file: doctorDoc.Bytes(), judged: envelope.Doctor, wantFinding: true},
 		{name: "fabric check envelope", file: fabricDoc.Bytes(), fabrics: 1, judged: envelope.FabricCheck, wantFinding: true},
-		{name: "bench envelope", file: benchDoc.Bytes(), results: 3, judged: envelope.Bench, wantFinding: true},
-		{name: "bench json lines", file: bw, results: len(lines), wantDerived: true, wantFinding: true},
-		{name: "bench json lines cut short", file: append(bw, []byte(`{"round":9,"a":"node0`)...), results: len(lines), wantDerived: true, wantFinding: true},
-		{name: "bench --output json array", file: []byte(string(rawArray(lines))), results: len(lines), wantDerived: true, wantFinding: true},
+		{name: "bench envelope", file: benchDoc.Bytes(), results: 1, judged: envelope.Bench, wantFinding: true},
+		{name: "bench results log", file: bw, results: 1, wantDerived: true, wantFinding: true},
+		{name: "bench results log cut short", file: append(bytes.Clone(bw), []byte(`{"from":"node01","to":"node0`)...), results: 1, wantDerived: true, wantFinding: true},
 		{name: "doctor json before envelopes", file: mustJSON(t, map[string]any{"findings": doctor, "counts": check.Count(doctor)}), judged: envelope.Doctor, wantFinding: true},
 		{name: "fabric check json before envelopes", file: mustJSON(t, fabricFs), judged: envelope.FabricCheck, wantFinding: true},
 	} {
@@ -110,8 +107,11 @@ func mustJSON(t *testing.T, v any) []byte {
 	return b
 }
 
-func rawArray(lines []string) []byte {
-	return []byte("[" + strings.Join(lines, ",") + "]")
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 // A doctor document is not judged twice: its findings are the host's.
@@ -158,7 +158,16 @@ func TestLoadInputsErrors(t *testing.T) {
 	for _, c := range []struct{ arg, want string }{
 		{"example:nope", "hgx-h200"},
 		{filepath.Join(dir, "missing.json"), "missing.json"},
-		{write(t, dir, "bad.jsonl", []byte("{\"a\":\"x\",\"b\":\"y\"}\nnot json\n{\"a\":\"x\",\"b\":\"z\"}\n")), "line 2"},
+		// Bench results from before directions are named, not guessed at.
+		{write(t, dir, "old.jsonl", []byte("{\"a\":\"x\",\"b\":\"y\",\"engine\":\"tcp\",\"test\":\"bw\"}\n{\"a\":\"x\",\"b\":\"z\"}\n")), "older rdmalab"},
+		{write(t, dir, "old-array.json", []byte(`[{"a":"x","b":"y","engine":"tcp","test":"bw"}]`)), "older rdmalab"},
+		{write(t, dir, "old-doc.json", []byte(`{"kind":"bench","schema_version":1,"findings":[],"payload":{"results":[{"a":"x","b":"y"}]}}`)), "older rdmalab"},
+		// A results log with a garbled line before good ones is refused.
+		{write(t, dir, "bad.jsonl", func() []byte {
+			log := must(os.ReadFile(filepath.Join(benchDir, "bw.jsonl")))
+			head, rest, _ := bytes.Cut(log, []byte("\n"))
+			return append(append(head, []byte("\nnot json\n")...), rest...)
+		}()), "line 2"},
 	} {
 		if _, err := LoadInputs([]string{c.arg}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error naming %q", c.arg, err, c.want)
@@ -192,34 +201,57 @@ func TestVerdict(t *testing.T) {
 	}
 }
 
-// The cluster view of the recorded run: one cell per pair, scores worst
-// first, retests kept apart from the matrix.
+// The cluster view of the recorded run: a directed matrix (one cell per
+// ordered pair, none on the diagonal), each judged as the bench document
+// says; the results log alone is judged here against the peers and says so.
 func TestBenchView(t *testing.T) {
 	in, err := LoadInputs([]string{benchDir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	v := NewClusterView(in)
-	if len(v.Benches) != 2 {
-		t.Fatalf("%d bench views, want bw and lat", len(v.Benches))
+	if len(v.Benches) != 2 || len(in.Derived) != 0 || len(in.Skipped) != 2 {
+		t.Fatalf("%d bench views (want bw and lat from the documents), derived %q, skipped %q", len(v.Benches), in.Derived, in.Skipped)
 	}
 	bw := v.Benches[0]
-	if bw.Latency || len(bw.Pairs) != 15 || bw.Counts["missing"] != 0 || len(bw.Retests) != 5 {
-		t.Errorf("bw: latency %v, %d pairs, %v, %d retests", bw.Latency, len(bw.Pairs), bw.Counts, len(bw.Retests))
+	if bw.Latency || !bw.RateDeclared || len(bw.Cells) != 30 || bw.Counts[CellMissing] != 0 || len(bw.Summaries) != 6 {
+		t.Errorf("bw: latency %v, rate %v, %d cells, %v, %d summaries", bw.Latency, bw.RateDeclared, len(bw.Cells), bw.Counts, len(bw.Summaries))
 	}
-	for i := 1; i < len(bw.Scores); i++ {
-		if bw.Scores[i].Share < bw.Scores[i-1].Share {
-			t.Errorf("scores not worst first: %+v", bw.Scores)
+	seen := map[[2]string]bool{}
+	for _, c := range bw.Cells {
+		if c.Row == c.Col || c.From == c.To || seen[[2]string{c.From, c.To}] {
+			t.Errorf("cell %+v: on the diagonal or twice", c)
+		}
+		seen[[2]string{c.From, c.To}] = true
+		if !c.Failed() && (c.ShareOf != "link ceiling" || c.CeilingGbps < 11 || c.CeilingGbps > 12 || c.Share <= 0) {
+			t.Errorf("cell %+v: want a share of the 12 Gb/s TCP link's ceiling", c)
 		}
 	}
-	for _, c := range bw.Pairs {
-		if c.Row >= c.Col || c.CeilingGbps < 11 || c.CeilingGbps > 12 {
-			t.Errorf("cell %+v", c)
-		}
+	// The recorded run named node01's receive side, and its retests
+	// against nodes healthy both ways did not confirm it.
+	if len(bw.Suspects) != 1 || bw.Suspects[0].Node != "node01" || bw.Suspects[0].Side != "receive" || bw.Suspects[0].Confirmed != "no" || len(bw.Suspects[0].Retests) != 2 {
+		t.Errorf("suspects %+v", bw.Suspects)
 	}
 	lat := v.Benches[1]
-	if !lat.Latency || lat.Counts["measured"] != 15 || lat.Pairs[0].P999Us <= 0 || len(lat.Scores) != 0 {
-		t.Errorf("lat: %+v", lat)
+	if !lat.Latency || len(lat.Cells) != 30 || lat.Counts[CellGood]+lat.Counts[CellBad] != 30 || lat.Cells[0].P999Us <= 0 {
+		t.Errorf("lat: %v %+v", lat.Counts, lat.Cells[0])
+	}
+
+	in, err = LoadInputs([]string{filepath.Join(benchDir, "bw.jsonl")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v = NewClusterView(in)
+	if len(v.Benches) != 1 || len(in.Derived) != 1 || !strings.Contains(in.Derived[0], "peers' median only") {
+		t.Fatalf("results log alone: %d views, derived %q", len(v.Benches), in.Derived)
+	}
+	for _, c := range v.Benches[0].Cells {
+		if !c.Failed() && (c.CeilingGbps != 0 || c.ShareOf == "link ceiling") {
+			t.Errorf("cell %+v: a ceiling without a declared rate", c)
+		}
+	}
+	if !strings.Contains(v.Benches[0].Against, "no link rate declared") {
+		t.Errorf("against %q", v.Benches[0].Against)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/bench"
 	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/cluster"
 	"github.com/rdmalab/rdmalab/internal/report"
 )
 
@@ -43,9 +44,6 @@ func Write(w io.Writer, v *report.ClusterView, o Options) error {
 }
 
 var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
-	"pct":     func(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) },
-	"gbps":    func(f float64) string { return fmt.Sprintf("%.2f Gb/s", f) },
-	"us":      func(f float64) string { return fmt.Sprintf("%.1f µs", f) },
 	"upper":   strings.ToUpper,
 	"outcome": func(o check.Outcome) string { return string(o) },
 	"level":   levelClass,
@@ -53,8 +51,10 @@ var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 	"outcomes": func() []check.Outcome {
 		return report.Outcomes
 	},
-	"count": func(c report.Counts, o check.Outcome) int { return c.Of(o) },
-	"state": func(s report.VerdictState) string { return strings.ReplaceAll(string(s), " ", "-") },
+	"count":      func(c report.Counts, o check.Outcome) int { return c.Of(o) },
+	"cellStates": func() []string { return report.CellStates },
+	"stateBadge": func(s string) string { return stateBadge[s] },
+	"state":      func(s report.VerdictState) string { return strings.ReplaceAll(string(s), " ", "-") },
 }).Parse(pageText))
 
 type page struct {
@@ -64,11 +64,25 @@ type page struct {
 	Benches []benchPage
 }
 
-// benchPage is a BenchView with its drawings laid out.
+// benchPage is a BenchView with its drawings and tables laid out.
 type benchPage struct {
 	report.BenchView
-	Heats  []heatmap // bandwidth: one; latency: typical (p50) and p99.9
-	Sweeps []sweepPlot
+	Heats []heatmap // bandwidth: one; latency: p50 and p99.9
+	Rows  []dirRow  // every direction, for the table
+	Sides []sideRow
+}
+
+// dirRow is one direction as the accessible table prints it.
+type dirRow struct {
+	From, To, Value, P99, P999, Share, Ceiling, State, Badge, Why string
+	Samples                                                       int
+}
+
+// sideRow is one node's two sides.
+type sideRow struct {
+	Name, Send, Recv, BadSend, BadRecv, Note string
+	SendBad, RecvBad                         bool
+	Failed                                   int
 }
 
 // Okabe–Ito outcome colours live in report.css; the heatmaps use viridis,
@@ -105,7 +119,10 @@ type heatmap struct {
 	Width, Height int
 	RowLabels     []label
 	ColLabels     []label
+	Diagonal      []heatCell
 	Cells         []heatCell
+	CornerX       int
+	CornerY       int
 }
 
 type label struct {
@@ -117,6 +134,7 @@ type heatCell struct {
 	X, Y, Size int
 	Fill, Ink  string
 	Text       string // the number in the cell
+	Sub        string // a second, smaller line: the share
 	Title      string // on hover
 	Class      string
 	TX, TY     int
@@ -127,106 +145,177 @@ type legendStop struct {
 }
 
 const (
-	cellPx   = 56
+	cellPx   = 64
 	labelPx  = 120
-	headerPx = 100
+	headerPx = 72
 )
+
+// stateClass and stateBadge: a cell state as a CSS class and an outcome badge.
+var stateClass = map[string]string{report.CellGood: "good", report.CellBad: "bad", report.CellAbove: "above", report.CellFailed: "failed",
+	report.CellTimedOut: "timedout", report.CellNotMeasured: "notmeasured", report.CellMissing: "missing"}
+var stateBadge = map[string]string{report.CellGood: "pass", report.CellBad: "fail", report.CellAbove: "warn", report.CellFailed: "fail",
+	report.CellTimedOut: "fail", report.CellNotMeasured: "unknown", report.CellMissing: "unknown"}
 
 func newBenchPage(b report.BenchView) benchPage {
 	p := benchPage{BenchView: b}
-	for _, s := range b.Sweeps {
-		p.Sweeps = append(p.Sweeps, newSweepPlot(s))
+	value := func(v float64) string {
+		if b.Latency {
+			return fmt.Sprintf("p50 %.2f µs", v)
+		}
+		return fmt.Sprintf("%.2f Gb/s", v)
+	}
+	for _, c := range b.Cells {
+		r := dirRow{From: c.From, To: c.To, State: c.State, Badge: stateBadge[c.State], Why: c.Text, Samples: c.Samples, Value: "–", Share: "–", Ceiling: "–", P99: "–", P999: "–"}
+		if !c.Failed() {
+			r.Value = value(cellValue(b, c))
+			if b.Latency {
+				r.P99, r.P999 = fmt.Sprintf("%.2f µs", c.P99Us), fmt.Sprintf("%.2f µs", c.P999Us)
+				if c.Share > 0 {
+					r.Share = fmt.Sprintf("%.2f× %s", c.Share, c.ShareOf)
+				}
+			} else if c.Share > 0 {
+				r.Share = fmt.Sprintf("%.0f%% of the %s", 100*c.Share, c.ShareOf)
+			}
+			if c.CeilingGbps > 0 {
+				r.Ceiling = fmt.Sprintf("%.2f Gb/s", c.CeilingGbps)
+			}
+		}
+		p.Rows = append(p.Rows, r)
+	}
+	for _, n := range b.Summaries {
+		side := func(v float64, total int) string {
+			if total == 0 {
+				return "–"
+			}
+			return value(v)
+		}
+		r := sideRow{Name: n.Name, Send: side(n.SendValue, n.SendTotal), Recv: side(n.RecvValue, n.RecvTotal),
+			BadSend: fmt.Sprintf("%d/%d", n.SendBad, n.SendTotal), BadRecv: fmt.Sprintf("%d/%d", n.RecvBad, n.RecvTotal),
+			SendBad: n.SendBad > 0, RecvBad: n.RecvBad > 0, Failed: n.Failed, Note: n.Out}
+		for _, s := range b.Suspects {
+			if s.Node == n.Name {
+				r.Note = strings.TrimPrefix(r.Note+"; suspect: its "+s.Side+" side", "; ")
+			}
+		}
+		p.Sides = append(p.Sides, r)
 	}
 	if len(b.Nodes) < 2 {
 		return p
 	}
 	if !b.Latency {
-		title := "Bandwidth heatmap: % of what each link can carry"
-		if b.RelativeOnly {
-			title = "Bandwidth heatmap: % of the best pair (no link ceiling was given)"
+		title, note := "Bandwidth, sender → receiver: Gb/s, and % of what the link can carry", "the scale bends at the default thresholds: healthy ≥ 95%, broken < 80% of the link"
+		scale := ceilingScale
+		stops := []float64{1, 0.95, 0.9, 0.8, 0.6, 0.4, 0}
+		if !b.RateDeclared {
+			title = "Bandwidth, sender → receiver: Gb/s, and % of the peers' median (no link rate declared)"
+			note = "the scale bends at the default threshold: below 90% of the peers' median is bad"
+			scale = peerScale
+			stops = []float64{1.05, 1, 0.95, 0.9, 0.7, 0.5, 0}
 		}
-		h := newHeatmap(b, title, "bandwidth", func(c report.PairCell) (float64, string, string) {
-			return shareScale(c.Share), fmt.Sprintf("%.0f", 100*c.Share), fmt.Sprintf("%s ↔ %s: %s", c.A, c.B, c.Text)
+		h := newHeatmap(b, title, "bandwidth", func(c report.DirCell) (float64, string, string, string) {
+			return scale(c.Share), fmt.Sprintf("%.2f", c.Gbps), fmt.Sprintf("%.0f%%", 100*c.Share),
+				fmt.Sprintf("%s → %s: %.2f Gb/s, %.0f%% of the %s", c.From, c.To, c.Gbps, 100*c.Share, c.ShareOf)
 		})
-		for _, x := range []float64{1, 0.95, 0.9, 0.8, 0.6, 0.4, 0} {
-			f, ink := ramp(shareScale(x))
+		for _, x := range stops {
+			f, ink := ramp(scale(x))
 			h.Legend = append(h.Legend, legendStop{f, ink, fmt.Sprintf("%.0f%%", 100*x)})
 		}
-		h.LegendNote = "the scale bends at bench's default thresholds: healthy ≥ 95%, degraded ≥ 80%"
+		h.LegendNote = note
 		p.Heats = append(p.Heats, h)
 		return p
 	}
+	// p99.9 is not judged: its colour is its ratio to the median p99.9.
+	var p999 []float64
+	for _, c := range b.Cells {
+		if !c.Failed() && c.P999Us > 0 {
+			p999 = append(p999, c.P999Us)
+		}
+	}
+	med999 := bench.Median(p999)
 	for _, m := range []struct {
-		name, aria string
-		of         func(report.PairCell) float64
+		name, aria, note string
+		of               func(report.DirCell) (float64, float64)
 	}{
-		{"Latency heatmap, typical (p50) in µs, lower is better", "typical latency", func(c report.PairCell) float64 { return c.P50Us }},
-		{"Latency heatmap, p99.9 in µs, lower is better", "p99.9 latency", func(c report.PairCell) float64 { return c.P999Us }},
+		{"Latency p50, sender → receiver: µs, and × the peers' median (lower is better)", "p50 latency", "above 2.1× the peers' median is bad (default threshold)",
+			func(c report.DirCell) (float64, float64) { return c.P50Us, c.Share }},
+		{"Latency p99.9, sender → receiver: µs, and × the median p99.9 (lower is better)", "p99.9 latency", "p99.9 is shown, not judged: colour is its ratio to the median p99.9",
+			func(c report.DirCell) (float64, float64) {
+				if med999 <= 0 {
+					return c.P999Us, 0
+				}
+				return c.P999Us, c.P999Us / med999
+			}},
 	} {
-		lo, hi := math.Inf(1), math.Inf(-1)
-		for _, c := range b.Pairs {
-			if c.Measured && c.Verdict != "error" {
-				lo, hi = math.Min(lo, m.of(c)), math.Max(hi, m.of(c))
+		h := newHeatmap(b, m.name, m.aria, func(c report.DirCell) (float64, string, string, string) {
+			us, ratio := m.of(c)
+			sub := ""
+			if ratio > 0 {
+				sub = fmt.Sprintf("%.1f×", ratio)
 			}
-		}
-		scale := func(us float64) float64 {
-			if hi <= lo {
-				return 1
-			}
-			return 1 - (us-lo)/(hi-lo)
-		}
-		h := newHeatmap(b, m.name, m.aria, func(c report.PairCell) (float64, string, string) {
-			return scale(m.of(c)), fmt.Sprintf("%.0f", m.of(c)),
-				fmt.Sprintf("%s ↔ %s: p50 %.1f µs, p99 %.1f µs, p99.9 %.1f µs", c.A, c.B, c.P50Us, c.P99Us, c.P999Us)
+			return latencyScale(ratio), fmt.Sprintf("%.2f", us), sub,
+				fmt.Sprintf("%s → %s: p50 %.2f µs, p99 %.2f µs, p99.9 %.2f µs", c.From, c.To, c.P50Us, c.P99Us, c.P999Us)
 		})
-		if !math.IsInf(lo, 1) {
-			for _, x := range []float64{1, 0.75, 0.5, 0.25, 0} {
-				f, ink := ramp(x)
-				h.Legend = append(h.Legend, legendStop{f, ink, fmt.Sprintf("%.0f µs", lo+(1-x)*(hi-lo))})
-			}
+		for _, x := range []float64{1, 1.5, 2.1, 3, 4} {
+			f, ink := ramp(latencyScale(x))
+			h.Legend = append(h.Legend, legendStop{f, ink, fmt.Sprintf("%.1f×", x)})
 		}
+		h.LegendNote = m.note
 		p.Heats = append(p.Heats, h)
 	}
 	return p
 }
 
-// newHeatmap lays out one cell per pair: rows are nodes 0..n-2, columns
-// nodes 1..n-1, the upper triangle. value gives a measured cell's position
-// on the colour ramp, its number and its hover text.
-func newHeatmap(b report.BenchView, title, aria string, value func(report.PairCell) (float64, string, string)) heatmap {
+func cellValue(b report.BenchView, c report.DirCell) float64 {
+	if b.Latency {
+		return c.P50Us
+	}
+	return c.Gbps
+}
+
+// newHeatmap lays out the directed matrix: row i sends, column j
+// receives, the diagonal empty. value gives a measured cell's position on
+// the colour ramp, its number, its share and its hover text.
+func newHeatmap(b report.BenchView, title, aria string, value func(report.DirCell) (float64, string, string, string)) heatmap {
 	n := len(b.Nodes)
-	h := heatmap{Title: title, Aria: aria, Width: labelPx + (n-1)*cellPx + 4, Height: headerPx + (n-1)*cellPx + 4}
-	for i := 0; i < n-1; i++ {
+	h := heatmap{Title: title, Aria: aria, Width: labelPx + n*cellPx + 4, Height: headerPx + n*cellPx + 4, CornerX: labelPx - 6, CornerY: headerPx - 8}
+	for i := 0; i < n; i++ {
 		h.RowLabels = append(h.RowLabels, label{X: labelPx - 6, Y: headerPx + i*cellPx + cellPx/2 + 4, Text: b.Nodes[i]})
+		h.ColLabels = append(h.ColLabels, label{X: labelPx + i*cellPx + cellPx/2, Y: headerPx - 8, Text: b.Nodes[i]})
+		h.Diagonal = append(h.Diagonal, heatCell{X: labelPx + i*cellPx, Y: headerPx + i*cellPx, Size: cellPx - 2})
 	}
-	for j := 1; j < n; j++ {
-		h.ColLabels = append(h.ColLabels, label{X: labelPx + (j-1)*cellPx + cellPx/2, Y: headerPx - 8, Text: b.Nodes[j]})
-	}
-	for _, c := range b.Pairs {
-		x, y := labelPx+(c.Col-1)*cellPx, headerPx+c.Row*cellPx
-		hc := heatCell{X: x, Y: y, Size: cellPx - 2, TX: x + (cellPx-2)/2, TY: y + (cellPx-2)/2 + 4, Class: "cell " + c.Verdict}
-		switch {
-		case !c.Measured:
+	for _, c := range b.Cells {
+		x, y := labelPx+c.Col*cellPx, headerPx+c.Row*cellPx
+		hc := heatCell{X: x, Y: y, Size: cellPx - 2, TX: x + (cellPx-2)/2, TY: y + (cellPx-2)/2 + 4, Class: "cell " + stateClass[c.State]}
+		why := ""
+		if c.Text != "" {
+			why = ": " + c.Text
+		}
+		switch c.State {
+		case report.CellMissing, report.CellNotMeasured:
 			hc.Fill, hc.Ink, hc.Text = "#e8e8e8", "#000", "–"
-			hc.Title = fmt.Sprintf("%s ↔ %s: not measured", c.A, c.B)
-		case c.Verdict == "error":
-			hc.Fill, hc.Ink, hc.Text = "#000", "#fff", "✗"
-			hc.Title = fmt.Sprintf("%s ↔ %s: failed: %s", c.A, c.B, c.Text)
+			hc.Title = fmt.Sprintf("%s → %s: %s%s", c.From, c.To, c.State, why)
+		case report.CellFailed, report.CellTimedOut:
+			hc.Fill, hc.Ink, hc.Text, hc.Sub = "#000", "#fff", "✗", c.State
+			hc.Title = fmt.Sprintf("%s → %s: %s%s", c.From, c.To, c.State, why)
 		default:
 			var at float64
-			at, hc.Text, hc.Title = value(c)
+			at, hc.Text, hc.Sub, hc.Title = value(c)
 			hc.Fill, hc.Ink = ramp(at)
+			hc.Title += " (" + c.State + why + ")"
+		}
+		if hc.Sub != "" {
+			hc.TY -= 6
 		}
 		h.Cells = append(h.Cells, hc)
 	}
 	return h
 }
 
-// shareScale bends the colour scale at bench's default thresholds, so the
-// colours split where the verdicts do: below 80% (broken) the dark half of
-// viridis, 80–95% (degraded) the greens, 95% and up (healthy) the yellows.
-func shareScale(share float64) float64 {
-	d, h := bench.DefaultThresholds.Degraded, bench.DefaultThresholds.Healthy
+// ceilingScale bends the colour scale at the default thresholds against
+// the link, so colours split where verdicts do: below 80% (broken) the dark
+// half of viridis, 80–95% (degraded) the greens, 95% and up the yellows.
+func ceilingScale(share float64) float64 {
+	d, h := cluster.DefaultThresholds.Degraded, cluster.DefaultThresholds.Healthy
 	switch {
 	case share < d:
 		return math.Max(0, share) / d * 0.5
@@ -234,6 +323,29 @@ func shareScale(share float64) float64 {
 		return 0.5 + (share-d)/(h-d)*0.35
 	}
 	return 0.85 + math.Min(share-h, 0.05)/0.05*0.15
+}
+
+// peerScale: against the peers' median, below the bad threshold (90%) the
+// dark half, 90–105% the greens to yellow.
+func peerScale(share float64) float64 {
+	bad := cluster.DefaultThresholds.Bandwidth
+	if share < bad {
+		return math.Max(0, share) / bad * 0.5
+	}
+	return 0.5 + math.Min(share-bad, 0.15)/0.15*0.5
+}
+
+// latencyScale: a ratio to the median, at or below 1 the brightest, the
+// bad threshold (2.1×) mid-ramp, 4× and more the darkest.
+func latencyScale(ratio float64) float64 {
+	t := cluster.DefaultThresholds.Latency
+	switch {
+	case ratio <= 1:
+		return 1
+	case ratio <= t:
+		return 1 - (ratio-1)/(t-1)*0.5
+	}
+	return math.Max(0, 0.5-(ratio-t)/(4-t)*0.5)
 }
 
 // levelClass colours a GPU↔NIC path level from near (PIX) to far (SYS).

@@ -3,7 +3,6 @@ package htmlreport
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"image"
@@ -16,43 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rdmalab/rdmalab/internal/bench"
-	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"github.com/rdmalab/rdmalab/internal/report"
 	"github.com/rdmalab/rdmalab/internal/testhost"
 )
-
-// sweepFile writes a bench result carrying the per-size rows of a real
-// perftest sweep (ib_write_bw -a on ConnectX-3 QDR, from the shared
-// captures), judged against a 4X QDR link, as bench writes results.
-func sweepFile(t *testing.T, dir string) string {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(testhost.SharedTestdata(t), "perftest/stmatengss-mlx4-qdr/ib_write_bw_4bfed8618b1d.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr, err := bench.ParsePerftest(string(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(pr.Rows) < 10 {
-		t.Fatalf("the sweep capture has %d rows", len(pr.Rows))
-	}
-	last := pr.Rows[len(pr.Rows)-1]
-	link := bench.Link{Layer: linkrate.InfiniBand, RateGbps: 40, Speed: "QDR", MTUBytes: 2048}
-	verdict, ratio, sentence := bench.Judge(last.AvgGbps, link, bench.DefaultThresholds)
-	r := report.BenchResult{Result: bench.Result{A: "qdr-a", B: "qdr-b", Engine: "perftest", Test: "ib_write_bw", Gbps: last.AvgGbps,
-		Ratio: ratio, Verdict: verdict, Judgment: sentence, Started: time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)}, Rows: pr.Rows}
-	b, err := json.Marshal(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, "sweep.jsonl")
-	if err := os.WriteFile(p, append(b, '\n'), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 // hostileHost is an example host renamed to markup: node names are user data.
 const hostileName = `evil<script>alert("x")</script>&"node'`
@@ -108,14 +73,15 @@ func artefacts(t *testing.T) string {
 	return t.TempDir()
 }
 
-// The report from the seed examples, the recorded fabric, a recorded bench
-// run (bandwidth and latency) and a real perftest sweep: self-contained,
-// one heatmap cell per pair, user data escaped, and it renders in a real
-// browser at desktop and phone widths to a page that is not blank.
+// The report from the seed examples, the recorded fabric and a recorded
+// bench run (bandwidth and latency, documents and results logs):
+// self-contained, one heatmap cell per direction, user data escaped, and
+// it renders in a real browser at desktop and phone widths to a page that
+// is not blank.
 func TestReportFromExamplesAndRecordedBench(t *testing.T) {
 	dir := t.TempDir()
 	page, v := render(t, "example:seed000-epyc", "example:r730-qdr", "example:hgx-h200", "example:qdr-lab",
-		"../testdata/bench-tcp-loopback", sweepFile(t, dir), hostileHost(t, dir))
+		"../testdata/bench-tcp-loopback", hostileHost(t, dir))
 
 	for _, re := range external {
 		if m := re.FindString(page); m != "" {
@@ -133,37 +99,48 @@ func TestReportFromExamplesAndRecordedBench(t *testing.T) {
 	}
 
 	// A heatmap per bandwidth test, two per latency test (p50, p99.9);
-	// each has one cell per pair of its nodes.
+	// each has one cell per direction between its nodes, none on the
+	// diagonal.
 	maps := strings.Split(page, `<svg class="heatmap"`)[1:]
-	if len(maps) != 4 {
-		t.Fatalf("%d heatmaps, want 4 (tcp bw, tcp lat p50 and p99.9, the perftest sweep's pair)", len(maps))
+	if len(maps) != 3 || len(v.Benches) != 2 {
+		t.Fatalf("%d heatmaps for %d bench views, want 3 (tcp bw; tcp lat p50 and p99.9)", len(maps), len(v.Benches))
 	}
-	for i, b := range []report.BenchView{v.Benches[0], v.Benches[1], v.Benches[1], v.Benches[2]} {
+	for i, b := range []report.BenchView{v.Benches[0], v.Benches[1], v.Benches[1]} {
 		n := len(b.Nodes)
 		svg := maps[i][:strings.Index(maps[i], "</svg>")]
 		cells := strings.Count(svg, `<g class="cell `)
-		if want := n * (n - 1) / 2; cells != want || len(b.Pairs) != want {
-			t.Errorf("%s %s: %d cells, %d pairs for %d nodes, want %d", b.Engine, b.Test, cells, len(b.Pairs), n, want)
+		if want := n * (n - 1); cells != want || len(b.Cells) != want {
+			t.Errorf("%s %s: %d cells, %d directions for %d nodes, want %d", b.Engine, b.Test, cells, len(b.Cells), n, want)
 		}
 		if strings.Count(svg, "<title>") != cells {
 			t.Errorf("%s %s: every cell needs its value on hover", b.Engine, b.Test)
 		}
+		for _, c := range b.Cells {
+			if c.Row == c.Col {
+				t.Errorf("%s %s: a cell on the diagonal: %+v", b.Engine, b.Test, c)
+			}
+		}
 	}
 	bw := v.Benches[0]
-	if bw.Test != "bw" || len(bw.Nodes) != 6 || bw.Counts["missing"] != 0 || len(bw.Retests) == 0 {
-		t.Errorf("tcp bw view: test %q, %d nodes, %d missing, %d retests", bw.Test, len(bw.Nodes), bw.Counts["missing"], len(bw.Retests))
+	if bw.Test != "bw" || len(bw.Nodes) != 6 || bw.Counts[report.CellMissing] != 0 || !bw.RateDeclared || len(bw.Suspects) == 0 || len(bw.Suspects[0].Retests) == 0 {
+		t.Errorf("tcp bw view: test %q, %d nodes, %v, rate declared %v, suspects %+v", bw.Test, len(bw.Nodes), bw.Counts, bw.RateDeclared, bw.Suspects)
 	}
-	if !v.Benches[1].Latency || !strings.Contains(page, "Latency heatmap, typical") || !strings.Contains(page, "Latency heatmap, p99.9") {
-		t.Error("the latency results give no latency heatmap")
+	if !strings.Contains(page, "of what the link can carry") || !strings.Contains(page, "sender ↓ receiver →") {
+		t.Error("the bandwidth heatmap does not say what its colour and axes are")
 	}
-	if !strings.Contains(page, `<svg class="sweep"`) || !strings.Contains(page, "ceiling ") {
-		t.Error("the sweep plot with its ceiling is missing")
+	if !v.Benches[1].Latency || !strings.Contains(page, "Latency p50") || !strings.Contains(page, "Latency p99.9") {
+		t.Error("the latency results give no latency heatmaps")
 	}
-	// Every pair is also in a table (readable without colour or hover).
+	// The results logs beside their documents are the same runs: not
+	// judged twice.
+	if len(v.Skipped) != 2 || strings.Contains(strings.Join(v.Derived, " "), "bench") {
+		t.Errorf("skipped %q, derived %q: want the two logs named as the documents' runs", v.Skipped, v.Derived)
+	}
+	// Every direction is also in a table (readable without colour or hover).
 	for _, b := range v.Benches {
-		for _, c := range b.Pairs {
-			if !strings.Contains(page, fmt.Sprintf("<tr><td>%s</td><td>%s</td>", c.A, c.B)) {
-				t.Errorf("pair %s ↔ %s is not in the accessible table", c.A, c.B)
+		for _, c := range b.Cells {
+			if !strings.Contains(page, fmt.Sprintf("<tr><td>%s</td><td>%s</td>", c.From, c.To)) {
+				t.Errorf("direction %s → %s is not in the accessible table", c.From, c.To)
 			}
 		}
 	}
@@ -194,8 +171,8 @@ func TestReportFromExamplesAndRecordedBench(t *testing.T) {
 	}
 }
 
-// The heatmap itself in a browser: a page with only the bench shows the
-// viridis colours of its cells.
+// The heatmap itself in a browser: a page with only a results log (judged
+// here against the peers) shows the viridis colours of its cells.
 func TestHeatmapRenders(t *testing.T) {
 	chromium := testhost.RequireTool(t, "chromium-headless-shell")
 	page, _ := render(t, "../testdata/bench-tcp-loopback/bw.jsonl")
@@ -218,6 +195,9 @@ func TestHeatmapRenders(t *testing.T) {
 				n++
 			}
 		}
+	}
+	if !strings.Contains(page, "(no link rate declared)") {
+		t.Error("a results log judged here does not say its colours are shares of the peers' median")
 	}
 	if n < 15*20*20 {
 		t.Errorf("%d viridis-green pixels: the heatmap cells did not paint", n)
