@@ -401,12 +401,12 @@ func findings(c *cluster.Cluster, rep *Report, suspectSide map[string]bool, ownB
 		if !d.Bad || suspectSide[d.From+"|"+Send] || suspectSide[d.To+"|"+Receive] {
 			continue
 		}
-		msg := fmt.Sprintf("%s → %s: %s, %s", d.From, d.To, rep.FormatValue(valueOf(d.Record, rep.Latency)), d.Why)
+		msg := fmt.Sprintf("%s, %s", rep.FormatValue(valueOf(d.Record, rep.Latency)), d.Why)
 		if d.Spread > c.Thresholds.Spread {
 			msg += fmt.Sprintf(" (samples spread %.0f%%: noisy, measure again)", 100*d.Spread)
 		}
 		msg += "; neither end is bad with its other partners: the path between them, or noise"
-		fs = append(fs, check.Finding{Check: "bench.direction.slow", Outcome: check.Fail, Host: d.From, Subject: d.From + " → " + d.To, Message: msg,
+		fs = append(fs, check.Finding{Check: "bench.direction.slow", Outcome: check.Fail, Subject: d.From + " → " + d.To, Message: msg,
 			Evidence: directionEvidence(d, rep, what)})
 	}
 	// Failures: by node when one is known, else by pair.
@@ -443,13 +443,13 @@ func findings(c *cluster.Cluster, rep *Report, suspectSide map[string]bool, ownB
 			nf.dirs++
 			continue
 		}
-		check := "bench.direction.error"
-		msg := fmt.Sprintf("%s → %s failed: %s", d.From, d.To, cmpOr(d.Error, d.NotMeasured))
+		id := "bench.direction.error"
+		msg := "failed: " + cmpOr(d.Error, d.NotMeasured)
 		if d.TimedOut {
-			check = "bench.pair.timeout"
-			msg = fmt.Sprintf("%s → %s timed out (both ends killed) while both answer otherwise: the data path between them", d.From, d.To)
+			id = "bench.pair.timeout"
+			msg = "timed out (both ends killed) while both ends answer otherwise: the data path between them"
 		}
-		fs = append(fs, checkFinding(check, d.From, d.From+" → "+d.To, msg))
+		fs = append(fs, check.Finding{Check: id, Outcome: check.Fail, Subject: d.From + " → " + d.To, Message: msg})
 	}
 	for _, n := range c.Nodes {
 		nf := byNode[n.Name]
@@ -477,7 +477,7 @@ func findings(c *cluster.Cluster, rep *Report, suspectSide map[string]bool, ownB
 			if len(d.Warnings) > 0 {
 				causes = "perftest's warning \"" + d.Warnings[0] + "\" (its timing is unreliable), or " + causes
 			}
-			fs = append(fs, check.Finding{Check: "bench.direction.above-ceiling", Outcome: check.Warn, Host: d.From, Subject: d.From + " → " + d.To,
+			fs = append(fs, check.Finding{Check: "bench.direction.above-ceiling", Outcome: check.Warn, Subject: d.From + " → " + d.To,
 				Message:  fmt.Sprintf("suspect: %s is %.0f%% of what %s can carry (%.2f Gb/s), which no link does; likely causes: %s", rep.FormatValue(d.Gbps), 100*d.CeilingShare, d.Link, d.CeilingGbps, causes),
 				Evidence: directionEvidence(d, rep, what)})
 		}
@@ -507,9 +507,6 @@ func findings(c *cluster.Cluster, rep *Report, suspectSide map[string]bool, ownB
 	return fs
 }
 
-func checkFinding(id, host, subject, msg string) check.Finding {
-	return check.Finding{Check: id, Outcome: check.Fail, Host: host, Subject: subject, Message: msg}
-}
 
 func valueOf(r Record, latency bool) float64 {
 	if latency {
