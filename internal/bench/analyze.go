@@ -507,7 +507,6 @@ func findings(c *cluster.Cluster, rep *Report, suspectSide map[string]bool, ownB
 	return fs
 }
 
-
 func valueOf(r Record, latency bool) float64 {
 	if latency {
 		return r.P50Us
