@@ -164,14 +164,14 @@ Exit codes: 0 nothing failed, 1 a failure, 2 could not read a file.`,
 			if err != nil {
 				return err
 			}
+			inputs, err := readInputs(cmd.InOrStdin(), args)
+			if err != nil {
+				return err
+			}
 			var fs []check.Finding
 			var payloads []any
-			for _, name := range args {
-				b, err := os.ReadFile(name)
-				if err != nil {
-					return usageErr("%v", err)
-				}
-				f, p, err := nccl.JudgeFile(name, b, opt)
+			for _, in := range inputs {
+				f, p, err := nccl.JudgeFile(in.Name, in.Data, opt)
 				if err != nil {
 					return usageErr("%v", err)
 				}
