@@ -14,6 +14,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/cluster"
 	"github.com/rdmalab/rdmalab/internal/launch"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
+	"github.com/rdmalab/rdmalab/internal/schedule"
 	"github.com/rdmalab/rdmalab/internal/slurm"
 )
 
@@ -47,6 +48,11 @@ type Options struct {
 	// DataAddrs overrides a Slurm node's data address (NodeAddr) by name,
 	// when the cluster comes from the allocation.
 	DataAddrs map[string]string
+	// Rounds is a round file (RoundsFormat superbench or clusterkit) that
+	// replaces the circle method: e.g. the cover rounds 'rdmalab bench
+	// schedule' writes. Only its pairs are measured.
+	Rounds       string
+	RoundsFormat string
 }
 
 // UsageError is a flag or input bench refuses before doing anything.
@@ -98,7 +104,44 @@ func (o *Options) Validate() error {
 			return &UsageError{fmt.Errorf("--layer: %w", err)}
 		}
 	}
+	if o.Rounds != "" {
+		if _, err := schedule.ParseFormat(o.RoundsFormat); err != nil {
+			return &UsageError{fmt.Errorf("--rounds-format: %w", err)}
+		}
+	}
 	return nil
+}
+
+// roundsFromFile reads a round file by the cluster's node names and turns
+// it into the runner's pairs of node indices.
+func roundsFromFile(path, format string, c *cluster.Cluster) (func(int) [][]Pair, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--rounds: %w", err)
+	}
+	defer f.Close()
+	names := make([]string, len(c.Nodes))
+	idx := map[string]int{}
+	for i, n := range c.Nodes {
+		names[i], idx[n.Name] = n.Name, i
+	}
+	s, err := schedule.ReadRounds(f, schedule.Format(format), names)
+	if err != nil {
+		return nil, fmt.Errorf("--rounds %s: %w", path, err)
+	}
+	var rounds [][]Pair
+	for _, round := range s.Rounds {
+		var out []Pair
+		for _, p := range round {
+			a, b := idx[p.A], idx[p.B]
+			if a > b {
+				a, b = b, a
+			}
+			out = append(out, Pair{a, b})
+		}
+		rounds = append(rounds, out)
+	}
+	return func(int) [][]Pair { return rounds }, nil
 }
 
 // cluster reads the cluster file, or, without one inside a Slurm
@@ -162,7 +205,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 	}
 	defer l.Close()
-	r := &Runner{Cluster: c, Launcher: l, Engine: eng, Schedule: Rounds, Samples: o.Samples, Timeout: o.Timeout,
+	sched := Rounds
+	if o.Rounds != "" {
+		if sched, err = roundsFromFile(o.Rounds, o.RoundsFormat, c); err != nil {
+			return nil, &UsageError{err}
+		}
+	}
+	r := &Runner{Cluster: c, Launcher: l, Engine: eng, Schedule: sched, Samples: o.Samples, Timeout: o.Timeout,
 		RunID: NewRunID(), Log: log, KeepFailed: o.KeepFailed, Retest: !o.NoRetest, Progress: o.Progress}
 	unready := Preflight(ctx, l, c.Nodes, eng, 15*time.Second)
 	if ctx.Err() != nil {

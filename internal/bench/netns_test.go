@@ -213,3 +213,61 @@ func assertNothingLeft(t *testing.T, c *testhost.NetCluster) {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// A schedule read from a ClusterKit round file (as 'rdmalab bench
+// schedule --rounds' writes the cover rounds) replaces the circle method
+// on four namespace hosts with real sshd: exactly its pairs are measured,
+// both directions each, and no other pair.
+func TestBenchRoundFileInNamespaces(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the built binary over ssh (not under the race detector); scripts/test runs it without -short")
+	}
+	c := testhost.StartNetCluster(t, "benchrounds", 4)
+	bin := testhost.Rdmalab(t)
+	var nodes strings.Builder
+	for i := range 4 {
+		fmt.Fprintf(&nodes, "  - {name: n%d, ssh: root@%s, data: %s}\n", i+1, c.Addrs[i], c.Addrs[i])
+	}
+	cluster := filepath.Join(c.Dir, "cluster.yaml")
+	os.WriteFile(cluster, []byte("nodes:\n"+nodes.String()+fmt.Sprintf(`link: {layer: TCP}
+launcher:
+  type: ssh
+  known_hosts: %s
+  ssh_options: ["-F", "/dev/null", "-i", "%s"]
+  rdmalab: %s
+`, c.KnownHosts(), c.KeyFile(), bin)), 0o644)
+	rounds := filepath.Join(c.Dir, "cover.txt")
+	os.WriteFile(rounds, []byte("# two rounds: every node in one pair per round\n0 n1 n2\n0 n3 n4\n1 n1 n3\n1 n2 n4\n"), 0o644)
+	results := filepath.Join(c.Dir, "results.jsonl")
+	out, err := exec.Command(bin, "bench", "--cluster", cluster, "--engine", "tcp", "--seconds", "1", "--samples", "1",
+		"--timeout", "10s", "--results", results, "--rounds", rounds, "--no-retest").CombinedOutput()
+	if code := exitCode(err); code != 0 && code != 1 {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	if !strings.Contains(string(out), "round 2/2") {
+		t.Errorf("not the file's two rounds:\n%s", out)
+	}
+	b, _ := os.ReadFile(results)
+	_, recs, _, err := ParseLog(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range recs {
+		got = append(got, r.From+">"+r.To)
+		if r.Failed() {
+			t.Errorf("%s → %s: %+v", r.From, r.To, r)
+		}
+	}
+	slices.Sort(got)
+	want := []string{"n1>n2", "n1>n3", "n2>n1", "n2>n4", "n3>n1", "n3>n4", "n4>n2", "n4>n3"}
+	if !slices.Equal(got, want) {
+		t.Errorf("measured %v, want exactly the file's pairs both ways %v", got, want)
+	}
+	// A round file naming a node the cluster lacks is refused before any work.
+	os.WriteFile(rounds, []byte("0 n1 n9\n"), 0o644)
+	out, err = exec.Command(bin, "bench", "--cluster", cluster, "--engine", "tcp", "--results", filepath.Join(c.Dir, "r2.jsonl"), "--rounds", rounds).CombinedOutput()
+	if exitCode(err) != 2 || !strings.Contains(string(out), "n9") {
+		t.Errorf("unknown node in the round file: exit %d\n%s", exitCode(err), out)
+	}
+}

@@ -54,7 +54,9 @@ run (bad flag or file, unready nodes), 130 interrupted (finished work is saved).
   rdmalab bench --cluster cluster.yaml --engine tcp --results run1.jsonl
   rdmalab bench --cluster cluster.yaml --engine tcp --results run1.jsonl --resume
   rdmalab bench --cluster cluster.yaml --without-unready --output json
-  salloc -N 8 rdmalab bench --engine tcp             # the allocation's nodes, through srun`,
+  salloc -N 8 rdmalab bench --engine tcp             # the allocation's nodes, through srun
+  rdmalab bench schedule --fabric fabric.json --rounds cover.txt   # rounds that cross every link
+  rdmalab bench --cluster cluster.yaml --rounds cover.txt         # measure only those`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(output); err != nil {
@@ -111,6 +113,8 @@ run (bad flag or file, unready nodes), 130 interrupted (finished work is saved).
 	f.BoolVar(&o.NoRetest, "no-retest", false, "do not retest suspects against known-good nodes")
 	f.StringArrayVar(&o.PerftestArgs, "perftest-arg", nil, "extra perftest argument, repeatable: -s 65536, -q 4, --use_cuda=0 (GPUDirect)")
 	f.StringVar(&o.Rdmalab, "rdmalab", "", "rdmalab binary on the nodes (tcp engine; default: launcher.rdmalab, else this binary)")
+	f.StringVar(&o.Rounds, "rounds", "", "measure the pairs of this round file instead of every pair (e.g. 'rdmalab bench schedule --rounds FILE')")
+	f.StringVar(&o.RoundsFormat, "rounds-format", "clusterkit", "the round file's format: clusterkit (<round> <node1> <node2>) or superbench (i,j;k,l by node index)")
 	f.StringVarP(&output, "output", "o", "table", "table or json")
 	c.AddCommand(newBenchAgentCmd(), newBenchScheduleCmd())
 	return c
