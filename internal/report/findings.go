@@ -80,7 +80,7 @@ func (p *Printer) counts(c Counts) string {
 func NHC(w io.Writer, fs []check.Finding) {
 	for _, f := range fs {
 		if f.Outcome == check.Fail {
-			fmt.Fprintf(w, "ERROR: rdmalab: %s: %s %s: %s\n", f.Check, f.Host, f.Subject, f.Message)
+			fmt.Fprintf(w, "ERROR: rdmalab: %s: %s: %s\n", f.Check, strings.TrimSpace(f.Host+" "+f.Subject), f.Message)
 		}
 	}
 }
