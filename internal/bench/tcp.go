@@ -169,3 +169,13 @@ func ParseTCPResult(out []byte) (*TCPResult, error) {
 	}
 	return nil, fmt.Errorf("no result line in the client's output: %q", lastNonEmpty(string(out)))
 }
+
+// ClientTCP runs RunTCPClient and writes its result as the one JSON line
+// the engine's Parse reads on the other side of the launcher.
+func ClientTCP(ctx context.Context, addr, test string, seconds float64, count int, out io.Writer) error {
+	res, err := RunTCPClient(ctx, addr, test, seconds, count)
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(out).Encode(res)
+}

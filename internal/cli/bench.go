@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -142,11 +141,10 @@ func newBenchAgentCmd() *cobra.Command {
 	cli := &cobra.Command{
 		Use: "tcp-client", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			res, err := bench.RunTCPClient(cmd.Context(), connect, test, seconds, 10000)
-			if err != nil {
+			if err := bench.ClientTCP(cmd.Context(), connect, test, seconds, 10000, cmd.OutOrStdout()); err != nil {
 				return usageErr("%v", err)
 			}
-			return json.NewEncoder(cmd.OutOrStdout()).Encode(res)
+			return nil
 		},
 	}
 	cli.Flags().StringVar(&connect, "connect", "", "address:port")
