@@ -75,7 +75,11 @@ type Report struct {
 	Good         []string          `json:"known_good,omitempty"`
 	Out          map[string]string `json:"taken_out,omitempty"`
 	Leftovers    []string          `json:"leftovers,omitempty"`
-	Findings     []check.Finding   `json:"-"`
+	// CUDA is the same test in GPU memory (--use-cuda), GPUDirect the
+	// per-direction verdicts of GPU against host memory.
+	CUDA      *Report         `json:"cuda,omitempty"`
+	GPUDirect []check.Finding `json:"gpudirect,omitempty"`
+	Findings  []check.Finding `json:"-"`
 }
 
 // Analyze judges the final state of every direction of one test: against

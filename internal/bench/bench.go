@@ -11,7 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/cluster"
+	"github.com/rdmalab/rdmalab/internal/gpudirect"
 	"github.com/rdmalab/rdmalab/internal/launch"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"github.com/rdmalab/rdmalab/internal/schedule"
@@ -53,6 +55,9 @@ type Options struct {
 	// schedule' writes. Only its pairs are measured.
 	Rounds       string
 	RoundsFormat string
+	// UseCUDA measures every pair a second time with perftest's buffers in
+	// GPU memory (--use_cuda) and judges GPU against host memory.
+	UseCUDA bool
 }
 
 // UsageError is a flag or input bench refuses before doing anything.
@@ -103,6 +108,9 @@ func (o *Options) Validate() error {
 		if _, err := linkrate.ParseLayer(o.Layer); err != nil {
 			return &UsageError{fmt.Errorf("--layer: %w", err)}
 		}
+	}
+	if o.UseCUDA && (o.Engine != "perftest" || strings.HasSuffix(o.Test, "_lat")) {
+		return &UsageError{errors.New("--use-cuda needs --engine perftest and a bandwidth test (ib_write_bw, ib_read_bw, ib_send_bw)")}
 	}
 	if o.Rounds != "" {
 		if _, err := schedule.ParseFormat(o.RoundsFormat); err != nil {
@@ -228,7 +236,52 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	recs, runErr := r.Run(ctx, prior)
 	rep := Analyze(c, eng.Name(), eng.Test(), eng.Latency(), recs, r.Out(), r.Leftovers())
+	if !o.UseCUDA || runErr != nil {
+		return rep, runErr
+	}
+	// The same schedule again with the buffers in GPU memory; a node taken
+	// out in the host pass stays out.
+	cudaEng, _ := CUDAEngine(eng)
+	rc := &Runner{Cluster: c, Launcher: l, Engine: cudaEng, Schedule: sched, Samples: o.Samples, Timeout: o.Timeout,
+		RunID: r.RunID, Log: log, KeepFailed: o.KeepFailed, Retest: !o.NoRetest, Progress: o.Progress}
+	for n, why := range r.Out() {
+		rc.TakeOut(n, why)
+	}
+	r.progress("GPU memory (--use_cuda): the same pairs again\n")
+	crecs, runErr := rc.Run(ctx, prior)
+	cuda := Analyze(c, cudaEng.Name(), cudaEng.Test(), false, crecs, rc.Out(), rc.Leftovers())
+	rep.CompareCUDA(cuda)
 	return rep, runErr
+}
+
+// CompareCUDA judges every direction measured in both memories: GPU
+// memory within 5% of host memory is GPUDirect RDMA working, 2× slower is
+// staging through host memory (gpudirect.JudgeGPUDirect). The GPU run's
+// own findings join the report, their subjects marked "GPU memory".
+func (r *Report) CompareCUDA(cuda *Report) {
+	r.CUDA = cuda
+	byDir := map[string]Direction{}
+	for _, d := range cuda.Directions {
+		byDir[d.From+">"+d.To] = d
+	}
+	for _, h := range r.Directions {
+		g, ok := byDir[h.From+">"+h.To]
+		if !ok || h.Failed() || g.Failed() {
+			continue
+		}
+		f := gpudirect.JudgeGPUDirect(h.Gbps, g.Gbps, gpudirect.Prediction{GDRReason: "no host snapshot given: run 'rdmalab doctor' on both nodes (gpudirect.* rules)"})
+		f.Subject = h.From + " → " + h.To
+		f.Evidence = f.Evidence[:2]
+		r.GPUDirect = append(r.GPUDirect, f)
+	}
+	for _, f := range cuda.Findings {
+		if f.Outcome == check.Pass {
+			continue
+		}
+		f.Subject = "GPU memory: " + f.Subject
+		r.Findings = append(r.Findings, f)
+	}
+	r.Findings = append(r.Findings, r.GPUDirect...)
 }
 
 // Preflight checks every node at once (reachable, host key known, the

@@ -109,9 +109,30 @@ type perftestEngine struct {
 	test    string
 	seconds int
 	args    []string
+	// cuda puts both ends' buffers in GPU memory (--use_cuda=<node's
+	// cuda_gpu>): the GPUDirect RDMA path.
+	cuda bool
 }
 
-func (e *perftestEngine) Name() string         { return "perftest" }
+// CUDAEngine is the perftest engine with both ends' buffers in GPU memory:
+// the same test through GPUDirect RDMA, recorded under its own engine name
+// so host and GPU results stand side by side in one log.
+func CUDAEngine(e Engine) (Engine, error) {
+	p, ok := e.(*perftestEngine)
+	if !ok || p.Latency() {
+		return nil, fmt.Errorf("--use-cuda needs the perftest engine and a bandwidth test (ib_write_bw, ib_read_bw, ib_send_bw)")
+	}
+	c := *p
+	c.cuda = true
+	return &c, nil
+}
+
+func (e *perftestEngine) Name() string {
+	if e.cuda {
+		return "perftest+cuda"
+	}
+	return "perftest"
+}
 func (e *perftestEngine) Test() string         { return e.test }
 func (e *perftestEngine) Latency() bool        { return strings.HasSuffix(e.test, "_lat") }
 func (e *perftestEngine) ServerReceives() bool { return e.test != "ib_read_bw" }
@@ -135,6 +156,9 @@ func (e *perftestEngine) common(n cluster.Node, port int) []string {
 	}
 	if !e.Latency() {
 		args = append(args, "--report_gbits", "-D", fmt.Sprint(e.seconds))
+	}
+	if e.cuda {
+		args = append(args, fmt.Sprintf("--use_cuda=%d", n.CUDAGPU))
 	}
 	return append(args, e.args...)
 }

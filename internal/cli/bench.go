@@ -50,6 +50,7 @@ Exit codes: 0 nothing failed, 1 a node, pair or direction failed, 2 could not
 run (bad flag or file, unready nodes), 130 interrupted (finished work is saved).`,
 		Example: `  rdmalab bench --cluster cluster.yaml --engine perftest --test ib_write_bw
   rdmalab bench --cluster cluster.yaml --rate "4X HDR" --samples 3
+  rdmalab bench --cluster cluster.yaml --test ib_write_bw --use-cuda   # GPUDirect RDMA: GPU vs host memory
   rdmalab bench --cluster cluster.yaml --engine tcp --results run1.jsonl
   rdmalab bench --cluster cluster.yaml --engine tcp --results run1.jsonl --resume
   rdmalab bench --cluster cluster.yaml --without-unready --output json
@@ -112,6 +113,7 @@ run (bad flag or file, unready nodes), 130 interrupted (finished work is saved).
 	f.BoolVar(&o.NoRetest, "no-retest", false, "do not retest suspects against known-good nodes")
 	f.StringArrayVar(&o.PerftestArgs, "perftest-arg", nil, "extra perftest argument, repeatable: -s 65536, -q 4, --use_cuda=0 (GPUDirect)")
 	f.StringVar(&o.Rdmalab, "rdmalab", "", "rdmalab binary on the nodes (tcp engine; default: launcher.rdmalab, else this binary)")
+	f.BoolVar(&o.UseCUDA, "use-cuda", false, "measure every pair again with perftest's buffers in GPU memory (--use_cuda=<node's cuda_gpu>) and judge GPU against host memory: GPUDirect RDMA proven or not")
 	f.StringVar(&o.Rounds, "rounds", "", "measure the pairs of this round file instead of every pair (e.g. 'rdmalab bench schedule --rounds FILE')")
 	f.StringVar(&o.RoundsFormat, "rounds-format", "clusterkit", "the round file's format: clusterkit (<round> <node1> <node2>) or superbench (i,j;k,l by node index)")
 	f.StringVarP(&output, "output", "o", "table", "table or json")

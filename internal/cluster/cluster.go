@@ -48,6 +48,9 @@ type Node struct {
 	// pair's ceiling is capped by the slower end's usable PCIe bandwidth.
 	PCIeGTps  float64 `json:"pcie_gtps,omitempty" yaml:"pcie_gtps,omitempty"`
 	PCIeWidth int     `json:"pcie_width,omitempty" yaml:"pcie_width,omitempty"`
+	// CUDAGPU is the GPU bench --use-cuda puts the buffers in: the one
+	// nearest the node's device ('rdmalab nccl env' lists each GPU's rail).
+	CUDAGPU int `json:"cuda_gpu,omitempty" yaml:"cuda_gpu,omitempty"`
 }
 
 // LinkSpec is what the cluster file says a link can carry.
