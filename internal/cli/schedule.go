@@ -17,6 +17,7 @@ import (
 func newBenchScheduleCmd() *cobra.Command {
 	var in route.Input
 	var ca, output, roundsFile, format string
+	var byHost bool
 	var port int
 	var timeout time.Duration
 	c := &cobra.Command{
@@ -44,13 +45,16 @@ describes the formats and the JSON.
 
 --rounds FILE writes the rounds as a round file for other tools (--format
 superbench: one line per round, "i,j;k,l" host indices in node-name order;
-clusterkit: "<round> <node1> <node2>" lines).
+clusterkit: "<round> <node1> <node2>" lines). With --hostnames the nodes are
+named by host, as a cluster file names them, and 'rdmalab bench --cluster
+FILE --rounds ROUNDS' measures exactly those pairs.
 
 Exit codes: 0 planned, 1 host pairs without a route, 2 could not run.`,
 		Example: `  rdmalab bench schedule                                   # the live fabric
   rdmalab bench schedule --fabric fabric.json --routes opensm-lfts.dump
   rdmalab bench schedule --fabric ibnetdiscover.txt --routes dump_fts.txt --output json
-  rdmalab bench schedule --fabric fabric.json --routes lfts.txt --rounds cover.txt --format clusterkit`,
+  rdmalab bench schedule --fabric fabric.json --routes lfts.txt --rounds cover.txt --format clusterkit --hostnames
+  rdmalab bench --cluster cluster.yaml --rounds cover.txt                  # then measure only those pairs`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(output); err != nil {
@@ -72,7 +76,13 @@ Exit codes: 0 planned, 1 host pairs without a route, 2 could not run.`,
 			}
 			res := schedule.Plan(f, src)
 			if roundsFile != "" {
-				if err := writeRoundFile(roundsFile, res.Schedule, rf); err != nil {
+				rounds := res.Schedule
+				if byHost {
+					if rounds, err = rounds.ByHost(); err != nil {
+						return usageErr("--hostnames: %v", err)
+					}
+				}
+				if err := writeRoundFile(roundsFile, rounds, rf); err != nil {
 					return usageErr("--rounds %s: %v", roundsFile, err)
 				}
 			}
@@ -95,6 +105,7 @@ Exit codes: 0 planned, 1 host pairs without a route, 2 could not run.`,
 	fl.StringVar(&in.FabricFile, "fabric", "", "cabling: ibnetdiscover output or a fabric snapshot (default: scan the live fabric)")
 	fl.StringVar(&in.RoutesFile, "routes", "", "forwarding tables: dump_fts/ibroute output or opensm-lfts.dump (default: run dump_fts)")
 	fl.StringVar(&roundsFile, "rounds", "", "also write the rounds to this round file")
+	fl.BoolVar(&byHost, "hostnames", false, "name nodes in the round file by host (the first word of the CA's description, \"gpu017 mlx5_0\" → gpu017), as a cluster file names them")
 	fl.StringVar(&format, "format", "superbench", "round file format: superbench or clusterkit")
 	fl.StringVar(&ca, "ca", "", "local HCA to read the live fabric from, e.g. mlx5_0")
 	fl.IntVar(&port, "port", 0, "port of --ca")

@@ -8,7 +8,9 @@
 package schedule
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/route"
@@ -225,4 +227,34 @@ func Named(f *route.Fabric, rounds [][]IPair) *Schedule {
 		}
 	}
 	return s
+}
+
+// ByHost renames every node to its host: the first word of the CA's node
+// description, which rdma-core sets to "<hostname> <device>" (and ibsim
+// examples to "<host> HCA-1"), so a round file names the cluster file's
+// nodes. A host with several CAs in the schedule cannot be named by host
+// alone, and is refused.
+func (s *Schedule) ByHost() (*Schedule, error) {
+	host := map[string]string{}
+	owner := map[string]string{}
+	out := &Schedule{}
+	for _, n := range s.Nodes {
+		h, _, _ := strings.Cut(strings.TrimSpace(n), " ")
+		if h == "" {
+			return nil, fmt.Errorf("node %q has no host name to go by", n)
+		}
+		if o, dup := owner[h]; dup {
+			return nil, fmt.Errorf("host %s has several CAs (%q, %q): a round file by host name cannot say which; use the CA names", h, o, n)
+		}
+		host[n], owner[h] = h, n
+		out.Nodes = append(out.Nodes, h)
+	}
+	for _, round := range s.Rounds {
+		var r []Pair
+		for _, p := range round {
+			r = append(r, Pair{A: host[p.A], B: host[p.B]})
+		}
+		out.Rounds = append(out.Rounds, r)
+	}
+	return out, nil
 }
