@@ -77,34 +77,28 @@ func lid(s string) (int, bool) {
 	return int(v), err == nil
 }
 
+// normState and normPhys map the spellings of ibstat, ibstatus and
+// ibv_devinfo ("4: ACTIVE", "PORT_ACTIVE (4)", "LinkUp", "LINK_UP") to the
+// fabric model's names.
 func normState(s string) string {
-	s = strings.ToUpper(numberPrefixRE.ReplaceAllString(strings.TrimSpace(s), ""))
-	s = strings.TrimPrefix(s, "PORT_")
-	switch {
-	case strings.HasPrefix(s, "ACTIVE"):
-		return "Active"
-	case strings.HasPrefix(s, "DOWN"):
-		return "Down"
-	case strings.HasPrefix(s, "INIT"):
-		return "Init"
-	case strings.HasPrefix(s, "ARMED"):
-		return "Armed"
-	}
-	return s
+	return normalize(strings.TrimPrefix(upper(s), "PORT_"), "Active", "Down", "Init", "Armed")
 }
 
 func normPhys(s string) string {
-	s = strings.ToUpper(numberPrefixRE.ReplaceAllString(strings.TrimSpace(s), ""))
-	s = strings.ReplaceAll(s, "_", "")
-	switch {
-	case strings.HasPrefix(s, "LINKUP"):
-		return "LinkUp"
-	case strings.HasPrefix(s, "POLLING"):
-		return "Polling"
-	case strings.HasPrefix(s, "DISABLED"):
-		return "Disabled"
-	case strings.HasPrefix(s, "SLEEP"):
-		return "Sleep"
+	return normalize(strings.ReplaceAll(upper(s), "_", ""), "LinkUp", "Polling", "Disabled", "Sleep")
+}
+
+func upper(s string) string {
+	return strings.ToUpper(numberPrefixRE.ReplaceAllString(strings.TrimSpace(s), ""))
+}
+
+// normalize returns the first name s starts with (compared upper-case), or
+// s as it is.
+func normalize(s string, names ...string) string {
+	for _, n := range names {
+		if strings.HasPrefix(s, strings.ToUpper(n)) {
+			return n
+		}
 	}
 	return s
 }
