@@ -401,8 +401,6 @@ func indexLines(b []byte) *lines {
 
 func (ix *lines) first(key string) int { return ix.key[key] }
 
-func (ix *lines) value(key, v string) int { return ix.nth(key, v, 1) }
-
 func (ix *lines) nth(key, v string, n int) int {
 	if ls := ix.vals[key+"\x00"+v]; len(ls) >= n {
 		return ls[n-1]

@@ -352,13 +352,3 @@ func (n namer) spine(i int) string { return fmt.Sprintf("spine%0*d", n.spW, i+1)
 func (n namer) core(i int) string  { return fmt.Sprintf("core%0*d", n.coreW, i+1) }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
-
-// smallestDivisorAtLeast is the least divisor of n that is ≥ lo.
-func smallestDivisorAtLeast(n, lo int) int {
-	for c := max(1, lo); c < n; c++ {
-		if n%c == 0 {
-			return c
-		}
-	}
-	return n
-}

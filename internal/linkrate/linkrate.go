@@ -112,15 +112,6 @@ func IBRateGbps(width, speed string) float64 {
 	return float64(w) * LaneGbps(speed)
 }
 
-// IBDataGbps is what the lanes carry after line encoding (4X QDR: 32).
-func IBDataGbps(lanes int, speed string) float64 {
-	s, ok := SpeedByName(speed)
-	if !ok {
-		return 0
-	}
-	return float64(lanes) * s.DataGbps
-}
-
 // Layer is a link layer, in one vocabulary for every command.
 type Layer string
 

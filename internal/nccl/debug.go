@@ -88,11 +88,6 @@ var (
 	testFailureRE = regexp.MustCompile(`^[^\s:]+: Test NCCL failure`)
 )
 
-// HasNCCLLines reports whether b holds NCCL_DEBUG lines.
-func HasNCCLLines(b []byte) bool {
-	return bytes.Contains(b, []byte(" NCCL INFO ")) || bytes.Contains(b, []byte(" NCCL WARN "))
-}
-
 // ParseDebug reads NCCL_DEBUG output, whatever else is mixed in (nccl-tests
 // tables, launcher noise, mpirun rank prefixes).
 func ParseDebug(b []byte) *DebugLog {

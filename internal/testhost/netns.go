@@ -144,14 +144,6 @@ func (c *NetCluster) StartSSHD(i int) {
 	c.WaitSSH(i, 20*time.Second)
 }
 
-// SSHDPID is the pid of node i's sshd listener (0 when stopped).
-func (c *NetCluster) SSHDPID(i int) int {
-	if i < len(c.sshd) && c.sshd[i] != nil {
-		return c.sshd[i].Process.Pid
-	}
-	return 0
-}
-
 // StopSSHD kills node i's sshd (the listener; sessions it already
 // forked live on until the namespace is cleaned).
 func (c *NetCluster) StopSSHD(i int) {
