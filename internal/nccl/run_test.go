@@ -92,7 +92,7 @@ launcher:
 	if err != nil {
 		t.Fatal(err)
 	}
-	subnet := testhost.Subnet("nccl") + ".0/24"
+	subnet := c.Subnet + ".0/24"
 	l, err := NewMPIRun(cl, []string{"--mca", "oob_tcp_if_include", subnet})
 	if err != nil {
 		t.Fatal(err)

@@ -23,17 +23,50 @@ type NetCluster struct {
 	Addrs []string // node i's address on the bridge
 	Veths []string // root-side veth of node i
 	Inner []string // namespace-side veth of node i
-	br    string
-	sshd  []*exec.Cmd
+	// Subnet is the run's /24 without its last octet ("10.213.X").
+	Subnet string
+	br     string
+	sshd   []*exec.Cmd
 }
 
-// Subnet returns the /24 a test package uses, 10.213.X.0, derived from a
-// name so that packages running their namespace tests at the same time
-// never share a subnet.
-func Subnet(name string) string {
+// PickSubnet returns a /24, 10.213.X, that no interface of this network
+// namespace uses yet, chosen per run (not per test name), so a cluster left
+// behind by a killed run, or another package's run at the same moment, never
+// shares a subnet with this one. Stale rdmalab test links it sees are named
+// in the test log, with the command that removes them.
+func PickSubnet(t testing.TB) string {
+	t.Helper()
+	out, err := exec.Command("ip", "-o", "-4", "addr", "show").Output()
+	if err != nil {
+		t.Fatalf("ip -o -4 addr show: %v", err)
+	}
+	used := map[int]bool{}
+	var stale []string
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 4 {
+			continue
+		}
+		var x int
+		if _, err := fmt.Sscanf(f[3], "10.213.%d.", &x); err == nil {
+			used[x] = true
+			stale = append(stale, f[1])
+		}
+	}
+	if len(stale) > 0 {
+		t.Logf("links on 10.213.0.0/16 already here (a killed earlier run leaves these; remove with 'ip link del NAME'): %s", strings.Join(stale, " "))
+	}
 	h := fnv.New32a()
-	h.Write([]byte(name))
-	return fmt.Sprintf("10.213.%d", 1+h.Sum32()%250)
+	fmt.Fprintf(h, "%d-%d-%s", os.Getpid(), time.Now().UnixNano(), t.Name())
+	start := int(h.Sum32() % 250)
+	for i := 0; i < 250; i++ {
+		x := 1 + (start+i)%250
+		if !used[x] {
+			return fmt.Sprintf("10.213.%d", x)
+		}
+	}
+	t.Fatalf("every 10.213.X.0/24 is in use by links left behind: %s (remove them with 'ip link del NAME')", strings.Join(stale, " "))
+	return ""
 }
 
 // RequireRoot skips (locally) or fails (in CI) a test that needs root.
@@ -55,22 +88,26 @@ func IP(t *testing.T, args ...string) {
 	}
 }
 
-// StartNetCluster makes n hosts with sshd on subnet Subnet(name) and waits
-// (bounded) until every sshd answers.
+// StartNetCluster makes n hosts with sshd on a subnet picked for this run
+// (PickSubnet) and waits (bounded) until every sshd answers. name is kept in
+// the link names' log line only; it no longer decides the subnet.
 func StartNetCluster(t *testing.T, name string, n int) *NetCluster {
 	t.Helper()
 	for _, tool := range []string{"ip", "tc", "ssh", "ssh-keygen", "sshd"} {
 		RequireTool(t, tool)
 	}
 	RequireRoot(t, "network namespaces")
-	net := Subnet(name)
+	net := PickSubnet(t)
 	id := fmt.Sprintf("r%s%d", strings.Split(net, ".")[2], os.Getpid()%10000)
-	c := &NetCluster{t: t, Dir: TempDir(t), br: id + "br"}
+	c := &NetCluster{t: t, Dir: TempDir(t), br: id + "br", Subnet: net}
+	t.Logf("%s: %d hosts on %s.0/24, bridge %s", name, n, net, c.br)
 	t.Cleanup(c.stop)
 	if err := os.MkdirAll("/run/sshd", 0o755); err != nil { // sshd's privilege separation dir
 		t.Fatal(err)
 	}
-	IP(t, "link", "add", c.br, "type", "bridge")
+	if out, err := exec.Command("ip", "link", "add", c.br, "type", "bridge").CombinedOutput(); err != nil {
+		t.Fatalf("ip link add %s: %v: %s (a stale bridge of a killed run? remove it with 'ip link del %s')", c.br, err, bytes.TrimSpace(out), c.br)
+	}
 	c.Veths = nil
 	IP(t, "addr", "add", net+".254/24", "dev", c.br)
 	IP(t, "link", "set", c.br, "up")
