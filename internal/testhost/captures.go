@@ -60,6 +60,11 @@ var (
 // the binary they built; use it from TestMain in packages that call
 // Captures or Rdmalab.
 func Main(m *testing.M) int {
+	// Tests see one terminal whatever the caller's is (an Emacs shell or a CI
+	// runner sets TERM=dumb): a test that wants another sets it itself.
+	os.Setenv("TERM", "xterm-256color")
+	os.Unsetenv("NO_COLOR")
+	os.Unsetenv("COLUMNS")
 	code := m.Run()
 	if capturesDir != "" {
 		os.RemoveAll(capturesDir)
