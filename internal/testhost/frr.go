@@ -154,7 +154,9 @@ func (r *FRRRouter) stop() { StopFRR(r) }
 // stopped).
 func NetNS(t *testing.T, name string) string {
 	t.Helper()
-	IP(t, "netns", "add", name)
+	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add %s: %v: %s (left by a killed run? remove it with 'ip netns del %s')", name, err, strings.TrimSpace(string(out)), name)
+	}
 	t.Cleanup(func() {
 		// anything still running in it is the test's
 		if out, err := exec.Command("ip", "netns", "pids", name).Output(); err == nil {
