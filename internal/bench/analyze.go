@@ -343,12 +343,6 @@ func (r *Report) FormatValue(v float64) string {
 	return fmt.Sprintf("%.2f Gb/s", v)
 }
 
-// perftestFixes says what to do about perftest's own warnings.
-var perftestFixes = []struct{ match, why, fix string }{
-	{"Conflicting CPU frequency", "perftest measured the CPU clock changing during the run: its cycle-based timing, and so its bandwidth and latency, are unreliable (results above the link's ceiling are typical)", "cpupower frequency-set -g performance   # on both nodes, then run again"},
-	{"relaxed", "PCIe relaxed ordering changes what the NIC can do against this CPU or GPU", "add --disable_pcie_relaxed (--perftest-arg=--disable_pcie_relaxed) when the platform does not support relaxed ordering"},
-}
-
 func findings(c *cluster.Cluster, rep *Report, suspectSide map[string]bool, ownBad map[string]int, rateSuspect, clusterBelow bool, medianShare float64) []check.Finding {
 	var fs []check.Finding
 	ref := "the median of the same link class"
@@ -486,7 +480,7 @@ func findings(c *cluster.Cluster, rep *Report, suspectSide map[string]bool, ownB
 				Evidence: directionEvidence(d, rep, what)})
 		}
 	}
-	fs = append(fs, warningFindings(rep.Directions)...)
+	fs = append(fs, warningFindings(rep.Directions, c.Thresholds)...)
 	if len(rep.Leftovers) > 0 {
 		fs = append(fs, check.Finding{Check: "bench.run.leftover", Outcome: check.Warn, Subject: "processes",
 			Message: fmt.Sprintf("%d process(es) of this run were still alive after their round and were killed: %s", len(rep.Leftovers), strings.Join(rep.Leftovers, "; "))})
@@ -532,38 +526,53 @@ func directionEvidence(d Direction, rep *Report, source string) []check.Evidence
 	return ev
 }
 
-// warningFindings: each perftest warning once, with the nodes that printed
-// it and its fix.
-func warningFindings(ds []Direction) []check.Finding {
-	hosts := map[string][]string{}
+// warningFindings: each kind of perftest warning once, with the nodes
+// that printed it, its fix, and whether it mattered at the saturation of
+// the directions that printed it (their share of the link's ceiling: the
+// highest when one is above it, else the lowest).
+func warningFindings(ds []Direction, t cluster.Thresholds) []check.Finding {
+	type kind struct {
+		lines, hosts []string
+		shares       []float64
+	}
 	var order []string
+	kinds := map[string]*kind{}
 	for _, d := range ds {
 		for _, w := range d.Warnings {
-			if _, ok := hosts[w]; !ok {
-				order = append(order, w)
+			key := w
+			if k := warningKind(w); k != nil {
+				key = k.kind
+			}
+			k := kinds[key]
+			if k == nil {
+				k = &kind{}
+				kinds[key] = k
+				order = append(order, key)
+			}
+			if !slices.Contains(k.lines, w) {
+				k.lines = append(k.lines, w)
 			}
 			for _, h := range []string{d.From, d.To} {
-				if !slices.Contains(hosts[w], h) {
-					hosts[w] = append(hosts[w], h)
+				if !slices.Contains(k.hosts, h) {
+					k.hosts = append(k.hosts, h)
 				}
+			}
+			if d.CeilingShare > 0 {
+				k.shares = append(k.shares, d.CeilingShare)
 			}
 		}
 	}
 	var fs []check.Finding
-	for _, w := range order {
-		fs = append(fs, WarningFinding(w, strings.Join(hosts[w], ", ")))
+	for _, key := range order {
+		k := kinds[key]
+		sat := 0.0
+		if len(k.shares) > 0 {
+			sat = slices.Min(k.shares)
+			if m := slices.Max(k.shares); m > t.AboveCeiling {
+				sat = m
+			}
+		}
+		fs = append(fs, WarningFindings(k.lines, strings.Join(k.hosts, ", "), "perftest", sat, t)...)
 	}
 	return fs
-}
-
-// WarningFinding turns one perftest warning into a finding with its fix.
-func WarningFinding(w, hosts string) check.Finding {
-	f := check.Finding{Check: "bench.perftest.warning", Outcome: check.Warn, Host: hosts, Subject: "perftest", Message: "perftest warned: " + w}
-	for _, fx := range perftestFixes {
-		if strings.Contains(w, fx.match) {
-			f.Message += ": " + fx.why
-			f.Fix = []string{fx.fix}
-		}
-	}
-	return f
 }
