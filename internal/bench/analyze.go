@@ -9,6 +9,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/cluster"
+	"github.com/rdmalab/rdmalab/internal/linkrate"
 )
 
 // Sides of a node.
@@ -29,11 +30,21 @@ type Direction struct {
 	CeilingGbps  float64 `json:"ceiling_gbps,omitempty"`
 	CeilingShare float64 `json:"ceiling_share,omitempty"`
 	Link         string  `json:"link,omitempty"`
-	// Spread is (max − min) / median of the samples.
+	// Spread is (max − min) / median of the samples; Noise is the larger
+	// of it and the spread of the direction's link class: a shortfall
+	// inside it is not a verdict.
 	Spread float64 `json:"spread,omitempty"`
+	Noise  float64 `json:"noise,omitempty"`
 	Bad    bool    `json:"bad,omitempty"`
-	Above  bool    `json:"above_ceiling,omitempty"`
-	Why    string  `json:"why,omitempty"`
+	// Noisy: short of the peers or the link, but inside the run's own
+	// noise (NoisyWhy says by how much): measure again, not a failure.
+	Noisy    bool   `json:"noisy,omitempty"`
+	NoisyWhy string `json:"noisy_why,omitempty"`
+	Above    bool   `json:"above_ceiling,omitempty"`
+	Why      string `json:"why,omitempty"`
+	// Retest is the direction measured again after it was found bad with
+	// no suspect node to explain it.
+	Retest *Record `json:"retest,omitempty"`
 }
 
 // NodeSummary is one node's two sides.
@@ -63,11 +74,12 @@ type Suspect struct {
 
 // Report is a bench run judged: the view every renderer uses.
 type Report struct {
-	Engine       string            `json:"engine"`
-	Test         string            `json:"test"`
-	Latency      bool              `json:"latency"`
-	RateDeclared bool              `json:"rate_declared"`
-	Link         string            `json:"link,omitempty"`
+	Engine       string `json:"engine"`
+	Test         string `json:"test"`
+	Latency      bool   `json:"latency"`
+	RateDeclared bool   `json:"rate_declared"`
+	Link         string `json:"link,omitempty"`
+	layer        string
 	MedianValue  float64           `json:"median_value"` // Gb/s or p50 µs
 	Directions   []Direction       `json:"directions"`
 	Nodes        []NodeSummary     `json:"nodes"`
@@ -90,10 +102,11 @@ type Report struct {
 // resumed log is judged once, from its final state.
 func Analyze(c *cluster.Cluster, engine, test string, latency bool, recs []Record, out map[string]string, leftovers []string) *Report {
 	t := c.Thresholds
-	rep := &Report{Engine: engine, Test: test, Latency: latency, Out: out, Leftovers: leftovers}
+	rep := &Report{Engine: engine, Test: test, Latency: latency, Out: out, Leftovers: leftovers, layer: c.Link.Layer}
 	idx := c.Index()
 	final := map[string]Record{}
 	var retests []Record
+	dirRetests := map[string]Record{} // a lone bad direction measured again
 	// Only the latest retest phase counts (after the last measurement):
 	// a resumed run's retests replace the earlier run's, never add to them.
 	lastPlain := -1
@@ -113,6 +126,10 @@ func Analyze(c *cluster.Cluster, engine, test string, latency bool, recs []Recor
 			continue
 		}
 		if _, ok := idx[r.To]; !ok {
+			continue
+		}
+		if r.Retest && r.Suspect == "" {
+			dirRetests[r.dirKey()] = r
 			continue
 		}
 		if r.Retest {
@@ -169,6 +186,22 @@ func Analyze(c *cluster.Cluster, engine, test string, latency bool, recs []Recor
 			d.Spread = (slices.Max(s) - slices.Min(s)) / math.Max(Median(s), 1e-9)
 		}
 	}
+	// Each class's own spread: twice the robust deviation of its
+	// directions around their median (MAD × 1.4826 estimates σ), so one
+	// slow direction does not widen it, a noisy machine does.
+	classNoise := map[string]float64{}
+	for k, vs := range byClass {
+		if len(vs) < 3 {
+			continue
+		}
+		m := Median(vs)
+		dev := make([]float64, len(vs))
+		for i, v := range vs {
+			dev[i] = math.Abs(v - m)
+		}
+		classNoise[k] = 2 * 1.4826 * Median(dev) / math.Max(m, 1e-9)
+	}
+	lat := latencyExpectation(c, engine, test, latency)
 	rep.MedianValue = Median(all)
 	if declared {
 		rep.Link = c.Link.Resolved().Describe()
@@ -189,18 +222,43 @@ func Analyze(c *cluster.Cluster, engine, test string, latency bool, recs []Recor
 			ref = Median(vs)
 		}
 		d.RefValue = ref
-		var why []string
+		d.Noise = math.Max(d.Spread, classNoise[class(d.Record)])
+		var why, noisy []string
 		if ref > 0 {
 			d.Share = v / ref
+			// A shortfall inside the run's own noise is not a verdict.
 			if !latency && d.Share < t.Bandwidth {
-				why = append(why, fmt.Sprintf("%.0f%% of the peers' median %.2f Gb/s", 100*d.Share, ref))
+				w := fmt.Sprintf("%.0f%% of the peers' median %.2f Gb/s", 100*d.Share, ref)
+				if 1-d.Share > d.Noise {
+					why = append(why, w)
+				} else {
+					noisy = append(noisy, fmt.Sprintf("%s, a shortfall of %.0f%% inside the run's own noise (%.0f%%)", w, 100*(1-d.Share), 100*d.Noise))
+				}
 			}
 			if latency && d.Share > t.Latency {
-				why = append(why, fmt.Sprintf("%.1f× the peers' median p50 %.2f µs", d.Share, ref))
+				w := fmt.Sprintf("%.1f× the peers' median p50 %.2f µs", d.Share, ref)
+				if d.Share-1 > d.Noise {
+					why = append(why, w)
+				} else {
+					noisy = append(noisy, fmt.Sprintf("%s, inside the run's own noise (%.0f%%)", w, 100*d.Noise))
+				}
+			}
+		}
+		if lat != nil {
+			if b := lat.BrokenUs * lat.trips; v > b {
+				why = append(why, fmt.Sprintf("p50 above %.1f µs, which is broken, not slow, on one switch (%s)", b, lat.Source))
 			}
 		}
 		if useAbsolute {
+			// The best sample says what the link can carry: when it reaches
+			// healthy, a median short of it is noise.
+			best := v
+			if len(d.SamplesGbps) > 0 {
+				best = slices.Max(d.SamplesGbps)
+			}
 			switch {
+			case d.CeilingShare < t.Healthy && best/d.CeilingGbps >= t.Healthy:
+				noisy = append(noisy, fmt.Sprintf("%.0f%% of what %s can carry, but its best sample reached %.0f%%", 100*d.CeilingShare, d.Link, 100*best/d.CeilingGbps))
 			case d.CeilingShare < t.Degraded:
 				why = append(why, fmt.Sprintf("%.0f%% of what %s can carry (%.2f Gb/s): broken", 100*d.CeilingShare, d.Link, d.CeilingGbps))
 			case d.CeilingShare < t.Healthy:
@@ -211,6 +269,13 @@ func Analyze(c *cluster.Cluster, engine, test string, latency bool, recs []Recor
 		}
 		d.Bad = len(why) > 0
 		d.Why = strings.Join(why, "; ")
+		d.Noisy = !d.Bad && len(noisy) > 0
+		if d.Noisy {
+			d.NoisyWhy = strings.Join(noisy, "; ")
+		}
+		if r, ok := dirRetests[d.dirKey()]; ok && d.Bad {
+			d.Retest = &r
+		}
 	}
 
 	// Each node's two sides.
@@ -322,7 +387,100 @@ func Analyze(c *cluster.Cluster, engine, test string, latency bool, recs []Recor
 		}
 	}
 	rep.Findings = findings(c, rep, suspectSide, ownBad, rateSuspect, clusterBelow, medianShare)
+	rep.Findings = append(rep.Findings, runFindings(rep, lat)...)
 	return rep
+}
+
+// runFindings judge the run as a whole against what the link should do
+// with no peers needed: the MTU perftest used, and a perftest latency run
+// against seed 001's table (so one pair, or one run, gets a verdict).
+func runFindings(rep *Report, lat *latencyRow) []check.Finding {
+	var fs []check.Finding
+	mtu, dirs := 0, 0
+	var hosts []string
+	for _, d := range rep.Directions {
+		if d.Failed() || d.MTUBytes == 0 {
+			continue
+		}
+		if mtu == 0 || d.MTUBytes < mtu {
+			mtu = d.MTUBytes
+		}
+	}
+	for _, d := range rep.Directions {
+		if !d.Failed() && d.MTUBytes == mtu && mtu > 0 {
+			dirs++
+			for _, h := range []string{d.From, d.To} {
+				if !slices.Contains(hosts, h) {
+					hosts = append(hosts, h)
+				}
+			}
+		}
+	}
+	if mtu > 0 {
+		l := linkrate.Link{Layer: linkrate.InfiniBand, MTUBytes: mtu}
+		src := "assumed InfiniBand: the cluster file names no link layer"
+		if layer, err := linkrate.ParseLayer(rep.layer); err == nil {
+			l.Layer, src = layer, "the cluster file's link layer"
+		}
+		f := judgeMTU("perftest", mtu, l, src)
+		f.Host = strings.Join(hosts, ", ")
+		f.Message += fmt.Sprintf(" (%d direction(s))", dirs)
+		fs = append(fs, f)
+	}
+	if lat == nil {
+		return fs
+	}
+	var p50 []float64
+	for _, d := range rep.Directions {
+		if !d.Failed() {
+			p50 = append(p50, d.P50Us)
+		}
+	}
+	if len(p50) == 0 {
+		return fs
+	}
+	m := Median(p50)
+	lo, hi := lat.LowUs*lat.trips, lat.HighUs*lat.trips
+	f := check.Finding{Check: "bench.link.latency", Subject: "cluster", Evidence: []check.Evidence{
+		{What: "median p50", Value: fmt.Sprintf("%.2f µs over %d direction(s)", m, len(p50)), Source: rep.Engine + " " + rep.Test},
+		{What: "a clean fabric", Value: fmt.Sprintf("%.2f–%.2f µs; above %.1f µs broken", lo, hi, lat.BrokenUs*lat.trips), Source: lat.Source + ", " + lat.Link},
+	}}
+	switch {
+	case m <= hi:
+		f.Outcome = check.Pass
+		f.Message = fmt.Sprintf("median p50 %.2f µs is within what a clean fabric does (%.2f–%.2f µs on %s): healthy", m, lo, hi, lat.Link)
+	case m <= lat.BrokenUs*lat.trips:
+		f.Outcome = check.Warn
+		f.Message = fmt.Sprintf("median p50 %.2f µs is above what a clean fabric does (%.2f–%.2f µs on %s): check CPU governor, NUMA placement, MTU and the switch path", m, lo, hi, lat.Link)
+	default:
+		f.Outcome = check.Fail
+		f.Message = fmt.Sprintf("median p50 %.2f µs is above %.1f µs: broken, not slow, on one switch (a clean fabric does %.2f–%.2f µs on %s)", m, lat.BrokenUs*lat.trips, lo, hi, lat.Link)
+	}
+	return append(fs, f)
+}
+
+// latencyRow is seed 001's latency expectation for a perftest latency
+// test, scaled to what the test reports (one way, or a round trip).
+type latencyRow struct {
+	linkrate.Expected
+	trips float64
+}
+
+// latencyExpectation is the table row a perftest latency run is judged
+// by, alone or with peers; nil for the TCP engine (socket latency is not
+// RDMA latency) and for bandwidth tests.
+func latencyExpectation(c *cluster.Cluster, engine, test string, latency bool) *latencyRow {
+	if !latency || !strings.HasPrefix(engine, "perftest") {
+		return nil
+	}
+	op := ""
+	for _, o := range []string{"read", "atomic", "write", "send"} {
+		if strings.Contains(test, o) {
+			op = o
+			break
+		}
+	}
+	return &latencyRow{linkrate.ExpectedFor(c.Link.Resolved().RateGbps), linkrate.LatencyRoundTrips(op)}
 }
 
 func retestBad(r Record, rep *Report, t cluster.Thresholds, latency bool) bool {
@@ -403,8 +561,34 @@ func findings(c *cluster.Cluster, rep *Report, suspectSide map[string]bool, ownB
 		if d.Spread > c.Thresholds.Spread {
 			msg += fmt.Sprintf(" (samples spread %.0f%%: noisy, measure again)", 100*d.Spread)
 		}
-		msg += "; neither end is bad with its other partners: the path between them, or noise"
-		fs = append(fs, check.Finding{Check: "bench.direction.slow", Outcome: check.Fail, Subject: d.From + " → " + d.To, Message: msg,
+		msg += "; neither end is bad with its other partners: the path between them"
+		outcome := check.Fail
+		ev := directionEvidence(d, rep, what)
+		// Retested before failing: a direction fine the second time was noise.
+		if r := d.Retest; r != nil {
+			res := rep.FormatValue(valueOf(*r, rep.Latency))
+			if r.Failed() {
+				res = "failed: " + r.Error
+			}
+			ev = append(ev, check.Evidence{What: "measured again", Value: res, Source: "retest of this direction"})
+			if !r.Failed() && !retestBad(*r, rep, c.Thresholds, rep.Latency) {
+				outcome = check.Warn
+				msg += fmt.Sprintf("; measured again it is fine (%s): not confirmed, likely noise", res)
+			} else {
+				msg += fmt.Sprintf("; measured again it is still bad (%s)", res)
+			}
+		} else {
+			msg += ", or noise (not measured again)"
+		}
+		fs = append(fs, check.Finding{Check: "bench.direction.slow", Outcome: outcome, Subject: d.From + " → " + d.To, Message: msg, Evidence: ev})
+	}
+	// Short, but inside the run's own noise: said, never failed.
+	for _, d := range rep.Directions {
+		if !d.Noisy {
+			continue
+		}
+		fs = append(fs, check.Finding{Check: "bench.direction.noisy", Outcome: check.Warn, Subject: d.From + " → " + d.To,
+			Message:  fmt.Sprintf("%s is %s: not a verdict; measure again (more --samples, a quieter machine) to tell", rep.FormatValue(valueOf(d.Record, rep.Latency)), d.NoisyWhy),
 			Evidence: directionEvidence(d, rep, what)})
 	}
 	// Failures: by node when one is known, else by pair.

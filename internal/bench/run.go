@@ -540,15 +540,45 @@ func Median(v []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// retest repeats each suspect's failing direction against two known-good
+// retest measures once more each bad direction no suspect explains, and
+// repeats each suspect's failing direction against two known-good
 // partners (nodes whose both directions are healthy), one at a time so
 // the suspect's link carries one test only.
 func (r *Runner) retest(ctx context.Context) {
 	rep := Analyze(r.Cluster, r.Engine.Name(), r.Engine.Test(), r.Engine.Latency(), r.records, r.Out(), nil)
+	index := r.Cluster.Index()
+	// A bad direction no suspect explains is measured once more before it
+	// fails: fine the second time, it was noise.
+	suspect := map[string]bool{}
+	for _, s := range rep.Suspects {
+		suspect[s.Node+"|"+s.Side] = true
+	}
+	var lone []Direction
+	for _, d := range rep.Directions {
+		if d.Bad && !suspect[d.From+"|"+Send] && !suspect[d.To+"|"+Receive] {
+			lone = append(lone, d)
+		}
+	}
+	if len(lone) > 0 {
+		r.progress("retest %d direction(s) no node explains\n", len(lone))
+	}
+	for _, d := range lone {
+		if ctx.Err() != nil {
+			return
+		}
+		rec := r.runDirection(ctx, 0, r.Cluster.Nodes[index[d.From]], r.Cluster.Nodes[index[d.To]], "")
+		if ctx.Err() != nil && rec.Failed() {
+			return
+		}
+		rec.Retest = true
+		r.record(rec)
+	}
 	if len(rep.Suspects) == 0 {
+		if len(lone) > 0 {
+			r.afterRound(ctx, 0)
+		}
 		return
 	}
-	index := r.Cluster.Index()
 	for _, s := range rep.Suspects {
 		var partners []string
 		for _, g := range rep.Good {
