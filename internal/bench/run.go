@@ -33,14 +33,18 @@ type Record struct {
 	// Samples are the repeated measurements; the verdict uses their median.
 	SamplesGbps  []float64 `json:"samples_gbps,omitempty"`
 	SamplesP50Us []float64 `json:"samples_p50_us,omitempty"`
-	Gbps         float64   `json:"gbps,omitempty"`
-	P50Us        float64   `json:"p50_us,omitempty"`
-	P99Us        float64   `json:"p99_us,omitempty"`
-	P999Us       float64   `json:"p99_9_us,omitempty"`
-	MTUBytes     int       `json:"mtu_bytes,omitempty"`
-	Warnings     []string  `json:"warnings,omitempty"`
-	TimedOut     bool      `json:"timed_out,omitempty"`
-	Error        string    `json:"error,omitempty"`
+	// The tail of each latency sample, so a comparison of two runs knows
+	// how much p99 and p99.9 move by themselves.
+	SamplesP99Us  []float64 `json:"samples_p99_us,omitempty"`
+	SamplesP999Us []float64 `json:"samples_p99_9_us,omitempty"`
+	Gbps          float64   `json:"gbps,omitempty"`
+	P50Us         float64   `json:"p50_us,omitempty"`
+	P99Us         float64   `json:"p99_us,omitempty"`
+	P999Us        float64   `json:"p99_9_us,omitempty"`
+	MTUBytes      int       `json:"mtu_bytes,omitempty"`
+	Warnings      []string  `json:"warnings,omitempty"`
+	TimedOut      bool      `json:"timed_out,omitempty"`
+	Error         string    `json:"error,omitempty"`
 	// ErrorNode is the node that could not be reached, when known.
 	ErrorNode string `json:"error_node,omitempty"`
 	// NotMeasured says why the direction was not tried.
@@ -399,6 +403,9 @@ func (r *Runner) runDirection(ctx context.Context, round int, from, to cluster.N
 	if r.Engine.Latency() {
 		rec.SamplesGbps = nil
 		rec.P50Us, rec.P99Us, rec.P999Us = Median(rec.SamplesP50Us), Median(p99), Median(p999)
+		if slices.ContainsFunc(p99, func(v float64) bool { return v > 0 }) {
+			rec.SamplesP99Us, rec.SamplesP999Us = p99, p999
+		}
 	} else {
 		rec.SamplesP50Us = nil
 		rec.Gbps = Median(rec.SamplesGbps)
