@@ -319,8 +319,11 @@ func findings(r *Result) []check.Finding {
 			same++
 		case Worse:
 			msg := fmt.Sprintf("worse than in %s: %s", r.A, worstChanges(d))
-			if named[d.From+"|"+bench.Send] || named[d.To+"|"+bench.Receive] {
-				msg += " (with a node named above)"
+			switch {
+			case named[d.From+"|"+bench.Send]:
+				msg += " (" + d.From + "'s send side is worse with most partners)"
+			case named[d.To+"|"+bench.Receive]:
+				msg += " (" + d.To + "'s receive side is worse with most partners)"
 			}
 			fs = append(fs, check.Finding{Check: "compare.direction", Outcome: check.Fail, Subject: d.Subject, Message: msg, Evidence: changeEvidence(d, r)})
 		case Better:
