@@ -406,7 +406,7 @@ func compareNCCL(aName string, a []byte, bName string, b []byte) (*Result, error
 	if len(res.Directions) == 0 {
 		return nil, errors.New(aName + " and " + bName + " have no nccl-tests run with bus bandwidth in common")
 	}
-	res.What = strings.Join(slices.Compact(what), ", ")
+	res.What = cmp.Or(strings.Join(slices.Compact(what), ", "), "nccl-tests")
 	res.Findings = findings(res)
 	return res, nil
 }
