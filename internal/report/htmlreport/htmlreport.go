@@ -17,6 +17,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/bench"
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/cluster"
+	"github.com/rdmalab/rdmalab/internal/compare"
 	"github.com/rdmalab/rdmalab/internal/report"
 )
 
@@ -55,6 +56,11 @@ var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 	"cellStates": func() []string { return report.CellStates },
 	"stateBadge": func(s string) string { return stateBadge[s] },
 	"state":      func(s report.VerdictState) string { return strings.ReplaceAll(string(s), " ", "-") },
+	"pct":        func(v float64) string { return fmt.Sprintf("%+.0f%%", 100*v) },
+	"hundred":    func(v float64) float64 { return 100 * v },
+	"changeBadge": func(v string) string {
+		return map[string]string{compare.Worse: "fail", compare.Better: "pass", compare.NoChange: "pass"}[v]
+	},
 }).Parse(pageText))
 
 type page struct {
