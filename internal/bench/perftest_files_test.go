@@ -107,3 +107,33 @@ func TestJudgeEveryPerftestFile(t *testing.T) {
 		})
 	}
 }
+
+// Any text: ParsePerftestRuns either refuses it or returns runs that each
+// have rows; text one run long reads the same as ParsePerftest reads it;
+// two copies of a run joined by its banner read as that one run again.
+func FuzzParsePerftestRuns(f *testing.F) {
+	f.Add("                    Send BW Test\n Mtu : 4096[B]\n #bytes #iterations BW peak[Gb/sec] BW average[Gb/sec] MsgRate[Mpps]\n 65536 5000 392.38 392.34 0.748336\n")
+	f.Add("  RDMA_Write Latency Test\n #bytes #iterations t_min[usec] t_max[usec] t_typical[usec]\n 2 1000 1.34 8.56 1.41\n")
+	f.Add(" WARNING: CPU is not PCIe relaxed ordering compliant.\n #bytes #iterations BW peak[MiB/sec] BW average[MiB/sec] MsgRate[Mpps]\nConflicting CPU frequency values detected: 1200.000000 != 1300.046000. CPU Frequency is not max.\n 2 1000 7.79 7.40 3.879797\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		runs, err := ParsePerftestRuns(s)
+		if err != nil {
+			return
+		}
+		for _, r := range runs {
+			if len(r.Rows) == 0 || (r.Kind != "bw" && r.Kind != "lat") {
+				t.Fatalf("a run without rows or kind: %+v", r)
+			}
+		}
+		one, err := ParsePerftest(s)
+		if len(runs) == 1 && (err != nil || !slices.Equal(one.Rows, runs[0].Rows)) {
+			t.Fatalf("one run read two ways: %v %+v %+v", err, one, runs[0])
+		}
+		if len(runs) == 1 && runs[0].Test != "" && strings.HasSuffix(s, "\n") {
+			twice, err := ParsePerftestRuns(s + s)
+			if err != nil || len(twice) != 1 || !slices.Equal(twice[0].Rows, runs[0].Rows) {
+				t.Fatalf("the same run twice is not one run: %v %d", err, len(twice))
+			}
+		}
+	})
+}

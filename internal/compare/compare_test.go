@@ -2,6 +2,7 @@ package compare
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -180,4 +181,30 @@ func TestCompareNCCLTests(t *testing.T) {
 	if _, err := Run("a", mtu1024, "b", []byte("hello\n")); err == nil || !strings.Contains(err.Error(), "b:") {
 		t.Errorf("not nccl-tests output: %v", err)
 	}
+}
+
+// Any two sets of samples: the noise is never below the floor nor below
+// either run's spread, "no change" is exactly a change within it, and a
+// run compared with itself never changes.
+func FuzzChange(f *testing.F) {
+	f.Add(1.44, 1.45, 1.46, 1.60, 1.62, 1.64, false)
+	f.Add(9.4, 9.5, 9.6, 2.0, 2.0, 2.1, true)
+	f.Fuzz(func(t *testing.T, a1, a2, a3, b1, b2, b3 float64, higherBetter bool) {
+		for _, v := range []float64{a1, a2, a3, b1, b2, b3} {
+			if !(v > 1e-6 && v < 1e9) {
+				return
+			}
+		}
+		sa, sb := []float64{a1, a2, a3}, []float64{b1, b2, b3}
+		c := change("m", "u", higherBetter, sa, sb)
+		if c.Noise < Floor || c.Noise < spread(sa) || c.Noise < spread(sb) {
+			t.Fatalf("noise %g below the floor or a spread", c.Noise)
+		}
+		if (c.Verdict == NoChange) != (math.Abs(c.Delta) <= c.Noise) {
+			t.Fatalf("%+v", c)
+		}
+		if self := change("m", "u", higherBetter, sa, sa); self.Verdict != NoChange {
+			t.Fatalf("a run against itself: %+v", self)
+		}
+	})
 }
