@@ -3,6 +3,7 @@ package bench
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -416,11 +417,32 @@ func runFindings(rep *Report, lat *latencyRow) []check.Finding {
 			}
 		}
 	}
+	// The layer perftest ran over, against the cluster file's.
+	declared, derr := linkrate.ParseLayer(rep.layer)
+	ran := map[linkrate.Layer][]string{}
+	for _, d := range rep.Directions {
+		if l, err := linkrate.ParseLayer(d.LinkType); err == nil && !d.Failed() {
+			ran[l] = append(ran[l], d.From+" → "+d.To)
+		}
+	}
+	layers := slices.Sorted(maps.Keys(ran))
+	for _, l := range layers {
+		dirs := ran[l]
+		if derr == nil && declared != linkrate.TCP && l != declared {
+			fs = append(fs, check.Finding{Check: "bench.perftest.link-layer", Outcome: check.Fail, Subject: "cluster file link",
+				Message:  fmt.Sprintf("%d direction(s) ran over %s (perftest's Link type), not the cluster file's %s: %s", len(dirs), l, declared, strings.Join(dirs, ", ")),
+				Evidence: []check.Evidence{{What: "Link type", Value: string(l), Source: "perftest"}, {What: "link.layer", Value: string(declared), Source: "cluster file"}},
+				Fix:      []string{"set link.layer in the cluster file to the ports' link layer (ibstat), or point device/port at the intended ports"}})
+		}
+	}
 	if mtu > 0 {
 		l := linkrate.Link{Layer: linkrate.InfiniBand, MTUBytes: mtu}
 		src := "assumed InfiniBand: the cluster file names no link layer"
-		if layer, err := linkrate.ParseLayer(rep.layer); err == nil {
-			l.Layer, src = layer, "the cluster file's link layer"
+		if derr == nil {
+			l.Layer, src = declared, "the cluster file's link layer"
+		}
+		if len(layers) == 1 {
+			l.Layer, src = layers[0], "perftest's Link type"
 		}
 		f := judgeMTU("perftest", mtu, l, src)
 		f.Host = strings.Join(hosts, ", ")

@@ -42,6 +42,7 @@ type Record struct {
 	P99Us         float64   `json:"p99_us,omitempty"`
 	P999Us        float64   `json:"p99_9_us,omitempty"`
 	MTUBytes      int       `json:"mtu_bytes,omitempty"`
+	LinkType      string    `json:"link_type,omitempty"` // as perftest printed it
 	Warnings      []string  `json:"warnings,omitempty"`
 	TimedOut      bool      `json:"timed_out,omitempty"`
 	Error         string    `json:"error,omitempty"`
@@ -388,7 +389,7 @@ func (r *Runner) runDirection(ctx context.Context, round int, from, to cluster.N
 		rec.SamplesGbps = append(rec.SamplesGbps, m.Gbps)
 		rec.SamplesP50Us = append(rec.SamplesP50Us, m.P50Us)
 		p99, p999 = append(p99, m.P99Us), append(p999, m.P999Us)
-		rec.MTUBytes = m.MTUBytes
+		rec.MTUBytes, rec.LinkType = m.MTUBytes, m.LinkType
 		for _, w := range m.Warnings {
 			if !slices.Contains(rec.Warnings, w) {
 				rec.Warnings = append(rec.Warnings, w)
