@@ -232,6 +232,12 @@ func TestJudgeVerdicts(t *testing.T) {
 	has(one("ibtools/h20-cx7-ndr200/ibstatus_2X-NDR_redacted.txt", Options{ExpectRate: &r200}), check.Pass, "port.rate.below-expected", "judged by --expect-rate")
 	// --expect-layer: the RoCE ports of a mixed host.
 	has(one("ibtools/ibstat/nccl-tests-issue-350_n013_CX4Lx-eth_CX6-HDR-IB_complete.txt", Options{ExpectLayer: linkrate.InfiniBand}), check.Fail, "port.link-layer", "mlx5_0 port 1: link layer RoCE, expected InfiniBand")
+	// perftest: the layer is the one it printed (RoCE here), so expecting
+	// InfiniBand is a finding; one latency run gets a verdict of its own.
+	roce := "perftest/roce-cx5-k8s-cu05-cu07/ib_send_bw_roce_client.txt"
+	has(one(roce, Options{ExpectLayer: linkrate.InfiniBand}), check.Fail, "bench.perftest.link-layer", "over RoCE (Link type: Ethernet), not the expected InfiniBand")
+	has(one(roce, Options{}), check.Warn, "bench.perftest.mtu", "RoCE MTU 1024, not 4096")
+	has(one("perftest/stmatengss-mlx4-qdr/ib_send_lat_4bfed8618b1d.txt", Options{}), check.Pass, "bench.perftest.latency", "typical 1.07 µs")
 	// A disabled second port is unused, not a failure.
 	has(one("ibtools/stmatengss-mlx4/ibstat_4129f2daa9bf.txt", Options{}), check.Warn, "port.state", "mlx4_0 port 2: Down/Disabled")
 	// Legacy ibcheckerrors: the port over its threshold.
