@@ -75,12 +75,11 @@ type Suspect struct {
 
 // Report is a bench run judged: the view every renderer uses.
 type Report struct {
-	Engine       string `json:"engine"`
-	Test         string `json:"test"`
-	Latency      bool   `json:"latency"`
-	RateDeclared bool   `json:"rate_declared"`
-	Link         string `json:"link,omitempty"`
-	layer        string
+	Engine       string            `json:"engine"`
+	Test         string            `json:"test"`
+	Latency      bool              `json:"latency"`
+	RateDeclared bool              `json:"rate_declared"`
+	Link         string            `json:"link,omitempty"`
 	MedianValue  float64           `json:"median_value"` // Gb/s or p50 µs
 	Directions   []Direction       `json:"directions"`
 	Nodes        []NodeSummary     `json:"nodes"`
@@ -93,6 +92,8 @@ type Report struct {
 	CUDA      *Report         `json:"cuda,omitempty"`
 	GPUDirect []check.Finding `json:"gpudirect,omitempty"`
 	Findings  []check.Finding `json:"-"`
+	// layer is the cluster file's link layer, as written.
+	layer string
 }
 
 // Analyze judges the final state of every direction of one test: against
