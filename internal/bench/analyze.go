@@ -3,12 +3,14 @@ package bench
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/cluster"
+	"github.com/rdmalab/rdmalab/internal/linkrate"
 )
 
 // Sides of a node.
@@ -29,11 +31,21 @@ type Direction struct {
 	CeilingGbps  float64 `json:"ceiling_gbps,omitempty"`
 	CeilingShare float64 `json:"ceiling_share,omitempty"`
 	Link         string  `json:"link,omitempty"`
-	// Spread is (max − min) / median of the samples.
+	// Spread is (max − min) / median of the samples; Noise is the larger
+	// of it and the spread of the direction's link class: a shortfall
+	// inside it is not a verdict.
 	Spread float64 `json:"spread,omitempty"`
+	Noise  float64 `json:"noise,omitempty"`
 	Bad    bool    `json:"bad,omitempty"`
-	Above  bool    `json:"above_ceiling,omitempty"`
-	Why    string  `json:"why,omitempty"`
+	// Noisy: short of the peers or the link, but inside the run's own
+	// noise (NoisyWhy says by how much): measure again, not a failure.
+	Noisy    bool   `json:"noisy,omitempty"`
+	NoisyWhy string `json:"noisy_why,omitempty"`
+	Above    bool   `json:"above_ceiling,omitempty"`
+	Why      string `json:"why,omitempty"`
+	// Retest is the direction measured again after it was found bad with
+	// no suspect node to explain it.
+	Retest *Record `json:"retest,omitempty"`
 }
 
 // NodeSummary is one node's two sides.
@@ -80,6 +92,8 @@ type Report struct {
 	CUDA      *Report         `json:"cuda,omitempty"`
 	GPUDirect []check.Finding `json:"gpudirect,omitempty"`
 	Findings  []check.Finding `json:"-"`
+	// layer is the cluster file's link layer, as written.
+	layer string
 }
 
 // Analyze judges the final state of every direction of one test: against
@@ -90,10 +104,11 @@ type Report struct {
 // resumed log is judged once, from its final state.
 func Analyze(c *cluster.Cluster, engine, test string, latency bool, recs []Record, out map[string]string, leftovers []string) *Report {
 	t := c.Thresholds
-	rep := &Report{Engine: engine, Test: test, Latency: latency, Out: out, Leftovers: leftovers}
+	rep := &Report{Engine: engine, Test: test, Latency: latency, Out: out, Leftovers: leftovers, layer: c.Link.Layer}
 	idx := c.Index()
 	final := map[string]Record{}
 	var retests []Record
+	dirRetests := map[string]Record{} // a lone bad direction measured again
 	// Only the latest retest phase counts (after the last measurement):
 	// a resumed run's retests replace the earlier run's, never add to them.
 	lastPlain := -1
@@ -113,6 +128,10 @@ func Analyze(c *cluster.Cluster, engine, test string, latency bool, recs []Recor
 			continue
 		}
 		if _, ok := idx[r.To]; !ok {
+			continue
+		}
+		if r.Retest && r.Suspect == "" {
+			dirRetests[r.dirKey()] = r
 			continue
 		}
 		if r.Retest {
@@ -169,6 +188,22 @@ func Analyze(c *cluster.Cluster, engine, test string, latency bool, recs []Recor
 			d.Spread = (slices.Max(s) - slices.Min(s)) / math.Max(Median(s), 1e-9)
 		}
 	}
+	// Each class's own spread: twice the robust deviation of its
+	// directions around their median (MAD × 1.4826 estimates σ), so one
+	// slow direction does not widen it, a noisy machine does.
+	classNoise := map[string]float64{}
+	for k, vs := range byClass {
+		if len(vs) < 3 {
+			continue
+		}
+		m := Median(vs)
+		dev := make([]float64, len(vs))
+		for i, v := range vs {
+			dev[i] = math.Abs(v - m)
+		}
+		classNoise[k] = 2 * 1.4826 * Median(dev) / math.Max(m, 1e-9)
+	}
+	lat := latencyExpectation(c, engine, test, latency)
 	rep.MedianValue = Median(all)
 	if declared {
 		rep.Link = c.Link.Resolved().Describe()
@@ -189,18 +224,43 @@ func Analyze(c *cluster.Cluster, engine, test string, latency bool, recs []Recor
 			ref = Median(vs)
 		}
 		d.RefValue = ref
-		var why []string
+		d.Noise = math.Max(d.Spread, classNoise[class(d.Record)])
+		var why, noisy []string
 		if ref > 0 {
 			d.Share = v / ref
+			// A shortfall inside the run's own noise is not a verdict.
 			if !latency && d.Share < t.Bandwidth {
-				why = append(why, fmt.Sprintf("%.0f%% of the peers' median %.2f Gb/s", 100*d.Share, ref))
+				w := fmt.Sprintf("%.0f%% of the peers' median %.2f Gb/s", 100*d.Share, ref)
+				if 1-d.Share > d.Noise {
+					why = append(why, w)
+				} else {
+					noisy = append(noisy, fmt.Sprintf("%s, a shortfall of %.0f%% inside the run's own noise (%.0f%%)", w, 100*(1-d.Share), 100*d.Noise))
+				}
 			}
 			if latency && d.Share > t.Latency {
-				why = append(why, fmt.Sprintf("%.1f× the peers' median p50 %.2f µs", d.Share, ref))
+				w := fmt.Sprintf("%.1f× the peers' median p50 %.2f µs", d.Share, ref)
+				if d.Share-1 > d.Noise {
+					why = append(why, w)
+				} else {
+					noisy = append(noisy, fmt.Sprintf("%s, inside the run's own noise (%.0f%%)", w, 100*d.Noise))
+				}
+			}
+		}
+		if lat != nil {
+			if b := lat.BrokenUs * lat.trips; v > b {
+				why = append(why, fmt.Sprintf("p50 above %.1f µs, which is broken, not slow, on one switch (%s)", b, lat.Source))
 			}
 		}
 		if useAbsolute {
+			// The best sample says what the link can carry: when it reaches
+			// healthy, a median short of it is noise.
+			best := v
+			if len(d.SamplesGbps) > 0 {
+				best = slices.Max(d.SamplesGbps)
+			}
 			switch {
+			case d.CeilingShare < t.Healthy && best/d.CeilingGbps >= t.Healthy:
+				noisy = append(noisy, fmt.Sprintf("%.0f%% of what %s can carry, but its best sample reached %.0f%%", 100*d.CeilingShare, d.Link, 100*best/d.CeilingGbps))
 			case d.CeilingShare < t.Degraded:
 				why = append(why, fmt.Sprintf("%.0f%% of what %s can carry (%.2f Gb/s): broken", 100*d.CeilingShare, d.Link, d.CeilingGbps))
 			case d.CeilingShare < t.Healthy:
@@ -211,6 +271,13 @@ func Analyze(c *cluster.Cluster, engine, test string, latency bool, recs []Recor
 		}
 		d.Bad = len(why) > 0
 		d.Why = strings.Join(why, "; ")
+		d.Noisy = !d.Bad && len(noisy) > 0
+		if d.Noisy {
+			d.NoisyWhy = strings.Join(noisy, "; ")
+		}
+		if r, ok := dirRetests[d.dirKey()]; ok && d.Bad {
+			d.Retest = &r
+		}
 	}
 
 	// Each node's two sides.
@@ -322,7 +389,121 @@ func Analyze(c *cluster.Cluster, engine, test string, latency bool, recs []Recor
 		}
 	}
 	rep.Findings = findings(c, rep, suspectSide, ownBad, rateSuspect, clusterBelow, medianShare)
+	rep.Findings = append(rep.Findings, runFindings(rep, lat)...)
 	return rep
+}
+
+// runFindings judge the run as a whole against what the link should do
+// with no peers needed: the MTU perftest used, and a perftest latency run
+// against seed 001's table (so one pair, or one run, gets a verdict).
+func runFindings(rep *Report, lat *latencyRow) []check.Finding {
+	var fs []check.Finding
+	mtu, dirs := 0, 0
+	var hosts []string
+	for _, d := range rep.Directions {
+		if d.Failed() || d.MTUBytes == 0 {
+			continue
+		}
+		if mtu == 0 || d.MTUBytes < mtu {
+			mtu = d.MTUBytes
+		}
+	}
+	for _, d := range rep.Directions {
+		if !d.Failed() && d.MTUBytes == mtu && mtu > 0 {
+			dirs++
+			for _, h := range []string{d.From, d.To} {
+				if !slices.Contains(hosts, h) {
+					hosts = append(hosts, h)
+				}
+			}
+		}
+	}
+	// The layer perftest ran over, against the cluster file's.
+	declared, derr := linkrate.ParseLayer(rep.layer)
+	ran := map[linkrate.Layer][]string{}
+	for _, d := range rep.Directions {
+		if l, err := linkrate.ParseLayer(d.LinkType); err == nil && !d.Failed() {
+			ran[l] = append(ran[l], d.From+" → "+d.To)
+		}
+	}
+	layers := slices.Sorted(maps.Keys(ran))
+	for _, l := range layers {
+		dirs := ran[l]
+		if derr == nil && declared != linkrate.TCP && l != declared {
+			fs = append(fs, check.Finding{Check: "bench.perftest.link-layer", Outcome: check.Fail, Subject: "cluster file link",
+				Message:  fmt.Sprintf("%d direction(s) ran over %s (perftest's Link type), not the cluster file's %s: %s", len(dirs), l, declared, strings.Join(dirs, ", ")),
+				Evidence: []check.Evidence{{What: "Link type", Value: string(l), Source: "perftest"}, {What: "link.layer", Value: string(declared), Source: "cluster file"}},
+				Fix:      []string{"set link.layer in the cluster file to the ports' link layer (ibstat), or point device/port at the intended ports"}})
+		}
+	}
+	if mtu > 0 {
+		l := linkrate.Link{Layer: linkrate.InfiniBand, MTUBytes: mtu}
+		src := "assumed InfiniBand: the cluster file names no link layer"
+		if derr == nil {
+			l.Layer, src = declared, "the cluster file's link layer"
+		}
+		if len(layers) == 1 {
+			l.Layer, src = layers[0], "perftest's Link type"
+		}
+		f := judgeMTU("perftest", mtu, l, src)
+		f.Host = strings.Join(hosts, ", ")
+		f.Message += fmt.Sprintf(" (%d direction(s))", dirs)
+		fs = append(fs, f)
+	}
+	if lat == nil {
+		return fs
+	}
+	var p50 []float64
+	for _, d := range rep.Directions {
+		if !d.Failed() {
+			p50 = append(p50, d.P50Us)
+		}
+	}
+	if len(p50) == 0 {
+		return fs
+	}
+	m := Median(p50)
+	lo, hi := lat.LowUs*lat.trips, lat.HighUs*lat.trips
+	f := check.Finding{Check: "bench.link.latency", Subject: "cluster", Evidence: []check.Evidence{
+		{What: "median p50", Value: fmt.Sprintf("%.2f µs over %d direction(s)", m, len(p50)), Source: rep.Engine + " " + rep.Test},
+		{What: "a clean fabric", Value: fmt.Sprintf("%.2f–%.2f µs; above %.1f µs broken", lo, hi, lat.BrokenUs*lat.trips), Source: lat.Source + ", " + lat.Link},
+	}}
+	switch {
+	case m <= hi:
+		f.Outcome = check.Pass
+		f.Message = fmt.Sprintf("median p50 %.2f µs is within what a clean fabric does (%.2f–%.2f µs on %s): healthy", m, lo, hi, lat.Link)
+	case m <= lat.BrokenUs*lat.trips:
+		f.Outcome = check.Warn
+		f.Message = fmt.Sprintf("median p50 %.2f µs is above what a clean fabric does (%.2f–%.2f µs on %s): check CPU governor, NUMA placement, MTU and the switch path", m, lo, hi, lat.Link)
+	default:
+		f.Outcome = check.Fail
+		f.Message = fmt.Sprintf("median p50 %.2f µs is above %.1f µs: broken, not slow, on one switch (a clean fabric does %.2f–%.2f µs on %s)", m, lat.BrokenUs*lat.trips, lo, hi, lat.Link)
+	}
+	return append(fs, f)
+}
+
+// latencyRow is seed 001's latency expectation for a perftest latency
+// test, scaled to what the test reports (one way, or a round trip).
+type latencyRow struct {
+	linkrate.Expected
+	trips float64
+}
+
+// latencyExpectation is the table row a perftest latency run is judged
+// by, alone or with peers; nil for the TCP engine (socket latency is not
+// RDMA latency) and for bandwidth tests.
+func latencyExpectation(c *cluster.Cluster, engine, test string, latency bool) *latencyRow {
+	if !latency || !strings.HasPrefix(engine, "perftest") {
+		return nil
+	}
+	op := ""
+	for _, o := range []string{"read", "atomic", "write", "send"} {
+		if strings.Contains(test, o) {
+			op = o
+			break
+		}
+	}
+	return &latencyRow{linkrate.ExpectedFor(c.Link.Resolved().RateGbps), linkrate.LatencyRoundTrips(op)}
 }
 
 func retestBad(r Record, rep *Report, t cluster.Thresholds, latency bool) bool {
@@ -341,12 +522,6 @@ func (r *Report) FormatValue(v float64) string {
 		return fmt.Sprintf("p50 %.2f µs", v)
 	}
 	return fmt.Sprintf("%.2f Gb/s", v)
-}
-
-// perftestFixes says what to do about perftest's own warnings.
-var perftestFixes = []struct{ match, why, fix string }{
-	{"Conflicting CPU frequency", "perftest measured the CPU clock changing during the run: its cycle-based timing, and so its bandwidth and latency, are unreliable (results above the link's ceiling are typical)", "cpupower frequency-set -g performance   # on both nodes, then run again"},
-	{"relaxed", "PCIe relaxed ordering changes what the NIC can do against this CPU or GPU", "add --disable_pcie_relaxed (--perftest-arg=--disable_pcie_relaxed) when the platform does not support relaxed ordering"},
 }
 
 func findings(c *cluster.Cluster, rep *Report, suspectSide map[string]bool, ownBad map[string]int, rateSuspect, clusterBelow bool, medianShare float64) []check.Finding {
@@ -409,8 +584,34 @@ func findings(c *cluster.Cluster, rep *Report, suspectSide map[string]bool, ownB
 		if d.Spread > c.Thresholds.Spread {
 			msg += fmt.Sprintf(" (samples spread %.0f%%: noisy, measure again)", 100*d.Spread)
 		}
-		msg += "; neither end is bad with its other partners: the path between them, or noise"
-		fs = append(fs, check.Finding{Check: "bench.direction.slow", Outcome: check.Fail, Subject: d.From + " → " + d.To, Message: msg,
+		msg += "; neither end is bad with its other partners: the path between them"
+		outcome := check.Fail
+		ev := directionEvidence(d, rep, what)
+		// Retested before failing: a direction fine the second time was noise.
+		if r := d.Retest; r != nil {
+			res := rep.FormatValue(valueOf(*r, rep.Latency))
+			if r.Failed() {
+				res = "failed: " + r.Error
+			}
+			ev = append(ev, check.Evidence{What: "measured again", Value: res, Source: "retest of this direction"})
+			if !r.Failed() && !retestBad(*r, rep, c.Thresholds, rep.Latency) {
+				outcome = check.Warn
+				msg += fmt.Sprintf("; measured again it is fine (%s): not confirmed, likely noise", res)
+			} else {
+				msg += fmt.Sprintf("; measured again it is still bad (%s)", res)
+			}
+		} else {
+			msg += ", or noise (not measured again)"
+		}
+		fs = append(fs, check.Finding{Check: "bench.direction.slow", Outcome: outcome, Subject: d.From + " → " + d.To, Message: msg, Evidence: ev})
+	}
+	// Short, but inside the run's own noise: said, never failed.
+	for _, d := range rep.Directions {
+		if !d.Noisy {
+			continue
+		}
+		fs = append(fs, check.Finding{Check: "bench.direction.noisy", Outcome: check.Warn, Subject: d.From + " → " + d.To,
+			Message:  fmt.Sprintf("%s is %s: not a verdict; measure again (more --samples, a quieter machine) to tell", rep.FormatValue(valueOf(d.Record, rep.Latency)), d.NoisyWhy),
 			Evidence: directionEvidence(d, rep, what)})
 	}
 	// Failures: by node when one is known, else by pair.
@@ -486,7 +687,7 @@ func findings(c *cluster.Cluster, rep *Report, suspectSide map[string]bool, ownB
 				Evidence: directionEvidence(d, rep, what)})
 		}
 	}
-	fs = append(fs, warningFindings(rep.Directions)...)
+	fs = append(fs, warningFindings(rep.Directions, c.Thresholds)...)
 	if len(rep.Leftovers) > 0 {
 		fs = append(fs, check.Finding{Check: "bench.run.leftover", Outcome: check.Warn, Subject: "processes",
 			Message: fmt.Sprintf("%d process(es) of this run were still alive after their round and were killed: %s", len(rep.Leftovers), strings.Join(rep.Leftovers, "; "))})
@@ -532,38 +733,53 @@ func directionEvidence(d Direction, rep *Report, source string) []check.Evidence
 	return ev
 }
 
-// warningFindings: each perftest warning once, with the nodes that printed
-// it and its fix.
-func warningFindings(ds []Direction) []check.Finding {
-	hosts := map[string][]string{}
+// warningFindings: each kind of perftest warning once, with the nodes
+// that printed it, its fix, and whether it mattered at the saturation of
+// the directions that printed it (their share of the link's ceiling: the
+// highest when one is above it, else the lowest).
+func warningFindings(ds []Direction, t cluster.Thresholds) []check.Finding {
+	type kind struct {
+		lines, hosts []string
+		shares       []float64
+	}
 	var order []string
+	kinds := map[string]*kind{}
 	for _, d := range ds {
 		for _, w := range d.Warnings {
-			if _, ok := hosts[w]; !ok {
-				order = append(order, w)
+			key := w
+			if k := warningKind(w); k != nil {
+				key = k.kind
+			}
+			k := kinds[key]
+			if k == nil {
+				k = &kind{}
+				kinds[key] = k
+				order = append(order, key)
+			}
+			if !slices.Contains(k.lines, w) {
+				k.lines = append(k.lines, w)
 			}
 			for _, h := range []string{d.From, d.To} {
-				if !slices.Contains(hosts[w], h) {
-					hosts[w] = append(hosts[w], h)
+				if !slices.Contains(k.hosts, h) {
+					k.hosts = append(k.hosts, h)
 				}
+			}
+			if d.CeilingShare > 0 {
+				k.shares = append(k.shares, d.CeilingShare)
 			}
 		}
 	}
 	var fs []check.Finding
-	for _, w := range order {
-		fs = append(fs, WarningFinding(w, strings.Join(hosts[w], ", ")))
+	for _, key := range order {
+		k := kinds[key]
+		sat := 0.0
+		if len(k.shares) > 0 {
+			sat = slices.Min(k.shares)
+			if m := slices.Max(k.shares); m > t.AboveCeiling {
+				sat = m
+			}
+		}
+		fs = append(fs, WarningFindings(k.lines, strings.Join(k.hosts, ", "), "perftest", sat, t)...)
 	}
 	return fs
-}
-
-// WarningFinding turns one perftest warning into a finding with its fix.
-func WarningFinding(w, hosts string) check.Finding {
-	f := check.Finding{Check: "bench.perftest.warning", Outcome: check.Warn, Host: hosts, Subject: "perftest", Message: "perftest warned: " + w}
-	for _, fx := range perftestFixes {
-		if strings.Contains(w, fx.match) {
-			f.Message += ": " + fx.why
-			f.Fix = []string{fx.fix}
-		}
-	}
-	return f
 }

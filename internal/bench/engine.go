@@ -36,6 +36,8 @@ type Measure struct {
 	P99Us    float64
 	P999Us   float64
 	MTUBytes int
+	// LinkType is what perftest printed: IB or Ethernet (RoCE).
+	LinkType string
 	Warnings []string
 }
 
@@ -175,7 +177,7 @@ func (e *perftestEngine) Parse(out []byte) (Measure, error) {
 		return Measure{}, err
 	}
 	b := p.Best()
-	m := Measure{Gbps: b.AvgGbps, P50Us: b.TypicalUs, P99Us: b.P99Us, P999Us: b.P999Us, MTUBytes: p.MTUBytes, Warnings: p.Warnings}
+	m := Measure{Gbps: b.AvgGbps, P50Us: b.TypicalUs, P99Us: b.P99Us, P999Us: b.P999Us, MTUBytes: p.MTUBytes, LinkType: p.LinkType, Warnings: p.Warnings}
 	if p.Kind == "lat" {
 		m.Gbps = 0
 	}

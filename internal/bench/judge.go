@@ -14,45 +14,93 @@ var perftestHeaderRE = regexp.MustCompile(`(?m)^\s*#bytes\s+#iterations\s`)
 // SniffPerftest reports whether b looks like saved perftest output.
 func SniffPerftest(b []byte) bool { return perftestHeaderRE.Match(b) }
 
-// JudgePerftestFile judges one saved perftest output: bandwidth against
-// what link can carry (nil: not judged, said as unknown), with an upper
-// sanity bound; perftest's own MTU replaces the link's; its warnings
-// become findings with their fixes. The payload is the parsed table.
+// JudgePerftestFile judges one saved perftest output against what is
+// expected of its link (nil, or a zero rate: the rate is unknown). The
+// link layer is the one perftest printed (Link type: Ethernet is RoCE);
+// an expected layer that differs is a finding. Bandwidth is judged against
+// what the link can carry at the MTU perftest used, latency against seed
+// 001's table for the rate (the loosest row when the rate is unknown), so
+// one run gets a verdict without peers; the MTU is judged against the
+// largest RDMA MTU; perftest's warnings become findings with their fixes
+// and whether they mattered at the measured saturation. The payload is
+// the parsed table.
+//
+// A file holding several runs (a transcript, a server's output then its
+// client's) is judged run by run, each finding's subject naming its run;
+// the payload is then the list of runs.
 func JudgePerftestFile(name string, b []byte, link *linkrate.Link) ([]check.Finding, any, error) {
-	p, err := ParsePerftest(string(b))
+	runs, err := ParsePerftestRuns(string(b))
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
-	best := p.Best()
+	if len(runs) == 1 {
+		return judgeRun(name, runs[0], link), runs[0], nil
+	}
 	var fs []check.Finding
-	for _, w := range p.Warnings {
-		f := WarningFinding(w, "")
-		f.Subject = name
-		fs = append(fs, f)
+	for i, p := range runs {
+		fs = append(fs, judgeRun(fmt.Sprintf("%s run %d of %d (%s)", name, i+1, len(runs), cmpOr(p.Test, p.Kind)), p, link)...)
 	}
-	if p.Kind == "lat" {
-		fs = append(fs, check.Finding{Check: "bench.perftest.latency", Outcome: check.Unknown, Subject: name,
-			Message:  fmt.Sprintf("%d-byte latency: p50 %.2f µs, p99 %.2f µs, p99.9 %.2f µs; one run has no peers to compare with: run rdmalab bench for verdicts", best.Bytes, best.TypicalUs, best.P99Us, best.P999Us),
-			Evidence: []check.Evidence{{What: "t_typical", Value: fmt.Sprintf("%.2f µs", best.TypicalUs), Source: name}}})
-		return fs, p, nil
+	return fs, runs, nil
+}
+
+// judgeRun judges one run; subject names it in every finding.
+func judgeRun(name string, p *PerftestResult, link *linkrate.Link) []check.Finding {
+	var fs []check.Finding
+	var l linkrate.Link
+	if link != nil {
+		l = *link
 	}
-	got := fmt.Sprintf("%.2f Gb/s at %d bytes", best.AvgGbps, best.Bytes)
-	if link == nil || link.RateGbps <= 0 {
-		fs = append(fs, check.Finding{Check: "bench.perftest.bandwidth", Outcome: check.Unknown, Subject: name,
-			Message: got + ": no expected rate given (--expect-rate) to judge it against"})
-		return fs, p, nil
+	// The layer the run used, as perftest printed it.
+	layerSource := "perftest's Link type: " + p.LinkType
+	ran, ok := linkrate.Layer(""), false
+	if p.LinkType != "" {
+		if lr, err := linkrate.ParseLayer(p.LinkType); err == nil {
+			ran, ok = lr, true
+		}
 	}
-	l := *link
+	switch {
+	case ok && l.Layer != "" && l.Layer != ran:
+		fs = append(fs, check.Finding{Check: "bench.perftest.link-layer", Outcome: check.Fail, Subject: name,
+			Message:  fmt.Sprintf("the run went over %s (Link type: %s), not the expected %s", ran, p.LinkType, l.Layer),
+			Evidence: []check.Evidence{{What: "Link type", Value: p.LinkType, Source: name}, {What: "expected", Value: string(l.Layer), Source: "--expect-link-layer"}},
+			Fix:      []string{"check the port's link_layer (ibstat, ibv_devinfo) and the device the test ran on (-d)"}})
+		l.Layer = ran
+	case ok:
+		l.Layer = ran
+	case l.Layer != "":
+		layerSource = "--expect-link-layer (perftest printed no Link type)"
+	default:
+		l.Layer, layerSource = linkrate.InfiniBand, "assumed: perftest printed no Link type and no --expect-link-layer was given"
+	}
 	if p.MTUBytes > 0 {
 		l.MTUBytes = p.MTUBytes
+	} else if l.MTUBytes == 0 {
+		l.MTUBytes = linkrate.DefaultMTU(l.Layer)
+	}
+	if p.MTUBytes > 0 {
+		fs = append(fs, judgeMTU(name, p.MTUBytes, l, layerSource))
+	}
+	t := cluster.DefaultThresholds
+	if p.Kind == "lat" {
+		fs = append(fs, judgeLatency(name, p, l, layerSource))
+		return append(fs, WarningFindings(p.Warnings, "", name, 0, t)...)
+	}
+	best := p.Best()
+	got := fmt.Sprintf("%.2f Gb/s at %d bytes", best.AvgGbps, best.Bytes)
+	if l.RateGbps <= 0 {
+		fs = append(fs, check.Finding{Check: "bench.perftest.bandwidth", Outcome: check.Unknown, Subject: name,
+			Message: got + ": no expected rate given (--expect-rate) to judge it against"})
+		return append(fs, WarningFindings(p.Warnings, "", name, 0, t)...)
 	}
 	ceil := l.CeilingGbps()
 	share := best.AvgGbps / ceil
-	t := cluster.DefaultThresholds
 	f := check.Finding{Check: "bench.perftest.bandwidth", Subject: name, Evidence: []check.Evidence{
 		{What: "BW average", Value: got, Source: name},
-		{What: "ceiling", Value: fmt.Sprintf("%.2f Gb/s", ceil), Source: l.Describe()},
+		{What: "ceiling", Value: fmt.Sprintf("%.2f Gb/s", ceil), Source: l.Describe() + " (" + layerSource + ")"},
 	}}
+	if e := linkrate.ExpectedFor(l.RateGbps); e.LowGbps > 0 {
+		f.Evidence = append(f.Evidence, check.Evidence{What: "a clean fabric", Value: fmt.Sprintf("%g–%g Gb/s on %s", e.LowGbps, e.HighGbps, e.Link), Source: e.Source})
+	}
 	switch {
 	case share > t.AboveCeiling:
 		f.Outcome = check.Warn
@@ -71,5 +119,70 @@ func JudgePerftestFile(name string, b []byte, link *linkrate.Link) ([]check.Find
 		f.Outcome = check.Fail
 		f.Message = fmt.Sprintf("%s = %.0f%% of what %s can carry: broken", got, 100*share, l.Describe())
 	}
-	return append(fs, f), p, nil
+	fs = append(fs, f)
+	return append(fs, WarningFindings(p.Warnings, "", name, share, t)...)
+}
+
+// judgeMTU: a run below the largest RDMA MTU pays more headers per byte;
+// on RoCE it usually means the netdev MTU was left at 1500 (seed 000:
+// "the default Ethernet MTU of 1500 limits the RDMA MTU to 1024").
+func judgeMTU(name string, mtu int, l linkrate.Link, layerSource string) check.Finding {
+	f := check.Finding{Check: "bench.perftest.mtu", Subject: name, Evidence: []check.Evidence{
+		{What: "Mtu", Value: fmt.Sprintf("%d", mtu), Source: name},
+		{What: "largest RDMA MTU", Value: fmt.Sprintf("%d", linkrate.BestMTU), Source: "InfiniBand and RoCE (" + layerSource + ")"},
+	}}
+	if mtu >= linkrate.BestMTU {
+		f.Outcome = check.Pass
+		f.Message = fmt.Sprintf("the run used MTU %d, the largest RDMA MTU", mtu)
+		return f
+	}
+	f.Outcome = check.Warn
+	cost := ""
+	if l.RateGbps > 0 {
+		at, best := l, l
+		best.MTUBytes = linkrate.BestMTU
+		cost = fmt.Sprintf(" (%s can carry %.2f Gb/s at MTU %d, %.2f at %d)", l.Describe(), at.CeilingGbps(), mtu, best.CeilingGbps(), linkrate.BestMTU)
+	}
+	if l.Layer == linkrate.RoCE {
+		f.Message = fmt.Sprintf("the run used RoCE MTU %d, not %d: every message is cut into %d× as many packets%s; a netdev MTU of 1500 gives 1024", mtu, linkrate.BestMTU, linkrate.BestMTU/mtu, cost)
+		f.Fix = []string{fmt.Sprintf("ip link set DEV mtu 9000 (at least %d) on both ends and every switch port on the path, then check ibv_devinfo's active_mtu", linkrate.NetdevMTUFor(linkrate.BestMTU))}
+		return f
+	}
+	f.Message = fmt.Sprintf("the run used InfiniBand MTU %d, not %d%s: the subnet manager's partition MTU or the HCA limits it", mtu, linkrate.BestMTU, cost)
+	f.Fix = []string{"set mtu=5 (4096) on the partition in OpenSM's partitions.conf (or the switch SM), then check ibv_devinfo's active_mtu"}
+	return f
+}
+
+// judgeLatency: the smallest message's typical latency against seed 001's
+// table for the rate; a read or atomic is a full round trip (twice the
+// one-way range); software RDMA (rxe, siw) is the kernel's latency.
+func judgeLatency(name string, p *PerftestResult, l linkrate.Link, layerSource string) check.Finding {
+	best := p.Best()
+	e := linkrate.ExpectedFor(l.RateGbps)
+	trips := linkrate.LatencyRoundTrips(p.Operation())
+	lo, hi, broken := e.LowUs*trips, e.HighUs*trips, e.BrokenUs*trips
+	got := fmt.Sprintf("%d-byte latency: typical %.2f µs, p99 %.2f µs, p99.9 %.2f µs", best.Bytes, best.TypicalUs, best.P99Us, best.P999Us)
+	what := "one way"
+	if trips > 1 {
+		what = "a round trip (read/atomic: twice the one-way range)"
+	}
+	f := check.Finding{Check: "bench.perftest.latency", Subject: name, Evidence: []check.Evidence{
+		{What: "t_typical", Value: fmt.Sprintf("%.2f µs", best.TypicalUs), Source: name},
+		{What: "a clean fabric", Value: fmt.Sprintf("%.2f–%.2f µs (%s); above %.1f µs broken", lo, hi, what, broken), Source: e.Source + ", " + e.Link + " (" + layerSource + ")"},
+	}}
+	switch {
+	case p.Software():
+		f.Outcome = check.Warn
+		f.Message = fmt.Sprintf("%s on %s, software RDMA (the kernel does the NIC's work): not a hardware verdict; a clean hardware fabric does %.2f–%.2f µs", got, p.Device, lo, hi)
+	case best.TypicalUs <= hi:
+		f.Outcome = check.Pass
+		f.Message = fmt.Sprintf("%s: within what a clean fabric does (%.2f–%.2f µs on %s): healthy", got, lo, hi, e.Link)
+	case best.TypicalUs <= broken:
+		f.Outcome = check.Warn
+		f.Message = fmt.Sprintf("%s: above what a clean fabric does (%.2f–%.2f µs on %s): check CPU governor, NUMA placement of the process, MTU and the switch path", got, lo, hi, e.Link)
+	default:
+		f.Outcome = check.Fail
+		f.Message = fmt.Sprintf("%s: above %.1f µs, which is broken, not slow, on one switch (a clean fabric does %.2f–%.2f µs on %s)", got, broken, lo, hi, e.Link)
+	}
+	return f
 }

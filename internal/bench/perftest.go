@@ -23,6 +23,28 @@ type PerftestResult struct {
 	LinkType string        `json:"link_type,omitempty"` // IB, Ethernet
 	MTUBytes int           `json:"mtu_bytes,omitempty"`
 	Warnings []string      `json:"warnings,omitempty"`
+	// Test is the banner perftest prints ("RDMA_Read Latency Test"),
+	// Device the HCA it ran on (rxe0 is software RoCE).
+	Test   string `json:"test,omitempty"`
+	Device string `json:"device,omitempty"`
+}
+
+// Operation is the verb the run measured: write, read, send or atomic
+// ("" when the banner is missing).
+func (r *PerftestResult) Operation() string {
+	t := strings.ToLower(r.Test)
+	for _, op := range []string{"write", "read", "send", "atomic"} {
+		if strings.Contains(t, op) {
+			return op
+		}
+	}
+	return ""
+}
+
+// Software reports whether the device is a software RDMA provider
+// (Soft-RoCE rxe, soft-iWARP siw): its latency is the kernel's, not a NIC's.
+func (r *PerftestResult) Software() bool {
+	return strings.HasPrefix(r.Device, "rxe") || strings.HasPrefix(r.Device, "siw")
 }
 
 // PerftestRow is one message size. Bandwidths are in Gb/s whatever the
@@ -47,6 +69,14 @@ var (
 	unitRE = regexp.MustCompile(`BW average\[([^\]]+)\]`)
 	mtuRE  = regexp.MustCompile(`^\s*Mtu\s*:\s*(\d+)`)
 	linkRE = regexp.MustCompile(`^\s*Link type\s*:\s*(\S+)`)
+	// The banner: "RDMA_Write BW Test", "Send Latency Test".
+	testRE   = regexp.MustCompile(`^\s*([A-Za-z_ ]+ (?:BW|Latency) Test)\s*$`)
+	deviceRE = regexp.MustCompile(`Device\s*:\s*(\S+)`)
+	// perftest's warnings, however a version spells them: "WARNING: CPU
+	// is not PCIe relaxed ordering compliant.", "Warning: ...",
+	// "Conflicting CPU frequency values detected ... CPU Frequency is not
+	// max.", "... won't be measured".
+	warnRE = regexp.MustCompile(`(?i)^warning\b|conflicting cpu frequency|cpu frequency is not max|won't be measured`)
 )
 
 // ParsePerftest reads the output of any perftest bandwidth or latency test
@@ -94,11 +124,17 @@ func ParsePerftest(text string) (*PerftestResult, error) {
 		case linkRE.MatchString(line):
 			r.LinkType = linkRE.FindStringSubmatch(line)[1]
 			continue
-		case strings.Contains(trim, "Conflicting CPU frequency") || strings.Contains(trim, "won't be measured") || strings.HasPrefix(trim, "Warning"):
+		case cols == nil && testRE.MatchString(line):
+			r.Test = strings.TrimSpace(testRE.FindStringSubmatch(line)[1])
+			continue
+		case warnRE.MatchString(trim):
 			if !slices.Contains(r.Warnings, trim) {
 				r.Warnings = append(r.Warnings, trim)
 			}
 			continue
+		}
+		if m := deviceRE.FindStringSubmatch(line); m != nil && r.Device == "" {
+			r.Device = m[1]
 		}
 		if cols == nil || !rowRE.MatchString(line) {
 			continue
@@ -219,4 +255,49 @@ func (r *PerftestResult) Best() PerftestRow {
 		}
 	}
 	return best
+}
+
+// ParsePerftestRuns reads text holding one or more perftest runs one after
+// the other (a session transcript, a server's output then its client's,
+// two tests pasted together): a new run starts at a test banner once the
+// run before it has a result row. Runs with the same test and the same
+// rows (the two sides of a loopback run printed one after the other) are
+// kept once. Each run is parsed by ParsePerftest.
+func ParsePerftestRuns(text string) ([]*PerftestResult, error) {
+	var segs []string
+	var cur strings.Builder
+	header, row := false, false
+	for _, line := range strings.SplitAfter(text, "\n") {
+		plain := strings.ReplaceAll(strings.TrimRight(line, "\r\n"), "\t", " ")
+		if testRE.MatchString(plain) && row {
+			segs = append(segs, cur.String())
+			cur.Reset()
+			header, row = false, false
+		}
+		switch {
+		case strings.HasPrefix(strings.TrimSpace(plain), "#bytes"):
+			header = true
+		case header && rowRE.MatchString(plain):
+			row = true
+		}
+		cur.WriteString(line)
+	}
+	segs = append(segs, cur.String())
+	var runs []*PerftestResult
+	at := 0 // lines before the segment, for errors that name a line
+	for i, s := range segs {
+		r, err := ParsePerftest(s)
+		if err != nil {
+			if len(segs) == 1 {
+				return nil, err
+			}
+			return nil, fmt.Errorf("run %d of %d (from line %d): %w", i+1, len(segs), at+1, err)
+		}
+		at += strings.Count(s, "\n")
+		if n := len(runs); n > 0 && runs[n-1].Test == r.Test && slices.Equal(runs[n-1].Rows, r.Rows) {
+			continue
+		}
+		runs = append(runs, r)
+	}
+	return runs, nil
 }

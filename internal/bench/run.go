@@ -33,14 +33,19 @@ type Record struct {
 	// Samples are the repeated measurements; the verdict uses their median.
 	SamplesGbps  []float64 `json:"samples_gbps,omitempty"`
 	SamplesP50Us []float64 `json:"samples_p50_us,omitempty"`
-	Gbps         float64   `json:"gbps,omitempty"`
-	P50Us        float64   `json:"p50_us,omitempty"`
-	P99Us        float64   `json:"p99_us,omitempty"`
-	P999Us       float64   `json:"p99_9_us,omitempty"`
-	MTUBytes     int       `json:"mtu_bytes,omitempty"`
-	Warnings     []string  `json:"warnings,omitempty"`
-	TimedOut     bool      `json:"timed_out,omitempty"`
-	Error        string    `json:"error,omitempty"`
+	// The tail of each latency sample, so a comparison of two runs knows
+	// how much p99 and p99.9 move by themselves.
+	SamplesP99Us  []float64 `json:"samples_p99_us,omitempty"`
+	SamplesP999Us []float64 `json:"samples_p99_9_us,omitempty"`
+	Gbps          float64   `json:"gbps,omitempty"`
+	P50Us         float64   `json:"p50_us,omitempty"`
+	P99Us         float64   `json:"p99_us,omitempty"`
+	P999Us        float64   `json:"p99_9_us,omitempty"`
+	MTUBytes      int       `json:"mtu_bytes,omitempty"`
+	LinkType      string    `json:"link_type,omitempty"` // as perftest printed it
+	Warnings      []string  `json:"warnings,omitempty"`
+	TimedOut      bool      `json:"timed_out,omitempty"`
+	Error         string    `json:"error,omitempty"`
 	// ErrorNode is the node that could not be reached, when known.
 	ErrorNode string `json:"error_node,omitempty"`
 	// NotMeasured says why the direction was not tried.
@@ -384,7 +389,7 @@ func (r *Runner) runDirection(ctx context.Context, round int, from, to cluster.N
 		rec.SamplesGbps = append(rec.SamplesGbps, m.Gbps)
 		rec.SamplesP50Us = append(rec.SamplesP50Us, m.P50Us)
 		p99, p999 = append(p99, m.P99Us), append(p999, m.P999Us)
-		rec.MTUBytes = m.MTUBytes
+		rec.MTUBytes, rec.LinkType = m.MTUBytes, m.LinkType
 		for _, w := range m.Warnings {
 			if !slices.Contains(rec.Warnings, w) {
 				rec.Warnings = append(rec.Warnings, w)
@@ -399,6 +404,9 @@ func (r *Runner) runDirection(ctx context.Context, round int, from, to cluster.N
 	if r.Engine.Latency() {
 		rec.SamplesGbps = nil
 		rec.P50Us, rec.P99Us, rec.P999Us = Median(rec.SamplesP50Us), Median(p99), Median(p999)
+		if slices.ContainsFunc(p99, func(v float64) bool { return v > 0 }) {
+			rec.SamplesP99Us, rec.SamplesP999Us = p99, p999
+		}
 	} else {
 		rec.SamplesP50Us = nil
 		rec.Gbps = Median(rec.SamplesGbps)
@@ -540,15 +548,45 @@ func Median(v []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// retest repeats each suspect's failing direction against two known-good
+// retest measures once more each bad direction no suspect explains, and
+// repeats each suspect's failing direction against two known-good
 // partners (nodes whose both directions are healthy), one at a time so
 // the suspect's link carries one test only.
 func (r *Runner) retest(ctx context.Context) {
 	rep := Analyze(r.Cluster, r.Engine.Name(), r.Engine.Test(), r.Engine.Latency(), r.records, r.Out(), nil)
+	index := r.Cluster.Index()
+	// A bad direction no suspect explains is measured once more before it
+	// fails: fine the second time, it was noise.
+	suspect := map[string]bool{}
+	for _, s := range rep.Suspects {
+		suspect[s.Node+"|"+s.Side] = true
+	}
+	var lone []Direction
+	for _, d := range rep.Directions {
+		if d.Bad && !suspect[d.From+"|"+Send] && !suspect[d.To+"|"+Receive] {
+			lone = append(lone, d)
+		}
+	}
+	if len(lone) > 0 {
+		r.progress("retest %d direction(s) no node explains\n", len(lone))
+	}
+	for _, d := range lone {
+		if ctx.Err() != nil {
+			return
+		}
+		rec := r.runDirection(ctx, 0, r.Cluster.Nodes[index[d.From]], r.Cluster.Nodes[index[d.To]], "")
+		if ctx.Err() != nil && rec.Failed() {
+			return
+		}
+		rec.Retest = true
+		r.record(rec)
+	}
 	if len(rep.Suspects) == 0 {
+		if len(lone) > 0 {
+			r.afterRound(ctx, 0)
+		}
 		return
 	}
-	index := r.Cluster.Index()
 	for _, s := range rep.Suspects {
 		var partners []string
 		for _, g := range rep.Good {

@@ -32,6 +32,7 @@ const (
 	NCCL           Kind = "nccl"            // nccl env / run / judge
 	Design         Kind = "design"          // design calculators
 	Schedule       Kind = "schedule"        // bench schedule
+	Compare        Kind = "compare"         // compare: two runs side by side
 )
 
 // Summary is what a script reads first.

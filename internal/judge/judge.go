@@ -72,18 +72,15 @@ func judgeNCCL(name string, b []byte, opt Options) ([]check.Finding, any, error)
 	return nccl.JudgeFile(name, b, o)
 }
 
-// judgePerftest judges saved perftest output against --expect-rate (and
-// --expect-link-layer; InfiniBand when not given); perftest's own MTU
-// replaces the default.
+// judgePerftest judges saved perftest output against --expect-rate and
+// the expected link layer; the layer and MTU the run used are read from
+// the output (Link type: Ethernet is RoCE), and a differing expected layer
+// is a finding.
 func judgePerftest(name string, b []byte, opt Options) ([]check.Finding, any, error) {
-	if opt.ExpectRate == nil {
-		return bench.JudgePerftestFile(name, b, nil)
+	l := linkrate.Link{Layer: opt.ExpectLayer}
+	if opt.ExpectRate != nil {
+		l.RateGbps, l.Speed = opt.ExpectRate.Gbps, opt.ExpectRate.Speed
 	}
-	layer := opt.ExpectLayer
-	if layer == "" {
-		layer = linkrate.InfiniBand
-	}
-	l := linkrate.Link{Layer: layer, RateGbps: opt.ExpectRate.Gbps, Speed: opt.ExpectRate.Speed, MTUBytes: linkrate.DefaultMTU(layer)}
 	return bench.JudgePerftestFile(name, b, &l)
 }
 

@@ -94,33 +94,37 @@ func TestJudgeEveryRealOutput(t *testing.T) {
 		{"ibnetdiscover/ibsim-net-examples/net.2sw2path4hca2port", "ibnetdiscover", 0, 0, 1, 0},
 		{"ibnetdiscover/ndr-qm9700-129port-split-2xNDR_REDACTED_TRUNCATED.txt", "ibnetdiscover", 0, 0, 0, 1},
 		{"ibnetdiscover/superbench_topo_aware_ibnetdiscover_FAKED.txt", "ibnetdiscover", 0, 0, 0, 1},
-		// perftest, nccl-tests and NCCL_DEBUG logs. A transcript holding
-		// several runs is refused naming the line of the second table.
-		{"perftest/azure-hbv3_ib_send_bw_all_client.txt", "perftest", 0, 1, 1, 0},
-		{"perftest/azure-hbv3_ib_send_bw_all_server.txt", "perftest", 0, 1, 1, 0},
-		{"perftest/azure-hbv3_ib_send_lat_all_server.txt", "perftest", 0, 0, 1, 0},
-		{"perftest/azure-hbv3_ib_write_bw_loopback_interleaved.txt", "perftest", 0, 1, 1, 0},
-		{"perftest/cx7-ndr-b2b-perftest25/_session_transcript.txt", "refused", 0, 0, 0, 0},
-		{"perftest/cx7-ndr-b2b-perftest25/ib_read_bw.txt", "perftest", 0, 1, 1, 0},
-		{"perftest/cx7-ndr-b2b-perftest25/ib_send_bw.txt", "perftest", 0, 1, 1, 0},
-		{"perftest/cx7-ndr-b2b-perftest25/ib_send_lat.txt", "perftest", 0, 2, 1, 0},
-		{"perftest/cx7-ndr-b2b-perftest25/ib_write_bw.txt", "perftest", 0, 1, 1, 0},
+		// perftest, nccl-tests and NCCL_DEBUG logs. A file holding several
+		// runs is judged run by run (internal/bench asserts each finding).
+		{"perftest/azure-hbv3_ib_send_bw_all_client.txt", "perftest", 0, 0, 1, 2},
+		{"perftest/azure-hbv3_ib_send_bw_all_server.txt", "perftest", 0, 0, 1, 2},
+		{"perftest/azure-hbv3_ib_send_lat_all_server.txt", "perftest", 0, 1, 0, 1},
+		{"perftest/azure-hbv3_ib_write_bw_loopback_interleaved.txt", "perftest", 0, 1, 1, 1},
+		{"perftest/cx7-ndr-b2b-perftest25/_session_transcript.txt", "perftest", 0, 4, 3, 5},
+		{"perftest/cx7-ndr-b2b-perftest25/ib_read_bw.txt", "perftest", 0, 1, 1, 1},
+		{"perftest/cx7-ndr-b2b-perftest25/ib_send_bw.txt", "perftest", 0, 1, 1, 1},
+		{"perftest/cx7-ndr-b2b-perftest25/ib_send_lat.txt", "perftest", 0, 1, 0, 2},
+		{"perftest/cx7-ndr-b2b-perftest25/ib_write_bw.txt", "perftest", 0, 1, 1, 1},
 		{"perftest/json/perftest-issue-216_rxe0_ib_write_lat_out_json_INVALID-JSON.txt", "", 0, 0, 0, 0},
-		{"perftest/roce-cx5-k8s-cu05-cu07/ib_atomic_bw_roce_client.txt", "perftest", 0, 1, 1, 0},
-		{"perftest/roce-cx5-k8s-cu05-cu07/ib_read_bw_roce_client.txt", "perftest", 0, 1, 1, 0},
-		{"perftest/roce-cx5-k8s-cu05-cu07/ib_send_bw_roce_client.txt", "perftest", 0, 1, 1, 0},
-		{"perftest/stmatengss-mlx4-qdr/_full_transcript_excerpt.txt", "refused", 0, 0, 0, 0},
-		{"perftest/stmatengss-mlx4-qdr/ib_atomic_bw_4bfed8618b1d.txt", "perftest", 0, 1, 1, 0},
-		{"perftest/stmatengss-mlx4-qdr/ib_atomic_lat_4bfed8618b1d.txt", "perftest", 0, 2, 1, 0},
-		{"perftest/stmatengss-mlx4-qdr/ib_read_bw_4bfed8618b1d.txt", "perftest", 0, 1, 1, 0},
-		{"perftest/stmatengss-mlx4-qdr/ib_read_bw_teaker-11.txt", "perftest", 0, 0, 1, 0},
-		{"perftest/stmatengss-mlx4-qdr/ib_read_lat_4bfed8618b1d.txt", "perftest", 0, 0, 1, 0},
-		{"perftest/stmatengss-mlx4-qdr/ib_send_bw_4bfed8618b1d.txt", "perftest", 0, 0, 1, 0},
-		{"perftest/stmatengss-mlx4-qdr/ib_send_lat_4bfed8618b1d.txt", "perftest", 0, 0, 1, 0},
-		{"perftest/stmatengss-mlx4-qdr/ib_write_bw_4bfed8618b1d.txt", "perftest", 0, 0, 1, 0},
-		{"perftest/stmatengss-mlx4-qdr/ib_write_lat_4bfed8618b1d.txt", "perftest", 0, 0, 1, 0},
-		{"perftest/superbench/ib_loopback_8M_size.log", "perftest", 0, 0, 1, 0},
-		{"perftest/superbench/ib_loopback_all_sizes.log", "perftest", 0, 0, 1, 0},
+		{"perftest/roce-cx5-k8s-cu05-cu07/ib_atomic_bw_roce_client.txt", "perftest", 0, 2, 1, 0},
+		{"perftest/roce-cx5-k8s-cu05-cu07/ib_read_bw_roce_client.txt", "perftest", 0, 2, 1, 0},
+		{"perftest/roce-cx5-k8s-cu05-cu07/ib_send_bw_roce_client.txt", "perftest", 0, 2, 1, 0},
+		{"perftest/stmatengss-mlx4-qdr/_full_transcript_excerpt.txt", "perftest", 0, 12, 5, 4},
+		{"perftest/stmatengss-mlx4-qdr/ib_atomic_bw_4bfed8618b1d.txt", "perftest", 0, 2, 1, 0},
+		{"perftest/stmatengss-mlx4-qdr/ib_atomic_lat_4bfed8618b1d.txt", "perftest", 0, 2, 0, 1},
+		{"perftest/stmatengss-mlx4-qdr/ib_read_bw_4bfed8618b1d.txt", "perftest", 0, 2, 1, 0},
+		{"perftest/stmatengss-mlx4-qdr/ib_read_bw_teaker-11.txt", "perftest", 0, 1, 1, 0},
+		{"perftest/stmatengss-mlx4-qdr/ib_read_lat_4bfed8618b1d.txt", "perftest", 0, 1, 0, 1},
+		{"perftest/stmatengss-mlx4-qdr/ib_send_bw_4bfed8618b1d.txt", "perftest", 0, 1, 1, 0},
+		{"perftest/stmatengss-mlx4-qdr/ib_send_lat_4bfed8618b1d.txt", "perftest", 0, 1, 0, 1},
+		{"perftest/stmatengss-mlx4-qdr/ib_write_bw_4bfed8618b1d.txt", "perftest", 0, 1, 1, 0},
+		{"perftest/stmatengss-mlx4-qdr/ib_write_lat_4bfed8618b1d.txt", "perftest", 0, 1, 0, 1},
+		{"perftest/superbench/ib_loopback_8M_size.log", "perftest", 0, 0, 1, 1},
+		{"perftest/superbench/ib_loopback_all_sizes.log", "perftest", 0, 0, 1, 1},
+		{"perftest-latency/k8s-61-62-softroce-capture-notes_rxe0_ib_write_lat_n5_s64_server-then-client_p99-equals-max.txt", "perftest", 0, 4, 0, 0},
+		{"perftest-latency/mlx4-ib-notes-zh_mlx4_0_ib_read_lat-and-ib_write_lat_cpu-freq-warnings-inside-table_tab-padded-rows.txt", "perftest", 0, 6, 0, 0},
+		{"perftest-warnings/ocp-sriov-gpudirect-doc-A_mlx5_4_ib_write_bw_use_cuda_T4_RoCE-vf_RO-not-compliant-warning_client.txt", "perftest", 0, 2, 1, 0},
+		{"perftest-warnings/ocp-sriov-gpudirect-doc-A_mlx5_5_ib_write_bw_use_cuda_T4_RoCE-vf_RO-not-compliant-warning_server.txt", "perftest", 0, 2, 1, 0},
 		{"nccl-tests/alps-gh200-slingshot/2node-8gh200_all_reduce_perf_nccl-tests-2.17.1_libfabric-cxi.txt", nccl, 0, 1, 1, 2},
 		{"nccl-tests/json/nccl-tests-pr-318_alltoall_json_TRUNCATED.txt", nccl, 1, 0, 1, 1},
 		{"nccl-tests/rtx3090-inc/1gpu-1nic_INC_rdma-mtu256.txt", nccl, 0, 0, 1, 2},
@@ -183,7 +187,7 @@ func TestJudgeEveryRealOutput(t *testing.T) {
 			}
 		})
 	}
-	for _, dir := range []string{"ibtools", "ibnetdiscover", "perftest", "nccl-tests", "nccl-debug"} {
+	for _, dir := range []string{"ibtools", "ibnetdiscover", "perftest", "perftest-latency", "perftest-warnings", "nccl-tests", "nccl-debug"} {
 		filepath.Walk(filepath.Join(root, dir), func(p string, info os.FileInfo, err error) error {
 			if err == nil && !info.IsDir() {
 				rel, _ := filepath.Rel(root, p)
@@ -228,6 +232,12 @@ func TestJudgeVerdicts(t *testing.T) {
 	has(one("ibtools/h20-cx7-ndr200/ibstatus_2X-NDR_redacted.txt", Options{ExpectRate: &r200}), check.Pass, "port.rate.below-expected", "judged by --expect-rate")
 	// --expect-layer: the RoCE ports of a mixed host.
 	has(one("ibtools/ibstat/nccl-tests-issue-350_n013_CX4Lx-eth_CX6-HDR-IB_complete.txt", Options{ExpectLayer: linkrate.InfiniBand}), check.Fail, "port.link-layer", "mlx5_0 port 1: link layer RoCE, expected InfiniBand")
+	// perftest: the layer is the one it printed (RoCE here), so expecting
+	// InfiniBand is a finding; one latency run gets a verdict of its own.
+	roce := "perftest/roce-cx5-k8s-cu05-cu07/ib_send_bw_roce_client.txt"
+	has(one(roce, Options{ExpectLayer: linkrate.InfiniBand}), check.Fail, "bench.perftest.link-layer", "over RoCE (Link type: Ethernet), not the expected InfiniBand")
+	has(one(roce, Options{}), check.Warn, "bench.perftest.mtu", "RoCE MTU 1024, not 4096")
+	has(one("perftest/stmatengss-mlx4-qdr/ib_send_lat_4bfed8618b1d.txt", Options{}), check.Pass, "bench.perftest.latency", "typical 1.07 µs")
 	// A disabled second port is unused, not a failure.
 	has(one("ibtools/stmatengss-mlx4/ibstat_4129f2daa9bf.txt", Options{}), check.Warn, "port.state", "mlx4_0 port 2: Down/Disabled")
 	// Legacy ibcheckerrors: the port over its threshold.

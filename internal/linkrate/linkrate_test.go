@@ -199,3 +199,27 @@ func TestBytesPerSecond(t *testing.T) {
 		t.Errorf("400 Gb/s = %g B/s, want 5e10", got)
 	}
 }
+
+// Seed 001's table by rate: its rows exactly; slower links keep the
+// 100 Gb/s latency and get no bandwidth range; an unknown rate the
+// loosest latency; read and atomic latency is a round trip.
+func TestExpectedFor(t *testing.T) {
+	for _, c := range []struct {
+		rate                   float64
+		lowG, highG, lowU, hiU float64
+	}{
+		{100, 95, 98, 1.0, 1.5}, {200, 188, 197, 0.9, 1.3}, {400, 370, 395, 0.8, 1.1},
+		{40, 0, 0, 1.0, 1.5}, {25, 0, 0, 1.0, 1.5}, {0, 0, 0, 1.0, 1.5}, {800, 0, 0, 0.8, 1.1},
+	} {
+		e := ExpectedFor(c.rate)
+		if e.LowGbps != c.lowG || e.HighGbps != c.highG || e.LowUs != c.lowU || e.HighUs != c.hiU || e.BrokenUs != 5 || e.Source == "" {
+			t.Errorf("%g Gb/s: %+v", c.rate, e)
+		}
+	}
+	if LatencyRoundTrips("read") != 2 || LatencyRoundTrips("atomic") != 2 || LatencyRoundTrips("write") != 1 || LatencyRoundTrips("send") != 1 {
+		t.Error("round trips")
+	}
+	if NetdevMTUFor(4096) != 4192 || RoCEMTU(NetdevMTUFor(4096)) != 4096 || RoCEMTU(NetdevMTUFor(4096)-1) != 2048 {
+		t.Error("netdev MTU for RoCE 4096")
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/bench"
 	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/compare"
 	"github.com/rdmalab/rdmalab/internal/fabric"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/hostcheck"
@@ -25,6 +26,11 @@ type ClusterView struct {
 	Fleet   FindingsView
 	Fabrics []FabricView
 	Benches []BenchView
+	// Compare is the first results log given against the second, when
+	// exactly two runs of the same test were given (rdmalab compare's
+	// result); two logs of different tests are not two runs of one
+	// measurement, and are not compared.
+	Compare *compare.Result
 }
 
 // Verdict states whether the cluster is ready and the findings that decide it.
@@ -102,6 +108,13 @@ type LinkRow struct {
 func NewClusterView(in *Inputs) *ClusterView {
 	v := &ClusterView{Sources: in.Sources, Skipped: in.Skipped, Derived: in.Derived, Counts: CountOf(in.Findings)}
 	v.Verdict = verdictOf(in.Findings, v.Counts)
+	if len(in.RunLogs) == 2 {
+		a, b := in.RunLogs[0], in.RunLogs[1]
+		if r, err := compare.Run(a.Path, a.Data, b.Path, b.Data); err == nil {
+			check.Sort(r.Findings)
+			v.Compare = r
+		}
+	}
 
 	var hostFs, fleet []check.Finding
 	for _, f := range in.Findings {

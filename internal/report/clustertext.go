@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/compare"
 )
 
 // Cluster prints the verdict of a cluster report, the findings that decide
@@ -59,6 +60,20 @@ func Cluster(w io.Writer, v *ClusterView) {
 		p.Wrapped("", "  ", line)
 	}
 	if len(v.Fabrics)+len(v.Benches) > 0 {
+		p.Printf("\n")
+	}
+	if v.Compare != nil {
+		n := map[string]int{}
+		for _, d := range v.Compare.Directions {
+			n[d.Verdict]++
+		}
+		p.Wrapped("", "  ", fmt.Sprintf("Compare %s → %s (%s): %d worse · %d better · %d no change (rdmalab compare shows each metric)",
+			v.Compare.A, v.Compare.B, v.Compare.What, n[compare.Worse], n[compare.Better], n[compare.NoChange]))
+		for _, nd := range v.Compare.Nodes {
+			if nd.Named {
+				p.Wrapped("  ", "    ", fmt.Sprintf("%s's %s side is worse with %d of %d partners", nd.Name, nd.Side, nd.Worse, nd.Total))
+			}
+		}
 		p.Printf("\n")
 	}
 }

@@ -39,6 +39,15 @@ type Inputs struct {
 	// inputs without them, the report runs the same rules itself (Derived).
 	Judged  map[envelope.Kind]bool
 	Derived []string
+	// RunLogs are the results logs given, as read: two of them are also
+	// compared (the compare section).
+	RunLogs []RunLog
+}
+
+// RunLog is one results log given to the report.
+type RunLog struct {
+	Path string
+	Data []byte
 }
 
 // BenchRun is one judged bench test (one engine and test over a cluster):
@@ -325,6 +334,7 @@ func (in *Inputs) benchLog(path string, b []byte) error {
 	if err != nil {
 		return &UnknownInputError{path, err.Error()}
 	}
+	in.RunLogs = append(in.RunLogs, RunLog{path, b})
 	type test struct{ engine, test string }
 	var order []test
 	byTest := map[test][]bench.Record{}

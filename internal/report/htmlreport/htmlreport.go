@@ -17,6 +17,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/bench"
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/cluster"
+	"github.com/rdmalab/rdmalab/internal/compare"
 	"github.com/rdmalab/rdmalab/internal/report"
 )
 
@@ -55,6 +56,11 @@ var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 	"cellStates": func() []string { return report.CellStates },
 	"stateBadge": func(s string) string { return stateBadge[s] },
 	"state":      func(s report.VerdictState) string { return strings.ReplaceAll(string(s), " ", "-") },
+	"pct":        func(v float64) string { return fmt.Sprintf("%+.0f%%", 100*v) },
+	"hundred":    func(v float64) float64 { return 100 * v },
+	"changeBadge": func(v string) string {
+		return map[string]string{compare.Worse: "fail", compare.Better: "pass", compare.NoChange: "pass"}[v]
+	},
 }).Parse(pageText))
 
 type page struct {
@@ -203,9 +209,11 @@ func newBenchPage(b report.BenchView) benchPage {
 		return p
 	}
 	if !b.Latency {
-		title, note := "Bandwidth, sender → receiver: Gb/s, and % of what the link can carry", "the scale bends at the default thresholds: healthy ≥ 95%, broken < 80% of the link"
+		t := cluster.DefaultThresholds
+		title := "Bandwidth, sender → receiver: Gb/s, and % of what the link can carry"
+		note := fmt.Sprintf("the scale bends at the default thresholds: healthy ≥ %.0f%%, broken < %.0f%% of the link", 100*t.Healthy, 100*t.Degraded)
 		scale := ceilingScale
-		stops := []float64{1, 0.95, 0.9, 0.8, 0.6, 0.4, 0}
+		stops := []float64{1, t.Healthy, (t.Healthy + t.Degraded) / 2, t.Degraded, 0.6, 0.4, 0}
 		if !b.RateDeclared {
 			title = "Bandwidth, sender → receiver: Gb/s, and % of the peers' median (no link rate declared)"
 			note = "the scale bends at the default threshold: below 90% of the peers' median is bad"
@@ -312,8 +320,9 @@ func newHeatmap(b report.BenchView, title, aria string, value func(report.DirCel
 }
 
 // ceilingScale bends the colour scale at the default thresholds against
-// the link, so colours split where verdicts do: below 80% (broken) the dark
-// half of viridis, 80–95% (degraded) the greens, 95% and up the yellows.
+// the link, so colours split where verdicts do: below Degraded (broken)
+// the dark half of viridis, up to Healthy (degraded) the greens, healthy
+// the yellows.
 func ceilingScale(share float64) float64 {
 	d, h := cluster.DefaultThresholds.Degraded, cluster.DefaultThresholds.Healthy
 	switch {

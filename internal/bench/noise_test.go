@@ -1,0 +1,99 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/rdmalab/rdmalab/internal/testhost"
+)
+
+// Four hosts with real sshd in network namespaces, links not shaped, the
+// machine loaded with a busy loop on every CPU: whatever the load does to
+// the measurements is noise, and bench fails nothing. Then one direction
+// (n2 → n3 only, by destination address) shaped to 20 Mbit/s: bench still
+// names exactly that direction.
+func TestBenchNoiseOnlyInNamespaces(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the built binary over ssh (not under the race detector); scripts/test runs it without -short")
+	}
+	const n = 4
+	c := testhost.StartNetCluster(t, "noise", n)
+	bin := testhost.Rdmalab(t)
+	var nodes strings.Builder
+	for i := range n {
+		fmt.Fprintf(&nodes, "  - {name: n%d, ssh: root@%s, data: %s}\n", i+1, c.Addrs[i], c.Addrs[i])
+	}
+	cluster := filepath.Join(c.Dir, "cluster.yaml")
+	os.WriteFile(cluster, []byte("nodes:\n"+nodes.String()+fmt.Sprintf(`link: {layer: TCP}
+launcher:
+  type: ssh
+  known_hosts: %s
+  ssh_options: ["-F", "/dev/null", "-i", "%s"]
+  rdmalab: %s
+  base_port: 25200
+`, c.KnownHosts(), c.KeyFile(), bin)), 0o644)
+	bench := func(name string) (string, int) {
+		out, err := exec.Command(bin, "bench", "--cluster", cluster, "--engine", "tcp", "--seconds", "1", "--samples", "3",
+			"--timeout", "10s", "--results", filepath.Join(c.Dir, name+".jsonl")).CombinedOutput()
+		return string(out), exitCode(err)
+	}
+	named := func(out string) []string {
+		var got []string
+		for _, l := range strings.Split(out, "\n") {
+			f := strings.Fields(l)
+			if len(f) >= 2 && strings.HasPrefix(f[0], "bench.") && !strings.HasPrefix(f[0], "bench.node") {
+				got = append(got, f[0]+" "+strings.TrimSuffix(strings.Join(f[1:4], " "), ":"))
+			}
+		}
+		return got
+	}
+
+	// A busy loop on every CPU for the noise-only run, stopped after it.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range runtime.NumCPU() {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					for i := 0; i < 1e6; i++ {
+					}
+				}
+			}
+		})
+	}
+	out, code := bench("loaded")
+	close(stop)
+	wg.Wait()
+	if code != 0 || strings.Contains(out, "FAIL") {
+		t.Errorf("noise alone failed something: exit %d\n%s", code, out)
+	}
+	t.Logf("loaded, unshaped: exit %d; named %v", code, named(out))
+
+	// n2 → n3 only: an htb class at 20 Mbit/s for n3's address on n2's
+	// sending side; everything else unshaped.
+	dev := c.Inner[1]
+	for _, args := range [][]string{
+		{"qdisc", "replace", "dev", dev, "root", "handle", "1:", "htb", "default", "10"},
+		{"class", "add", "dev", dev, "parent", "1:", "classid", "1:10", "htb", "rate", "100gbit"},
+		{"class", "add", "dev", dev, "parent", "1:", "classid", "1:20", "htb", "rate", "20mbit", "ceil", "20mbit"},
+		{"filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "u32", "match", "ip", "dst", c.Addrs[2] + "/32", "flowid", "1:20"},
+	} {
+		if b, err := exec.Command("ip", append([]string{"netns", "exec", c.NS[1], "tc"}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("tc %v: %v %s", args, err, b)
+		}
+	}
+	out, code = bench("shaped")
+	if got := named(out); code != 1 || !slices.Contains(got, "bench.direction.slow n2 → n3") || len(slices.DeleteFunc(got, func(s string) bool { return !strings.Contains(s, "slow") && !strings.Contains(s, "node.") })) != 1 {
+		t.Errorf("one shaped direction: exit %d, named %v\n%s", code, named(out), out)
+	}
+}

@@ -1,0 +1,65 @@
+package cli
+
+import (
+	"os"
+
+	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/compare"
+	"github.com/rdmalab/rdmalab/internal/envelope"
+	"github.com/rdmalab/rdmalab/internal/report"
+	"github.com/spf13/cobra"
+)
+
+func newCompareCmd() *cobra.Command {
+	var output string
+	c := &cobra.Command{
+		Use:   "compare RUN_A RUN_B",
+		Short: "Compare two runs: what changed per direction and per node, beyond each run's own noise",
+		Long: `compare sets two runs of the same measurement side by side and says what
+changed from RUN_A to RUN_B: two bench results logs (per direction:
+bandwidth, or latency at p50, p99 and p99.9; per node: its send and receive
+sides), or two nccl-tests outputs (the plateau bus bandwidth of each run).
+
+A change is judged against each run's own spread (the samples of that
+direction in each run) and never below 5%: a change inside the noise is
+"no change". A node whose send or receive side got worse with most of its
+partners is named. docs/compare.md describes it.
+
+Exit codes: 0 nothing got worse, 1 something got worse, 2 could not run.`,
+		Example: `  rdmalab compare optimised.jsonl contended.jsonl
+  rdmalab compare internal/compare/testdata/seed000-optimised.jsonl internal/compare/testdata/seed000-wrong-numa.jsonl
+  rdmalab compare -o json before.jsonl after.jsonl`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			var in [2][]byte
+			for i, a := range args {
+				b, err := os.ReadFile(a)
+				if err != nil {
+					return usageErr("%v", err)
+				}
+				in[i] = b
+			}
+			r, err := compare.Run(args[0], in[0], args[1], in[1])
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			w := cmd.OutOrStdout()
+			if output == "json" {
+				if err := envelope.Write(w, envelope.Compare, r.Findings, r); err != nil {
+					return err
+				}
+			} else {
+				report.Compare(w, r)
+			}
+			if check.Failed(r.Findings) {
+				return errFindings
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVarP(&output, "output", "o", "table", "table or json (the comparison, in the rdmalab envelope)")
+	return c
+}

@@ -1,0 +1,433 @@
+// Package compare sets two runs of the same measurement side by side — two
+// bench results logs, or two nccl-tests outputs — and says, per direction
+// and per node, what changed: bandwidth, and latency at p50, p99 and
+// p99.9. A change is judged against each run's own spread (the samples of
+// that direction in each run) with a floor for the measurement's
+// resolution: a change inside the noise is "no change". Seed 000's
+// experiment (optimised vs wrong NUMA vs CPU contention) is what it is for.
+package compare
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/rdmalab/rdmalab/internal/bench"
+	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/nccl"
+)
+
+// Floor is the smallest change ever called a change: two runs of the same
+// healthy link differ by a few percent whatever their samples say (seed
+// 000: 24.2 and 24.1 Gbps are "fully protected"; seed 001: "within 5%").
+const Floor = 0.05
+
+// Verdicts of one metric.
+const (
+	NoChange = "no change"
+	Worse    = "worse"
+	Better   = "better"
+)
+
+// Change is one metric of one direction in both runs.
+type Change struct {
+	Metric string  `json:"metric"` // bandwidth, p50, p99, p99.9, busbw
+	Unit   string  `json:"unit"`   // Gb/s, µs, GB/s
+	A      float64 `json:"a"`
+	B      float64 `json:"b"`
+	// Delta is (B − A) / A; Noise is the change the runs' own spreads
+	// allow (at least Floor).
+	Delta   float64 `json:"delta"`
+	Noise   float64 `json:"noise"`
+	Verdict string  `json:"verdict"`
+	// higher is better (bandwidth), lower is better (latency).
+	higherBetter bool
+}
+
+// Direction is one sender → receiver (or one nccl-tests run) in both runs.
+type Direction struct {
+	From    string   `json:"from,omitempty"`
+	To      string   `json:"to,omitempty"`
+	Subject string   `json:"subject"`
+	Changes []Change `json:"changes"`
+	Verdict string   `json:"verdict"`
+}
+
+// Node is one node's side over its directions.
+type Node struct {
+	Name  string `json:"name"`
+	Side  string `json:"side"` // send or receive
+	Worse int    `json:"worse"`
+	Total int    `json:"compared"`
+	// Named: most of this side's directions got worse.
+	Named bool `json:"named"`
+}
+
+// Result is two runs compared.
+type Result struct {
+	A          string      `json:"a"`
+	B          string      `json:"b"`
+	Kind       string      `json:"kind"` // bench or nccl-tests
+	What       string      `json:"what"` // "perftest ib_write_lat", "all_reduce"
+	Directions []Direction `json:"directions"`
+	Nodes      []Node      `json:"nodes,omitempty"`
+	// OnlyInA / OnlyInB are directions measured in one run only.
+	OnlyInA  []string        `json:"only_in_a,omitempty"`
+	OnlyInB  []string        `json:"only_in_b,omitempty"`
+	Findings []check.Finding `json:"-"`
+}
+
+// Run compares run B against run A (B is the new one). Both must be the
+// same kind: bench results logs, or nccl-tests outputs.
+func Run(aName string, a []byte, bName string, b []byte) (*Result, error) {
+	aLog, bLog := isLog(a), isLog(b)
+	switch {
+	case aLog && bLog:
+		return compareLogs(aName, a, bName, b)
+	case aLog || bLog:
+		return nil, fmt.Errorf("%s and %s are not the same kind: compare two bench results logs, or two nccl-tests outputs", aName, bName)
+	}
+	return compareNCCL(aName, a, bName, b)
+}
+
+func isLog(b []byte) bool {
+	return bytes.HasPrefix(bytes.TrimSpace(b), []byte(`{"format":"`+bench.Format+`"`))
+}
+
+type key struct{ engine, test, from, to string }
+
+// finals are the last measurement of each direction (retests are not the
+// run's measurement; failed directions have none).
+func finals(name string, b []byte) (map[key]bench.Record, error) {
+	_, recs, _, err := bench.ParseLog(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	out := map[key]bench.Record{}
+	for _, r := range recs {
+		if r.Retest {
+			continue
+		}
+		k := key{r.Engine, r.Test, r.From, r.To}
+		if r.Failed() {
+			delete(out, k)
+			continue
+		}
+		out[k] = r
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no direction was measured", name)
+	}
+	return out, nil
+}
+
+func compareLogs(aName string, a []byte, bName string, b []byte) (*Result, error) {
+	fa, err := finals(aName, a)
+	if err != nil {
+		return nil, err
+	}
+	fb, err := finals(bName, b)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{A: aName, B: bName, Kind: "bench"}
+	var keys []key
+	tests := map[string]bool{}
+	for k := range fa {
+		if _, ok := fb[k]; ok {
+			keys = append(keys, k)
+			tests[k.engine+" "+k.test] = true
+		} else {
+			res.OnlyInA = append(res.OnlyInA, k.from+" → "+k.to+" ("+k.engine+" "+k.test+")")
+		}
+	}
+	for k := range fb {
+		if _, ok := fa[k]; !ok {
+			res.OnlyInB = append(res.OnlyInB, k.from+" → "+k.to+" ("+k.engine+" "+k.test+")")
+		}
+	}
+	slices.Sort(res.OnlyInA)
+	slices.Sort(res.OnlyInB)
+	if len(keys) == 0 {
+		return nil, errors.New(aName + " and " + bName + " have no direction of the same test in common")
+	}
+	var names []string
+	for t := range tests {
+		names = append(names, t)
+	}
+	slices.Sort(names)
+	res.What = strings.Join(names, ", ")
+	slices.SortFunc(keys, func(x, y key) int {
+		return cmp.Or(cmp.Compare(x.engine, y.engine), cmp.Compare(x.test, y.test), cmp.Compare(x.from, y.from), cmp.Compare(x.to, y.to))
+	})
+	for _, k := range keys {
+		ra, rb := fa[k], fb[k]
+		d := Direction{From: k.from, To: k.to, Subject: k.from + " → " + k.to}
+		if len(tests) > 1 {
+			d.Subject += " (" + k.engine + " " + k.test + ")"
+		}
+		if ra.Gbps > 0 && rb.Gbps > 0 {
+			d.Changes = append(d.Changes, change("bandwidth", "Gb/s", true, samples(ra.SamplesGbps, ra.Gbps), samples(rb.SamplesGbps, rb.Gbps)))
+		}
+		for _, m := range []struct {
+			name   string
+			sa, sb []float64
+		}{
+			{"p50", samples(ra.SamplesP50Us, ra.P50Us), samples(rb.SamplesP50Us, rb.P50Us)},
+			{"p99", samples(ra.SamplesP99Us, ra.P99Us), samples(rb.SamplesP99Us, rb.P99Us)},
+			{"p99.9", samples(ra.SamplesP999Us, ra.P999Us), samples(rb.SamplesP999Us, rb.P999Us)},
+		} {
+			if len(m.sa) > 0 && len(m.sb) > 0 {
+				d.Changes = append(d.Changes, change(m.name, "µs", false, m.sa, m.sb))
+			}
+		}
+		if len(d.Changes) == 0 {
+			continue
+		}
+		d.Verdict = overall(d.Changes)
+		res.Directions = append(res.Directions, d)
+	}
+	res.Nodes = nodes(res.Directions)
+	res.Findings = findings(res)
+	return res, nil
+}
+
+// samples are a record's samples, or its one value when it kept none.
+func samples(s []float64, v float64) []float64 {
+	var out []float64
+	for _, x := range s {
+		if x > 0 {
+			out = append(out, x)
+		}
+	}
+	if len(out) == 0 && v > 0 {
+		out = []float64{v}
+	}
+	return out
+}
+
+// spread is (max − min) / median: how much the run moved by itself.
+func spread(s []float64) float64 {
+	if len(s) < 2 {
+		return 0
+	}
+	return (slices.Max(s) - slices.Min(s)) / math.Max(bench.Median(s), 1e-12)
+}
+
+// change judges one metric: its medians' relative change against the
+// larger of the two runs' spreads, and never below Floor.
+func change(metric, unit string, higherBetter bool, sa, sb []float64) Change {
+	c := Change{Metric: metric, Unit: unit, A: bench.Median(sa), B: bench.Median(sb), higherBetter: higherBetter}
+	c.Delta = (c.B - c.A) / math.Max(c.A, 1e-12)
+	c.Noise = max(Floor, spread(sa), spread(sb))
+	switch {
+	case math.Abs(c.Delta) <= c.Noise:
+		c.Verdict = NoChange
+	case (c.Delta > 0) == higherBetter:
+		c.Verdict = Better
+	default:
+		c.Verdict = Worse
+	}
+	return c
+}
+
+// overall: worse if any metric is worse, else better if any is, else no
+// change.
+func overall(cs []Change) string {
+	v := NoChange
+	for _, c := range cs {
+		switch c.Verdict {
+		case Worse:
+			return Worse
+		case Better:
+			v = Better
+		}
+	}
+	return v
+}
+
+// nodes: each node's send and receive side, named when most of that
+// side's compared directions (at least two) got worse.
+func nodes(ds []Direction) []Node {
+	by := map[string]*Node{}
+	var order []string
+	side := func(name, s string) *Node {
+		k := name + "|" + s
+		if by[k] == nil {
+			by[k] = &Node{Name: name, Side: s}
+			order = append(order, k)
+		}
+		return by[k]
+	}
+	for _, d := range ds {
+		if d.From == "" {
+			continue
+		}
+		for _, n := range []*Node{side(d.From, bench.Send), side(d.To, bench.Receive)} {
+			n.Total++
+			if d.Verdict == Worse {
+				n.Worse++
+			}
+		}
+	}
+	slices.Sort(order)
+	var out []Node
+	for _, k := range order {
+		n := by[k]
+		n.Named = n.Worse >= 2 && 2*n.Worse > n.Total
+		out = append(out, *n)
+	}
+	return out
+}
+
+// Describe is one change as a person reads it: "p50 1.44 → 1.62 µs
+// (+13%, noise 5%): worse".
+func (c Change) Describe() string { return c.Metric + " " + c.describe() }
+
+func (c Change) describe() string {
+	return fmt.Sprintf("%.2f → %.2f %s (%+.0f%%, noise %.0f%%): %s", c.A, c.B, c.Unit, 100*c.Delta, 100*c.Noise, c.Verdict)
+}
+
+func findings(r *Result) []check.Finding {
+	var fs []check.Finding
+	named := map[string]bool{}
+	for _, n := range r.Nodes {
+		if !n.Named {
+			continue
+		}
+		named[n.Name+"|"+n.Side] = true
+		verb := map[string]string{bench.Send: "sends", bench.Receive: "receives"}[n.Side]
+		var ev []check.Evidence
+		for _, d := range r.Directions {
+			if d.Verdict == Worse && ((n.Side == bench.Send && d.From == n.Name) || (n.Side == bench.Receive && d.To == n.Name)) {
+				ev = append(ev, check.Evidence{What: d.Subject, Value: worstChanges(d), Source: r.B + " against " + r.A})
+			}
+		}
+		fs = append(fs, check.Finding{Check: "compare.node", Outcome: check.Fail, Host: n.Name, Subject: n.Side + " side",
+			Message:  fmt.Sprintf("%s %s worse than in %s: %d of its %d compared %s directions changed beyond their own noise", n.Name, verb, r.A, n.Worse, n.Total, n.Side),
+			Evidence: ev,
+			Fix:      []string{"compare what differs on " + n.Name + " between the runs: CPU load and isolation, NUMA placement (rdmalab doctor), link rate, MTU, error counters"}})
+	}
+	same := 0
+	for _, d := range r.Directions {
+		switch d.Verdict {
+		case NoChange:
+			same++
+		case Worse:
+			msg := fmt.Sprintf("worse than in %s: %s", r.A, worstChanges(d))
+			switch {
+			case named[d.From+"|"+bench.Send]:
+				msg += " (" + d.From + "'s send side is worse with most partners)"
+			case named[d.To+"|"+bench.Receive]:
+				msg += " (" + d.To + "'s receive side is worse with most partners)"
+			}
+			fs = append(fs, check.Finding{Check: "compare.direction", Outcome: check.Fail, Subject: d.Subject, Message: msg, Evidence: changeEvidence(d, r)})
+		case Better:
+			fs = append(fs, check.Finding{Check: "compare.direction", Outcome: check.Pass, Subject: d.Subject,
+				Message: fmt.Sprintf("better than in %s: %s", r.A, changed(d, Better)), Evidence: changeEvidence(d, r)})
+		}
+	}
+	if same > 0 {
+		fs = append(fs, check.Finding{Check: "compare.direction", Outcome: check.Pass, Subject: fmt.Sprintf("%d of %d", same, len(r.Directions)),
+			Message: fmt.Sprintf("%d of %d compared directions: no change (every metric within the runs' own noise, at least %.0f%%)", same, len(r.Directions), 100*Floor)})
+	}
+	for _, o := range []struct {
+		run  string
+		dirs []string
+	}{{r.A, r.OnlyInA}, {r.B, r.OnlyInB}} {
+		if len(o.dirs) > 0 {
+			fs = append(fs, check.Finding{Check: "compare.missing", Outcome: check.Warn, Subject: fmt.Sprintf("%d direction(s)", len(o.dirs)),
+				Message: fmt.Sprintf("measured only in %s, so not compared: %s", o.run, strings.Join(o.dirs, ", "))})
+		}
+	}
+	return fs
+}
+
+func worstChanges(d Direction) string { return changed(d, Worse) }
+
+func changed(d Direction, v string) string {
+	var s []string
+	for _, c := range d.Changes {
+		if c.Verdict == v {
+			s = append(s, c.Describe())
+		}
+	}
+	return strings.Join(s, "; ")
+}
+
+func changeEvidence(d Direction, r *Result) []check.Evidence {
+	var ev []check.Evidence
+	for _, c := range d.Changes {
+		ev = append(ev, check.Evidence{What: c.Metric, Value: c.describe(), Source: "noise: the larger spread of the two runs' samples, at least 5%"})
+	}
+	return ev
+}
+
+// compareNCCL compares two nccl-tests outputs run by run (in order): the
+// plateau bus bandwidth (median of the three largest sizes, out of place),
+// its noise the spread of those sizes' busbw in each run.
+func compareNCCL(aName string, a []byte, bName string, b []byte) (*Result, error) {
+	ra, rb := nccl.ParseTests(a), nccl.ParseTests(b)
+	for _, x := range []struct {
+		name string
+		runs []*nccl.TestRun
+	}{{aName, ra}, {bName, rb}} {
+		if len(x.runs) == 0 {
+			return nil, fmt.Errorf("%s: neither a bench results log nor nccl-tests output with a result table", x.name)
+		}
+	}
+	res := &Result{A: aName, B: bName, Kind: "nccl-tests"}
+	var what []string
+	for i := range min(len(ra), len(rb)) {
+		coll := ra[i].Collective
+		if coll == "" {
+			coll = rb[i].Collective
+		}
+		subject := fmt.Sprintf("run %d", i+1)
+		if coll != "" {
+			subject += " (" + coll + ")"
+			what = append(what, coll)
+		}
+		sa, sb := plateau(ra[i]), plateau(rb[i])
+		if len(sa) == 0 || len(sb) == 0 {
+			continue
+		}
+		d := Direction{Subject: subject, Changes: []Change{change("busbw", "GB/s", true, sa, sb)}}
+		d.Verdict = overall(d.Changes)
+		res.Directions = append(res.Directions, d)
+	}
+	if len(ra) != len(rb) {
+		res.OnlyInA, res.OnlyInB = extra(ra, len(rb)), extra(rb, len(ra))
+	}
+	if len(res.Directions) == 0 {
+		return nil, errors.New(aName + " and " + bName + " have no nccl-tests run with bus bandwidth in common")
+	}
+	res.What = cmp.Or(strings.Join(slices.Compact(what), ", "), "nccl-tests")
+	res.Findings = findings(res)
+	return res, nil
+}
+
+func extra(runs []*nccl.TestRun, from int) []string {
+	var out []string
+	for i := from; i < len(runs); i++ {
+		out = append(out, fmt.Sprintf("run %d", i+1))
+	}
+	return out
+}
+
+// plateau: the out-of-place busbw of the three largest sizes.
+func plateau(r *nccl.TestRun) []float64 {
+	rows := slices.Clone(r.Rows)
+	slices.SortFunc(rows, func(x, y nccl.Row) int { return cmp.Compare(y.SizeBytes, x.SizeBytes) })
+	var out []float64
+	for _, row := range rows[:min(3, len(rows))] {
+		if row.OutOfPlace.BusbwGBps > 0 {
+			out = append(out, row.OutOfPlace.BusbwGBps)
+		}
+	}
+	return out
+}
