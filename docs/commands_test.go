@@ -43,6 +43,7 @@ var skip = map[string]string{
 	"rdmalab exporter --web.config.file /etc/rdmalab/web.yml":                            "a server that runs until stopped",
 	"rdmalab exporter --root ./captured-host":                                            "a server that runs until stopped",
 	"rdmalab exporter --fabric --fabric.interval 5m":                                     "a server and a live fabric",
+	"rdmalab compare before.jsonl after.jsonl":                                           "compares the two bench runs shown above it, which need a cluster",
 	"rdmalab bench schedule --output json --rounds cover.txt --format clusterkit":        "live fabric",
 	"chromium-headless-shell --headless --no-sandbox --disable-gpu --user-data-dir=$(mktemp -d) --window-size=1000,2000 --screenshot=docs/report.png file://$PWD/report.html": "rewrites the committed screenshot",
 }
@@ -50,14 +51,16 @@ var skip = map[string]string{
 // needsCluster marks commands that measure a cluster file's nodes: they
 // run in internal/bench's and internal/nccl's namespace tests, with real
 // sshd, not here.
-var needsCluster = regexp.MustCompile(`--cluster cluster\.yaml`)
+var needsCluster = regexp.MustCompile(`--cluster \S+\.yaml`)
 
 // exit lists commands whose expected exit code is not 0: they report
 // findings (1) on the examples they read, or on this machine (a host with
 // no RDMA device, told RDMA is expected).
 var exit = map[string]int{
-	`rdmalab doctor --expect-rate "4X HDR" --expect-link-layer IB`: 1,
-	"rdmalab doctor --expect-ports mlx5_0/1,mlx5_1/1":              1,
+	"rdmalab compare internal/compare/testdata/seed000-optimised.jsonl internal/compare/testdata/seed000-wrong-numa.jsonl -o json": 1,
+	"rdmalab compare internal/compare/testdata/seed000-optimised.jsonl internal/compare/testdata/seed000-contention.jsonl":         1,
+	`rdmalab doctor --expect-rate "4X HDR" --expect-link-layer IB`:                                                                 1,
+	"rdmalab doctor --expect-ports mlx5_0/1,mlx5_1/1":                                                                              1,
 	"rdmalab doctor --nhc":                                                                           1,
 	"rdmalab plan vms --vms 8 --memory 200G --out lab/":                                              1,
 	"rdmalab fabric check --snapshot example:qdr-lab":                                                1,
