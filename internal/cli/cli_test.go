@@ -247,6 +247,7 @@ func TestPlanVMs(t *testing.T) {
 		{[]string{"--vcpus", "-4"}, "--vcpus -4"},
 		{[]string{"--name-prefix", "../../evil", "--out", filepath.Join(testhost.TempDir(t), "o1")}, "--name-prefix \"../../evil\""},
 		{[]string{"--name-prefix", "a/b"}, "--name-prefix \"a/b\""},
+		{[]string{"--osinfo", "CentOS 9; rm -rf /"}, "--osinfo \"CentOS 9; rm -rf /\": want an osinfo short id"},
 		{[]string{"--out", "/dev/null"}, "--out /dev/null: not a directory"},
 		{[]string{"--out", "/nonexistent/dir/lab"}, "parent directory /nonexistent/dir does not exist"},
 	} {
@@ -254,6 +255,25 @@ func TestPlanVMs(t *testing.T) {
 		if code != ExitUsage || !strings.Contains(errOut, c.want) || strings.Contains(errOut, "goroutine") || out != "" {
 			t.Errorf("%v: exit %d, stdout %d bytes, stderr %q, want %q", c.args, code, len(out), errOut, c.want)
 		}
+	}
+	// The README's plan examples that name a snapshot run as written (issue 28).
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	examples := 0
+	for _, line := range strings.Split(string(readme), "\n") {
+		if !strings.HasPrefix(line, "rdmalab plan vms --snapshot ") {
+			continue
+		}
+		examples++
+		args := strings.Fields(strings.SplitN(line, "#", 2)[0])[1:]
+		if _, errOut, code := run(t, args...); code != ExitOK {
+			t.Errorf("README example %q: exit %d %s", line, code, errOut)
+		}
+	}
+	if examples < 2 {
+		t.Errorf("README has %d plan vms examples with --snapshot, want the seed 000 ones", examples)
 	}
 	// Nothing was written outside --out by the hostile prefix.
 	if _, err := os.Stat(filepath.Join(testhost.TempDir(t), "..", "evil00.xml")); err == nil {

@@ -54,13 +54,15 @@ virt-install.sh and CHECKLIST.md. Nothing is applied to the host.
 A request that cannot be met is refused with the reason, and the plan for
 the nearest request that can be met is shown instead (exit 1).
 --policy: single-numa-node (each VM on one node), restricted (each VM in one
-socket, so GPUDirect RDMA can work), best-effort (plan and warn; default).
+socket, so GPUDirect RDMA can work; a GPU↔NIC pair across NUMA nodes inside
+the socket is still warned: NCCL uses it only with NCCL_NET_GDR_LEVEL=SYS),
+best-effort (plan and warn; default).
 
 Exit codes: 0 planned, 1 refused (the nearest plan is shown), 2 bad input.`,
 		Example: `  rdmalab plan vms --snapshot example:seed000-epyc --vms 2
   rdmalab plan vms --snapshot example:hgx-h200 --vms 8 --memory 200G --out lab/
-  rdmalab plan vms --vm 06:00.0,41:00.0 --vm 21:00.0,61:00.0 --vcpus 16
-  rdmalab plan vms --vms 2 --policy restricted --output json`,
+  rdmalab plan vms --snapshot example:seed000-epyc --vm 06:00.0,41:00.0 --vm 21:00.0,61:00.0 --vcpus 16
+  rdmalab plan vms --snapshot example:seed000-epyc --vms 2 --policy restricted --output json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(output); err != nil {
@@ -137,6 +139,7 @@ Exit codes: 0 planned, 1 refused (the nearest plan is shown), 2 bad input.`,
 	f.StringVar(&reserve, "host-reserve", "4G", "memory per NUMA node kept out of hugepages for the host")
 	f.StringVar(&policy, "policy", string(plan.BestEffort), "single-numa-node, restricted or best-effort")
 	f.StringVar(&req.NamePrefix, "name-prefix", "vm", "VM names are this plus 00, 01, ...")
+	f.StringVar(&req.OSInfo, "osinfo", plan.DefaultOSInfo, "the guest OS as osinfo names it, for virt-install --osinfo (osinfo-query os): linux2022 is any recent Linux")
 	f.StringVar(&outDir, "out", "", "write the host config, domain XML, virt-install and checklist into this directory")
 	f.StringVarP(&output, "output", "o", "table", "table or json")
 	return c

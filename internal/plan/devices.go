@@ -17,10 +17,11 @@ type vmDevices struct {
 	nodes   []int
 }
 
-// units joins PCI functions that must go to one VM: one IOMMU group, one
-// physical device (all its functions), and everything under the bridge of
-// a function that can only be reset by resetting that bridge. It returns
-// the unit id of every endpoint, and why each joined.
+// units joins PCI functions that must go to one VM: one IOMMU group, and
+// everything under the bridge of a function that can only be reset by
+// resetting that bridge. Other functions of a device in groups of their
+// own stay with the host (seed 000 keeps the NICs' second ports, 41:00.1
+// and 61:00.1). It returns the unit id of every endpoint, and why each joined.
 type units struct {
 	parent map[string]string
 	why    map[string]string
@@ -73,9 +74,6 @@ func newUnits(s *host.Snapshot) *units {
 	for _, d := range eps {
 		if d.IOMMUGroup != nil {
 			join(fmt.Sprintf("group %d", *d.IOMMUGroup), d.Address, fmt.Sprintf("same IOMMU group %d", *d.IOMMUGroup))
-		}
-		if a, err := host.ParsePCIAddress(d.Address); err == nil {
-			join("slot "+a.Slot(), d.Address, "another function of the same device")
 		}
 	}
 	for _, d := range eps {
@@ -297,9 +295,19 @@ func assignDevices(s *host.Snapshot, t *topology, req Request) ([]vmDevices, []c
 				continue
 			}
 			if host.LevelRank(p.Level) >= host.LevelRank(host.LevelSYS) {
-				notes = append(notes, note("plan.pair.sys", name+" "+p.GPU+" ↔ "+p.NIC, "",
-					"%s: GPU %s ↔ NIC %s (%s) path is %s (GPU on node %d, NIC on node %d): GPUDirect RDMA will not work well, NCCL will not use it by default",
-					name, p.GPU, p.NIC, p.RDMA, p.Level, pairDev(s, p).LocalityNUMANode, nodeOf(s, p.NIC)))
+				gn, nn := pairDev(s, p).LocalityNUMANode, nodeOf(s, p.NIC)
+				// One message per fact: across sockets GPUDirect RDMA cannot
+				// work at all; inside one socket it can, but NCCL will not
+				// choose it on a SYS path unless told to.
+				why := fmt.Sprintf("both in socket %d: GPUDirect RDMA is possible, but NCCL uses it on a SYS path only with NCCL_NET_GDR_LEVEL=SYS", t.pkgOf(gn))
+				fix := "NCCL_NET_GDR_LEVEL=SYS in the guest, or pair devices under one PCIe switch or node"
+				if t.pkgOf(gn) != t.pkgOf(nn) {
+					why = "different sockets: GPUDirect RDMA does not work across sockets, NCCL stages through host memory"
+					fix = "--policy restricted keeps each VM inside one socket"
+				}
+				notes = append(notes, note("plan.pair.sys", name+" "+p.GPU+" ↔ "+p.NIC, fix,
+					"%s: GPU %s ↔ NIC %s (%s) path is %s (GPU on node %d, NIC on node %d, %s)",
+					name, p.GPU, p.NIC, p.RDMA, p.Level, gn, nn, why))
 			}
 		}
 		if r := checkPolicy(t, req, name, vd); r != nil {

@@ -74,7 +74,7 @@ func Domain(p *Plan, vm VM) (*libvirtxml.Domain, error) {
 		Disks: []libvirtxml.DomainDisk{{
 			Device: "disk",
 			Driver: &libvirtxml.DomainDiskDriver{Name: "qemu", Type: "qcow2"},
-			Source: &libvirtxml.DomainDiskSource{File: &libvirtxml.DomainDiskSourceFile{File: "/var/lib/libvirt/images/" + vm.Name + ".qcow2"}},
+			Source: &libvirtxml.DomainDiskSource{File: &libvirtxml.DomainDiskSourceFile{File: DiskPath(vm)}},
 			Target: &libvirtxml.DomainDiskTarget{Dev: "vda", Bus: "virtio"},
 		}},
 		Interfaces: []libvirtxml.DomainInterface{{

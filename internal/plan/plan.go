@@ -54,7 +54,14 @@ type Request struct {
 	Policy           Policy `json:"policy"`
 	// NamePrefix names the VMs: vm00, vm01, ...
 	NamePrefix string `json:"name_prefix"`
+	// OSInfo is the guest OS as osinfo names it (virt-install --osinfo):
+	// virt-install 4.x refuses an --import without one.
+	OSInfo string `json:"os_info"`
 }
+
+// DefaultOSInfo is osinfo's generic recent Linux: right for any current
+// distribution's cloud image when the user does not name one.
+const DefaultOSInfo = "linux2022"
 
 // Defaults fills the zero fields of r with the planner's defaults, for
 // callers that build a Request in code. The CLI sets every field from its
@@ -74,6 +81,9 @@ func (r Request) Defaults() Request {
 	}
 	if r.NamePrefix == "" {
 		r.NamePrefix = "vm"
+	}
+	if r.OSInfo == "" {
+		r.OSInfo = DefaultOSInfo
 	}
 	if r.VMs == 0 && len(r.Groups) == 0 {
 		r.VMs = 1
