@@ -256,6 +256,14 @@ func TestPlanVMs(t *testing.T) {
 			t.Errorf("%v: exit %d, stdout %d bytes, stderr %q, want %q", c.args, code, len(out), errOut, c.want)
 		}
 	}
+	// plan check: the plan's own domains pass; a file with no domain is exit 2 naming it.
+	if out, errOut, code := run(t, "plan", "check", "--root", testhost.WriteTree(t, testhost.Seed000()), filepath.Join(dir, "vm00.xml"), filepath.Join(dir, "vm01.xml")); code != ExitOK {
+		t.Errorf("plan check of the plan's domains: exit %d %s\n%s", code, errOut, out)
+	}
+	notDomain := filepath.Join(dir, "plan.json")
+	if _, errOut, code := run(t, "plan", "check", "--snapshot", "example:seed000-epyc", notDomain); code != ExitUsage || !strings.Contains(errOut, notDomain+": no libvirt <domain> XML") {
+		t.Errorf("plan check of a non-domain: exit %d %q", code, errOut)
+	}
 	// The README's plan examples that name a snapshot run as written (issue 28).
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {

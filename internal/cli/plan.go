@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/envelope"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/plan"
 	"github.com/rdmalab/rdmalab/internal/report"
@@ -22,7 +24,61 @@ func newPlanCmd() *cobra.Command {
 			return usageErr("plan needs a subcommand: rdmalab plan vms (see 'rdmalab plan --help')")
 		},
 	}
-	c.AddCommand(newPlanVMsCmd())
+	c.AddCommand(newPlanVMsCmd(), newPlanCheckCmd())
+	return c
+}
+
+func newPlanCheckCmd() *cobra.Command {
+	var in hostInput
+	var output string
+	c := &cobra.Command{
+		Use:   "check DOMAIN.xml...",
+		Short: "Judge existing libvirt domains against the host: pinning, NUMA, memory, hugepages, devices",
+		Long: `plan check reads libvirt domains (virsh dumpxml output or /etc/libvirt/qemu/NAME.xml;
+pasted excerpts are judged on what they show) and judges each against the host
+they run on: every vCPU pinned, and to the NUMA nodes of the VM's passed
+devices; memory strict on those nodes; hugepage backing; emulator threads off
+the CPUs that back vCPUs; no host CPU pinned to two VMs; every passed device on
+the host and local to the VM. Domains given together are judged together.
+
+Exit codes: 0 placed well, 1 findings, 2 a file is not a domain or the host
+could not be read.`,
+		Example: `  virsh dumpxml vm00 > vm00.xml; virsh dumpxml vm01 > vm01.xml
+  rdmalab plan check vm00.xml vm01.xml
+  rdmalab plan check --snapshot example:seed000-epyc lab/vm00.xml lab/vm01.xml`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			hosts, err := in.load()
+			if err != nil {
+				return err
+			}
+			s, err := one(hosts, "plan check")
+			if err != nil {
+				return err
+			}
+			fs, err := plan.Check(s, args)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			w := cmd.OutOrStdout()
+			if output == "json" {
+				if err := envelope.Write(w, envelope.Doctor, fs, nil); err != nil {
+					return err
+				}
+			} else {
+				report.Findings(w, fs, false)
+			}
+			if check.Failed(fs) {
+				return errFindings
+			}
+			return nil
+		},
+	}
+	in.register(c, false)
+	c.Flags().StringVarP(&output, "output", "o", "table", "table or json")
 	return c
 }
 

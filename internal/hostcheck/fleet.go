@@ -298,7 +298,8 @@ func Doctor(all []*host.Snapshot, opt Options) []check.Finding {
 	return fs
 }
 
-// Catalog lists every check doctor runs, host rules then fleet rules.
+// Catalog lists every check doctor runs, host rules then fleet rules,
+// then the VM placement rules of `plan check`.
 func Catalog() []check.Entry {
 	var out []check.Entry
 	for _, r := range Rules {
@@ -309,5 +310,6 @@ func Catalog() []check.Entry {
 	for _, k := range FleetRules {
 		out = append(out, k.Entry)
 	}
+	out = append(out, DomainCatalog...)
 	return out
 }
