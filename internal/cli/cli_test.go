@@ -176,7 +176,7 @@ func TestDoctorFleetOfSnapshots(t *testing.T) {
 	for i, rate := range []string{"400 Gb/sec (4X NDR)", "400 Gb/sec (4X NDR)", "200 Gb/sec (4X HDR)"} {
 		root := testhost.WriteTree(t, testhost.HGX())
 		os.WriteFile(filepath.Join(root, "proc/sys/kernel/hostname"), []byte("node"+string(rune('1'+i))+"\n"), 0o644)
-		os.WriteFile(filepath.Join(root, "sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:01.0/0000:19:00.0/infiniband/mlx5_0/ports/1/rate"), []byte(rate+"\n"), 0o644)
+		os.WriteFile(filepath.Join(root, "sys/devices/pci0000:10/0000:10:01.0/0000:11:00.0/0000:12:01.0/0000:14:00.0/infiniband/mlx5_0/ports/1/rate"), []byte(rate+"\n"), 0o644)
 		js, _, _ := run(t, "inventory", "--root", root, "-o", "json")
 		p := filepath.Join(dir, "n"+string(rune('1'+i))+".json")
 		os.WriteFile(p, []byte(js), 0o644)

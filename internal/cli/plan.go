@@ -195,6 +195,7 @@ Exit codes: 0 planned, 1 refused (the nearest plan is shown), 2 bad input.`,
 	f.StringVar(&reserve, "host-reserve", "4G", "memory per NUMA node kept out of hugepages for the host")
 	f.StringVar(&policy, "policy", string(plan.BestEffort), "single-numa-node, restricted or best-effort")
 	f.StringVar(&req.NamePrefix, "name-prefix", "vm", "VM names are this plus 00, 01, ...")
+	f.BoolVar(&req.KeepStorage, "keep-storage", false, "keep storage controllers under a VM's PCIe switches on the host (default: they go with the VM, as seed 004's guide pairs them)")
 	f.StringVar(&req.OSInfo, "osinfo", plan.DefaultOSInfo, "the guest OS as osinfo names it, for virt-install --osinfo (osinfo-query os): linux2022 is any recent Linux")
 	f.StringVar(&outDir, "out", "", "write the host config, domain XML, virt-install and checklist into this directory")
 	f.StringVarP(&output, "output", "o", "table", "table or json")

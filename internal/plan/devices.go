@@ -232,6 +232,14 @@ func assignDevices(s *host.Snapshot, t *topology, req Request) ([]vmDevices, []c
 		}
 	}
 
+	// Storage under a VM's PCIe switches goes with it (seed 004: S0-S5 with
+	// G0-G3), and on an NVSwitch board a VM holding every GPU takes the
+	// NVSwitches (full passthrough: Fabric Manager runs in the guest).
+	cameWith := map[string]string{}
+	for i, addrs := range wanted {
+		wanted[i] = append(addrs, companions(s, req, addrs, cameWith)...)
+	}
+
 	owner := map[string]int{} // unit root → VM
 	var out []vmDevices
 	for i, addrs := range wanted {
@@ -265,13 +273,17 @@ func assignDevices(s *host.Snapshot, t *topology, req Request) ([]vmDevices, []c
 					continue
 				}
 				seen[m] = true
-				vd.devices = append(vd.devices, describe(s, m, slices.Contains(addrs, m), u))
+				dev := describe(s, m, slices.Contains(addrs, m) && cameWith[m] == "", u)
+				if w, ok := cameWith[m]; ok {
+					dev.Why = w
+				}
+				vd.devices = append(vd.devices, dev)
 			}
 		}
 		slices.SortFunc(vd.devices, func(a, b Device) int { return cmp.Compare(a.Address, b.Address) })
 		nodes := map[int]bool{}
 		for _, d := range vd.devices {
-			if d.Role == "function" {
+			if d.Role == "function" || d.Role == "nvswitch" {
 				continue
 			}
 			if d.NUMANode < 0 {
@@ -367,6 +379,13 @@ func describe(s *host.Snapshot, addr string, asked bool, u *units) Device {
 		if r.PCIAddress == addr {
 			dev.Role, dev.RDMA = "nic", r.Name
 		}
+	}
+	switch {
+	case dev.Role != "function":
+	case host.IsNVSwitch(d):
+		dev.Role = "nvswitch"
+	case host.IsStorage(d):
+		dev.Role = "storage"
 	}
 	if !asked && dev.Role == "function" {
 		dev.Why = u.why[addr]
@@ -464,4 +483,44 @@ func joinInts(xs []int) string {
 		s[i] = fmt.Sprint(x)
 	}
 	return strings.Join(s, "+")
+}
+
+// companions are the devices that go with a VM's asked-for ones besides
+// their IOMMU groups: storage controllers under the same PCIe switch as
+// one of its devices (unless --keep-storage), and the NVSwitches when the
+// VM holds every GPU of the baseboard. why records the reason of each.
+func companions(s *host.Snapshot, req Request, addrs []string, why map[string]string) []string {
+	var out []string
+	add := func(a, reason string) {
+		if !slices.Contains(addrs, a) && !slices.Contains(out, a) {
+			out = append(out, a)
+			why[a] = reason
+		}
+	}
+	if !req.KeepStorage {
+		for _, a := range addrs {
+			d := s.PCI(a)
+			if d == nil || d.Switch == "" {
+				continue
+			}
+			for i := range s.PCIDevices {
+				o := &s.PCIDevices[i]
+				if o.Switch == d.Switch && host.IsStorage(o) {
+					add(o.Address, fmt.Sprintf("storage under the PCIe switch of %s (%s): GPUDirect Storage stays switch-local; --keep-storage keeps it on the host", a, d.Switch))
+				}
+			}
+		}
+	}
+	if b := s.Baseboard; b != nil && len(b.GPUs) > 0 {
+		all := true
+		for _, g := range b.GPUs {
+			all = all && slices.Contains(addrs, g)
+		}
+		if all {
+			for _, n := range b.NVSwitches {
+				add(n, "every GPU of the "+b.Name+" baseboard is in this VM: full passthrough, Fabric Manager runs in the guest over the NVSwitches")
+			}
+		}
+	}
+	return out
 }

@@ -132,6 +132,12 @@ func VFIOScript(p *Plan) string {
 			b.WriteString("\n")
 		}
 	}
+	if f := p.Fabric; f != nil && f.Mode == "shared-nvswitch" {
+		fmt.Fprintf(&b, "\n# Fabric Manager service VM (shared NVSwitch mode): the %s's NVSwitches\n", f.Board)
+		for _, n := range f.NVSwitches {
+			fmt.Fprintf(&b, "driverctl set-override %s vfio-pci   # nvswitch\n", n)
+		}
+	}
 	b.WriteString("\n# Without driverctl: 'options vfio-pci ids=VENDOR:DEVICE,...' in /etc/modprobe.d/vfio.conf plus\n" +
 		"# 'softdep DRIVER pre: vfio-pci' catches every device with those ids, including ones the host keeps.\n")
 	return b.String()
@@ -223,6 +229,7 @@ func Checklist(p *Plan) string {
 		fmt.Fprintf(&b, "   `qemu-img create -f qcow2 -F qcow2 -b /var/lib/libvirt/images/CLOUD-IMAGE.qcow2 %s 100G`\n", DiskPath(vm))
 	}
 	b.WriteString("6. Domains: `virsh define vmNN.xml` for each VM (or `sh virt-install.sh`), then `virsh start vmNN`.\n")
+	fabricSteps(&b, p)
 	b.WriteString("7. Verify pinning: `virsh vcpupin vmNN`, `virsh emulatorpin vmNN`, `virsh numatune vmNN` match `plan.json`.\n")
 	b.WriteString("8. `cpupower frequency-set -g performance` on the host.\n")
 	b.WriteString("9. In each guest: `nvidia-smi topo -m` and `ibv_devinfo`, then `rdmalab bench` between the VMs.\n")
@@ -233,4 +240,36 @@ func Checklist(p *Plan) string {
 		}
 	}
 	return b.String()
+}
+
+// fabricSteps are the Fabric Manager steps of an NVSwitch baseboard: in
+// full passthrough the guest runs Fabric Manager; in shared NVSwitch mode
+// a service VM holding the NVSwitches runs it with FABRIC_MODE=1, and each
+// VM's partition is activated before the VM starts and deactivated after
+// it stops.
+func fabricSteps(b *strings.Builder, p *Plan) {
+	f := p.Fabric
+	if f == nil {
+		return
+	}
+	if f.Mode == "full-passthrough" {
+		fmt.Fprintf(b, "   NVSwitch (%s, full passthrough): the VM holds every GPU and the NVSwitches %s; in the guest install\n"+
+			"   the NVIDIA driver and nvidia-fabricmanager of the same version, `systemctl enable --now nvidia-fabricmanager`,\n"+
+			"   and wait for its journal to say all NVSwitches are configured before running CUDA.\n", f.Board, strings.Join(f.NVSwitches, ", "))
+		return
+	}
+	fmt.Fprintf(b, "   NVSwitch (%s, shared NVSwitch mode): NVLink works only inside a Fabric Manager partition.\n", f.Board)
+	fmt.Fprintf(b, "   a. A service VM (a few vCPUs and GiB, on the housekeeping cores) gets the NVSwitches %s (bound by vfio.sh).\n", strings.Join(f.NVSwitches, ", "))
+	b.WriteString("   b. In it: install nvidia-fabricmanager, set `FABRIC_MODE=1` in /usr/share/nvidia/nvswitch/fabricmanager.cfg,\n" +
+		"      `systemctl enable --now nvidia-fabricmanager`, then `fmpm -l` lists the partitions.\n")
+	fmt.Fprintf(b, "   c. Partitions are by GPU module id (%s).\n", f.PartitionSource)
+	b.WriteString("   d. Before each `virsh start`, activate its partition; after it shuts down, deactivate it:\n")
+	for _, vm := range p.VMs {
+		if vm.Partition == nil {
+			fmt.Fprintf(b, "      - %s: no partition holds its GPUs (see the warnings): its GPUs get no NVLink\n", vm.Name)
+			continue
+		}
+		fmt.Fprintf(b, "      - %s: `fmpm -a %d` (GPUs %s, modules %s), then `virsh start %s`; after shutdown `fmpm -d %d`\n",
+			vm.Name, vm.Partition.ID, strings.Join(vm.Partition.GPUs, ", "), joinComma(vm.Partition.Modules), vm.Name, vm.Partition.ID)
+	}
 }

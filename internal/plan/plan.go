@@ -54,6 +54,9 @@ type Request struct {
 	Policy           Policy `json:"policy"`
 	// NamePrefix names the VMs: vm00, vm01, ...
 	NamePrefix string `json:"name_prefix"`
+	// KeepStorage keeps storage controllers under a VM's PCIe switches on
+	// the host instead of passing them with the VM.
+	KeepStorage bool `json:"keep_storage,omitempty"`
 	// OSInfo is the guest OS as osinfo names it (virt-install --osinfo):
 	// virt-install 4.x refuses an --import without one.
 	OSInfo string `json:"os_info"`
@@ -109,6 +112,8 @@ type Plan struct {
 	HugePages []NodePages `json:"hugepages"`
 	// KernelArgs is the kernel command line the plan needs, in order.
 	KernelArgs []string `json:"kernel_args"`
+	// Fabric is how the NVSwitch baseboard is shared, when the host has one.
+	Fabric *Fabric `json:"fabric,omitempty"`
 	// Notes are warnings about the plan, in the shared finding shape.
 	Notes []check.Finding `json:"notes"`
 }
@@ -130,6 +135,21 @@ type VM struct {
 	Pins         []int  `json:"vcpu_pins"`
 	EmulatorCPUs string `json:"emulator_cpus"`
 	MemoryBytes  int64  `json:"memory_bytes"`
+	// Partition is the Fabric Manager partition holding the VM's GPUs on an
+	// NVSwitch baseboard (shared NVSwitch mode).
+	Partition *host.FMPartition `json:"fm_partition,omitempty"`
+}
+
+// Fabric is the NVSwitch side of a plan: full passthrough (one VM holds
+// every GPU and the NVSwitches, Fabric Manager runs in it) or shared
+// NVSwitch (the NVSwitches go to a service VM running Fabric Manager with
+// FABRIC_MODE=1, which activates each VM's partition before it starts).
+type Fabric struct {
+	Board      string   `json:"board"`
+	Mode       string   `json:"mode"` // "full-passthrough" or "shared-nvswitch"
+	NVSwitches []string `json:"nvswitches"`
+	// PartitionSource says how the partitions' GPUs were known.
+	PartitionSource string `json:"partition_source"`
 }
 
 // Device is one PCI function handed to a VM.
@@ -214,6 +234,7 @@ func Make(s *host.Snapshot, req Request) (*Plan, error) {
 	for i, g := range groups {
 		p.VMs = append(p.VMs, VM{Name: fmt.Sprintf("%s%02d", req.NamePrefix, i), Devices: g.devices, Pairs: g.pairs, NUMANodes: g.nodes})
 	}
+	p.Notes = append(p.Notes, followPartitions(p, s)...)
 	if r := placeCPUs(p, t, req); r != nil {
 		return nil, r
 	}
