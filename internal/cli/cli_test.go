@@ -188,6 +188,18 @@ func TestDoctorFleetOfSnapshots(t *testing.T) {
 	}
 }
 
+// doctor --profile vm-host judges a hypervisor: seed 000 before its VFIO
+// step still has the NVIDIA driver and its GPUs on it.
+func TestDoctorVMHostProfile(t *testing.T) {
+	out, _, code := run(t, "doctor", "--snapshot", "example:seed000-epyc", "--profile", "vm-host")
+	if code != ExitFindings || !strings.Contains(out, "vmhost.nvidia-driver") || !strings.Contains(out, "vmhost.vfio") || strings.Contains(out, "gpudirect.peermem") {
+		t.Errorf("exit %d\n%s", code, out)
+	}
+	if _, errOut, code := run(t, "doctor", "--snapshot", "example:seed000-epyc", "--profile", "vm"); code != ExitUsage || !strings.Contains(errOut, "--profile vm: want bare-metal or vm-host") {
+		t.Errorf("bad profile: exit %d %q", code, errOut)
+	}
+}
+
 func TestPlanVMs(t *testing.T) {
 	dir := filepath.Join(testhost.TempDir(t), "lab")
 	out, errOut, code := run(t, "plan", "vms", "--root", testhost.WriteTree(t, testhost.Seed000()), "--vms", "2", "--out", dir)
