@@ -366,7 +366,8 @@ func checkPolicy(t *topology, req Request, name string, vd vmDevices) *Refusal {
 func describe(s *host.Snapshot, addr string, asked bool, u *units) Device {
 	d := s.PCI(addr)
 	dev := Device{Address: addr, NUMANode: d.LocalityNUMANode, IOMMUGroup: d.IOMMUGroup, Driver: d.Driver,
-		Name: host.DeviceName(d.Vendor, d.Device), Role: "function"}
+		Name: host.DeviceName(d.Vendor, d.Device), Role: "function", Class: d.Class,
+		LinkGTps: d.CurrentLinkSpeedGTps, LinkWidth: d.CurrentLinkWidth}
 	if dev.Name == "" {
 		dev.Name = d.ClassName
 	}

@@ -35,6 +35,11 @@ func Files(p *Plan) ([]File, error) {
 			return nil, err
 		}
 		fs = append(fs, File{vm.Name + ".xml", x, 0o644})
+		topo, err := NCCLTopology(p, vm)
+		if err != nil {
+			return nil, err
+		}
+		fs = append(fs, File{vm.Name + "-nccl-topo.xml", topo, 0o644})
 	}
 	fs = append(fs, File{"virt-install.sh", VirtInstall(p), 0o755}, File{"CHECKLIST.md", Checklist(p), 0o644})
 	return fs, nil
@@ -232,7 +237,8 @@ func Checklist(p *Plan) string {
 	fabricSteps(&b, p)
 	b.WriteString("7. Verify pinning: `virsh vcpupin vmNN`, `virsh emulatorpin vmNN`, `virsh numatune vmNN` match `plan.json`.\n")
 	b.WriteString("8. `cpupower frequency-set -g performance` on the host.\n")
-	b.WriteString("9. In each guest: `nvidia-smi topo -m` and `ibv_devinfo`, then `rdmalab bench` between the VMs.\n")
+	b.WriteString("9. In each guest: copy `vmNN-nccl-topo.xml` to /etc/nccl-topo.xml and `export NCCL_TOPO_FILE=/etc/nccl-topo.xml`\n" +
+		"   (the guest's flat PCI tree hides which NIC is near which GPU); `nvidia-smi topo -m` and `ibv_devinfo`, then `rdmalab bench` between the VMs.\n")
 	if len(p.Notes) > 0 {
 		b.WriteString("\n## Warnings\n\n")
 		for _, n := range p.Notes {

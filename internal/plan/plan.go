@@ -107,6 +107,9 @@ type Plan struct {
 	// UnusedCPUs are neither housekeeping nor given to a VM (left to the host).
 	UnusedCPUs string `json:"unused_cpus,omitempty"`
 	SMT        bool   `json:"smt"`
+	// CPUVendor is the host CPU's vendor id (GenuineIntel, AuthenticAMD),
+	// which the guest's NCCL topology file names.
+	CPUVendor string `json:"cpu_vendor"`
 	// CPUMap says who gets every host core, node by node, like seed 000's table.
 	CPUMap    []CPUUse    `json:"cpu_map"`
 	HugePages []NodePages `json:"hugepages"`
@@ -163,6 +166,11 @@ type Device struct {
 	Driver     string `json:"driver,omitempty"`
 	// Why says why a function that was not asked for comes along.
 	Why string `json:"why,omitempty"`
+	// Class and the PCIe link as the host trained it, for the guest's
+	// NCCL topology file.
+	Class     string  `json:"class"`
+	LinkGTps  float64 `json:"link_gtps,omitempty"`
+	LinkWidth int     `json:"link_width,omitempty"`
 }
 
 // Pair is a GPU and the NIC chosen for it, with their PCIe path level.
@@ -242,6 +250,10 @@ func Make(s *host.Snapshot, req Request) (*Plan, error) {
 		return nil, r
 	}
 	p.KernelArgs = kernelArgs(p, s)
+	p.CPUVendor = "AuthenticAMD"
+	if hostIsIntel(s) {
+		p.CPUVendor = "GenuineIntel"
+	}
 	check.Sort(p.Notes)
 	return p, nil
 }
