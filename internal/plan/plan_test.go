@@ -387,7 +387,9 @@ func TestDomainsValidate(t *testing.T) {
 		req  Request
 	}{
 		{"seed000-epyc", Request{VMs: 2}},
+		{"hgx-h200", Request{VMs: 1, MemoryBytes: 64 << 30}}, // full passthrough: 18 root ports on cell 0
 		{"hgx-h200", Request{VMs: 2}},
+		{"hgx-h200", Request{VMs: 4, MemoryBytes: 64 << 30}},
 		{"hgx-h200", Request{VMs: 8, MemoryBytes: 100 << 30, PageSizeBytes: 2 << 20}},
 		{"r730-qdr", Request{VMs: 1, VCPUs: 8}},
 	} {

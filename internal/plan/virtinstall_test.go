@@ -27,6 +27,7 @@ func TestVirtInstallDryRun(t *testing.T) {
 		req  Request
 	}{
 		{"seed000-epyc", Request{VMs: 2}},
+		{"hgx-h200", Request{VMs: 1, MemoryBytes: 64 << 30}},
 		{"hgx-h200", Request{VMs: 2}},
 		{"hgx-h200", Request{VMs: 8, MemoryBytes: 100 << 30, PageSizeBytes: 2 << 20}},
 		{"r730-qdr", Request{VMs: 1, VCPUs: 8, OSInfo: "centos-stream9"}},
