@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rdmalab/rdmalab/examples"
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/hostcheck"
 	"github.com/rdmalab/rdmalab/internal/testhost"
@@ -161,4 +162,51 @@ func TestCheckRealDomains(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Whatever a file holds, ParseDomain returns a named domain or one line
+// naming the file; it never panics.
+func FuzzParseDomain(f *testing.F) {
+	vm00, _ := seedDomainsF(f)
+	f.Add([]byte(vm00))
+	f.Add([]byte("  $ virsh dumpxml x\n  ...\n  <vcpu>2</vcpu>\n"))
+	f.Add([]byte("<domain><name>a</name><vcpu cpuset='0-3'>4</vcpu></domain>"))
+	if entries, err := os.ReadDir(filepath.Join("..", "..", "..", "shared", "testdata", "libvirt")); err == nil {
+		for _, e := range entries {
+			if b, err := os.ReadFile(filepath.Join("..", "..", "..", "shared", "testdata", "libvirt", e.Name())); err == nil {
+				f.Add(b)
+			}
+		}
+	}
+	host, err := examples.Load("seed000-epyc")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		d, err := ParseDomain("in.xml", b)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "in.xml: ") || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error %q: want one line naming the file", err)
+			}
+			return
+		}
+		if d.Name == "" || d.VCPUPins == nil {
+			t.Fatalf("parsed domain without a name: %+v", d)
+		}
+		hostcheck.JudgeDomains(host, []hostcheck.VMDomain{d})
+	})
+}
+
+func seedDomainsF(f *testing.F) (string, string) {
+	s, err := examples.Load("seed000-epyc")
+	if err != nil {
+		f.Fatal(err)
+	}
+	p, err := Make(s, Request{VMs: 2})
+	if err != nil {
+		f.Fatal(err)
+	}
+	a, _ := DomainXML(p, p.VMs[0])
+	b, _ := DomainXML(p, p.VMs[1])
+	return a, b
 }
