@@ -176,7 +176,7 @@ func TestDoctorFleetOfSnapshots(t *testing.T) {
 	for i, rate := range []string{"400 Gb/sec (4X NDR)", "400 Gb/sec (4X NDR)", "200 Gb/sec (4X HDR)"} {
 		root := testhost.WriteTree(t, testhost.HGX())
 		os.WriteFile(filepath.Join(root, "proc/sys/kernel/hostname"), []byte("node"+string(rune('1'+i))+"\n"), 0o644)
-		os.WriteFile(filepath.Join(root, "sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:01.0/0000:19:00.0/infiniband/mlx5_0/ports/1/rate"), []byte(rate+"\n"), 0o644)
+		os.WriteFile(filepath.Join(root, "sys/devices/pci0000:10/0000:10:01.0/0000:11:00.0/0000:12:01.0/0000:14:00.0/infiniband/mlx5_0/ports/1/rate"), []byte(rate+"\n"), 0o644)
 		js, _, _ := run(t, "inventory", "--root", root, "-o", "json")
 		p := filepath.Join(dir, "n"+string(rune('1'+i))+".json")
 		os.WriteFile(p, []byte(js), 0o644)
@@ -185,6 +185,18 @@ func TestDoctorFleetOfSnapshots(t *testing.T) {
 	out, _, code := run(t, append([]string{"doctor", "--nhc"}, args...)...)
 	if code != ExitFindings || !strings.Contains(out, "fleet.rate: node3") || !strings.Contains(out, "port.rate.below-expected: node3 mlx5_0 port 1") || strings.Contains(out, "node1") {
 		t.Fatalf("exit %d\n%s", code, out)
+	}
+}
+
+// doctor --profile vm-host judges a hypervisor: seed 000 before its VFIO
+// step still has the NVIDIA driver and its GPUs on it.
+func TestDoctorVMHostProfile(t *testing.T) {
+	out, _, code := run(t, "doctor", "--snapshot", "example:seed000-epyc", "--profile", "vm-host")
+	if code != ExitFindings || !strings.Contains(out, "vmhost.nvidia-driver") || !strings.Contains(out, "vmhost.vfio") || strings.Contains(out, "gpudirect.peermem") {
+		t.Errorf("exit %d\n%s", code, out)
+	}
+	if _, errOut, code := run(t, "doctor", "--snapshot", "example:seed000-epyc", "--profile", "vm"); code != ExitUsage || !strings.Contains(errOut, "--profile vm: want bare-metal or vm-host") {
+		t.Errorf("bad profile: exit %d %q", code, errOut)
 	}
 }
 
@@ -247,6 +259,7 @@ func TestPlanVMs(t *testing.T) {
 		{[]string{"--vcpus", "-4"}, "--vcpus -4"},
 		{[]string{"--name-prefix", "../../evil", "--out", filepath.Join(testhost.TempDir(t), "o1")}, "--name-prefix \"../../evil\""},
 		{[]string{"--name-prefix", "a/b"}, "--name-prefix \"a/b\""},
+		{[]string{"--osinfo", "CentOS 9; rm -rf /"}, "--osinfo \"CentOS 9; rm -rf /\": want an osinfo short id"},
 		{[]string{"--out", "/dev/null"}, "--out /dev/null: not a directory"},
 		{[]string{"--out", "/nonexistent/dir/lab"}, "parent directory /nonexistent/dir does not exist"},
 	} {
@@ -254,6 +267,33 @@ func TestPlanVMs(t *testing.T) {
 		if code != ExitUsage || !strings.Contains(errOut, c.want) || strings.Contains(errOut, "goroutine") || out != "" {
 			t.Errorf("%v: exit %d, stdout %d bytes, stderr %q, want %q", c.args, code, len(out), errOut, c.want)
 		}
+	}
+	// plan check: the plan's own domains pass; a file with no domain is exit 2 naming it.
+	if out, errOut, code := run(t, "plan", "check", "--root", testhost.WriteTree(t, testhost.Seed000()), filepath.Join(dir, "vm00.xml"), filepath.Join(dir, "vm01.xml")); code != ExitOK {
+		t.Errorf("plan check of the plan's domains: exit %d %s\n%s", code, errOut, out)
+	}
+	notDomain := filepath.Join(dir, "plan.json")
+	if _, errOut, code := run(t, "plan", "check", "--snapshot", "example:seed000-epyc", notDomain); code != ExitUsage || !strings.Contains(errOut, notDomain+": no libvirt <domain> XML") {
+		t.Errorf("plan check of a non-domain: exit %d %q", code, errOut)
+	}
+	// The README's plan examples that name a snapshot run as written (issue 28).
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	examples := 0
+	for _, line := range strings.Split(string(readme), "\n") {
+		if !strings.HasPrefix(line, "rdmalab plan vms --snapshot ") {
+			continue
+		}
+		examples++
+		args := strings.Fields(strings.SplitN(line, "#", 2)[0])[1:]
+		if _, errOut, code := run(t, args...); code != ExitOK {
+			t.Errorf("README example %q: exit %d %s", line, code, errOut)
+		}
+	}
+	if examples < 2 {
+		t.Errorf("README has %d plan vms examples with --snapshot, want the seed 000 ones", examples)
 	}
 	// Nothing was written outside --out by the hostile prefix.
 	if _, err := os.Stat(filepath.Join(testhost.TempDir(t), "..", "evil00.xml")); err == nil {

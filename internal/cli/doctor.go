@@ -10,7 +10,7 @@ import (
 
 func newDoctorCmd() *cobra.Command {
 	var in hostInput
-	var output, rate, linkLayer string
+	var output, rate, linkLayer, profile string
 	var ports []string
 	var verbose, nhc bool
 	c := &cobra.Command{
@@ -39,7 +39,8 @@ fails.`,
   rdmalab doctor --expect-rate "4X HDR" --expect-ports mlx5_0/1,mlx5_1/1
   rdmalab doctor --snapshot node1.json --snapshot node2.json --snapshot node3.json
   rdmalab doctor --snapshot before.json --snapshot after.json   # same host twice: counter rates
-  rdmalab doctor --nhc --expect-rate 200 || echo "drain this node"`,
+  rdmalab doctor --nhc --expect-rate 200 || echo "drain this node"
+  rdmalab doctor --profile vm-host   # a hypervisor after rdmalab plan vms and vfio.sh`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(output); err != nil {
@@ -57,6 +58,13 @@ fails.`,
 			}
 			opt.ExpectPorts = ports
 			opt.RequireRDMA = nhc
+			switch profile {
+			case "bare-metal":
+			case hostcheck.VMHost:
+				opt.Profile = profile
+			default:
+				return usageErr("--profile %s: want bare-metal or vm-host", profile)
+			}
 			hosts, err := in.load()
 			if err != nil {
 				return err
@@ -85,6 +93,7 @@ fails.`,
 	c.Flags().StringVar(&linkLayer, "expect-link-layer", "", "InfiniBand (IB) or RoCE (Ethernet)")
 	c.Flags().StringSliceVar(&ports, "expect-ports", nil, "ports that must be up, DEV/PORT or DEV (every port of DEV), comma-separated; other down ports are unused")
 	c.Flags().BoolVarP(&verbose, "verbose", "v", false, "list passing checks too")
+	c.Flags().StringVar(&profile, "profile", "bare-metal", "bare-metal, or vm-host for a hypervisor passing GPUs and NICs to VMs (vfio-pci, no NVIDIA driver, whole IOMMU groups, ACS kept, hugepages per node)")
 	c.Flags().BoolVar(&nhc, "nhc", false, "one line per failure, for a node health check (RDMA is then required)")
 	return c
 }

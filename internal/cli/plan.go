@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/envelope"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/plan"
 	"github.com/rdmalab/rdmalab/internal/report"
@@ -22,7 +24,61 @@ func newPlanCmd() *cobra.Command {
 			return usageErr("plan needs a subcommand: rdmalab plan vms (see 'rdmalab plan --help')")
 		},
 	}
-	c.AddCommand(newPlanVMsCmd())
+	c.AddCommand(newPlanVMsCmd(), newPlanCheckCmd())
+	return c
+}
+
+func newPlanCheckCmd() *cobra.Command {
+	var in hostInput
+	var output string
+	c := &cobra.Command{
+		Use:   "check DOMAIN.xml...",
+		Short: "Judge existing libvirt domains against the host: pinning, NUMA, memory, hugepages, devices",
+		Long: `plan check reads libvirt domains (virsh dumpxml output or /etc/libvirt/qemu/NAME.xml;
+pasted excerpts are judged on what they show) and judges each against the host
+they run on: every vCPU pinned, and to the NUMA nodes of the VM's passed
+devices; memory strict on those nodes; hugepage backing; emulator threads off
+the CPUs that back vCPUs; no host CPU pinned to two VMs; every passed device on
+the host and local to the VM. Domains given together are judged together.
+
+Exit codes: 0 placed well, 1 findings, 2 a file is not a domain or the host
+could not be read.`,
+		Example: `  virsh dumpxml vm00 > vm00.xml; virsh dumpxml vm01 > vm01.xml
+  rdmalab plan check vm00.xml vm01.xml
+  rdmalab plan check --snapshot example:seed000-epyc lab/vm00.xml lab/vm01.xml`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			hosts, err := in.load()
+			if err != nil {
+				return err
+			}
+			s, err := one(hosts, "plan check")
+			if err != nil {
+				return err
+			}
+			fs, err := plan.Check(s, args)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			w := cmd.OutOrStdout()
+			if output == "json" {
+				if err := envelope.Write(w, envelope.Doctor, fs, nil); err != nil {
+					return err
+				}
+			} else {
+				report.Findings(w, fs, false)
+			}
+			if check.Failed(fs) {
+				return errFindings
+			}
+			return nil
+		},
+	}
+	in.register(c, false)
+	c.Flags().StringVarP(&output, "output", "o", "table", "table or json")
 	return c
 }
 
@@ -54,13 +110,15 @@ virt-install.sh and CHECKLIST.md. Nothing is applied to the host.
 A request that cannot be met is refused with the reason, and the plan for
 the nearest request that can be met is shown instead (exit 1).
 --policy: single-numa-node (each VM on one node), restricted (each VM in one
-socket, so GPUDirect RDMA can work), best-effort (plan and warn; default).
+socket, so GPUDirect RDMA can work; a GPU↔NIC pair across NUMA nodes inside
+the socket is still warned: NCCL uses it only with NCCL_NET_GDR_LEVEL=SYS),
+best-effort (plan and warn; default).
 
 Exit codes: 0 planned, 1 refused (the nearest plan is shown), 2 bad input.`,
 		Example: `  rdmalab plan vms --snapshot example:seed000-epyc --vms 2
   rdmalab plan vms --snapshot example:hgx-h200 --vms 8 --memory 200G --out lab/
-  rdmalab plan vms --vm 06:00.0,41:00.0 --vm 21:00.0,61:00.0 --vcpus 16
-  rdmalab plan vms --vms 2 --policy restricted --output json`,
+  rdmalab plan vms --snapshot example:seed000-epyc --vm 06:00.0,41:00.0 --vm 21:00.0,61:00.0 --vcpus 16
+  rdmalab plan vms --snapshot example:seed000-epyc --vms 2 --policy restricted --output json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(output); err != nil {
@@ -137,6 +195,8 @@ Exit codes: 0 planned, 1 refused (the nearest plan is shown), 2 bad input.`,
 	f.StringVar(&reserve, "host-reserve", "4G", "memory per NUMA node kept out of hugepages for the host")
 	f.StringVar(&policy, "policy", string(plan.BestEffort), "single-numa-node, restricted or best-effort")
 	f.StringVar(&req.NamePrefix, "name-prefix", "vm", "VM names are this plus 00, 01, ...")
+	f.BoolVar(&req.KeepStorage, "keep-storage", false, "keep storage controllers under a VM's PCIe switches on the host (default: they go with the VM, as seed 004's guide pairs them)")
+	f.StringVar(&req.OSInfo, "osinfo", plan.DefaultOSInfo, "the guest OS as osinfo names it, for virt-install --osinfo (osinfo-query os): linux2022 is any recent Linux")
 	f.StringVar(&outDir, "out", "", "write the host config, domain XML, virt-install and checklist into this directory")
 	f.StringVarP(&output, "output", "o", "table", "table or json")
 	return c

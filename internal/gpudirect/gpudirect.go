@@ -402,7 +402,7 @@ var ReadinessCatalog = []check.Entry{
 		Source: "seed 002, seed 004; NCCL NCCL_NET_GDR_LEVEL", Fix: "put a NIC under the GPU's PCIe switch or root complex"},
 	{ID: "gpudirect.acs", Needs: "ACSCtl of the bridges between GPU and NIC (lspci -vvv, root only)", UnknownWhen: "always from a snapshot: rdmalab names the bridges to check", Title: "ACS does not redirect peer traffic between GPU and NIC",
 		Why:    "ACS redirect on the bridges between them sends peer requests up to the root complex: GPUDirect slows or fails. Not readable without root, so named, not assumed.",
-		Source: "seed 003, seed 004", Fix: "lspci -vvv -s <bridge> | grep ACSCtl; clear ReqRedir/CmpltRedir (setpci) or disable ACS in the BIOS"},
+		Source: "seed 003, seed 004", Fix: "lspci -vvv -s <bridge> | grep ACSCtl; on bare metal clear ReqRedir/CmpltRedir (setpci) or disable ACS in the BIOS; on a VM host keep ACS (it makes the IOMMU groups) and enable ATS with Direct Translated P2P instead (doctor --profile vm-host)"},
 	{ID: "gpudirect.ats", Needs: "ATSCtl of the rail NICs (lspci -vvv, root only)", UnknownWhen: "always from a snapshot: rdmalab names the NICs to check", Title: "ATS on the rail NIC",
 		Why:    "With ACS on, peer traffic goes direct only with Address Translation Services on the NIC. Not in a snapshot, so named, not assumed.",
 		Source: "seed 003, seed 004", Fix: "mlxconfig -d <pci> set ATS_ENABLED=true"},

@@ -27,8 +27,8 @@ func TestPredictHGX(t *testing.T) {
 	if len(hp.GPUs) != 8 || len(hp.Rails) != 8 {
 		t.Fatalf("%d GPUs, rails %v", len(hp.GPUs), hp.Rails)
 	}
-	want := map[string]string{"0000:18:00.0": "mlx5_0", "0000:1a:00.0": "mlx5_1", "0000:3a:00.0": "mlx5_2", "0000:3c:00.0": "mlx5_3",
-		"0000:9d:00.0": "mlx5_4", "0000:9f:00.0": "mlx5_5", "0000:bb:00.0": "mlx5_6", "0000:bd:00.0": "mlx5_7"}
+	want := map[string]string{"0000:13:00.0": "mlx5_0", "0000:23:00.0": "mlx5_1", "0000:33:00.0": "mlx5_2", "0000:43:00.0": "mlx5_3",
+		"0000:93:00.0": "mlx5_4", "0000:a3:00.0": "mlx5_5", "0000:b3:00.0": "mlx5_6", "0000:c3:00.0": "mlx5_7"}
 	for _, p := range hp.GPUs {
 		if p.Rail != want[p.GPU] || p.Level != "PIX" || !p.GDR || !strings.Contains(p.GDRReason, "nvidia_peermem") {
 			t.Errorf("%+v", p)

@@ -38,6 +38,7 @@ type Snapshot struct {
 	PCIDevices  []PCIDevice    `json:"pci_devices"`
 	GPUs        []GPU          `json:"gpus"`
 	RDMADevices []RDMADevice   `json:"rdma_devices"`
+	Baseboard   *Baseboard     `json:"baseboard,omitempty"`
 	NetDevs     []NetDev       `json:"netdevs"`
 	Affinity    []AffinityPair `json:"gpu_nic_affinity"`
 	// Errors lists what could not be read; the rest of the snapshot still stands.

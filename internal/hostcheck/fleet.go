@@ -290,7 +290,15 @@ func Doctor(all []*host.Snapshot, opt Options) []check.Finding {
 	var fs []check.Finding
 	for _, h := range hosts {
 		fs = append(fs, Run(h, opt)...)
-		fs = append(fs, gpudirect.Readiness(h)...)
+		if opt.Profile == VMHost {
+			// GPUDirect is the guests' business; the host's is to hand
+			// devices over whole and keep ACS (gpudirect's bare-metal ACS
+			// advice would merge the IOMMU groups).
+			fs = append(fs, RunVMHost(h)...)
+		} else {
+			fs = append(fs, gpudirect.Readiness(h)...)
+			fs = append(fs, suggestVMHost(h)...)
+		}
 	}
 	fs = append(fs, RunDeltas(all)...)
 	fs = append(fs, RunFleet(all)...)
@@ -298,7 +306,8 @@ func Doctor(all []*host.Snapshot, opt Options) []check.Finding {
 	return fs
 }
 
-// Catalog lists every check doctor runs, host rules then fleet rules.
+// Catalog lists every check doctor runs, host rules then fleet rules,
+// then the vm-host profile and the VM placement rules of `plan check`.
 func Catalog() []check.Entry {
 	var out []check.Entry
 	for _, r := range Rules {
@@ -309,5 +318,7 @@ func Catalog() []check.Entry {
 	for _, k := range FleetRules {
 		out = append(out, k.Entry)
 	}
+	out = append(out, VMHostCatalog...)
+	out = append(out, DomainCatalog...)
 	return out
 }

@@ -101,7 +101,7 @@ var faults = []struct {
 		write(t, r, "sys/class/net/enp65s0f0np0/mtu", "1500")
 	}, Options{}, "roce.mtu"},
 	{"PCIe x8 on a x16 NIC", testhost.HGX, func(t *testing.T, r string) {
-		write(t, r, "sys/bus/pci/devices/0000:19:00.0/current_link_width", "8")
+		write(t, r, "sys/bus/pci/devices/0000:14:00.0/current_link_width", "8")
 	}, Options{}, "pcie.link.degraded"},
 	{"no SM LID", testhost.R730, func(t *testing.T, r string) {
 		write(t, r, mlx0+"sm_lid", "0x0")

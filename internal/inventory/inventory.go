@@ -55,6 +55,7 @@ func Collect(fsys *hostfs.FS, opt Options) *host.Snapshot {
 	c.linkNetdevs()
 	c.gpus()
 	c.snap.ComputeAffinity()
+	c.snap.Baseboard = baseboard(c.snap)
 	c.snap.Normalize()
 	return c.snap
 }

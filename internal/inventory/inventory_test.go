@@ -265,13 +265,19 @@ func TestSeedTrees(t *testing.T) {
 				pix++
 			}
 		}
-		if pix != 16 { // 4 switches × 2 GPUs × 2 NICs
-			t.Errorf("PIX pairs = %d, want 16", pix)
+		if pix != 8 { // 8 switches × 1 GPU × 1 NIC (seed 004's guide)
+			t.Errorf("PIX pairs = %d, want 8", pix)
 		}
-		if got := s.AffinityOf("0000:18:00.0", "mlx5_2"); got != host.LevelNODE {
+		if got := s.AffinityOf("0000:13:00.0", "mlx5_2"); got != host.LevelNODE {
 			t.Errorf("G0↔N2 = %s, want NODE (seed 004: common root complex)", got)
 		}
-		if got := s.AffinityOf("0000:1a:00.0", "mlx5_4"); got != host.LevelSYS {
+		// The NVSwitches (10de:22a3, class 0680 as on a real HGX H100) make
+		// a baseboard with Fabric Manager's 15 default partitions.
+		if b := s.Baseboard; b == nil || b.Name != "HGX H200 SXM 8-GPU" || len(b.NVSwitches) != 4 || len(b.Partitions) != 15 ||
+			!slices.Equal(b.Partitions[1].GPUs, []string{"0000:13:00.0", "0000:23:00.0", "0000:33:00.0", "0000:43:00.0"}) {
+			t.Errorf("baseboard %+v", b)
+		}
+		if got := s.AffinityOf("0000:23:00.0", "mlx5_4"); got != host.LevelSYS {
 			t.Errorf("G1↔N4 = %s, want SYS", got)
 		}
 	})

@@ -17,10 +17,11 @@ type vmDevices struct {
 	nodes   []int
 }
 
-// units joins PCI functions that must go to one VM: one IOMMU group, one
-// physical device (all its functions), and everything under the bridge of
-// a function that can only be reset by resetting that bridge. It returns
-// the unit id of every endpoint, and why each joined.
+// units joins PCI functions that must go to one VM: one IOMMU group, and
+// everything under the bridge of a function that can only be reset by
+// resetting that bridge. Other functions of a device in groups of their
+// own stay with the host (seed 000 keeps the NICs' second ports, 41:00.1
+// and 61:00.1). It returns the unit id of every endpoint, and why each joined.
 type units struct {
 	parent map[string]string
 	why    map[string]string
@@ -73,9 +74,6 @@ func newUnits(s *host.Snapshot) *units {
 	for _, d := range eps {
 		if d.IOMMUGroup != nil {
 			join(fmt.Sprintf("group %d", *d.IOMMUGroup), d.Address, fmt.Sprintf("same IOMMU group %d", *d.IOMMUGroup))
-		}
-		if a, err := host.ParsePCIAddress(d.Address); err == nil {
-			join("slot "+a.Slot(), d.Address, "another function of the same device")
 		}
 	}
 	for _, d := range eps {
@@ -234,6 +232,14 @@ func assignDevices(s *host.Snapshot, t *topology, req Request) ([]vmDevices, []c
 		}
 	}
 
+	// Storage under a VM's PCIe switches goes with it (seed 004: S0-S5 with
+	// G0-G3), and on an NVSwitch board a VM holding every GPU takes the
+	// NVSwitches (full passthrough: Fabric Manager runs in the guest).
+	cameWith := map[string]string{}
+	for i, addrs := range wanted {
+		wanted[i] = append(addrs, companions(s, req, addrs, cameWith)...)
+	}
+
 	owner := map[string]int{} // unit root → VM
 	var out []vmDevices
 	for i, addrs := range wanted {
@@ -267,13 +273,17 @@ func assignDevices(s *host.Snapshot, t *topology, req Request) ([]vmDevices, []c
 					continue
 				}
 				seen[m] = true
-				vd.devices = append(vd.devices, describe(s, m, slices.Contains(addrs, m), u))
+				dev := describe(s, m, slices.Contains(addrs, m) && cameWith[m] == "", u)
+				if w, ok := cameWith[m]; ok {
+					dev.Why = w
+				}
+				vd.devices = append(vd.devices, dev)
 			}
 		}
 		slices.SortFunc(vd.devices, func(a, b Device) int { return cmp.Compare(a.Address, b.Address) })
 		nodes := map[int]bool{}
 		for _, d := range vd.devices {
-			if d.Role == "function" {
+			if d.Role == "function" || d.Role == "nvswitch" {
 				continue
 			}
 			if d.NUMANode < 0 {
@@ -297,9 +307,19 @@ func assignDevices(s *host.Snapshot, t *topology, req Request) ([]vmDevices, []c
 				continue
 			}
 			if host.LevelRank(p.Level) >= host.LevelRank(host.LevelSYS) {
-				notes = append(notes, note("plan.pair.sys", name+" "+p.GPU+" ↔ "+p.NIC, "",
-					"%s: GPU %s ↔ NIC %s (%s) path is %s (GPU on node %d, NIC on node %d): GPUDirect RDMA will not work well, NCCL will not use it by default",
-					name, p.GPU, p.NIC, p.RDMA, p.Level, pairDev(s, p).LocalityNUMANode, nodeOf(s, p.NIC)))
+				gn, nn := pairDev(s, p).LocalityNUMANode, nodeOf(s, p.NIC)
+				// One message per fact: across sockets GPUDirect RDMA cannot
+				// work at all; inside one socket it can, but NCCL will not
+				// choose it on a SYS path unless told to.
+				why := fmt.Sprintf("both in socket %d: GPUDirect RDMA is possible, but NCCL uses it on a SYS path only with NCCL_NET_GDR_LEVEL=SYS", t.pkgOf(gn))
+				fix := "NCCL_NET_GDR_LEVEL=SYS in the guest, or pair devices under one PCIe switch or node"
+				if t.pkgOf(gn) != t.pkgOf(nn) {
+					why = "different sockets: GPUDirect RDMA does not work across sockets, NCCL stages through host memory"
+					fix = "--policy restricted keeps each VM inside one socket"
+				}
+				notes = append(notes, note("plan.pair.sys", name+" "+p.GPU+" ↔ "+p.NIC, fix,
+					"%s: GPU %s ↔ NIC %s (%s) path is %s (GPU on node %d, NIC on node %d, %s)",
+					name, p.GPU, p.NIC, p.RDMA, p.Level, gn, nn, why))
 			}
 		}
 		if r := checkPolicy(t, req, name, vd); r != nil {
@@ -346,7 +366,8 @@ func checkPolicy(t *topology, req Request, name string, vd vmDevices) *Refusal {
 func describe(s *host.Snapshot, addr string, asked bool, u *units) Device {
 	d := s.PCI(addr)
 	dev := Device{Address: addr, NUMANode: d.LocalityNUMANode, IOMMUGroup: d.IOMMUGroup, Driver: d.Driver,
-		Name: host.DeviceName(d.Vendor, d.Device), Role: "function"}
+		Name: host.DeviceName(d.Vendor, d.Device), Role: "function", Class: d.Class,
+		LinkGTps: d.CurrentLinkSpeedGTps, LinkWidth: d.CurrentLinkWidth}
 	if dev.Name == "" {
 		dev.Name = d.ClassName
 	}
@@ -359,6 +380,13 @@ func describe(s *host.Snapshot, addr string, asked bool, u *units) Device {
 		if r.PCIAddress == addr {
 			dev.Role, dev.RDMA = "nic", r.Name
 		}
+	}
+	switch {
+	case dev.Role != "function":
+	case host.IsNVSwitch(d):
+		dev.Role = "nvswitch"
+	case host.IsStorage(d):
+		dev.Role = "storage"
 	}
 	if !asked && dev.Role == "function" {
 		dev.Why = u.why[addr]
@@ -456,4 +484,44 @@ func joinInts(xs []int) string {
 		s[i] = fmt.Sprint(x)
 	}
 	return strings.Join(s, "+")
+}
+
+// companions are the devices that go with a VM's asked-for ones besides
+// their IOMMU groups: storage controllers under the same PCIe switch as
+// one of its devices (unless --keep-storage), and the NVSwitches when the
+// VM holds every GPU of the baseboard. why records the reason of each.
+func companions(s *host.Snapshot, req Request, addrs []string, why map[string]string) []string {
+	var out []string
+	add := func(a, reason string) {
+		if !slices.Contains(addrs, a) && !slices.Contains(out, a) {
+			out = append(out, a)
+			why[a] = reason
+		}
+	}
+	if !req.KeepStorage {
+		for _, a := range addrs {
+			d := s.PCI(a)
+			if d == nil || d.Switch == "" {
+				continue
+			}
+			for i := range s.PCIDevices {
+				o := &s.PCIDevices[i]
+				if o.Switch == d.Switch && host.IsStorage(o) {
+					add(o.Address, fmt.Sprintf("storage under the PCIe switch of %s (%s): GPUDirect Storage stays switch-local; --keep-storage keeps it on the host", a, d.Switch))
+				}
+			}
+		}
+	}
+	if b := s.Baseboard; b != nil && len(b.GPUs) > 0 {
+		all := true
+		for _, g := range b.GPUs {
+			all = all && slices.Contains(addrs, g)
+		}
+		if all {
+			for _, n := range b.NVSwitches {
+				add(n, "every GPU of the "+b.Name+" baseboard is in this VM: full passthrough, Fabric Manager runs in the guest over the NVSwitches")
+			}
+		}
+	}
+	return out
 }

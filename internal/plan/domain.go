@@ -74,7 +74,7 @@ func Domain(p *Plan, vm VM) (*libvirtxml.Domain, error) {
 		Disks: []libvirtxml.DomainDisk{{
 			Device: "disk",
 			Driver: &libvirtxml.DomainDiskDriver{Name: "qemu", Type: "qcow2"},
-			Source: &libvirtxml.DomainDiskSource{File: &libvirtxml.DomainDiskSourceFile{File: "/var/lib/libvirt/images/" + vm.Name + ".qcow2"}},
+			Source: &libvirtxml.DomainDiskSource{File: &libvirtxml.DomainDiskSourceFile{File: DiskPath(vm)}},
 			Target: &libvirtxml.DomainDiskTarget{Dev: "vda", Bus: "virtio"},
 		}},
 		Interfaces: []libvirtxml.DomainInterface{{
@@ -91,44 +91,28 @@ func Domain(p *Plan, vm VM) (*libvirtxml.Domain, error) {
 		root.PCI = &libvirtxml.DomainControllerPCI{Hole64: &libvirtxml.DomainControllerPCIHole64{Size: uint64(gpus) * 256 << 20, Unit: "KiB"}}
 	}
 	devs.Controllers = append(devs.Controllers, root)
-	next := uint(1)
-	pxb := map[int]uint{} // host node → expander bus index
+	layout, err := guestLayout(vm)
+	if err != nil {
+		return nil, err
+	}
 	for _, c := range vm.Cells {
-		idx := next
-		next++
-		pxb[c.HostNode] = idx
 		devs.Controllers = append(devs.Controllers, libvirtxml.DomainController{
-			Type: "pci", Index: u(idx), Model: "pcie-expander-bus",
+			Type: "pci", Index: u(layout.pxb[c.HostNode]), Model: "pcie-expander-bus",
 			PCI: &libvirtxml.DomainControllerPCI{
 				Model:  &libvirtxml.DomainControllerPCIModel{Name: "pxb-pcie"},
-				Target: &libvirtxml.DomainControllerPCITarget{BusNr: u(uint(240 - 16*c.ID)), NUMANode: u(uint(c.ID))},
+				Target: &libvirtxml.DomainControllerPCITarget{BusNr: u(layout.busNr[c.ID]), NUMANode: u(uint(c.ID))},
 			},
 			Address: pciAddr(0, uint(0x10+c.ID), 0, ""),
 		})
 	}
-	// One root port per physical device; its functions share it, as on the host.
-	ports := map[string]uint{} // slot → root port index
-	slots := map[uint]uint{}   // expander bus → next slot
-	for _, dev := range vm.Devices {
-		a, err := host.ParsePCIAddress(dev.Address)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", vm.Name, err)
-		}
-		bus, ok := pxb[dev.NUMANode]
-		if !ok {
-			bus = pxb[vm.Cells[0].HostNode]
-		}
-		port, ok := ports[a.Slot()]
-		if !ok {
-			port = next
-			next++
-			ports[a.Slot()] = port
-			devs.Controllers = append(devs.Controllers, libvirtxml.DomainController{
-				Type: "pci", Index: u(port), Model: "pcie-root-port",
-				Address: pciAddr(bus, slots[bus], 0, ""),
-			})
-			slots[bus]++
-		}
+	for _, rp := range layout.ports {
+		devs.Controllers = append(devs.Controllers, libvirtxml.DomainController{
+			Type: "pci", Index: u(rp.index), Model: "pcie-root-port",
+			Address: pciAddr(rp.pxb, rp.slot, 0, ""),
+		})
+	}
+	for _, g := range layout.devices {
+		a := g.host
 		multi := ""
 		if a.Function == 0 && hasOtherFunctions(vm, a) {
 			multi = "on"
@@ -138,7 +122,7 @@ func Domain(p *Plan, vm VM) (*libvirtxml.Domain, error) {
 			SubsysPCI: &libvirtxml.DomainHostdevSubsysPCI{Source: &libvirtxml.DomainHostdevSubsysPCISource{
 				Address: &libvirtxml.DomainAddressPCI{Domain: u(uint(a.Domain)), Bus: u(uint(a.Bus)), Slot: u(uint(a.Device)), Function: u(uint(a.Function))},
 			}},
-			Address: pciAddr(port, 0, uint(a.Function), multi),
+			Address: pciAddr(g.port, 0, uint(a.Function), multi),
 		})
 	}
 	d.Devices = devs
@@ -199,4 +183,91 @@ func joinComma(xs []int) string {
 		s += strconv.Itoa(x)
 	}
 	return s
+}
+
+// layout is where a VM's passed devices sit in the guest: one pxb-pcie
+// expander bus per guest cell (controller index; a bus number allocated
+// downward from 240 in steps of 16, wider when a cell has more than 15
+// root ports), one pcie-root-port per physical device on its cell's
+// expander bus, and each function on its port. The guest firmware numbers
+// a root port's bus after its expander bus, in slot order, so each
+// device's guest bus is fixed too; the NCCL topology file uses it.
+type layout struct {
+	pxb     map[int]uint // host node → expander bus controller index
+	busNr   map[int]uint // guest cell → its expander bus's bus number
+	ports   []rootPort
+	devices []guestDevice
+}
+
+type rootPort struct {
+	index, pxb, slot uint
+}
+
+type guestDevice struct {
+	dev      Device
+	host     host.PCIAddress
+	port     uint // root port controller index
+	cell     int
+	guestBus uint
+}
+
+func guestLayout(vm VM) (layout, error) {
+	l := layout{pxb: map[int]uint{}}
+	next := uint(1)
+	cellOf := map[int]int{}
+	for _, c := range vm.Cells {
+		l.pxb[c.HostNode] = next
+		cellOf[c.HostNode] = c.ID
+		next++
+	}
+	// Root ports per cell decide how far apart the expander buses' bus
+	// numbers must be: a root port's bus follows its expander bus.
+	perCell := map[int]map[string]bool{}
+	for _, dev := range vm.Devices {
+		a, err := host.ParsePCIAddress(dev.Address)
+		if err != nil {
+			return l, fmt.Errorf("%s: %w", vm.Name, err)
+		}
+		node := dev.NUMANode
+		if _, ok := l.pxb[node]; !ok {
+			node = vm.Cells[0].HostNode
+		}
+		if perCell[cellOf[node]] == nil {
+			perCell[cellOf[node]] = map[string]bool{}
+		}
+		perCell[cellOf[node]][a.Slot()] = true
+	}
+	step := 16
+	for _, slots := range perCell {
+		step = max(step, len(slots)+1)
+	}
+	l.busNr = map[int]uint{}
+	for _, c := range vm.Cells {
+		l.busNr[c.ID] = uint(256 - step*(c.ID+1))
+	}
+	ports := map[string]int{} // host slot → index in l.ports
+	slots := map[uint]uint{}  // expander bus → next slot
+	for _, dev := range vm.Devices {
+		a, err := host.ParsePCIAddress(dev.Address)
+		if err != nil {
+			return l, fmt.Errorf("%s: %w", vm.Name, err)
+		}
+		node := dev.NUMANode
+		if _, ok := l.pxb[node]; !ok {
+			node = vm.Cells[0].HostNode
+		}
+		bus := l.pxb[node]
+		i, ok := ports[a.Slot()]
+		if !ok {
+			i = len(l.ports)
+			ports[a.Slot()] = i
+			l.ports = append(l.ports, rootPort{index: next, pxb: bus, slot: slots[bus]})
+			next++
+			slots[bus]++
+		}
+		rp := l.ports[i]
+		cell := cellOf[node]
+		l.devices = append(l.devices, guestDevice{dev: dev, host: a, port: rp.index, cell: cell, guestBus: l.busNr[cell] + 1 + rp.slot})
+	}
+	return l, nil
 }

@@ -35,6 +35,11 @@ func Files(p *Plan) ([]File, error) {
 			return nil, err
 		}
 		fs = append(fs, File{vm.Name + ".xml", x, 0o644})
+		topo, err := NCCLTopology(p, vm)
+		if err != nil {
+			return nil, err
+		}
+		fs = append(fs, File{vm.Name + "-nccl-topo.xml", topo, 0o644})
 	}
 	fs = append(fs, File{"virt-install.sh", VirtInstall(p), 0o755}, File{"CHECKLIST.md", Checklist(p), 0o644})
 	return fs, nil
@@ -103,10 +108,22 @@ func KernelCmdline(p *Plan) string {
 }
 
 // VFIOScript binds every planned device to vfio-pci in a way that survives
-// reboots (seed 000's manual binding "needs to run every boot").
+// reboots (seed 000's manual binding "needs to run every boot"). When GPUs
+// go to VMs, the host's NVIDIA driver stack is unloaded first: a GPU held
+// by nvidia cannot be rebound (seed 000 removes the modules by hand; seed
+// 004 says not to install the driver on the hypervisor at all).
 func VFIOScript(p *Plan) string {
 	var b strings.Builder
-	b.WriteString("#!/bin/sh\n# Bind the planned devices to vfio-pci, persistently (driverctl keeps the override across reboots).\nset -eu\nmodprobe vfio-pci\n")
+	b.WriteString("#!/bin/sh\n# Bind the planned devices to vfio-pci, persistently (driverctl keeps the override across reboots).\nset -eu\n")
+	if planHasGPUs(p) {
+		b.WriteString("\n# The host's NVIDIA driver must let go of the GPUs first (users of the modules stopped, then\n" +
+			"# the modules removed, dependants first). Better still: do not install the driver on the host.\n" +
+			"systemctl stop nvidia-persistenced.service nvidia-fabricmanager.service nvidia-dcgm.service 2>/dev/null || true\n" +
+			"for m in nvidia_drm nvidia_modeset nvidia_uvm nvidia_peermem nvidia; do\n" +
+			"  if [ -d /sys/module/$m ]; then modprobe -r \"$m\"; fi\n" +
+			"done\n")
+	}
+	b.WriteString("modprobe vfio-pci\n")
 	for _, vm := range p.VMs {
 		fmt.Fprintf(&b, "\n# %s\n", vm.Name)
 		for _, d := range vm.Devices {
@@ -114,13 +131,35 @@ func VFIOScript(p *Plan) string {
 			if d.Driver != "" && d.Driver != "vfio-pci" {
 				fmt.Fprintf(&b, ", now on %s", d.Driver)
 			}
+			if d.Why != "" {
+				fmt.Fprintf(&b, "; comes along: %s", d.Why)
+			}
 			b.WriteString("\n")
+		}
+	}
+	if f := p.Fabric; f != nil && f.Mode == "shared-nvswitch" {
+		fmt.Fprintf(&b, "\n# Fabric Manager service VM (shared NVSwitch mode): the %s's NVSwitches\n", f.Board)
+		for _, n := range f.NVSwitches {
+			fmt.Fprintf(&b, "driverctl set-override %s vfio-pci   # nvswitch\n", n)
 		}
 	}
 	b.WriteString("\n# Without driverctl: 'options vfio-pci ids=VENDOR:DEVICE,...' in /etc/modprobe.d/vfio.conf plus\n" +
 		"# 'softdep DRIVER pre: vfio-pci' catches every device with those ids, including ones the host keeps.\n")
 	return b.String()
 }
+
+func planHasGPUs(p *Plan) bool {
+	for _, vm := range p.VMs {
+		if countRole(vm, "gpu") > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// DiskPath is where each VM's boot disk is expected; the checklist says
+// how to create it and virt-install imports it.
+func DiskPath(vm VM) string { return "/var/lib/libvirt/images/" + vm.Name + ".qcow2" }
 
 // VirtInstall is the virt-install equivalent of each domain. The XML files
 // are the reference; `virsh define vmNN.xml` applies them directly.
@@ -138,7 +177,9 @@ func VirtInstall(p *Plan) string {
 		for i, cpuID := range vm.Pins {
 			tune = append(tune, fmt.Sprintf("vcpupin%d.vcpu=%d,vcpupin%d.cpuset=%d", i, i, i, cpuID))
 		}
-		tune = append(tune, fmt.Sprintf("emulatorpin.cpuset=\"%s\"", vm.EmulatorCPUs))
+		// virt-install 4.1 takes iothreadpin under --cputune only.
+		tune = append(tune, fmt.Sprintf("emulatorpin.cpuset=\"%s\"", vm.EmulatorCPUs),
+			fmt.Sprintf("iothreadpin0.iothread=1,iothreadpin0.cpuset=\"%s\"", vm.EmulatorCPUs))
 		fmt.Fprintf(&b, "\n# %s\nvirt-install \\\n", vm.Name)
 		lines := [][2]string{
 			{"--name", vm.Name},
@@ -148,11 +189,12 @@ func VirtInstall(p *Plan) string {
 			{"--cputune", strings.Join(tune, ",")},
 			{"--numatune", strings.Join(numa, ",")},
 			{"--memorybacking", fmt.Sprintf("hugepages.page0.size=%d,hugepages.page0.unit=KiB,locked=on", p.Request.PageSizeBytes>>10)},
-			{"--iothreads", fmt.Sprintf("iothreads=1,iothreadpin0.iothread=1,iothreadpin0.cpuset=\"%s\"", vm.EmulatorCPUs)},
+			{"--iothreads", "1"},
 			{"--machine", "q35"},
 			{"--boot", "uefi"},
 			{"--memballoon", "none"},
-			{"--disk", "path=/var/lib/libvirt/images/" + vm.Name + ".qcow2"},
+			{"--osinfo", p.Request.OSInfo},
+			{"--disk", "path=" + DiskPath(vm) + ",format=qcow2,bus=virtio"},
 			{"--network", "network=default"},
 		}
 		for _, d := range vm.Devices {
@@ -185,11 +227,18 @@ func Checklist(p *Plan) string {
 		fmt.Fprintf(&b, " node %d has %d in `/sys/devices/system/node/node%d/hugepages/hugepages-%s/nr_hugepages`;", np.Node, np.Pages, np.Node, hugeDir(np.PageSizeBytes))
 	}
 	b.WriteString(" `rdmalab doctor` passes.\n")
-	b.WriteString("4. VFIO: `sh vfio.sh` (driverctl), then `lspci -nnk` shows `vfio-pci` on every planned device.\n")
-	b.WriteString("5. Domains: `virsh define vmNN.xml` for each VM (or `sh virt-install.sh`), then `virsh start vmNN`.\n")
-	b.WriteString("6. Verify pinning: `virsh vcpupin vmNN`, `virsh emulatorpin vmNN`, `virsh numatune vmNN` match `plan.json`.\n")
-	b.WriteString("7. `cpupower frequency-set -g performance` on the host.\n")
-	b.WriteString("8. In each guest: `nvidia-smi topo -m` and `ibv_devinfo`, then `rdmalab bench` between the VMs.\n")
+	b.WriteString("4. VFIO: `sh vfio.sh` (unloads the host's GPU driver, then driverctl), then `lspci -nnk` shows `vfio-pci` on every planned device.\n")
+	b.WriteString("5. Disks: each VM boots a qcow2 image the plan does not make; from a cloud image of the guest OS (")
+	fmt.Fprintf(&b, "`--osinfo %s`):\n", p.Request.OSInfo)
+	for _, vm := range p.VMs {
+		fmt.Fprintf(&b, "   `qemu-img create -f qcow2 -F qcow2 -b /var/lib/libvirt/images/CLOUD-IMAGE.qcow2 %s 100G`\n", DiskPath(vm))
+	}
+	b.WriteString("6. Domains: `virsh define vmNN.xml` for each VM (or `sh virt-install.sh`), then `virsh start vmNN`.\n")
+	fabricSteps(&b, p)
+	b.WriteString("7. Verify pinning: `virsh vcpupin vmNN`, `virsh emulatorpin vmNN`, `virsh numatune vmNN` match `plan.json`.\n")
+	b.WriteString("8. `cpupower frequency-set -g performance` on the host.\n")
+	b.WriteString("9. In each guest: copy `vmNN-nccl-topo.xml` to /etc/nccl-topo.xml and `export NCCL_TOPO_FILE=/etc/nccl-topo.xml`\n" +
+		"   (the guest's flat PCI tree hides which NIC is near which GPU); `nvidia-smi topo -m` and `ibv_devinfo`, then `rdmalab bench` between the VMs.\n")
 	if len(p.Notes) > 0 {
 		b.WriteString("\n## Warnings\n\n")
 		for _, n := range p.Notes {
@@ -197,4 +246,36 @@ func Checklist(p *Plan) string {
 		}
 	}
 	return b.String()
+}
+
+// fabricSteps are the Fabric Manager steps of an NVSwitch baseboard: in
+// full passthrough the guest runs Fabric Manager; in shared NVSwitch mode
+// a service VM holding the NVSwitches runs it with FABRIC_MODE=1, and each
+// VM's partition is activated before the VM starts and deactivated after
+// it stops.
+func fabricSteps(b *strings.Builder, p *Plan) {
+	f := p.Fabric
+	if f == nil {
+		return
+	}
+	if f.Mode == "full-passthrough" {
+		fmt.Fprintf(b, "   NVSwitch (%s, full passthrough): the VM holds every GPU and the NVSwitches %s; in the guest install\n"+
+			"   the NVIDIA driver and nvidia-fabricmanager of the same version, `systemctl enable --now nvidia-fabricmanager`,\n"+
+			"   and wait for its journal to say all NVSwitches are configured before running CUDA.\n", f.Board, strings.Join(f.NVSwitches, ", "))
+		return
+	}
+	fmt.Fprintf(b, "   NVSwitch (%s, shared NVSwitch mode): NVLink works only inside a Fabric Manager partition.\n", f.Board)
+	fmt.Fprintf(b, "   a. A service VM (a few vCPUs and GiB, on the housekeeping cores) gets the NVSwitches %s (bound by vfio.sh).\n", strings.Join(f.NVSwitches, ", "))
+	b.WriteString("   b. In it: install nvidia-fabricmanager, set `FABRIC_MODE=1` in /usr/share/nvidia/nvswitch/fabricmanager.cfg,\n" +
+		"      `systemctl enable --now nvidia-fabricmanager`, then `fmpm -l` lists the partitions.\n")
+	fmt.Fprintf(b, "   c. Partitions are by GPU module id (%s).\n", f.PartitionSource)
+	b.WriteString("   d. Before each `virsh start`, activate its partition; after it shuts down, deactivate it:\n")
+	for _, vm := range p.VMs {
+		if vm.Partition == nil {
+			fmt.Fprintf(b, "      - %s: no partition holds its GPUs (see the warnings): its GPUs get no NVLink\n", vm.Name)
+			continue
+		}
+		fmt.Fprintf(b, "      - %s: `fmpm -a %d` (GPUs %s, modules %s), then `virsh start %s`; after shutdown `fmpm -d %d`\n",
+			vm.Name, vm.Partition.ID, strings.Join(vm.Partition.GPUs, ", "), joinComma(vm.Partition.Modules), vm.Name, vm.Partition.ID)
+	}
 }

@@ -127,14 +127,19 @@ func placeMemory(p *Plan, s *host.Snapshot, req Request) *Refusal {
 	return nil
 }
 
-// kernelArgs is the command line the plan needs, in seed 000's order.
-func kernelArgs(p *Plan, s *host.Snapshot) []string {
-	args := []string{"iommu=pt"}
+// hostIsIntel: Intel's IOMMU is DMAR (and asked for with intel_iommu).
+func hostIsIntel(s *host.Snapshot) bool {
 	_, intel := s.Kernel.Param("intel_iommu")
 	for _, u := range s.Kernel.IOMMU.Units {
 		intel = intel || strings.HasPrefix(u, "dmar")
 	}
-	if intel {
+	return intel
+}
+
+// kernelArgs is the command line the plan needs, in seed 000's order.
+func kernelArgs(p *Plan, s *host.Snapshot) []string {
+	args := []string{"iommu=pt"}
+	if hostIsIntel(s) {
 		args = append(args, "intel_iommu=on")
 	}
 	if p.IsolatedCPUs != "" {

@@ -54,7 +54,17 @@ type Request struct {
 	Policy           Policy `json:"policy"`
 	// NamePrefix names the VMs: vm00, vm01, ...
 	NamePrefix string `json:"name_prefix"`
+	// KeepStorage keeps storage controllers under a VM's PCIe switches on
+	// the host instead of passing them with the VM.
+	KeepStorage bool `json:"keep_storage,omitempty"`
+	// OSInfo is the guest OS as osinfo names it (virt-install --osinfo):
+	// virt-install 4.x refuses an --import without one.
+	OSInfo string `json:"os_info"`
 }
+
+// DefaultOSInfo is osinfo's generic recent Linux: right for any current
+// distribution's cloud image when the user does not name one.
+const DefaultOSInfo = "linux2022"
 
 // Defaults fills the zero fields of r with the planner's defaults, for
 // callers that build a Request in code. The CLI sets every field from its
@@ -75,6 +85,9 @@ func (r Request) Defaults() Request {
 	if r.NamePrefix == "" {
 		r.NamePrefix = "vm"
 	}
+	if r.OSInfo == "" {
+		r.OSInfo = DefaultOSInfo
+	}
 	if r.VMs == 0 && len(r.Groups) == 0 {
 		r.VMs = 1
 	}
@@ -94,11 +107,16 @@ type Plan struct {
 	// UnusedCPUs are neither housekeeping nor given to a VM (left to the host).
 	UnusedCPUs string `json:"unused_cpus,omitempty"`
 	SMT        bool   `json:"smt"`
+	// CPUVendor is the host CPU's vendor id (GenuineIntel, AuthenticAMD),
+	// which the guest's NCCL topology file names.
+	CPUVendor string `json:"cpu_vendor"`
 	// CPUMap says who gets every host core, node by node, like seed 000's table.
 	CPUMap    []CPUUse    `json:"cpu_map"`
 	HugePages []NodePages `json:"hugepages"`
 	// KernelArgs is the kernel command line the plan needs, in order.
 	KernelArgs []string `json:"kernel_args"`
+	// Fabric is how the NVSwitch baseboard is shared, when the host has one.
+	Fabric *Fabric `json:"fabric,omitempty"`
 	// Notes are warnings about the plan, in the shared finding shape.
 	Notes []check.Finding `json:"notes"`
 }
@@ -120,6 +138,21 @@ type VM struct {
 	Pins         []int  `json:"vcpu_pins"`
 	EmulatorCPUs string `json:"emulator_cpus"`
 	MemoryBytes  int64  `json:"memory_bytes"`
+	// Partition is the Fabric Manager partition holding the VM's GPUs on an
+	// NVSwitch baseboard (shared NVSwitch mode).
+	Partition *host.FMPartition `json:"fm_partition,omitempty"`
+}
+
+// Fabric is the NVSwitch side of a plan: full passthrough (one VM holds
+// every GPU and the NVSwitches, Fabric Manager runs in it) or shared
+// NVSwitch (the NVSwitches go to a service VM running Fabric Manager with
+// FABRIC_MODE=1, which activates each VM's partition before it starts).
+type Fabric struct {
+	Board      string   `json:"board"`
+	Mode       string   `json:"mode"` // "full-passthrough" or "shared-nvswitch"
+	NVSwitches []string `json:"nvswitches"`
+	// PartitionSource says how the partitions' GPUs were known.
+	PartitionSource string `json:"partition_source"`
 }
 
 // Device is one PCI function handed to a VM.
@@ -133,6 +166,11 @@ type Device struct {
 	Driver     string `json:"driver,omitempty"`
 	// Why says why a function that was not asked for comes along.
 	Why string `json:"why,omitempty"`
+	// Class and the PCIe link as the host trained it, for the guest's
+	// NCCL topology file.
+	Class     string  `json:"class"`
+	LinkGTps  float64 `json:"link_gtps,omitempty"`
+	LinkWidth int     `json:"link_width,omitempty"`
 }
 
 // Pair is a GPU and the NIC chosen for it, with their PCIe path level.
@@ -204,6 +242,7 @@ func Make(s *host.Snapshot, req Request) (*Plan, error) {
 	for i, g := range groups {
 		p.VMs = append(p.VMs, VM{Name: fmt.Sprintf("%s%02d", req.NamePrefix, i), Devices: g.devices, Pairs: g.pairs, NUMANodes: g.nodes})
 	}
+	p.Notes = append(p.Notes, followPartitions(p, s)...)
 	if r := placeCPUs(p, t, req); r != nil {
 		return nil, r
 	}
@@ -211,6 +250,10 @@ func Make(s *host.Snapshot, req Request) (*Plan, error) {
 		return nil, r
 	}
 	p.KernelArgs = kernelArgs(p, s)
+	p.CPUVendor = "AuthenticAMD"
+	if hostIsIntel(s) {
+		p.CPUVendor = "GenuineIntel"
+	}
 	check.Sort(p.Notes)
 	return p, nil
 }

@@ -148,14 +148,69 @@ func TestHGX(t *testing.T) {
 			}
 		}
 		for sw, n := range switches {
-			if n != 2 {
-				t.Errorf("switch %s has %d VMs, want 2 (two GPU+NIC pairs per switch)", sw, n)
+			if n != 1 {
+				t.Errorf("switch %s has %d VMs, want 1 (one GPU+NIC pair per switch)", sw, n)
 			}
 		}
-		if len(switches) != 4 {
-			t.Errorf("VMs use %d switches, want 4", len(switches))
+		if len(switches) != 8 {
+			t.Errorf("VMs use %d switches, want 8", len(switches))
 		}
 	})
+}
+
+// Seed 004's HGX: 2, 4 and 8 VMs each take one Fabric Manager partition
+// and the storage under their switches (S0-S5 with G0-G3); one VM takes
+// every GPU and the NVSwitches (full passthrough); a VM across partitions
+// says it cannot follow them; --keep-storage keeps the drives home.
+func TestHGXPartitions(t *testing.T) {
+	s := load(t, "hgx-h200")
+	b := s.Baseboard
+	if b == nil || len(b.NVSwitches) != 4 || len(b.GPUs) != 8 || len(b.Partitions) != 15 {
+		t.Fatalf("baseboard %+v", b)
+	}
+	for _, c := range []struct {
+		vms, firstID, storage0 int
+	}{{2, 1, 6}, {4, 3, 4}, {8, 7, 2}} {
+		p := mustPlan(t, s, Request{VMs: c.vms, MemoryBytes: 64 << 30})
+		if p.Fabric == nil || p.Fabric.Mode != "shared-nvswitch" {
+			t.Fatalf("%d VMs: fabric %+v", c.vms, p.Fabric)
+		}
+		for i, vm := range p.VMs {
+			if vm.Partition == nil || vm.Partition.ID != c.firstID+i || !slices.Equal(vm.Partition.GPUs, addrs(vm, "gpu")) {
+				t.Errorf("%d VMs: %s partition %+v, GPUs %v", c.vms, vm.Name, vm.Partition, addrs(vm, "gpu"))
+			}
+			if len(addrs(vm, "nvswitch")) != 0 {
+				t.Errorf("%s takes NVSwitches in shared mode", vm.Name)
+			}
+		}
+		if st := addrs(p.VMs[0], "storage"); len(st) != c.storage0 {
+			t.Errorf("%d VMs: vm00 storage %v, want %d drives", c.vms, st, c.storage0)
+		}
+		checklist := Checklist(p)
+		for _, w := range []string{"FABRIC_MODE=1", fmt.Sprintf("`fmpm -a %d`", c.firstID), "then `virsh start vm00`"} {
+			if !strings.Contains(checklist, w) {
+				t.Errorf("%d VMs: checklist lacks %q", c.vms, w)
+			}
+		}
+	}
+	one := mustPlan(t, s, Request{VMs: 1, MemoryBytes: 64 << 30})
+	if one.Fabric.Mode != "full-passthrough" || len(addrs(one.VMs[0], "nvswitch")) != 4 || len(addrs(one.VMs[0], "storage")) != 10 {
+		t.Errorf("one VM: fabric %+v, devices %+v", one.Fabric, one.VMs[0].Devices)
+	}
+	keep := mustPlan(t, s, Request{VMs: 2, MemoryBytes: 64 << 30, KeepStorage: true})
+	if st := addrs(keep.VMs[0], "storage"); len(st) != 0 {
+		t.Errorf("--keep-storage passed %v", st)
+	}
+	cross := mustPlan(t, s, Request{Groups: [][]string{{"13:00.0", "93:00.0"}}, MemoryBytes: 64 << 30})
+	found := false
+	for _, n := range cross.Notes {
+		if n.Check == "plan.nvswitch.partition" && n.Subject == "vm00" && strings.Contains(n.Message, "0000:13:00.0, 0000:93:00.0") {
+			found = true
+		}
+	}
+	if !found || cross.VMs[0].Partition != nil {
+		t.Errorf("a VM across partitions should say so: %+v", cross.Notes)
+	}
 }
 
 // Every refusal names the reason with its check id and offers a nearest
@@ -332,7 +387,9 @@ func TestDomainsValidate(t *testing.T) {
 		req  Request
 	}{
 		{"seed000-epyc", Request{VMs: 2}},
+		{"hgx-h200", Request{VMs: 1, MemoryBytes: 64 << 30}}, // full passthrough: 18 root ports on cell 0
 		{"hgx-h200", Request{VMs: 2}},
+		{"hgx-h200", Request{VMs: 4, MemoryBytes: 64 << 30}},
 		{"hgx-h200", Request{VMs: 8, MemoryBytes: 100 << 30, PageSizeBytes: 2 << 20}},
 		{"r730-qdr", Request{VMs: 1, VCPUs: 8}},
 	} {

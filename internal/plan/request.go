@@ -13,7 +13,7 @@ import (
 // RequestError names the request field at fault and why; the CLI maps the
 // field to its flag.
 type RequestError struct {
-	Field  string // vms, vcpus, memory, housekeeping_cores, page_size, host_reserve, policy, name_prefix
+	Field  string // vms, vcpus, memory, housekeeping_cores, page_size, host_reserve, policy, name_prefix, osinfo
 	Value  string
 	Reason string
 }
@@ -22,6 +22,10 @@ func (e *RequestError) Error() string { return fmt.Sprintf("%s %s: %s", e.Field,
 
 // namePrefix is what may become a file name and a libvirt domain name.
 var namePrefix = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,40}$`)
+
+// osInfoName is an osinfo short id (linux2022, centos-stream9, rhel9.4,
+// ubuntu24.04): it lands unquoted in virt-install.sh.
+var osInfoName = regexp.MustCompile(`^[a-z][a-z0-9._-]{0,63}$`)
 
 // Validate refuses a request that cannot mean what was typed. Explicit
 // values are never replaced: zero VMs or zero housekeeping cores are
@@ -53,6 +57,9 @@ func (r Request) Validate() error {
 	}
 	if !namePrefix.MatchString(r.NamePrefix) {
 		return bad("name_prefix", fmt.Sprintf("%q", r.NamePrefix), "VM names become file names and libvirt names: start with a letter, then letters, digits, - or _ (at most 41)")
+	}
+	if r.OSInfo != "" && !osInfoName.MatchString(r.OSInfo) {
+		return bad("osinfo", fmt.Sprintf("%q", r.OSInfo), "want an osinfo short id such as linux2022, centos-stream9 or ubuntu24.04 (osinfo-query os)")
 	}
 	return nil
 }

@@ -99,6 +99,19 @@ func planTables(p *Printer, pl *plan.Plan) {
 	if pl.UnusedCPUs != "" {
 		p.Wrapped("", "  ", "Left to the host, not isolated: "+pl.UnusedCPUs)
 	}
+	if f := pl.Fabric; f != nil {
+		var parts []string
+		for _, vm := range pl.VMs {
+			if vm.Partition != nil {
+				parts = append(parts, fmt.Sprintf("%s partition %d", vm.Name, vm.Partition.ID))
+			}
+		}
+		line := fmt.Sprintf("NVSwitch: %s, %s", f.Board, f.Mode)
+		if len(parts) > 0 {
+			line += " (Fabric Manager: " + strings.Join(parts, ", ") + "; activate each before its VM starts, see CHECKLIST.md)"
+		}
+		p.Wrapped("", "  ", line)
+	}
 }
 
 // Refusal renders why a plan was refused and what was planned instead.

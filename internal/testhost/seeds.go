@@ -98,9 +98,13 @@ func R730() Machine {
 	return m
 }
 
-// HGX is an 8×H200 HGX host as seed 004 describes it: two sockets, each
-// with two PCIe switches; each switch holds two H200 GPUs, two ConnectX-7
-// NDR InfiniBand HCAs and an NVMe drive, under its own host bridge.
+// HGX is an 8×H200 HGX host as seed 004's guide describes it: two
+// sockets, each with four PCIe switches under their own host bridges; each
+// switch holds one H200 GPU, one ConnectX-7 NDR InfiniBand HCA and its
+// storage (S0,S1 with G0; S2,S3 with G1; one drive with each of G2-G7, the
+// guide's table). The four NVSwitches (10de:22a3, class 0680, the IDs of
+// the real HGX H100 lspci in ../shared/testdata/nvswitch) sit under
+// socket 0's switches, one each.
 func HGX() Machine {
 	m := Machine{
 		Hostname: "hgx-h200-01", Kernel: "6.8.0-45-generic",
@@ -116,8 +120,9 @@ func HGX() Machine {
 	}
 	m.Net = []NetDev{{Name: "eno8303", PCI: "0000:04:00.0", MTU: 1500, SpeedMbps: 1000}}
 	group := 10
-	for s, bus := range []int{0x15, 0x37, 0x9a, 0xb8} {
-		node := s / 2
+	storage := []int{2, 2, 1, 1, 1, 1, 1, 1} // drives per switch, S0-S9
+	for s, bus := range []int{0x10, 0x20, 0x30, 0x40, 0x90, 0xa0, 0xb0, 0xc0} {
+		node := s / 4
 		hb := fmt.Sprintf("pci0000:%02x", bus)
 		rp := fmt.Sprintf("0000:%02x:01.0", bus)
 		up := fmt.Sprintf("0000:%02x:00.0", bus+1)
@@ -125,25 +130,33 @@ func HGX() Machine {
 			PCIFunc{Addr: rp, HostBridge: hb, Class: classBr, Vendor: "0x8086", Device: "0x352a", Driver: "pcieport", Node: node, Link: gen5x16, IOMMUGroup: group},
 			PCIFunc{Addr: up, Parent: rp, Class: classBr, Vendor: "0x1000", Device: "0xc030", Driver: "pcieport", Node: node, Link: gen5x16, IOMMUGroup: group + 1})
 		group += 2
-		for slot, kind := range []string{"gpu", "nic", "gpu", "nic", "nvme"} {
+		kinds := []string{"gpu", "nic"}
+		for range storage[s] {
+			kinds = append(kinds, "nvme")
+		}
+		if node == 0 {
+			kinds = append(kinds, "nvswitch")
+		}
+		for slot, kind := range kinds {
 			down := fmt.Sprintf("0000:%02x:%02x.0", bus+2, slot)
 			dev := fmt.Sprintf("0000:%02x:00.0", bus+3+slot)
 			m.PCI = append(m.PCI, PCIFunc{Addr: down, Parent: up, Class: classBr, Vendor: "0x1000", Device: "0xc030", Driver: "pcieport", Node: node, Link: gen5x16, IOMMUGroup: group})
 			group++
-			idx := s*2 + slot/2
 			switch kind {
 			case "gpu":
 				m.PCI = append(m.PCI, PCIFunc{Addr: dev, Parent: down, Class: "0x030200", Vendor: "0x10de", Device: "0x2335", Driver: "nvidia", Node: node, Link: gen5x16, IOMMUGroup: group, ResetMethod: "flr bus"})
 			case "nic":
 				m.PCI = append(m.PCI, PCIFunc{Addr: dev, Parent: down, Class: classIB, Vendor: "0x15b3", Device: "0x1021", Driver: "mlx5_core", Node: node, Link: gen5x16, IOMMUGroup: group, ResetMethod: "flr bus"})
-				name := fmt.Sprintf("mlx5_%d", idx)
-				guid := fmt.Sprintf("a088:c203:00%02x:%02x10", bus+3+slot, idx)
+				name := fmt.Sprintf("mlx5_%d", s)
+				guid := fmt.Sprintf("a088:c203:00%02x:%02x10", bus+3+slot, s)
 				m.RDMA = append(m.RDMA, RDMADev{Name: name, PCI: dev, NodeGUID: guid, FW: "28.39.2048", BoardID: "MT_0000000838", HCAType: "MT4129",
-					Ports: []Port{{State: roceActive, Phys: linkUp, Rate: "400 Gb/sec (4X NDR)", LinkLayer: "InfiniBand", LID: 10 + idx, SMLID: 1,
-						GIDs: []GIDEntry{{0, fmt.Sprintf("fe80::a088:c203:%02x:%02x10", bus+3+slot, idx), "IB/RoCE v1", ""}}}}})
+					Ports: []Port{{State: roceActive, Phys: linkUp, Rate: "400 Gb/sec (4X NDR)", LinkLayer: "InfiniBand", LID: 10 + s, SMLID: 1,
+						GIDs: []GIDEntry{{0, fmt.Sprintf("fe80::a088:c203:%02x:%02x10", bus+3+slot, s), "IB/RoCE v1", ""}}}}})
 				m.Net = append(m.Net, NetDev{Name: fmt.Sprintf("ibp%ds0", bus+3+slot), PCI: dev, MTU: 4092, SpeedMbps: 400000, Type: 32, Mode: "datagram"})
 			case "nvme":
 				m.PCI = append(m.PCI, PCIFunc{Addr: dev, Parent: down, Class: "0x010802", Vendor: "0x144d", Device: "0xa824", Driver: "nvme", Node: node, Link: "16.0 GT/s PCIe x4", IOMMUGroup: group})
+			case "nvswitch":
+				m.PCI = append(m.PCI, PCIFunc{Addr: dev, Parent: down, Class: "0x068000", Vendor: "0x10de", Device: "0x22a3", Driver: "nvidia", Node: node, Link: "16.0 GT/s PCIe x2", IOMMUGroup: group})
 			}
 			group++
 		}

@@ -1,0 +1,300 @@
+package hostcheck
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/host"
+	"k8s.io/utils/cpuset"
+)
+
+// VMDomain is what the VM placement rules need of a libvirt domain; the
+// plan package reads it from domain XML (a saved file or virsh dumpxml).
+type VMDomain struct {
+	Name   string
+	Source string // the file it came from, for evidence
+	VCPUs  int
+	// VCPUPins maps a vCPU to its host cpuset (vcpupin, or the domain-wide
+	// <vcpu cpuset=…> for every vCPU); a vCPU absent here floats.
+	VCPUPins    map[int]string
+	EmulatorPin string
+	// MemoryMode and MemoryNodeset are <numatune><memory>; MemNodes the
+	// per-cell memnode nodesets.
+	MemoryMode    string
+	MemoryNodeset string
+	MemNodes      []VMMemNode
+	// HugePageBytes is the backing page size (0: not hugepage-backed);
+	// HugePages says <hugepages> is present at all.
+	HugePages     bool
+	HugePageBytes int64
+	MemoryBytes   int64
+	// HostPCI are the host PCI addresses passed through (hostdevs and
+	// <interface type='hostdev'>).
+	HostPCI []string
+}
+
+// VMMemNode is one <memnode>.
+type VMMemNode struct {
+	Cell    int
+	Mode    string
+	Nodeset string
+}
+
+// DomainCatalog lists the VM placement checks of `plan check`.
+var DomainCatalog = []check.Entry{
+	{ID: "vm.vcpu.pinned", Title: "Every vCPU is pinned to host CPUs",
+		Why:    "An unpinned vCPU floats over every host CPU, across NUMA nodes and onto other VMs' cores; seed 000 pins each vCPU 1:1.",
+		Source: "seed 000 (vcpupin per vCPU)", Fix: "virsh vcpupin VM N CPU --config for each vCPU, or rdmalab plan vms",
+		Needs: "the domain's <vcpu> count and <cputune><vcpupin>", UnknownWhen: "never: a domain without pins is reported"},
+	{ID: "vm.vcpu.numa", Title: "vCPUs on the NUMA nodes of the VM's devices",
+		Why:    "Seed 000 measured a VM pinned to nodes remote from its NIC at +29% p99 and +53% p99.9 RDMA latency.",
+		Source: "seed 000 (wrong NUMA placement row)", Fix: "pin the vCPUs to cores of the devices' nodes (rdmalab plan vms)",
+		Needs: "vcpupin cpusets, the host's CPU→node map, the nodes of the hostdevs", UnknownWhen: "the VM passes no device the host knows the node of"},
+	{ID: "vm.memory.numa", Title: "Guest memory strictly on the nodes of the VM's devices",
+		Why:    "DMA from a device to memory on another node crosses the socket interconnect; without strict numatune the kernel may place pages anywhere.",
+		Source: "seed 000 (numatune --mode strict --nodeset of the device nodes)", Fix: "virsh numatune VM --mode strict --nodeset NODES --config, with a memnode per cell",
+		Needs: "<numatune> memory and memnode, the nodes of the hostdevs", UnknownWhen: "the VM passes no device the host knows the node of"},
+	{ID: "vm.hugepages", Title: "Guest memory is backed by hugepages",
+		Why:    "VFIO pins all guest memory; hugepages cut TLB pressure during DMA and are reserved per node at boot.",
+		Source: "seed 000 (1 GiB pages, 32 per VM)", Fix: "<memoryBacking><hugepages><page size='1' unit='GiB'/></hugepages></memoryBacking>",
+		Needs: "<memoryBacking>", UnknownWhen: "never"},
+	{ID: "vm.emulator.isolated", Title: "Emulator threads are pinned off the vCPUs' isolated CPUs",
+		Why:    "QEMU's emulator and I/O threads on a vCPU's core steal its time; they belong on the host's housekeeping cores.",
+		Source: "../shared/docs/VM-PLANNING.md rule 7", Fix: "virsh emulatorpin VM HOUSEKEEPING-CPUS --config",
+		Needs: "<emulatorpin>, the host's isolated CPUs (or else every judged VM's vCPU pins)", UnknownWhen: "never"},
+	{ID: "vm.cpu.shared", Title: "No host CPU is pinned to vCPUs of two VMs",
+		Why:    "Two vCPUs on one host CPU take turns; one VM's load becomes the other's latency.",
+		Source: "../shared/docs/VM-PLANNING.md rule 7", Fix: "give each VM its own whole cores (rdmalab plan vms)",
+		Needs: "the vcpupin cpusets of every domain judged together", UnknownWhen: "never"},
+	{ID: "vm.device.local", Title: "Each passed device is on this host and local to the VM's CPUs or memory",
+		Why:    "A device on a node where the VM has neither vCPUs nor memory does every DMA and interrupt across the interconnect.",
+		Source: "seed 004 (select devices on the VM's socket / NUMA node)", Fix: "move the device to a VM on its node, or the VM to the device's node",
+		Needs: "hostdev source addresses, the host's PCI devices and their nodes", UnknownWhen: "the device reports numa_node -1"},
+}
+
+func domainEntry(id string) check.Entry {
+	for _, e := range DomainCatalog {
+		if e.ID == id {
+			return e
+		}
+	}
+	panic("hostcheck: no catalog entry " + id)
+}
+
+// JudgeDomains judges libvirt domains against the host they run on: one
+// finding per VM and rule at most (the cross-VM rule per CPU pair), and
+// nothing for a domain placed as the rules want.
+func JudgeDomains(s *host.Snapshot, doms []VMDomain) []check.Finding {
+	nodeOfCPU := map[int]int{}
+	for _, c := range s.CPUs {
+		nodeOfCPU[c.ID] = c.NUMANode
+	}
+	isolated, isoSource := cpuset.New(), ""
+	if iso, err := cpuset.Parse(s.Kernel.Isolation.Isolated); err == nil && iso.Size() > 0 {
+		isolated, isoSource = iso, "/sys/devices/system/cpu/isolated"
+	}
+	if isoSource == "" {
+		for _, d := range doms {
+			isolated = isolated.Union(pinnedCPUs(d))
+		}
+		isoSource = "the vCPU pins of the domains judged (the host isolates none)"
+	}
+	var fs []check.Finding
+	find := func(id string, out check.Outcome, d VMDomain, format string, a ...any) *check.Finding {
+		e := domainEntry(id)
+		fs = append(fs, check.Finding{Check: id, Outcome: out, Host: s.Hostname, Subject: d.Name,
+			Message: fmt.Sprintf(format, a...), Fix: []string{e.Fix},
+			Evidence: []check.Evidence{{What: "domain", Value: d.Name, Source: d.Source}}})
+		return &fs[len(fs)-1]
+	}
+	for _, d := range doms {
+		devNodes, devDesc, unknown := deviceNodes(s, d)
+		for _, a := range unknown {
+			find("vm.device.local", check.Fail, d, "hostdev %s is not a PCI device of %s", a, s.Hostname)
+		}
+
+		// vCPUs.
+		var floating []int
+		for v := range d.VCPUs {
+			if _, ok := d.VCPUPins[v]; !ok {
+				floating = append(floating, v)
+			}
+		}
+		if len(floating) > 0 {
+			find("vm.vcpu.pinned", check.Fail, d, "%d of %d vCPUs are not pinned (vCPUs %s float over every host CPU)",
+				len(floating), d.VCPUs, cpuset.New(floating...).String())
+		}
+		cpus := pinnedCPUs(d)
+		cpuNodes := map[int]bool{}
+		for _, c := range cpus.List() {
+			if n, ok := nodeOfCPU[c]; ok {
+				cpuNodes[n] = true
+			}
+		}
+		if len(devNodes) > 0 && cpus.Size() > 0 {
+			var off []int
+			for _, c := range cpus.List() {
+				if n, ok := nodeOfCPU[c]; ok && !devNodes[n] {
+					off = append(off, c)
+				}
+			}
+			if len(off) > 0 {
+				f := find("vm.vcpu.numa", check.Fail, d, "vCPUs pinned to CPUs %s on node %s, but its devices are on node %s (%s)",
+					cpuset.New(off...).String(), nodesOfCPUs(off, nodeOfCPU), setString(devNodes), devDesc)
+				f.Evidence = append(f.Evidence, check.Evidence{What: "device nodes", Value: devDesc, Source: "numa_node of each hostdev on " + s.Hostname})
+			}
+		}
+
+		// Memory.
+		memNodes := map[int]bool{}
+		switch {
+		case d.MemoryNodeset == "" && len(d.MemNodes) == 0:
+			where := "it passes no device this host knows the node of"
+			if len(devNodes) > 0 {
+				where = "its devices are on node " + setString(devNodes)
+			}
+			find("vm.memory.numa", check.Fail, d, "memory is not bound to any node (no <numatune>): the kernel may place it anywhere; %s", where)
+		default:
+			sets := []string{d.MemoryNodeset}
+			modes := []string{d.MemoryMode}
+			for _, m := range d.MemNodes {
+				sets, modes = append(sets, m.Nodeset), append(modes, m.Mode)
+			}
+			var off []int
+			for _, ns := range sets {
+				set, err := cpuset.Parse(ns)
+				if err != nil {
+					continue
+				}
+				for _, n := range set.List() {
+					memNodes[n] = true
+					if len(devNodes) > 0 && !devNodes[n] && !slices.Contains(off, n) {
+						off = append(off, n)
+					}
+				}
+			}
+			notStrict := ""
+			for _, m := range modes {
+				if m != "" && m != "strict" {
+					notStrict = m
+				}
+			}
+			switch {
+			case len(off) > 0:
+				slices.Sort(off)
+				find("vm.memory.numa", check.Fail, d, "memory on node %s (numatune nodeset %s), but its devices are on node %s (%s)",
+					joinNodes(off), d.MemoryNodeset, setString(devNodes), devDesc)
+			case notStrict != "":
+				find("vm.memory.numa", check.Warn, d, "numatune mode %s, not strict: memory may spill to other nodes when its own run short", notStrict)
+			}
+		}
+		if !d.HugePages {
+			find("vm.hugepages", check.Warn, d, "%s of guest memory is not backed by hugepages", humanBytes(d.MemoryBytes))
+		}
+
+		// Emulator threads.
+		if d.EmulatorPin == "" {
+			find("vm.emulator.isolated", check.Warn, d, "emulator threads are not pinned: they run on any host CPU, the vCPUs' included")
+		} else if em, err := cpuset.Parse(d.EmulatorPin); err == nil {
+			if both := em.Intersection(isolated); both.Size() > 0 {
+				f := find("vm.emulator.isolated", check.Fail, d, "emulator threads pinned to %s, which includes CPUs %s that back vCPUs", d.EmulatorPin, both.String())
+				f.Evidence = append(f.Evidence, check.Evidence{What: "isolated CPUs", Value: isolated.String(), Source: isoSource})
+			}
+		}
+
+		// Devices on nodes where the VM has neither vCPUs nor memory.
+		for _, a := range d.HostPCI {
+			p := s.PCI(a)
+			if p == nil || p.LocalityNUMANode < 0 {
+				continue
+			}
+			if n := p.LocalityNUMANode; !cpuNodes[n] && !memNodes[n] && (len(cpuNodes) > 0 || len(memNodes) > 0) {
+				find("vm.device.local", check.Fail, d, "device %s is on node %d, where the VM has no vCPUs (nodes %s) and no memory (nodes %s)",
+					a, n, setString(cpuNodes), setString(memNodes))
+			}
+		}
+	}
+
+	// One host CPU behind two VMs.
+	for i := range doms {
+		for j := i + 1; j < len(doms); j++ {
+			if both := pinnedCPUs(doms[i]).Intersection(pinnedCPUs(doms[j])); both.Size() > 0 {
+				fs = append(fs, check.Finding{Check: "vm.cpu.shared", Outcome: check.Fail, Host: s.Hostname,
+					Subject: doms[i].Name + " + " + doms[j].Name,
+					Message: fmt.Sprintf("host CPUs %s are pinned to vCPUs of both %s and %s", both.String(), doms[i].Name, doms[j].Name),
+					Fix:     []string{domainEntry("vm.cpu.shared").Fix},
+					Evidence: []check.Evidence{{What: "domain", Value: doms[i].Name, Source: doms[i].Source},
+						{What: "domain", Value: doms[j].Name, Source: doms[j].Source}}})
+			}
+		}
+	}
+	check.Sort(fs)
+	return fs
+}
+
+func pinnedCPUs(d VMDomain) cpuset.CPUSet {
+	all := cpuset.New()
+	for _, p := range d.VCPUPins {
+		if c, err := cpuset.Parse(p); err == nil {
+			all = all.Union(c)
+		}
+	}
+	return all
+}
+
+// deviceNodes are the known nodes of d's passed devices, a description
+// ("0000:06:00.0 node 0, 0000:41:00.0 node 2"), and the addresses the host
+// does not have.
+func deviceNodes(s *host.Snapshot, d VMDomain) (map[int]bool, string, []string) {
+	nodes := map[int]bool{}
+	var desc, unknown []string
+	for _, a := range d.HostPCI {
+		p := s.PCI(a)
+		if p == nil {
+			unknown = append(unknown, a)
+			continue
+		}
+		if p.LocalityNUMANode >= 0 {
+			nodes[p.LocalityNUMANode] = true
+			desc = append(desc, fmt.Sprintf("%s node %d", a, p.LocalityNUMANode))
+		}
+	}
+	return nodes, strings.Join(desc, ", "), unknown
+}
+
+func nodesOfCPUs(cpus []int, nodeOf map[int]int) string {
+	m := map[int]bool{}
+	for _, c := range cpus {
+		m[nodeOf[c]] = true
+	}
+	return setString(m)
+}
+
+func setString(m map[int]bool) string {
+	var xs []int
+	for n := range m {
+		xs = append(xs, n)
+	}
+	slices.Sort(xs)
+	return joinNodes(xs)
+}
+
+func joinNodes(xs []int) string {
+	if len(xs) == 0 {
+		return "none"
+	}
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, "+")
+}
+
+func humanBytes(b int64) string {
+	if b >= 1<<30 {
+		return fmt.Sprintf("%d GiB", b>>30)
+	}
+	return fmt.Sprintf("%d MiB", b>>20)
+}

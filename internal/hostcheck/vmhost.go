@@ -1,0 +1,203 @@
+package hostcheck
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/host"
+)
+
+// VMHost is the doctor profile of a hypervisor that passes GPUs and NICs
+// to VMs (seed 000's lab, seed 004's HGX guide). GPUDirect happens in the
+// guests; the host must hand whole, isolated devices over and keep ACS.
+const VMHost = "vm-host"
+
+// guestOnly are bare-metal rules whose subject lives in the guests on a
+// VM host, so the vm-host profile does not run them.
+var guestOnly = map[string]bool{"gpudirect.peermem": true}
+
+// VMHostCatalog lists the vm-host profile's checks and the suggestion.
+var VMHostCatalog = []check.Entry{
+	{ID: "vmhost.vfio", Title: "GPUs and RDMA NICs meant for VMs are bound to vfio-pci",
+		Why:    "A device held by its host driver cannot be passed through; seed 000 binds GPUs, their audio functions and the NIC PFs to vfio-pci.",
+		Source: "seed 000 (VFIO device binding)", Fix: "rdmalab plan vms --out DIR, then sh DIR/vfio.sh (driverctl, persistent)",
+		Needs: "each GPU's and RDMA-capable NIC function's bound driver", UnknownWhen: "never: an unbound device is reported as such"},
+	{ID: "vmhost.nvidia-driver", Title: "The NVIDIA driver is not loaded on the hypervisor",
+		Why:    "Seed 004: do not install the NVIDIA driver on the bare-metal host OS, to prevent resource conflicts; a GPU held by nvidia cannot go to a VM.",
+		Source: "seed 004 (additional system setup considerations)", Fix: "remove the driver packages from the host (or blacklist nvidia, nvidia_drm, nvidia_modeset, nvidia_uvm, nvidia_peermem) and reboot",
+		Needs: "/proc/modules", UnknownWhen: "never"},
+	{ID: "vmhost.iommu-group", Title: "Each passed device's IOMMU group holds only devices that go with it",
+		Why:    "VFIO assigns a whole IOMMU group to one VM: a group member left on a host driver blocks the VM from starting.",
+		Source: "../shared/docs/VM-PLANNING.md rule 1", Fix: "bind the named group members to vfio-pci and give them to the same VM, or move the card to a slot with its own group",
+		Needs: "iommu_group and driver of every PCI function", UnknownWhen: "never: a device in no group is reported (IOMMU off)"},
+	{ID: "vmhost.acs", Title: "ACS kept on, peer traffic direct through ATS and Direct Translated P2P",
+		Why:    "On a VM host ACS is what splits devices into IOMMU groups; disabling it (or the ACS override patch) merges the groups passthrough relies on. Seed 004 keeps ACS and lets ATS-translated peer requests go direct.",
+		Source: "seed 004 (ATS on the NIC, ACS configured to allow ATS; Appendix)", Fix: "keep ACS; on each switch downstream port and root port between a GPU and its NIC enable Direct Translated P2P (ACSCtl DirectTrans+), and ATS on the NIC (mlxconfig -d DEV set ATS_ENABLED=true, then reboot)",
+		Needs: "ACSCtl of the bridges and ATS of the NICs (lspci -vvv, root only), the kernel command line", UnknownWhen: "always for ACS/ATS themselves: config space is root-only, so the bridges are named"},
+	{ID: "vmhost.hugepages", Title: "Hugepages reserved on each node that holds a passed device",
+		Why:    "A VM's memory comes from its devices' nodes in hugepages (strict numatune); a node without pages cannot back its VM.",
+		Source: "seed 000 (hugepages=64, 16 per node)", Fix: "reserve per node on the kernel line: hugepagesz=1G hugepages=N0:C0,N1:C1 (rdmalab plan vms prints it)",
+		Needs: "/sys/devices/system/node/node*/hugepages", UnknownWhen: "a passed device's node is unknown (numa_node -1)"},
+	{ID: "vmhost.profile", Title: "A host that binds devices to vfio-pci is checked as a VM host",
+		Why:    "Bare-metal advice (load the NVIDIA driver, disable ACS) is wrong on a hypervisor.",
+		Source: "seed 004", Fix: "rdmalab doctor --profile vm-host",
+		Needs: "each PCI function's bound driver", UnknownWhen: "never"},
+}
+
+// isPassCandidate says whether d is a GPU or an RDMA-capable NIC function
+// (NVIDIA GPU classes 03xx, Mellanox/NVIDIA networking 02xx).
+func isPassCandidate(s *host.Snapshot, d *host.PCIDevice) (string, bool) {
+	for _, g := range s.GPUs {
+		if g.Address == d.Address {
+			return "GPU", true
+		}
+	}
+	if d.Vendor == "0x15b3" && strings.HasPrefix(d.Class, "0x02") && d.PhysFn == "" {
+		return "NIC", true
+	}
+	return "", false
+}
+
+// suggestVMHost is the bare-metal profile's hint that this is a VM host.
+func suggestVMHost(s *host.Snapshot) []check.Finding {
+	var bound []string
+	for i := range s.PCIDevices {
+		if s.PCIDevices[i].Driver == "vfio-pci" {
+			bound = append(bound, s.PCIDevices[i].Address)
+		}
+	}
+	if len(bound) == 0 {
+		return nil
+	}
+	return []check.Finding{{Check: "vmhost.profile", Outcome: check.Warn, Host: s.Hostname, Subject: "profile",
+		Message:  fmt.Sprintf("%d device(s) are bound to vfio-pci: this looks like a VM host, and bare-metal checks give it the wrong advice", len(bound)),
+		Evidence: []check.Evidence{{What: "vfio-pci", Value: strings.Join(bound, " "), Source: "/sys/bus/pci/devices/*/driver"}},
+		Fix:      []string{"rdmalab doctor --profile vm-host"}}}
+}
+
+// RunVMHost runs the vm-host profile's rules on one host.
+func RunVMHost(s *host.Snapshot) []check.Finding {
+	var fs []check.Finding
+	add := func(id string, out check.Outcome, subject, format string, a ...any) *check.Finding {
+		fix := ""
+		for _, e := range VMHostCatalog {
+			if e.ID == id {
+				fix = e.Fix
+			}
+		}
+		fs = append(fs, check.Finding{Check: id, Outcome: out, Host: s.Hostname, Subject: subject, Message: fmt.Sprintf(format, a...), Fix: []string{fix}})
+		return &fs[len(fs)-1]
+	}
+
+	// Devices meant for VMs, and which of them are passed now.
+	var passed []*host.PCIDevice
+	for i := range s.PCIDevices {
+		d := &s.PCIDevices[i]
+		kind, ok := isPassCandidate(s, d)
+		if !ok {
+			continue
+		}
+		switch {
+		case d.Driver == "vfio-pci":
+			passed = append(passed, d)
+			add("vmhost.vfio", check.Pass, d.Address, "%s bound to vfio-pci", kind)
+		case kind == "GPU":
+			add("vmhost.vfio", check.Fail, d.Address, "GPU on %s, not vfio-pci: it cannot be passed to a VM", driverName(d))
+		default:
+			add("vmhost.vfio", check.Pass, d.Address, "NIC function on %s stays with the host (as seed 000 keeps 41:00.1 and 61:00.1; a VM's NIC would be on vfio-pci)", driverName(d))
+		}
+	}
+
+	// The NVIDIA driver on the host.
+	var nv []string
+	for _, m := range s.Kernel.Modules {
+		if m.Name == "nvidia" || strings.HasPrefix(m.Name, "nvidia_") {
+			nv = append(nv, m.Name)
+		}
+	}
+	if len(nv) > 0 {
+		f := add("vmhost.nvidia-driver", check.Fail, "kernel", "NVIDIA driver loaded on the hypervisor (%s): seed 004 says not to install it on the host", strings.Join(nv, ", "))
+		f.Evidence = []check.Evidence{{What: "modules", Value: strings.Join(nv, " "), Source: "/proc/modules"}}
+	} else {
+		add("vmhost.nvidia-driver", check.Pass, "kernel", "no NVIDIA module loaded on the hypervisor")
+	}
+
+	// IOMMU groups of the passed devices.
+	for _, d := range passed {
+		if d.IOMMUGroup == nil {
+			add("vmhost.iommu-group", check.Fail, d.Address, "in no IOMMU group: the IOMMU is off, so VFIO cannot pass it (intel_iommu=on or amd_iommu=on, iommu=pt)")
+			continue
+		}
+		var others []string
+		for i := range s.PCIDevices {
+			o := &s.PCIDevices[i]
+			if o.Address == d.Address || o.IOMMUGroup == nil || *o.IOMMUGroup != *d.IOMMUGroup || o.BridgeRole != "" || host.IsBridgeClass(o.Class) {
+				continue
+			}
+			if o.Driver != "vfio-pci" {
+				others = append(others, fmt.Sprintf("%s (%s)", o.Address, driverName(o)))
+			}
+		}
+		if len(others) > 0 {
+			add("vmhost.iommu-group", check.Fail, d.Address, "IOMMU group %d also holds %s, still on the host: the whole group must go to the VM", *d.IOMMUGroup, strings.Join(others, ", "))
+		} else {
+			add("vmhost.iommu-group", check.Pass, d.Address, "IOMMU group %d holds nothing left on the host", *d.IOMMUGroup)
+		}
+	}
+
+	// ACS: the override patch merges groups; otherwise name the bridges.
+	if slices.ContainsFunc(strings.Fields(s.Kernel.Cmdline), func(a string) bool { return strings.HasPrefix(a, "pcie_acs_override") }) {
+		add("vmhost.acs", check.Fail, "kernel", "pcie_acs_override on the command line: IOMMU groups no longer mean isolation, and peer traffic between VMs' devices is possible")
+	} else if len(passed) > 0 {
+		var bridges []string
+		for _, d := range passed {
+			for _, b := range d.Parents {
+				if !slices.Contains(bridges, b) {
+					bridges = append(bridges, b)
+				}
+			}
+		}
+		slices.Sort(bridges)
+		f := add("vmhost.acs", check.Unknown, "PCIe bridges", "ACS and ATS are in root-only config space: keep ACS on the %d bridge(s) above the passed devices, with Direct Translated P2P, and ATS on the NICs (not \"disable ACS\": that merges the IOMMU groups)", len(bridges))
+		f.Evidence = []check.Evidence{{What: "bridges", Value: strings.Join(bridges, " "), Source: "lspci -vvv (ACSCtl, root only)"}}
+		f.Fix = append(f.Fix, fmt.Sprintf("for b in %s; do lspci -vvv -s $b | grep -E 'ACSCtl|ATSCtl'; done   # want SrcValid+ ... DirectTrans+", strings.Join(bridges, " ")))
+	}
+
+	// Hugepages on every node holding a passed device.
+	nodes := map[int][]string{}
+	for _, d := range passed {
+		if d.LocalityNUMANode < 0 {
+			add("vmhost.hugepages", check.Unknown, d.Address, "numa_node -1: which node must hold its VM's hugepages is unknown")
+			continue
+		}
+		nodes[d.LocalityNUMANode] = append(nodes[d.LocalityNUMANode], d.Address)
+	}
+	for _, n := range s.NUMANodes {
+		devs, ok := nodes[n.ID]
+		if !ok {
+			continue
+		}
+		var pages []string
+		for _, hp := range n.HugePages {
+			if hp.Total > 0 {
+				pages = append(pages, fmt.Sprintf("%d×%dM", hp.Total, hp.PageSizeBytes>>20))
+			}
+		}
+		if len(pages) == 0 {
+			add("vmhost.hugepages", check.Fail, fmt.Sprintf("node %d", n.ID), "no hugepages reserved on node %d, which holds passed device(s) %s", n.ID, strings.Join(devs, ", "))
+		} else {
+			add("vmhost.hugepages", check.Pass, fmt.Sprintf("node %d", n.ID), "node %d has %s hugepages for the VMs of %s", n.ID, strings.Join(pages, ", "), strings.Join(devs, ", "))
+		}
+	}
+	check.Sort(fs)
+	return fs
+}
+
+func driverName(d *host.PCIDevice) string {
+	if d.Driver == "" {
+		return "no driver"
+	}
+	return d.Driver
+}

@@ -1,0 +1,102 @@
+package hostcheck
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/host"
+	"github.com/rdmalab/rdmalab/internal/testhost"
+)
+
+// seed000VMHost is seed 000's host after its VFIO step: GPUs with their
+// audio functions and the NIC PFs 41:00.0 and 61:00.0 on vfio-pci (the
+// second ports stay with the host), the NVIDIA modules gone.
+func seed000VMHost(edit func(m *testhost.Machine)) testhost.Machine {
+	m := testhost.Seed000()
+	passed := []string{"0000:06:00.0", "0000:06:00.1", "0000:21:00.0", "0000:21:00.1", "0000:41:00.0", "0000:61:00.0"}
+	for i := range m.PCI {
+		if slices.Contains(passed, m.PCI[i].Addr) {
+			m.PCI[i].Driver = "vfio-pci"
+		}
+	}
+	m.RDMA = slices.DeleteFunc(m.RDMA, func(r testhost.RDMADev) bool { return slices.Contains(passed, r.PCI) })
+	m.Net = slices.DeleteFunc(m.Net, func(n testhost.NetDev) bool { return slices.Contains(passed, n.PCI) })
+	m.Modules = slices.DeleteFunc(m.Modules, func(s string) bool { return strings.HasPrefix(s, "nvidia") })
+	if edit != nil {
+		edit(&m)
+	}
+	return m
+}
+
+func vmHostFindings(t *testing.T, m testhost.Machine) []check.Finding {
+	t.Helper()
+	var out []check.Finding
+	for _, f := range Doctor([]*host.Snapshot{tree(t, m, nil)}, Options{Profile: VMHost}) {
+		if strings.HasPrefix(f.Check, "vmhost.") || f.Check == "gpudirect.peermem" || strings.HasPrefix(f.Check, "gpudirect.") {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func TestVMHostProfile(t *testing.T) {
+	// Healthy: every vm-host check passes, ACS/ATS is named as unknown
+	// (root-only), and no bare-metal GPUDirect rule runs.
+	fs := vmHostFindings(t, seed000VMHost(nil))
+	for _, f := range fs {
+		if f.Outcome != check.Pass && f.Check != "vmhost.acs" {
+			t.Errorf("healthy VM host: %s %s %s: %s", f.Outcome, f.Check, f.Subject, f.Message)
+		}
+		if strings.HasPrefix(f.Check, "gpudirect.") {
+			t.Errorf("bare-metal rule %s ran in the vm-host profile", f.Check)
+		}
+		if f.Check == "vmhost.acs" && (f.Outcome != check.Unknown || !strings.Contains(f.Message, "keep ACS") || strings.Contains(f.Fix[0], "disable ACS")) {
+			t.Errorf("ACS advice on a VM host: %+v", f)
+		}
+	}
+	cases := []struct {
+		name    string
+		edit    func(m *testhost.Machine)
+		id, sub string
+		want    string
+	}{
+		{"NVIDIA driver on the host", func(m *testhost.Machine) { m.Modules = append(m.Modules, "nvidia", "nvidia_uvm") }, "vmhost.nvidia-driver", "kernel", "nvidia, nvidia_uvm"},
+		{"GPU still on nvidia", func(m *testhost.Machine) { setDriver(m, "0000:21:00.0", "nvidia") }, "vmhost.vfio", "0000:21:00.0", "GPU on nvidia"},
+		{"audio function left in the GPU's group", func(m *testhost.Machine) { setDriver(m, "0000:06:00.1", "snd_hda_intel") }, "vmhost.iommu-group", "0000:06:00.0", "0000:06:00.1 (snd_hda_intel)"},
+		{"no hugepages", func(m *testhost.Machine) { m.HugePages1G = 0 }, "vmhost.hugepages", "node 0", "no hugepages reserved on node 0"},
+		{"ACS override", func(m *testhost.Machine) { m.Cmdline += " pcie_acs_override=downstream,multifunction" }, "vmhost.acs", "kernel", "pcie_acs_override"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			found := false
+			for _, f := range vmHostFindings(t, seed000VMHost(c.edit)) {
+				if f.Check == c.id && f.Subject == c.sub && f.Outcome == check.Fail && strings.Contains(f.Message, c.want) {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("want %s fail about %s (%q)", c.id, c.sub, c.want)
+			}
+		})
+	}
+	// Bare metal on the same host suggests the profile.
+	var suggest []check.Finding
+	for _, f := range Doctor([]*host.Snapshot{tree(t, seed000VMHost(nil), nil)}, Options{}) {
+		if f.Check == "vmhost.profile" {
+			suggest = append(suggest, f)
+		}
+	}
+	if len(suggest) != 1 || !strings.Contains(suggest[0].Message, "6 device(s)") {
+		t.Errorf("bare-metal doctor on a VM host: %+v", suggest)
+	}
+}
+
+func setDriver(m *testhost.Machine, addr, driver string) {
+	for i := range m.PCI {
+		if m.PCI[i].Addr == addr {
+			m.PCI[i].Driver = driver
+		}
+	}
+}
