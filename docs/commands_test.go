@@ -57,6 +57,7 @@ var needsCluster = regexp.MustCompile(`--cluster \S+\.yaml`)
 // findings (1) on the examples they read, or on this machine (a host with
 // no RDMA device, told RDMA is expected).
 var exit = map[string]int{
+	"rdmalab plan check vm00.xml vm01.xml": 1, // this machine holds none of seed 000's devices
 	"rdmalab compare internal/compare/testdata/seed000-optimised.jsonl internal/compare/testdata/seed000-wrong-numa.jsonl -o json": 1,
 	"rdmalab compare internal/compare/testdata/seed000-optimised.jsonl internal/compare/testdata/seed000-contention.jsonl":         1,
 	`rdmalab doctor --expect-rate "4X HDR" --expect-link-layer IB`:                                                                 1,
@@ -116,6 +117,8 @@ func fixtures(t *testing.T, dir, rdmalab string) {
 		t.Fatal(err)
 	}
 	write("snapshots/hgx.json", "inventory", "--snapshot", "example:hgx-h200", "-o", "json")
+	link("vm00.xml", filepath.Join(dir, "internal/plan/testdata/seed000/vm00.xml"))
+	link("vm01.xml", filepath.Join(dir, "internal/plan/testdata/seed000/vm01.xml"))
 	link("nccl-runs-1/all_reduce-2n.log", filepath.Join(shared, "nccl-tests/superbench/nccl_allreduce.log"))
 }
 
