@@ -294,6 +294,7 @@ func Doctor(all []*host.Snapshot, opt Options) []check.Finding {
 	}
 	fs = append(fs, RunDeltas(all)...)
 	fs = append(fs, RunFleet(all)...)
+	fs = slices.DeleteFunc(fs, func(f check.Finding) bool { return !opt.runs(f.Check) })
 	check.Sort(fs)
 	return fs
 }

@@ -36,6 +36,9 @@ type Options struct {
 	// Progress, when set, is told each rule's id before it runs, so a
 	// caller with a time limit can say which check overran it.
 	Progress func(checkID string)
+	// Only, when set, limits doctor to these check ids (judge passes
+	// PortRules for a saved port listing, which shows nothing else).
+	Only []string
 
 	// fleetRate is the rate the fleet's majority runs at, per link layer,
 	// when the user gave no --expect-rate (set by Doctor).
@@ -81,13 +84,48 @@ func (o Options) expectedPort(dev string, port int) (listed, hasList bool) {
 	return false, true
 }
 
-// rateExpectation is the rate a port should run at, and why.
-func (o Options) rateExpectation(layer linkrate.Layer) (expectation, bool) {
+// PortRules are the checks a saved port listing (ibstat, ibstatus,
+// ibv_devinfo) can feed: it shows ports, not PCI, kernel or counters.
+var PortRules = []string{"port.state", "port.rate.below-expected", "port.rate.below-nic-max", "port.link-layer", "ib.sm"}
+
+// runs reports whether Only lets the check run.
+func (o Options) runs(id string) bool { return len(o.Only) == 0 || slices.Contains(o.Only, id) }
+
+// rateExpectation is the rate a port of device d should run at, and why:
+// --expect-rate, else the fleet's majority, else the majority of this
+// host's active ports of the same model and link layer (an 8-rail node
+// with one port at half rate).
+func (o Options) rateExpectation(s *host.Snapshot, d host.RDMADevice, layer linkrate.Layer) (expectation, bool) {
 	if o.ExpectRateGbps > 0 {
 		return expectation{o.ExpectRateGbps, "--expect-rate"}, true
 	}
-	e, ok := o.fleetRate[layer]
-	return e, ok
+	if e, ok := o.fleetRate[layer]; ok {
+		return e, true
+	}
+	return hostRate(s, nicModel(s, d), layer)
+}
+
+// hostRate is the rate a real majority (≥3 ports, more than half) of the
+// host's active ports of one model and link layer run at.
+func hostRate(s *host.Snapshot, model string, layer linkrate.Layer) (expectation, bool) {
+	count := map[float64]int{}
+	total := 0
+	activePorts(s, func(d host.RDMADevice, p host.RDMAPort) {
+		if l, _ := linkrate.SysfsLayer(p.LinkLayer); l == layer && p.RateGbps > 0 && nicModel(s, d) == model {
+			count[p.RateGbps]++
+			total++
+		}
+	})
+	best, n := 0.0, 0
+	for r, c := range count {
+		if c > n || (c == n && r > best) {
+			best, n = r, c
+		}
+	}
+	if total < minFleet || 2*n <= total {
+		return expectation{}, false
+	}
+	return expectation{best, fmt.Sprintf("host majority: %d of %d active %s %s ports", n, total, model, layer)}, true
 }
 
 // rule is one host rule.
@@ -105,7 +143,12 @@ func ev(what, value, source string) check.Evidence {
 	return check.Evidence{What: what, Value: value, Source: source}
 }
 
-func portPath(dev string, port int, file string) string {
+// portPath is where a port attribute was read: its sysfs file, or the
+// saved tool output a snapshot was parsed from.
+func portPath(s *host.Snapshot, dev string, port int, file string) string {
+	if s.Tool != "" {
+		return s.Tool
+	}
 	return fmt.Sprintf("/sys/class/infiniband/%s/ports/%d/%s", dev, port, file)
 }
 
@@ -302,10 +345,37 @@ func rdmaPresent(r rule, s *host.Snapshot, o Options) []check.Finding {
 
 func portState(r rule, s *host.Snapshot, o Options) []check.Finding {
 	var out []check.Finding
+	listCut := false
+	for _, e := range s.Errors {
+		if e.Subject == "rdma" {
+			listCut = true
+			// The device list itself was cut short: ports of devices not
+			// listed are unknown, not fine.
+			f := r.finding(s, check.Unknown, "rdma devices", "the RDMA devices were not all read: %s", e.Error)
+			f.Evidence = []check.Evidence{ev("rdma devices", e.Error, cmp.Or(e.Path, "/sys/class/infiniband"))}
+			out = append(out, f)
+		}
+	}
+	// noneUp: every port's state was read and none is up.
+	noneUp := true
 	for _, d := range s.RDMADevices {
 		for _, p := range d.Ports {
+			noneUp = noneUp && p.State != "ACTIVE" && p.State != ""
+		}
+	}
+	for _, d := range s.RDMADevices {
+		for _, e := range s.Errors {
+			if e.Subject == d.Name && len(d.Ports) == 0 {
+				// Listed, but its ports were not read (an output cut short).
+				f := r.finding(s, check.Unknown, d.Name, "no ports were read for this device: %s", e.Error)
+				f.Evidence = []check.Evidence{ev("ports", "none read", cmp.Or(e.Path, "/sys/class/infiniband/"+d.Name+"/ports"))}
+				out = append(out, f)
+				break
+			}
+		}
+		for _, p := range d.Ports {
 			sub := portSubject(d.Name, p.Port)
-			e := []check.Evidence{ev("state", fmt.Sprintf("%d: %s", p.StateID, p.State), portPath(d.Name, p.Port, "state")), ev("phys_state", fmt.Sprintf("%d: %s", p.PhysStateID, p.PhysState), portPath(d.Name, p.Port, "phys_state"))}
+			e := []check.Evidence{ev("state", fmt.Sprintf("%d: %s", p.StateID, p.State), portPath(s, d.Name, p.Port, "state")), ev("phys_state", fmt.Sprintf("%d: %s", p.PhysStateID, p.PhysState), portPath(s, d.Name, p.Port, "phys_state"))}
 			var f check.Finding
 			switch {
 			case p.State == "":
@@ -321,8 +391,15 @@ func portState(r rule, s *host.Snapshot, o Options) []check.Finding {
 			default:
 				use, why := portInUse(s, d, p, o)
 				e = append(e, why...)
+				if use == useUnknown && noneUp && !listCut {
+					// Whatever this port is for, no port of the host is up:
+					// nothing here can carry RDMA traffic.
+					f = r.finding(s, check.Fail, sub, "port is %s and no RDMA port of this host is up: nothing here can carry RDMA traffic", stateText(p))
+					f.Fix = []string{"check the cable and the link partner (switch port enabled?)", fmt.Sprintf("ibstat %s %d", d.Name, p.Port)}
+					break
+				}
 				if use == useUnknown {
-					f = r.finding(s, check.Unknown, sub, "port is %s / %s and its counters could not be read, so whether it is meant to be in use is unknown (list the ports that must be up with --expect-ports)", p.State, p.PhysState)
+					f = r.finding(s, check.Unknown, sub, "port is %s and its counters could not be read, so whether it is meant to be in use is unknown (list the ports that must be up with --expect-ports)", stateText(p))
 					break
 				}
 				if use == unused {
@@ -337,6 +414,15 @@ func portState(r rule, s *host.Snapshot, o Options) []check.Finding {
 		}
 	}
 	return out
+}
+
+// stateText is "DOWN / Disabled", or the state alone when the source
+// shows no physical state (ibv_devinfo without -v).
+func stateText(p host.RDMAPort) string {
+	if p.PhysState == "" {
+		return p.State
+	}
+	return p.State + " / " + p.PhysState
 }
 
 // portInUse decides whether a port that is not up is meant to be: the
@@ -357,21 +443,21 @@ func portInUse(s *host.Snapshot, d host.RDMADevice, p host.RDMAPort, o Options) 
 	}
 	for _, c := range counters.Select(counters.PortCounters, counters.Data) {
 		if v := p.Counters[c.Sysfs]; v > 0 {
-			return used, []check.Evidence{ev(c.Sysfs, fmt.Sprintf("%s = %d since boot: it carried data", c.Sysfs, v), portPath(d.Name, p.Port, "counters/"+c.Sysfs))}
+			return used, []check.Evidence{ev(c.Sysfs, fmt.Sprintf("%s = %d since boot: it carried data", c.Sysfs, v), portPath(s, d.Name, p.Port, "counters/"+c.Sysfs))}
 		}
 	}
 	if v := p.Counters["link_downed"]; v > 0 {
-		return used, []check.Evidence{ev("link_downed", fmt.Sprintf("link_downed = %d since boot: the link was up and went down", v), portPath(d.Name, p.Port, "counters/link_downed"))}
+		return used, []check.Evidence{ev("link_downed", fmt.Sprintf("link_downed = %d since boot: the link was up and went down", v), portPath(s, d.Name, p.Port, "counters/link_downed"))}
 	}
 	for _, g := range p.GIDs {
 		if a := gidAddress(g); a != "" {
-			return used, []check.Evidence{ev("address", a+" on "+g.NetDev+": the netdev is configured for use", portPath(d.Name, p.Port, fmt.Sprintf("gids/%d", g.Index)))}
+			return used, []check.Evidence{ev("address", a+" on "+g.NetDev+": the netdev is configured for use", portPath(s, d.Name, p.Port, fmt.Sprintf("gids/%d", g.Index)))}
 		}
 	}
 	if len(p.Counters) == 0 {
-		return useUnknown, []check.Evidence{ev("counters", "not readable", portPath(d.Name, p.Port, "counters"))}
+		return useUnknown, []check.Evidence{ev("counters", "not readable", portPath(s, d.Name, p.Port, "counters"))}
 	}
-	return unused, []check.Evidence{ev("in use", "no data or link-down counts since boot, no address, not listed by --expect-ports", portPath(d.Name, p.Port, "counters"))}
+	return unused, []check.Evidence{ev("in use", "no data or link-down counts since boot, no address, not listed by --expect-ports", portPath(s, d.Name, p.Port, "counters"))}
 }
 
 // gidAddress is the IP address a RoCE GID carries (IPv4, or an IPv6 that
@@ -424,12 +510,12 @@ func portRateExpected(r rule, s *host.Snapshot, o Options) []check.Finding {
 	var out []check.Finding
 	activePorts(s, func(d host.RDMADevice, p host.RDMAPort) {
 		layer, _ := linkrate.SysfsLayer(p.LinkLayer)
-		want, ok := o.rateExpectation(layer)
+		want, ok := o.rateExpectation(s, d, layer)
 		if !ok {
 			return
 		}
 		sub := portSubject(d.Name, p.Port)
-		e := []check.Evidence{ev("rate", p.Rate.Raw, portPath(d.Name, p.Port, "rate")), ev("expected", fmt.Sprintf("%g Gb/s", want.Gbps), want.Source)}
+		e := []check.Evidence{ev("rate", p.Rate.Raw, portPath(s, d.Name, p.Port, "rate")), ev("expected", fmt.Sprintf("%g Gb/s", want.Gbps), want.Source)}
 		var f check.Finding
 		switch {
 		case p.RateGbps == 0:
@@ -477,7 +563,7 @@ func portRateNICMax(r rule, s *host.Snapshot, o Options) []check.Finding {
 		pci := s.PCI(d.PCIAddress)
 		max, part, source, known := nicMax(d, pci, layer, p.RateGbps)
 		sub := portSubject(d.Name, p.Port)
-		e := []check.Evidence{ev("rate", p.Rate.Raw, portPath(d.Name, p.Port, "rate")), ev("board_id", orUnread(d.BoardID), "/sys/class/infiniband/"+d.Name+"/board_id")}
+		e := []check.Evidence{ev("rate", p.Rate.Raw, portPath(s, d.Name, p.Port, "rate")), ev("board_id", orUnread(d.BoardID), "/sys/class/infiniband/"+d.Name+"/board_id")}
 		var f check.Finding
 		switch {
 		case part == "":
@@ -527,7 +613,7 @@ func portLinkLayer(r rule, s *host.Snapshot, o Options) []check.Finding {
 				}
 				f.Fix = []string{fmt.Sprintf("mlxconfig -d %s set LINK_TYPE_P%d=%s && reboot", d.PCIAddress, p.Port, mode)}
 			}
-			f.Evidence = []check.Evidence{ev("link_layer", p.LinkLayer, portPath(d.Name, p.Port, "link_layer")), ev("expected", string(o.ExpectLinkLayer), "--expect-link-layer")}
+			f.Evidence = []check.Evidence{ev("link_layer", p.LinkLayer, portPath(s, d.Name, p.Port, "link_layer")), ev("expected", string(o.ExpectLinkLayer), "--expect-link-layer")}
 			out = append(out, f)
 		}
 	}
@@ -642,7 +728,7 @@ func roceGID(r rule, s *host.Snapshot, o Options) []check.Finding {
 		switch {
 		case v2 != nil:
 			f = r.finding(s, check.Pass, sub, "RoCE v2 GID index %d for %s: use -x %d / NCCL_IB_GID_INDEX=%d", v2.Index, v2.IPv4, v2.Index, v2.Index)
-			f.Evidence = []check.Evidence{ev("gid", fmt.Sprintf("%d %s %s %s", v2.Index, v2.GID, v2.Type, v2.NetDev), portPath(d.Name, p.Port, fmt.Sprintf("gids/%d", v2.Index)))}
+			f.Evidence = []check.Evidence{ev("gid", fmt.Sprintf("%d %s %s %s", v2.Index, v2.GID, v2.Type, v2.NetDev), portPath(s, d.Name, p.Port, fmt.Sprintf("gids/%d", v2.Index)))}
 		case p.GIDTableMissing:
 			f = r.finding(s, check.Unknown, sub, "the GID table (gids/) is not in the source: cannot tell which GIDs the port has")
 		case len(p.GIDs) == 0:
@@ -706,7 +792,7 @@ func ibSM(r rule, s *host.Snapshot, o Options) []check.Finding {
 			f = r.finding(s, check.Pass, sub, "LID %d, SM at LID %d", *p.LID, *p.SMLID)
 		}
 		if p.LID != nil && p.SMLID != nil {
-			f.Evidence = []check.Evidence{ev("lid", strconv.Itoa(*p.LID), portPath(d.Name, p.Port, "lid")), ev("sm_lid", strconv.Itoa(*p.SMLID), portPath(d.Name, p.Port, "sm_lid"))}
+			f.Evidence = []check.Evidence{ev("lid", strconv.Itoa(*p.LID), portPath(s, d.Name, p.Port, "lid")), ev("sm_lid", strconv.Itoa(*p.SMLID), portPath(s, d.Name, p.Port, "sm_lid"))}
 		}
 		out = append(out, f)
 	})
@@ -742,7 +828,7 @@ func portErrors(r rule, s *host.Snapshot, o Options) []check.Finding {
 				if c.Family == counters.HWCounters {
 					vals, dir = p.HWCounters, "hw_counters/"
 				}
-				src := portPath(d.Name, p.Port, dir+c.Sysfs)
+				src := portPath(s, d.Name, p.Port, dir+c.Sysfs)
 				if slices.Contains(p.Unavailable, strings.TrimPrefix(dir, "counters/")+c.Sysfs) {
 					unreadable = append(unreadable, ev(c.Sysfs, "not readable", src))
 					continue
@@ -779,7 +865,7 @@ func portErrors(r rule, s *host.Snapshot, o Options) []check.Finding {
 				f.Evidence = unreadable
 			case read == 0:
 				f = r.finding(s, check.Unknown, sub, "no error counters readable")
-				f.Evidence = []check.Evidence{ev("counters", "none", portPath(d.Name, p.Port, "counters"))}
+				f.Evidence = []check.Evidence{ev("counters", "none", portPath(s, d.Name, p.Port, "counters"))}
 			default:
 				f = r.finding(s, check.Pass, sub, "all %d error counters read are zero", read)
 			}
@@ -1108,6 +1194,9 @@ func gpuNIC(r rule, s *host.Snapshot, o Options) []check.Finding {
 func Run(s *host.Snapshot, o Options) []check.Finding {
 	var out []check.Finding
 	for _, r := range Rules {
+		if !o.runs(r.ID) {
+			continue
+		}
 		if o.Progress != nil {
 			o.Progress(r.ID)
 		}

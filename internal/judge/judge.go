@@ -14,6 +14,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/bench"
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/fabric"
+	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"github.com/rdmalab/rdmalab/internal/nccl"
 )
@@ -47,9 +48,9 @@ type Format struct {
 var Formats = []Format{
 	{"nccl-tests / NCCL_DEBUG", nccl.Sniff, judgeNCCL},
 	{"perftest", bench.SniffPerftest, judgePerftest},
-	{"ibv_devinfo", sniffDevinfo, judgeDevinfo},
-	{"ibstatus", sniffIBStatus, judgeIBStatus},
-	{"ibstat", sniffIBStat, judgeIBStat},
+	{"ibv_devinfo", host.SniffDevinfo, hostPorts(host.ParseDevinfo)},
+	{"ibstatus", host.SniffIBStatus, hostPorts(host.ParseIBStatus)},
+	{"ibstat", host.SniffIBStat, hostPorts(host.ParseIBStat)},
 	{"ibqueryerrors", sniffQueryErrors, judgeQueryErrors},
 	{"ibcheckerrors", sniffCheckErrors, judgeCheckErrors},
 	{"iblinkinfo", sniffLinkInfo, judgeLinkInfo},
