@@ -63,7 +63,8 @@ type Entry struct {
 	Title  string
 	Why    string
 	Source string
-	Fix    string
+	// Fixes are what to do, in order: commands or config lines, one each.
+	Fixes []string
 	// Needs says what the check must read to be sure; UnknownWhen what
 	// makes it say unknown instead of pass or fail.
 	Needs       string

@@ -220,7 +220,7 @@ func newFabricCheckCmd() *cobra.Command {
   sharing a priority; linked ports without a LID or not Active; and with
   --topology, the cabling against the plan (an ibnetdiscover file, an ibsim
   netlist or a YAML list of links, docs/cabling.md), matched by GUID.
-Every check is described in docs/fabric-checks.md.
+Every check is described in docs/checks.md (section fabric).
 
 Exit codes: 0 no failures, 1 failures found, 2 could not run, 130 interrupted.`,
 		Example: `  rdmalab fabric check

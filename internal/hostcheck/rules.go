@@ -139,6 +139,15 @@ func (r rule) finding(s *host.Snapshot, out check.Outcome, subject, format strin
 	return check.Finding{Check: r.ID, Outcome: out, Host: s.Hostname, Subject: subject, Message: fmt.Sprintf(format, a...)}
 }
 
+// fixesWith is a catalog's fixes with a placeholder filled in.
+func fixesWith(fixes []string, placeholder, value string) []string {
+	out := make([]string, len(fixes))
+	for i, f := range fixes {
+		out[i] = strings.ReplaceAll(f, placeholder, value)
+	}
+	return out
+}
+
 func ev(what, value, source string) check.Evidence {
 	return check.Evidence{What: what, Value: value, Source: source}
 }
@@ -159,112 +168,112 @@ var Rules = []rule{
 	{check.Entry{ID: "rdma.driver", Title: "Every RDMA-capable PCI function has its RDMA device",
 		Why:    "A ConnectX on mlx5_core without mlx5_ib (or an HCA with no driver) passes Ethernet traffic but has no verbs device: no RDMA, NCCL falls back to sockets. Typical after a kernel update that left OFED's modules behind.",
 		Source: "issue 11 (mlx5_ib not loaded, OFED broken after a kernel update); RDMA reference §1",
-		Fix:    "modprobe mlx5_ib (mlx4_ib for ConnectX-3); after a kernel update reinstall MLNX_OFED/DOCA for the running kernel (dkms status; modinfo mlx5_ib)",
+		Fixes:  []string{"modprobe mlx5_ib (mlx4_ib for ConnectX-3)", "after a kernel update reinstall MLNX_OFED/DOCA for the running kernel (dkms status; modinfo mlx5_ib)"},
 		Needs:  "the PCI functions (class, vendor, driver) and /sys/class/infiniband/*/device; /proc/modules to say whether the RDMA module is loaded", UnknownWhen: "never: a function without its RDMA device fails; whether the module is loaded is reported as unknown when /proc/modules was not read"}, rdmaDriver},
 	{check.Entry{ID: "rdma.present", Title: "The host has an RDMA device",
 		Why:    "doctor on a host with no RDMA device at all has nothing to judge; if RDMA was expected there, the node is broken, not healthy.",
 		Source: "issue 11 (a host with no RDMA device says nothing)",
-		Fix:    "install the HCA's driver (mlx5_core, mlx5_ib), or run doctor on the node that has the RDMA NIC",
+		Fixes:  []string{"install the HCA's driver (mlx5_core, mlx5_ib), or run doctor on the node that has the RDMA NIC"},
 		Needs:  "/sys/class/infiniband and the PCI functions; an --expect-* flag or --nhc to know RDMA is required", UnknownWhen: "no PCI devices were read (a capture of /sys/class/infiniband alone has devices, so it passes)"}, rdmaPresent},
 	{check.Entry{ID: "port.state", Title: "RDMA port is Active and LinkUp",
 		Why:    "A port that is Down, Polling or Init carries no traffic; Polling means no link partner or a bad cable. A spare port nobody cabled or configured is reported unused, not failed.",
 		Source: "seed 001 (ibstat State/Physical state), seed 003 health check",
-		Fix:    "check the cable and the switch port; on InfiniBand a port stuck in Init waits for a subnet manager",
+		Fixes:  []string{"check the cable and the switch port", "on InfiniBand a port stuck in Init waits for a subnet manager"},
 		Needs:  "ports/N/state and phys_state; for a port that is down, its data and link_downed counters, its GID addresses and its netdevs' flags (or --expect-ports) to tell a fault from a spare port", UnknownWhen: "state is not readable, or a down port's counters are not readable and no --expect-ports was given"}, portState},
 	{check.Entry{ID: "port.rate.below-expected", Title: "Port rate matches the expected fabric rate",
 		Why:    "A 200 Gb/s port that came up at 100 Gb/s is the most common silent failure: bad cable, wrong DAC, switch port forced low.",
 		Source: "seed 001; NHC check_hw_ib",
-		Fix:    "reseat or replace the cable/transceiver; check the switch port speed; ibportstate to query",
+		Fixes:  []string{"reseat or replace the cable/transceiver", "check the switch port speed", "ibportstate to query"},
 		Needs:  "ports/N/rate of Active ports and an expected rate: --expect-rate, or the rate most ports of a real fleet majority (≥3 hosts, more than half) run at", UnknownWhen: "the rate file is not readable; without an expected rate the check does not run"}, portRateExpected},
 	{check.Entry{ID: "port.rate.below-nic-max", Title: "Port runs at what the NIC can do",
 		Why:    "A NIC on a slower switch or cable works, but below its own best; worth knowing before judging benchmarks.",
 		Source: "seeds 002/003 (EDR card on a QDR switch)",
-		Fix:    "expected on a slower fabric; otherwise check cable and switch",
+		Fixes:  []string{"expected on a slower fabric", "otherwise check cable and switch"},
 		Needs:  "ports/N/rate, the board id (board_id, the PSID) in linkrate's board table, or the PCI device id when the port already runs at the family's best", UnknownWhen: "the board is not in the table and the port runs below the family's best (some boards of a family are slower: a 25G ConnectX-4 Lx)"}, portRateNICMax},
 	{check.Entry{ID: "port.link-layer", Title: "Link layer is the one expected",
 		Why:    "A dual-mode ConnectX in the wrong mode is InfiniBand where Ethernet was meant, or the reverse.",
 		Source: "seed 001",
-		Fix:    "mlxconfig -d <dev> set LINK_TYPE_P1=1 (IB) or 2 (Ethernet), then reboot",
+		Fixes:  []string{"mlxconfig -d <dev> set LINK_TYPE_P1=1 (IB) or 2 (Ethernet), then reboot"},
 		Needs:  "ports/N/link_layer and --expect-link-layer", UnknownWhen: "link_layer is not readable"}, portLinkLayer},
 	{check.Entry{ID: "pcie.link.degraded", Title: "NIC and GPU PCIe links trained at full width and speed",
 		Why:    "A NIC at x8 in a x16 slot, or at a lower generation, caps RDMA bandwidth well below line rate.",
 		Source: "seed 001 (check PCIe gen and lane count); NHC PR #90",
-		Fix:    "reseat the card, move it to a x16 slot wired to the CPU, check BIOS bifurcation and link speed settings",
+		Fixes:  []string{"reseat the card, move it to a x16 slot wired to the CPU, check BIOS bifurcation and link speed settings"},
 		Needs:  "current_link_speed/width and max_link_speed/width of the device and its upstream port", UnknownWhen: "the link files are absent (captures, virtual functions)"}, pcieDegraded},
 	{check.Entry{ID: "roce.mtu", Title: "RoCE netdev MTU allows RDMA MTU 4096",
 		Why:    "RoCE MTU is the largest IB MTU below netdev MTU − 96: 1500 gives 1024, 4200 gives 4096.",
 		Source: "seed 000 (jumbo frames), seed 001",
-		Fix:    "nmcli con modify <conn> 802-3-ethernet.mtu 4200 (or 9000) on every host and switch port",
+		Fixes:  []string{"nmcli con modify <conn> 802-3-ethernet.mtu 4200 (or 9000) on every host and switch port"},
 		Needs:  "the MTU of each Active RoCE port's netdev", UnknownWhen: "a port's netdev is not in the source (the check then does not run for it)"}, roceMTU},
 	{check.Entry{ID: "roce.gid.v2", Title: "RoCE port has a RoCE v2 GID for its IPv4 address",
 		Why:    "RoCE v2 (UDP/4791) is what modern stacks route; without a v2 GID bound to the netdev's address, perftest and NCCL pick a wrong index.",
 		Source: "seed 000 (GID table, -x 3), seed 001 (cma_roce_mode)",
-		Fix:    "assign an IPv4 address to the netdev; cma_roce_mode -d <dev> -p 1 -m 2; pass -x N / NCCL_IB_GID_INDEX=N",
+		Fixes:  []string{"assign an IPv4 address to the netdev", "cma_roce_mode -d <dev> -p 1 -m 2", "pass -x N / NCCL_IB_GID_INDEX=N"},
 		Needs:  "the GID table (gids/, gid_attrs/types, gid_attrs/ndevs) of Active RoCE ports", UnknownWhen: "gids/ is not in the source (a partial capture)"}, roceGID},
 	{check.Entry{ID: "roce.ecn", Title: "ECN (DCQCN) enabled for RoCE where the driver shows it",
 		Why:    "RoCE over a lossless fabric needs ECN marking and reaction (DCQCN) on the RDMA priority, PFC being the emergency brake.",
 		Source: "seed 001 (MTU, PFC, ECN), RDMA reference §5",
-		Fix:    "echo 1 > /sys/class/net/<if>/ecn/roce_np/enable/3; echo 1 > /sys/class/net/<if>/ecn/roce_rp/enable/3; mlnx_qos -i <if> --trust dscp --pfc 0,0,0,1,0,0,0,0",
+		Fixes:  []string{"echo 1 > /sys/class/net/<if>/ecn/roce_np/enable/3", "echo 1 > /sys/class/net/<if>/ecn/roce_rp/enable/3", "mlnx_qos -i <if> --trust dscp --pfc 0,0,0,1,0,0,0,0"},
 		Needs:  "/sys/class/net/IF/ecn/roce_np and roce_rp (MLNX_OFED/DOCA)", UnknownWhen: "the driver exposes no ECN state (inbox mlx5): check with mlnx_qos or dcb"}, roceECN},
 	{check.Entry{ID: "ib.sm", Title: "InfiniBand port sees a subnet manager and has a LID",
 		Why:    "Nothing on an InfiniBand fabric routes until a subnet manager assigns LIDs.",
 		Source: "seed 001, seeds 002/003 (OpenSM)",
-		Fix:    "apt install opensm && systemctl enable --now opensm on exactly one node (or enable the switch's SM)",
+		Fixes:  []string{"apt install opensm && systemctl enable --now opensm on exactly one node (or enable the switch's SM)"},
 		Needs:  "ports/N/lid and sm_lid of Active InfiniBand ports", UnknownWhen: "lid or sm_lid is not in the source"}, ibSM},
 	{check.Entry{ID: "ipoib.mode", Title: "IPoIB connected mode uses its large MTU",
 		Why:    "Connected mode exists for its 65520-byte MTU; connected mode with a small MTU costs throughput for nothing.",
 		Source: "seed 002 (IPoIB connected mode, MTU 65520), kernel ipoib.rst",
-		Fix:    "nmcli con modify <ib conn> infiniband.transport-mode connected infiniband.mtu 65520",
+		Fixes:  []string{"nmcli con modify <ib conn> infiniband.transport-mode connected infiniband.mtu 65520"},
 		Needs:  "/sys/class/net/IF/mode and mtu of IPoIB netdevs", UnknownWhen: "never: without a mode file the check does not run"}, ipoibMode},
 	{check.Entry{ID: "port.errors", Title: "Error and drop counters are zero",
 		Why:    "Symbol errors, link downs and receive errors point at cables; out_of_buffer and sequence errors at drops on RoCE.",
 		Source: "seed 000 (rdma stat, ethtool -S), ibqueryerrors thresholds 0",
-		Fix:    "clear counters and watch their rate; replace the cable on a port whose symbol errors keep rising",
+		Fixes:  []string{"clear counters and watch their rate", "replace the cable on a port whose symbol errors keep rising"},
 		Needs:  "every error counter of the counter table under ports/N/counters and hw_counters", UnknownWhen: "any error counter is present but not readable (\"N/A (no PMA)\", EINVAL) and none is non-zero, or no error counter is readable"}, portErrors},
 	{check.Entry{ID: "kernel.modules.rdma", Title: "RDMA kernel modules are loaded",
 		Why:    "ib_uverbs lets applications use verbs, ib_umad the management tools, ib_ipoib IP over InfiniBand.",
 		Source: "seed 003 (/etc/modules-load.d/hpc.conf)",
-		Fix:    "modprobe ib_uverbs ib_umad ib_ipoib; list them in /etc/modules-load.d/rdma.conf",
+		Fixes:  []string{"modprobe ib_uverbs ib_umad ib_ipoib", "list them in /etc/modules-load.d/rdma.conf"},
 		Needs:  "/proc/modules on a host with RDMA devices", UnknownWhen: "/proc/modules was not read (most captures)"}, rdmaModules},
 	{check.Entry{ID: "gpudirect.peermem", Title: "GPUDirect RDMA is possible (nvidia-peermem or DMA-BUF)",
 		Why:    "Without peermem (or the DMA-BUF path of the open kernel module) NIC↔GPU transfers bounce through host memory, often 5× slower.",
 		Source: "seed 001, seed 003, seed 004",
-		Fix:    "modprobe nvidia-peermem; echo nvidia-peermem > /etc/modules-load.d/nvidia-peermem.conf",
+		Fixes:  []string{"modprobe nvidia-peermem", "echo nvidia-peermem > /etc/modules-load.d/nvidia-peermem.conf"},
 		Needs:  "/proc/modules and the NVIDIA driver flavour on a host with NVIDIA GPUs and RDMA devices", UnknownWhen: "/proc/modules was not read"}, peermem},
 	{check.Entry{ID: "memlock", Title: "Locked-memory limit is unlimited",
 		Why:    "RDMA pins memory; a small memlock limit makes registration fail.",
 		Source: "seed 003 (/etc/security/limits.d/99-hpc.conf)",
-		Fix:    "printf '* soft memlock unlimited\\n* hard memlock unlimited\\n' > /etc/security/limits.d/99-rdma.conf",
+		Fixes:  []string{"printf '* soft memlock unlimited\\n* hard memlock unlimited\\n' > /etc/security/limits.d/99-rdma.conf"},
 		Needs:  "/etc/security/limits.conf and limits.d, or this process's limits", UnknownWhen: "neither limits files nor process limits are in the snapshot"}, memlock},
 	{check.Entry{ID: "iommu.passthrough", Title: "IOMMU in passthrough mode on an RDMA/GPU host",
 		Why:    "Translated DMA costs peer-to-peer performance; iommu=pt keeps host devices untranslated while VFIO still works.",
 		Source: "seed 000 (iommu=pt), RDMA reference §1.13",
-		Fix:    "grubby --update-kernel=ALL --args=iommu=pt (add intel_iommu=on on Intel), then reboot",
+		Fixes:  []string{"grubby --update-kernel=ALL --args=iommu=pt (add intel_iommu=on on Intel), then reboot"},
 		Needs:  "/proc/cmdline and /sys/kernel/iommu_groups", UnknownWhen: "never: without a command line the check does not run"}, iommuPT},
 	{check.Entry{ID: "hugepages.allocated", Title: "Hugepages asked for on the command line were allocated",
 		Why:    "hugepages=N that the kernel could not satisfy at boot leaves VMs without backing memory.",
 		Source: "seed 000 (grep HugePages_ /proc/meminfo)",
-		Fix:    "reserve them at boot (default_hugepagesz=1G hugepagesz=1G hugepages=N) with enough memory per node",
+		Fixes:  []string{"reserve them at boot (default_hugepagesz=1G hugepagesz=1G hugepages=N) with enough memory per node"},
 		Needs:  "hugepages= on /proc/cmdline and /sys/kernel/mm/hugepages", UnknownWhen: "never: without hugepages= the check does not run"}, hugepages},
 	{check.Entry{ID: "cpu.isolation.smt", Title: "isolcpus, nohz_full and rcu_nocbs agree and cover whole cores",
 		Why:    "Isolating one SMT thread while the host runs on its sibling makes the two compete for the core: latency spikes.",
 		Source: "seed 000",
-		Fix:    "isolate both siblings of every core (see thread_siblings_list); use the same set for isolcpus, nohz_full and rcu_nocbs",
+		Fixes:  []string{"isolate both siblings of every core (see thread_siblings_list)", "use the same set for isolcpus, nohz_full and rcu_nocbs"},
 		Needs:  "/sys/devices/system/cpu/isolated, nohz_full, rcu_nocbs and thread_siblings_list", UnknownWhen: "never: without isolation the check does not run"}, isolationSMT},
 	{check.Entry{ID: "cpu.governor", Title: "CPU frequency governor is performance",
 		Why:    "Frequency scaling skews benchmark results and perftest warns about it.",
 		Source: "seed 000, seed 003 (cpupower frequency-set -g performance)",
-		Fix:    "cpupower frequency-set -g performance",
+		Fixes:  []string{"cpupower frequency-set -g performance"},
 		Needs:  "cpufreq/scaling_governor of every CPU", UnknownWhen: "never: without cpufreq (VMs, captures) the check does not run"}, governor},
 	{check.Entry{ID: "numa.unknown", Title: "NICs and GPUs have a known NUMA node",
 		Why:    "Without locality, pinning and GPU↔NIC pairing are guesses.",
 		Source: "seed 000 (numa_node per device), hwloc",
-		Fix:    "enable ACPI SRAT/NUMA in the BIOS; in a VM, give the guest a NUMA topology with pxb-pcie per node",
+		Fixes:  []string{"enable ACPI SRAT/NUMA in the BIOS", "in a VM, give the guest a NUMA topology with pxb-pcie per node"},
 		Needs:  "numa_node and local_cpulist of NICs and GPUs on a multi-node host", UnknownWhen: "never: the finding is itself about an unknown node (warn)"}, numaUnknown},
 	{check.Entry{ID: "affinity.gpu-nic", Title: "Each GPU has a NIC on its PCIe switch or host bridge",
 		Why:    "GPUDirect RDMA does not work well across host bridges and not at all across sockets (NCCL's default GDR level is PXB).",
 		Source: "seed 004, NCCL paths.cc",
-		Fix:    "move the NIC next to the GPU, or pair each GPU with its nearest NIC (NCCL_IB_HCA per rank)",
+		Fixes:  []string{"move the NIC next to the GPU, or pair each GPU with its nearest NIC (NCCL_IB_HCA per rank)"},
 		Needs:  "the PCI tree from each GPU and NIC up to its host bridge, and NUMA nodes", UnknownWhen: "never: a GPU whose path cannot be traced has no finding"}, gpuNIC},
 }
 
@@ -330,14 +339,14 @@ func rdmaPresent(r rule, s *host.Snapshot, o Options) []check.Finding {
 	switch {
 	case o.expectsRDMA():
 		f = r.finding(s, check.Fail, "host", "no RDMA device at all, but RDMA is expected here (--expect-rate, --expect-link-layer, --expect-ports or --nhc)")
-		f.Fix = []string{"check the NIC is seated and seen (lspci -d 15b3:)", r.Fix}
+		f.Fix = append([]string{"check the NIC is seated and seen (lspci -d 15b3:)"}, r.Fixes...)
 	case len(s.PCIDevices) == 0:
 		f = r.finding(s, check.Unknown, "host", "no RDMA device, and no PCI devices were read to tell whether an RDMA NIC is there")
 	default:
 		// Without an expectation, a host without RDMA may be meant to be
 		// one (a login node): say it loudly, but it is not a failure.
 		f = r.finding(s, check.Warn, "host", "no RDMA device and no RDMA-capable NIC: nothing RDMA to check (pass --expect-rate or --expect-link-layer to require RDMA)")
-		f.Fix = []string{r.Fix}
+		f.Fix = slices.Clone(r.Fixes)
 	}
 	f.Evidence = e
 	return []check.Finding{f}
@@ -522,7 +531,7 @@ func portRateExpected(r rule, s *host.Snapshot, o Options) []check.Finding {
 			f = r.finding(s, check.Unknown, sub, "rate could not be read")
 		case p.RateGbps < want.Gbps:
 			f = r.finding(s, check.Fail, sub, "runs at %g Gb/s (%s), expected %g Gb/s (%s)", p.RateGbps, p.Rate.Raw, want.Gbps, want.Source)
-			f.Fix = strings.Split(r.Fix, "; ")
+			f.Fix = slices.Clone(r.Fixes)
 		default:
 			f = r.finding(s, check.Pass, sub, "%g Gb/s as expected (%s)", p.RateGbps, want.Source)
 		}
@@ -574,7 +583,7 @@ func portRateNICMax(r rule, s *host.Snapshot, o Options) []check.Finding {
 			f = r.finding(s, check.Unknown, sub, "runs at %g Gb/s; the %s family reaches %g Gb/s, but some of its boards are slower and board_id %q is not in the board table", p.RateGbps, part, max, d.BoardID)
 		case p.RateGbps < max:
 			f = r.finding(s, check.Warn, sub, "runs at %g Gb/s; this %s can do %g Gb/s (slower switch or cable?)", p.RateGbps, part, max)
-			f.Fix = []string{r.Fix}
+			f.Fix = slices.Clone(r.Fixes)
 		default:
 			f = r.finding(s, check.Pass, sub, "%g Gb/s, the best a %s does", p.RateGbps, part)
 		}
@@ -649,13 +658,13 @@ func pcieDegraded(r rule, s *host.Snapshot, o Options) []check.Finding {
 			f = r.finding(s, check.Unknown, sub, "PCIe link not readable")
 		case d.CurrentLinkWidth < w:
 			f = r.finding(s, check.Fail, sub, "PCIe link trained at x%d, the device and slot can do x%d", d.CurrentLinkWidth, w)
-			f.Fix = []string{r.Fix}
+			f.Fix = slices.Clone(r.Fixes)
 		case d.CurrentLinkSpeedGTps < gt && isGPU:
 			// GPUs drop their link speed when idle; judge them under load.
 			f = r.finding(s, check.Warn, sub, "GPU link at Gen%d, capable of Gen%d (normal at idle; check under load)", linkrate.PCIeGen(d.CurrentLinkSpeedGTps), linkrate.PCIeGen(gt))
 		case d.CurrentLinkSpeedGTps < gt:
 			f = r.finding(s, check.Fail, sub, "PCIe link at Gen%d, the device and slot can do Gen%d", linkrate.PCIeGen(d.CurrentLinkSpeedGTps), linkrate.PCIeGen(gt))
-			f.Fix = []string{r.Fix}
+			f.Fix = slices.Clone(r.Fixes)
 		default:
 			f = r.finding(s, check.Pass, sub, "Gen%d x%d, full width and speed", linkrate.PCIeGen(d.CurrentLinkSpeedGTps), d.CurrentLinkWidth)
 		}
@@ -733,10 +742,10 @@ func roceGID(r rule, s *host.Snapshot, o Options) []check.Finding {
 			f = r.finding(s, check.Unknown, sub, "the GID table (gids/) is not in the source: cannot tell which GIDs the port has")
 		case len(p.GIDs) == 0:
 			f = r.finding(s, check.Fail, sub, "no GIDs at all: the port has no usable address")
-			f.Fix = strings.Split(r.Fix, "; ")
+			f.Fix = slices.Clone(r.Fixes)
 		default:
 			f = r.finding(s, check.Fail, sub, "no RoCE v2 GID with an IPv4 address (%d GIDs, none usable for routed RoCE v2)", len(p.GIDs))
-			f.Fix = strings.Split(r.Fix, "; ")
+			f.Fix = slices.Clone(r.Fixes)
 		}
 		out = append(out, f)
 	})
@@ -763,7 +772,7 @@ func roceECN(r rule, s *host.Snapshot, o Options) []check.Finding {
 		f := r.finding(s, check.Pass, sub, "ECN on for priorities %v (notification and reaction)", both)
 		if len(both) == 0 {
 			f = r.finding(s, check.Warn, sub, "ECN is not enabled as both notification and reaction point on any priority: congestion falls to PFC alone")
-			f.Fix = strings.Split(strings.ReplaceAll(r.Fix, "<if>", name), "; ")
+			f.Fix = fixesWith(r.Fixes, "<if>", name)
 		}
 		f.Evidence = e
 		out = append(out, f)
@@ -808,7 +817,7 @@ func ipoibMode(r rule, s *host.Snapshot, o Options) []check.Finding {
 		f := r.finding(s, check.Pass, n.Name, "%s mode, MTU %d", n.IPoIBMode, n.MTUBytes)
 		if n.IPoIBMode == "connected" && n.MTUBytes < 65520 {
 			f = r.finding(s, check.Warn, n.Name, "connected mode with MTU %d: the point of connected mode is MTU 65520", n.MTUBytes)
-			f.Fix = []string{strings.ReplaceAll(r.Fix, "<ib conn>", "<connection of "+n.Name+">")}
+			f.Fix = fixesWith(r.Fixes, "<ib conn>", "<connection of "+n.Name+">")
 		}
 		f.Evidence = []check.Evidence{ev("mode", n.IPoIBMode, "/sys/class/net/"+n.Name+"/mode"), ev("mtu", strconv.Itoa(n.MTUBytes), "/sys/class/net/"+n.Name+"/mtu")}
 		out = append(out, f)
@@ -854,7 +863,7 @@ func portErrors(r rule, s *host.Snapshot, o Options) []check.Finding {
 				}
 				f = r.finding(s, check.Warn, sub, "non-zero error counters since boot: %s", strings.Join(names, ", "))
 				f.Evidence = append(bad, unreadable...)
-				f.Fix = []string{"take a second snapshot later and compare: rising counters mean a live problem", r.Fix}
+				f.Fix = append([]string{"take a second snapshot later and compare: rising counters mean a live problem"}, r.Fixes...)
 			case len(unreadable) > 0 && read == 0:
 				f = r.finding(s, check.Unknown, sub, "none of the %d error counters could be read (%s)", len(unreadable), evidenceNames(unreadable))
 				f.Evidence = unreadable
@@ -999,7 +1008,7 @@ func iommuPT(r rule, s *host.Snapshot, o Options) []check.Finding {
 		f = r.finding(s, check.Pass, "kernel", "IOMMU on with iommu=pt")
 	case io.Present:
 		f = r.finding(s, check.Warn, "kernel", "IOMMU translates DMA for host devices (no iommu=pt): GPU↔NIC peer traffic pays for it")
-		f.Fix = []string{r.Fix}
+		f.Fix = slices.Clone(r.Fixes)
 	}
 	f.Evidence = []check.Evidence{ev("iommu groups", strconv.Itoa(io.Groups), "/sys/kernel/iommu_groups"), ev("cmdline", s.Kernel.Cmdline, "/proc/cmdline")}
 	return []check.Finding{f}
@@ -1028,7 +1037,7 @@ func hugepages(r rule, s *host.Snapshot, o Options) []check.Finding {
 		f := r.finding(s, check.Pass, "kernel", "%d × %s pages allocated as asked, %d free", p.Total, sizeText(size), p.Free)
 		if p.Total < n {
 			f = r.finding(s, check.Fail, "kernel", "asked for %d × %s pages at boot, got %d", n, sizeText(size), p.Total)
-			f.Fix = []string{r.Fix}
+			f.Fix = slices.Clone(r.Fixes)
 		}
 		f.Evidence = e
 		return []check.Finding{f}
@@ -1078,12 +1087,12 @@ func isolationSMT(r rule, s *host.Snapshot, o Options) []check.Finding {
 	case len(split) > 0:
 		f := r.finding(s, check.Fail, "cpus", "isolation splits SMT siblings: %s", strings.Join(firstN(split, 4), ", "))
 		f.Evidence = e
-		f.Fix = []string{r.Fix}
+		f.Fix = slices.Clone(r.Fixes)
 		out = append(out, f)
 	case len(differ) > 0:
 		f := r.finding(s, check.Warn, "cpus", "%s differ from isolated CPUs %s", strings.Join(differ, ", "), iso.Isolated)
 		f.Evidence = e
-		f.Fix = []string{r.Fix}
+		f.Fix = slices.Clone(r.Fixes)
 		out = append(out, f)
 	default:
 		f := r.finding(s, check.Pass, "cpus", "isolated %s covers whole cores; nohz_full and rcu_nocbs agree", iso.Isolated)
@@ -1122,7 +1131,7 @@ func governor(r rule, s *host.Snapshot, o Options) []check.Finding {
 	}
 	f := r.finding(s, check.Warn, "cpus", "governor is %s", strings.Join(others, ", "))
 	f.Evidence = []check.Evidence{ev("scaling_governor", strings.Join(others, ", "), "/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor")}
-	f.Fix = []string{r.Fix}
+	f.Fix = slices.Clone(r.Fixes)
 	return []check.Finding{f}
 }
 
@@ -1143,7 +1152,7 @@ func numaUnknown(r rule, s *host.Snapshot, o Options) []check.Finding {
 		switch d.LocalitySource {
 		case "unknown":
 			f = r.finding(s, check.Warn, addr, "%s has no known NUMA node", what)
-			f.Fix = []string{r.Fix}
+			f.Fix = slices.Clone(r.Fixes)
 		case "local_cpulist":
 			f = r.finding(s, check.Pass, addr, "%s: numa_node is -1, local_cpulist places it on node %d", what, d.LocalityNUMANode)
 		default:
@@ -1182,7 +1191,7 @@ func gpuNIC(r rule, s *host.Snapshot, o Options) []check.Finding {
 			f = r.finding(s, check.Pass, g.Address, "nearest NIC %s is %s: GPUDirect RDMA path is good", nic, best)
 		} else {
 			f = r.finding(s, check.Warn, g.Address, "nearest NIC %s is %s: GPUDirect RDMA will be slow or off (NCCL uses it up to PXB by default)", nic, best)
-			f.Fix = []string{r.Fix}
+			f.Fix = slices.Clone(r.Fixes)
 		}
 		f.Evidence = e
 		out = append(out, f)

@@ -2,8 +2,6 @@ package hostcheck
 
 import (
 	"encoding/json"
-	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,8 +17,6 @@ import (
 	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"github.com/rdmalab/rdmalab/internal/testhost"
 )
-
-var update = flag.Bool("update", false, "rewrite docs/checks.md")
 
 func TestMain(m *testing.M) { os.Exit(testhost.Main(m)) }
 
@@ -244,34 +240,6 @@ func TestFleet(t *testing.T) {
 	want := []string{"fleet.rate@hgx-h200-03", "port.rate.below-expected@hgx-h200-03"}
 	if !slices.Equal(odd, want) {
 		t.Errorf("failures %v, want %v", odd, want)
-	}
-}
-
-// docs/checks.md is the catalog, generated from the code.
-func TestCatalogDoc(t *testing.T) {
-	var b strings.Builder
-	b.WriteString("# Checks\n\nEvery check `rdmalab doctor` runs, generated from the code (`go test ./internal/hostcheck -update`).\n")
-	b.WriteString("Outcomes: `fail` (exit 1), `warn`, `unknown` (inputs could not be read: never reported as pass), `pass`.\n")
-	b.WriteString("Each check says what it needs to be sure and what makes it say unknown instead.\n\n")
-	b.WriteString("| id | checks |\n|---|---|\n")
-	for _, e := range Catalog() {
-		fmt.Fprintf(&b, "| [`%s`](#%s) | %s |\n", e.ID, strings.ReplaceAll(e.ID, ".", ""), e.Title)
-	}
-	for _, e := range Catalog() {
-		if e.Needs == "" || e.UnknownWhen == "" {
-			t.Errorf("%s: say what it needs and when it is unknown", e.ID)
-		}
-		fmt.Fprintf(&b, "\n## %s\n\n**%s.** %s\n\n", e.ID, e.Title, e.Why)
-		fmt.Fprintf(&b, "- Needs: %s\n- Unknown when: %s\n- Source: %s\n- Fix: %s\n", e.Needs, e.UnknownWhen, e.Source, e.Fix)
-	}
-	p := "../../docs/checks.md"
-	if *update {
-		os.WriteFile(p, []byte(b.String()), 0o644)
-		return
-	}
-	got, err := os.ReadFile(p)
-	if err != nil || string(got) != b.String() {
-		t.Errorf("docs/checks.md is out of date: go test ./internal/hostcheck -update (%v)", err)
 	}
 }
 

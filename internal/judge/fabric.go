@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/rdmalab/rdmalab/internal/check"
@@ -114,7 +115,7 @@ func judgeCheckErrors(name string, b []byte, opt Options) ([]check.Finding, any,
 				Subject:  fmt.Sprintf("lid %s (%s) port %s %s", lid, desc, port, w[1]),
 				Message:  fmt.Sprintf("%s, over ibcheckerrors' threshold %s", w[2], w[3]),
 				Evidence: []check.Evidence{{What: w[1], Value: w[2], Source: "ibcheckerrors"}},
-				Fix:      []string{fixOf("fabric.port.errors")}}
+				Fix:      fixOf("fabric.port.errors")}
 			if port == "all" {
 				f.Message += " (summed over the node's ports)"
 			}
@@ -131,11 +132,11 @@ func judgeCheckErrors(name string, b []byte, opt Options) ([]check.Finding, any,
 	return fs, nil, nil
 }
 
-func fixOf(id string) string {
+func fixOf(id string) []string {
 	for _, e := range fabriccheck.Catalog {
 		if e.ID == id {
-			return e.Fix
+			return slices.Clone(e.Fixes)
 		}
 	}
-	return ""
+	return nil
 }
