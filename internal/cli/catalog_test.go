@@ -23,6 +23,8 @@ import (
 	"github.com/rdmalab/rdmalab/internal/plan"
 	"github.com/rdmalab/rdmalab/internal/schedule"
 	"github.com/rdmalab/rdmalab/internal/slurm"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 var updateChecks = flag.Bool("update-checks", false, "rewrite docs/checks.md from the catalogs")
@@ -240,4 +242,57 @@ func TestChecksDoc(t *testing.T) {
 	if err != nil || string(got) != b.String() {
 		t.Errorf("docs/checks.md is out of date: go test ./internal/cli -run TestChecksDoc -update-checks (%v)", err)
 	}
+}
+
+// One flag pair names the expected link on every command that takes one;
+// the old spellings still parse but are hidden from help.
+func TestExpectFlagsOneSpelling(t *testing.T) {
+	var o, e strings.Builder
+	root := newRoot(&o, &e)
+	for _, path := range [][]string{{"doctor"}, {"judge"}, {"bench"}, {"nccl", "judge"}, {"fabric", "check"}, {"slurm", "health"}} {
+		c, _, err := root.Find(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Flags().Lookup("expect-rate") == nil {
+			t.Errorf("%v has no --expect-rate", path)
+		}
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			if slices.Contains([]string{"rate", "nic-rate", "fabric-rate", "expect-layer", "layer", "link-layer"}, f.Name) && !f.Hidden {
+				t.Errorf("%v shows --%s in its help: the name is --expect-rate / --expect-link-layer", path, f.Name)
+			}
+		})
+	}
+}
+
+// A command's examples pass only flags it has (judge once told users to
+// pass --nic-rate, which only nccl judge had).
+func TestHelpNamesOnlyItsFlags(t *testing.T) {
+	var o, e strings.Builder
+	root := newRoot(&o, &e)
+	flagRE := regexp.MustCompile(`(?:^|[\s(\[,"'])--([a-z][a-z0-9.-]*[a-z0-9])`)
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		// Only the examples that run this very command: a parent's help
+		// may name its subcommands' flags, and tools have flags of their own.
+		for _, line := range strings.Split(c.Example, "\n") {
+			i := strings.Index(line, c.CommandPath()+" ")
+			if i < 0 || c.HasSubCommands() {
+				continue
+			}
+			rest := line[i:]
+			if j := strings.Index(rest, "|"); j >= 0 {
+				rest = rest[:j]
+			}
+			for _, m := range flagRE.FindAllStringSubmatch(rest, -1) {
+				if c.Flags().Lookup(m[1]) == nil && c.InheritedFlags().Lookup(m[1]) == nil && m[1] != "help" {
+					t.Errorf("%s: its example passes --%s, which it does not have", c.CommandPath(), m[1])
+				}
+			}
+		}
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(root)
 }

@@ -79,7 +79,7 @@ func TestExampleNetlists(t *testing.T) {
 			sim.StartSM("", 0)
 			sim.WaitUp(30 * time.Second)
 			s := scan(t, sim, 0)
-			fs := mustRun(t, s, Options{Plan: plan, ExpectRate: rateOf(t, "120")})
+			fs := mustRun(t, s, Options{Plan: plan, Expect: expectOf(t, "120")})
 			if f := failing(fs, check.Fail); len(f) > 0 {
 				t.Errorf("healthy %s: failures %v: %+v", name, ids(f), f)
 			}

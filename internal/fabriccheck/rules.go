@@ -22,9 +22,10 @@ import (
 
 // Options are what a fabric is judged against.
 type Options struct {
-	// ExpectRate is the rate every link should run at (nil: judged by
-	// device models and peers). It is authoritative when given.
-	ExpectRate *linkrate.Rate
+	// Expect is the rate every link should run at (no rate: judged by
+	// device models and peers), and where that belief comes from. It is
+	// authoritative when given.
+	Expect linkrate.Expect
 	// Plan is the intended cabling (nil: no topology diff).
 	Plan *fabric.Topology
 	// Thresholds override the error counters' thresholds (0 each, as

@@ -31,9 +31,9 @@ func TestRulesOnRecordedLab(t *testing.T) {
 		}
 	})
 	t.Run("expected rate", func(t *testing.T) {
-		f := failing(mustRun(t, lab(t), Options{ExpectRate: rateOf(t, "100")}), check.Fail)
+		f := failing(mustRun(t, lab(t), Options{Expect: expectOf(t, "100")}), check.Fail)
 		wantOne(t, f, "fabric.link.rate", "lab03 HCA-1 port 1 ↔ ib-sw01 port 3: runs at 12X DDR (60 Gb/s), below the expected 100 Gb/s")
-		if f := failing(mustRun(t, lab(t), Options{ExpectRate: rateOf(t, "60")}), check.Fail); len(f["fabric.link.rate"]) != 0 {
+		if f := failing(mustRun(t, lab(t), Options{Expect: expectOf(t, "60")}), check.Fail); len(f["fabric.link.rate"]) != 0 {
 			t.Error("60 Gb/s links meet a 60 Gb/s expectation")
 		}
 	})

@@ -234,7 +234,7 @@ func Latest(all []*host.Snapshot) []*host.Snapshot {
 // user named none: each host votes for its most common Active rate on that
 // layer, and a rate held by a real majority (≥3 hosts, more than half)
 // becomes the expectation, citing the vote.
-func fleetRates(hosts []*host.Snapshot) map[linkrate.Layer]expectation {
+func fleetRates(hosts []*host.Snapshot) map[linkrate.Layer]linkrate.Expect {
 	votes := map[linkrate.Layer]map[string][]string{}
 	for _, s := range hosts {
 		count := map[linkrate.Layer]map[float64]int{}
@@ -264,7 +264,7 @@ func fleetRates(hosts []*host.Snapshot) map[linkrate.Layer]expectation {
 			votes[l][key] = append(votes[l][key], s.Hostname)
 		}
 	}
-	out := map[linkrate.Layer]expectation{}
+	out := map[linkrate.Layer]linkrate.Expect{}
 	for l, v := range votes {
 		if rate, n, ok := majority(v); ok {
 			total := 0
@@ -272,7 +272,7 @@ func fleetRates(hosts []*host.Snapshot) map[linkrate.Layer]expectation {
 				total += len(hs)
 			}
 			gbps, _ := strconv.ParseFloat(rate, 64)
-			out[l] = expectation{gbps, fmt.Sprintf("fleet majority: %d of %d hosts with %s ports", n, total, l)}
+			out[l] = linkrate.Expect{Rate: linkrate.Rate{Gbps: gbps}, Layer: l, Source: fmt.Sprintf("fleet majority: %d of %d hosts with %s ports", n, total, l)}
 		}
 	}
 	return out
@@ -284,7 +284,7 @@ func fleetRates(hosts []*host.Snapshot) map[linkrate.Layer]expectation {
 // snapshots of one host, and the fleet rules. Findings come sorted.
 func Doctor(all []*host.Snapshot, opt Options) []check.Finding {
 	hosts := Latest(all)
-	if opt.ExpectRateGbps <= 0 && len(hosts) > 1 {
+	if !opt.Expect.HasRate() && len(hosts) > 1 {
 		opt.fleetRate = fleetRates(hosts)
 	}
 	var fs []check.Finding

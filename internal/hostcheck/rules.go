@@ -20,11 +20,11 @@ import (
 
 // Options are what the user expects of the hosts.
 type Options struct {
-	// ExpectRateGbps is the rate every active RDMA port should run at (0:
-	// no expectation). It comes from --expect-rate.
-	ExpectRateGbps float64
-	// ExpectLinkLayer is InfiniBand or RoCE ("": no expectation).
-	ExpectLinkLayer linkrate.Layer
+	// Expect is what every active RDMA port should be: its rate (none:
+	// the fleet's or the host's majority) and link layer, InfiniBand or
+	// RoCE (none: not checked), with where the belief comes from
+	// (--expect-rate, --expect-link-layer).
+	Expect linkrate.Expect
 	// ExpectPorts lists the ports that must be up ("mlx5_0/1", or "mlx5_0"
 	// for every port of a device); nil means no list. A port not in a
 	// given list is unused, not failed.
@@ -42,18 +42,12 @@ type Options struct {
 
 	// fleetRate is the rate the fleet's majority runs at, per link layer,
 	// when the user gave no --expect-rate (set by Doctor).
-	fleetRate map[linkrate.Layer]expectation
-}
-
-// expectation is an expected value and where the belief comes from.
-type expectation struct {
-	Gbps   float64
-	Source string // "--expect-rate", "fleet majority: 3 of 4 hosts"
+	fleetRate map[linkrate.Layer]linkrate.Expect
 }
 
 // expectsRDMA reports whether the user asked for RDMA ports by any flag.
 func (o Options) expectsRDMA() bool {
-	return o.RequireRDMA || o.ExpectRateGbps > 0 || o.ExpectLinkLayer != "" || len(o.ExpectPorts) > 0
+	return o.RequireRDMA || o.Expect.HasRate() || o.Expect.Layer != "" || len(o.ExpectPorts) > 0
 }
 
 // CheckPorts validates an --expect-ports list: each entry is DEV (every
@@ -95,9 +89,9 @@ func (o Options) runs(id string) bool { return len(o.Only) == 0 || slices.Contai
 // --expect-rate, else the fleet's majority, else the majority of this
 // host's active ports of the same model and link layer (an 8-rail node
 // with one port at half rate).
-func (o Options) rateExpectation(s *host.Snapshot, d host.RDMADevice, layer linkrate.Layer) (expectation, bool) {
-	if o.ExpectRateGbps > 0 {
-		return expectation{o.ExpectRateGbps, "--expect-rate"}, true
+func (o Options) rateExpectation(s *host.Snapshot, d host.RDMADevice, layer linkrate.Layer) (linkrate.Expect, bool) {
+	if o.Expect.HasRate() {
+		return o.Expect, true
 	}
 	if e, ok := o.fleetRate[layer]; ok {
 		return e, true
@@ -107,7 +101,7 @@ func (o Options) rateExpectation(s *host.Snapshot, d host.RDMADevice, layer link
 
 // hostRate is the rate a real majority (≥3 ports, more than half) of the
 // host's active ports of one model and link layer run at.
-func hostRate(s *host.Snapshot, model string, layer linkrate.Layer) (expectation, bool) {
+func hostRate(s *host.Snapshot, model string, layer linkrate.Layer) (linkrate.Expect, bool) {
 	count := map[float64]int{}
 	total := 0
 	activePorts(s, func(d host.RDMADevice, p host.RDMAPort) {
@@ -123,9 +117,9 @@ func hostRate(s *host.Snapshot, model string, layer linkrate.Layer) (expectation
 		}
 	}
 	if total < minFleet || 2*n <= total {
-		return expectation{}, false
+		return linkrate.Expect{}, false
 	}
-	return expectation{best, fmt.Sprintf("host majority: %d of %d active %s %s ports", n, total, model, layer)}, true
+	return linkrate.Expect{Rate: linkrate.Rate{Gbps: best}, Layer: layer, Source: fmt.Sprintf("host majority: %d of %d active %s %s ports", n, total, model, layer)}, true
 }
 
 // rule is one host rule.
@@ -524,13 +518,13 @@ func portRateExpected(r rule, s *host.Snapshot, o Options) []check.Finding {
 			return
 		}
 		sub := portSubject(d.Name, p.Port)
-		e := []check.Evidence{ev("rate", p.Rate.Raw, portPath(s, d.Name, p.Port, "rate")), ev("expected", fmt.Sprintf("%g Gb/s", want.Gbps), want.Source)}
+		e := []check.Evidence{ev("rate", p.Rate.Raw, portPath(s, d.Name, p.Port, "rate")), ev("expected", want.Rate.String(), want.Source)}
 		var f check.Finding
 		switch {
 		case p.RateGbps == 0:
 			f = r.finding(s, check.Unknown, sub, "rate could not be read")
-		case p.RateGbps < want.Gbps:
-			f = r.finding(s, check.Fail, sub, "runs at %g Gb/s (%s), expected %g Gb/s (%s)", p.RateGbps, p.Rate.Raw, want.Gbps, want.Source)
+		case p.RateGbps < want.Rate.Gbps:
+			f = r.finding(s, check.Fail, sub, "runs at %g Gb/s (%s), expected %s", p.RateGbps, p.Rate.Raw, want)
 			f.Fix = slices.Clone(r.Fixes)
 		default:
 			f = r.finding(s, check.Pass, sub, "%g Gb/s as expected (%s)", p.RateGbps, want.Source)
@@ -602,7 +596,8 @@ func orUnread(v string) string {
 }
 
 func portLinkLayer(r rule, s *host.Snapshot, o Options) []check.Finding {
-	if o.ExpectLinkLayer == "" {
+	want := o.Expect.Layer
+	if want == "" {
 		return nil
 	}
 	var out []check.Finding
@@ -614,15 +609,15 @@ func portLinkLayer(r rule, s *host.Snapshot, o Options) []check.Finding {
 			switch {
 			case !ok:
 				f = r.finding(s, check.Unknown, sub, "link layer could not be read")
-			case layer != o.ExpectLinkLayer:
-				f = r.finding(s, check.Fail, sub, "link layer is %s (%s), expected %s", layer, p.LinkLayer, o.ExpectLinkLayer)
+			case layer != want:
+				f = r.finding(s, check.Fail, sub, "link layer is %s (%s), expected %s", layer, p.LinkLayer, want)
 				mode := "2"
-				if o.ExpectLinkLayer == linkrate.InfiniBand {
+				if want == linkrate.InfiniBand {
 					mode = "1"
 				}
 				f.Fix = []string{fmt.Sprintf("mlxconfig -d %s set LINK_TYPE_P%d=%s && reboot", d.PCIAddress, p.Port, mode)}
 			}
-			f.Evidence = []check.Evidence{ev("link_layer", p.LinkLayer, portPath(s, d.Name, p.Port, "link_layer")), ev("expected", string(o.ExpectLinkLayer), "--expect-link-layer")}
+			f.Evidence = []check.Evidence{ev("link_layer", p.LinkLayer, portPath(s, d.Name, p.Port, "link_layer")), ev("expected", string(want), cmp.Or(o.Expect.Source, "--expect-link-layer"))}
 			out = append(out, f)
 		}
 	}

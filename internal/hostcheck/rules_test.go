@@ -92,7 +92,7 @@ var faults = []struct {
 	}, Options{}, "port.state"},
 	{"100G on a 200G-expected port", testhost.HGX, func(t *testing.T, r string) {
 		write(t, r, mlx0+"rate", "100 Gb/sec (4X EDR)")
-	}, Options{ExpectRateGbps: 400}, "port.rate.below-expected"},
+	}, Options{Expect: linkrate.Expect{Rate: linkrate.Rate{Gbps: 400}, Source: "--expect-rate"}}, "port.rate.below-expected"},
 	{"MTU 1500 on RoCE", testhost.Seed000, func(t *testing.T, r string) {
 		write(t, r, "sys/class/net/enp65s0f0np0/mtu", "1500")
 	}, Options{}, "roce.mtu"},
@@ -116,7 +116,7 @@ var faults = []struct {
 		write(t, r, "sys/devices/system/cpu/isolated", "2-29")
 		write(t, r, "sys/devices/system/cpu/nohz_full", "2-29")
 	}, Options{}, "cpu.isolation.smt"},
-	{"InfiniBand where Ethernet was meant", testhost.R730, nil, Options{ExpectLinkLayer: linkrate.RoCE}, "port.link-layer"},
+	{"InfiniBand where Ethernet was meant", testhost.R730, nil, Options{Expect: linkrate.Expect{Layer: linkrate.RoCE}}, "port.link-layer"},
 	{"RoCE without a v2 GID", testhost.Seed000, func(t *testing.T, r string) {
 		write(t, r, mlx0+"gid_attrs/types/3", "IB/RoCE v1")
 		write(t, r, mlx0+"gid_attrs/types/1", "IB/RoCE v1")
@@ -182,7 +182,7 @@ func TestEveryRuleHasBothCases(t *testing.T) {
 		}
 	}
 	for _, mk := range testhost.Seeds() {
-		record(Run(tree(t, mk(), nil), Options{ExpectRateGbps: 25, ExpectLinkLayer: linkrate.InfiniBand}))
+		record(Run(tree(t, mk(), nil), Options{Expect: linkrate.Expect{Rate: linkrate.Rate{Gbps: 25}, Layer: linkrate.InfiniBand, Source: "--expect-rate"}}))
 	}
 	for _, tc := range faults {
 		record(Run(tree(t, tc.machine(), func(root string) {
@@ -212,7 +212,7 @@ func TestEveryRuleHasBothCases(t *testing.T) {
 	noRDMA.RDMA = nil
 	noRDMA.PCI = slices.DeleteFunc(noRDMA.PCI, func(f testhost.PCIFunc) bool { return f.Vendor == "0x15b3" })
 	noRDMA.Net = noRDMA.Net[1:]
-	record(Run(tree(t, noRDMA, nil), Options{ExpectRateGbps: 40}))
+	record(Run(tree(t, noRDMA, nil), Options{Expect: linkrate.Expect{Rate: linkrate.Rate{Gbps: 40}, Source: "--expect-rate"}}))
 	for _, r := range Rules {
 		if !pass[r.ID] || !bad[r.ID] {
 			t.Errorf("%s: pass case %v, failing case %v", r.ID, pass[r.ID], bad[r.ID])

@@ -50,7 +50,7 @@ func sniffCheckErrors(b []byte) bool {
 }
 
 func fabricOptions(opt Options) fabriccheck.Options {
-	return fabriccheck.Options{ExpectRate: opt.ExpectRate, Plan: opt.Plan, Thresholds: opt.Thresholds}
+	return fabriccheck.Options{Expect: opt.Expect, Plan: opt.Plan, Thresholds: opt.Thresholds}
 }
 
 func judgeSnapshot(s *fabric.Snapshot, opt Options) ([]check.Finding, any, error) {

@@ -23,9 +23,5 @@ func hostPorts(parse func([]byte) *host.Snapshot) func(string, []byte, Options) 
 // portOptions are doctor's options for a saved port listing: judge's
 // expectations, and only the rules such a listing can feed.
 func portOptions(opt Options) hostcheck.Options {
-	o := hostcheck.Options{ExpectLinkLayer: opt.ExpectLayer, Only: hostcheck.PortRules}
-	if opt.ExpectRate != nil {
-		o.ExpectRateGbps = opt.ExpectRate.Gbps
-	}
-	return o
+	return hostcheck.Options{Expect: opt.Expect, Only: hostcheck.PortRules}
 }

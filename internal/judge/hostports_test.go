@@ -54,7 +54,7 @@ func TestJudgeHostPortsEqualDoctor(t *testing.T) {
 	}
 	parsers := map[string]func([]byte) *host.Snapshot{"ibstat": host.ParseIBStat, "ibstatus": host.ParseIBStatus, "ibv_devinfo": host.ParseDevinfo}
 	hdr, _ := linkrate.ParseRate("4X HDR")
-	opts := []Options{{}, {ExpectRate: &hdr}, {ExpectLayer: linkrate.InfiniBand}, {ExpectRate: &hdr, ExpectLayer: linkrate.RoCE}}
+	opts := []Options{{}, {Expect: linkrate.Expect{Rate: hdr, Source: "--expect-rate"}}, {Expect: linkrate.Expect{Layer: linkrate.InfiniBand, Source: "--expect-link-layer"}}, {Expect: linkrate.Expect{Rate: hdr, Layer: linkrate.RoCE, Source: "--expect-rate"}}}
 	seen := 0
 	err := filepath.Walk(filepath.Join(root, "ibtools"), func(p string, info os.FileInfo, err error) error {
 		if err != nil || info.IsDir() {

@@ -21,12 +21,10 @@ import (
 
 // Options are what saved outputs are judged against.
 type Options struct {
-	// ExpectRate is the rate every link and port should run at (nil:
-	// judged by device models and peers).
-	ExpectRate *linkrate.Rate
-	// ExpectLayer is the link layer every host port should have ("": not
-	// checked).
-	ExpectLayer linkrate.Layer
+	// Expect is the rate every link and port should run at (no rate:
+	// judged by device models and peers) and the link layer every host
+	// port should have (none: not checked), with where they come from.
+	Expect linkrate.Expect
 	// Plan is the intended cabling, for topology outputs (nil: none).
 	Plan *fabric.Topology
 	// Thresholds override error counter thresholds by PMA name.
@@ -62,13 +60,8 @@ var Formats = []Format{
 // --expect-rate, busbw is judged against what one such NIC carries.
 func judgeNCCL(name string, b []byte, opt Options) ([]check.Finding, any, error) {
 	var o nccl.JudgeOptions
-	if opt.ExpectRate != nil {
-		layer := opt.ExpectLayer
-		if layer == "" {
-			layer = linkrate.InfiniBand
-		}
-		o.NIC = linkrate.Link{Layer: layer, RateGbps: opt.ExpectRate.Gbps, Speed: opt.ExpectRate.Speed, MTUBytes: linkrate.DefaultMTU(layer)}
-		o.NICSource = "--expect-rate " + opt.ExpectRate.String()
+	if opt.Expect.HasRate() {
+		o.NIC, o.NICSource = opt.Expect.Link(), opt.Expect.String()
 	}
 	return nccl.JudgeFile(name, b, o)
 }
@@ -77,14 +70,10 @@ func judgeNCCL(name string, b []byte, opt Options) ([]check.Finding, any, error)
 // --expect-link-layer; InfiniBand when not given); perftest's own MTU
 // replaces the default.
 func judgePerftest(name string, b []byte, opt Options) ([]check.Finding, any, error) {
-	if opt.ExpectRate == nil {
+	if !opt.Expect.HasRate() {
 		return bench.JudgePerftestFile(name, b, nil)
 	}
-	layer := opt.ExpectLayer
-	if layer == "" {
-		layer = linkrate.InfiniBand
-	}
-	l := linkrate.Link{Layer: layer, RateGbps: opt.ExpectRate.Gbps, Speed: opt.ExpectRate.Speed, MTUBytes: linkrate.DefaultMTU(layer)}
+	l := opt.Expect.Link()
 	return bench.JudgePerftestFile(name, b, &l)
 }
 

@@ -226,10 +226,10 @@ func TestJudgeVerdicts(t *testing.T) {
 	// ibpanic part way: unknown, not a pass for the devices not read.
 	has(one("ibtools/gpud-ibstat/ibstat.39.0.a100.failed.ibpanic.exit-255.0.txt", Options{}), check.Unknown, "port.state", "rdma devices: the RDMA devices were not all read: ibstat failed part way")
 	// --expect-rate applies: a 2X NDR (200) port against 4X NDR.
-	has(one("ibtools/h20-cx7-ndr200/ibstatus_2X-NDR_redacted.txt", Options{ExpectRate: &r400}), check.Fail, "port.rate.below-expected", "mlx5_7 port 1: runs at 200 Gb/s (200 Gb/sec (2X NDR)), expected 400 Gb/s (--expect-rate)")
-	has(one("ibtools/h20-cx7-ndr200/ibstatus_2X-NDR_redacted.txt", Options{ExpectRate: &r200}), check.Pass, "port.rate.below-expected", "as expected (--expect-rate)")
+	has(one("ibtools/h20-cx7-ndr200/ibstatus_2X-NDR_redacted.txt", Options{Expect: linkrate.Expect{Rate: r400, Source: "--expect-rate"}}), check.Fail, "port.rate.below-expected", "mlx5_7 port 1: runs at 200 Gb/s (200 Gb/sec (2X NDR)), expected 4X NDR (400 Gb/s) (--expect-rate)")
+	has(one("ibtools/h20-cx7-ndr200/ibstatus_2X-NDR_redacted.txt", Options{Expect: linkrate.Expect{Rate: r200, Source: "--expect-rate"}}), check.Pass, "port.rate.below-expected", "as expected (--expect-rate)")
 	// --expect-link-layer: the RoCE ports of a mixed host.
-	has(one("ibtools/ibstat/nccl-tests-issue-350_n013_CX4Lx-eth_CX6-HDR-IB_complete.txt", Options{ExpectLayer: linkrate.InfiniBand}), check.Fail, "port.link-layer", "mlx5_0 port 1: link layer is RoCE (Ethernet), expected InfiniBand")
+	has(one("ibtools/ibstat/nccl-tests-issue-350_n013_CX4Lx-eth_CX6-HDR-IB_complete.txt", Options{Expect: linkrate.Expect{Layer: linkrate.InfiniBand, Source: "--expect-link-layer"}}), check.Fail, "port.link-layer", "mlx5_0 port 1: link layer is RoCE (Ethernet), expected InfiniBand")
 	// A disabled second port may be a spare: without counters or
 	// --expect-ports, whether it should be up is unknown.
 	has(one("ibtools/stmatengss-mlx4/ibstat_4129f2daa9bf.txt", Options{}), check.Unknown, "port.state", "mlx4_0 port 2: port is DOWN / Disabled")
@@ -250,7 +250,7 @@ func TestJudgeDump(t *testing.T) {
 		t.Fatal(err)
 	}
 	edr, _ := linkrate.ParseRate("4X EDR")
-	for _, o := range []Options{{}, {ExpectRate: &edr}, {Plan: plan}} {
+	for _, o := range []Options{{}, {Expect: linkrate.Expect{Rate: edr, Source: "--expect-rate"}}, {Plan: plan}} {
 		r, err := One("dump.txt", []byte(dump), o)
 		if err != nil {
 			t.Fatal(err)
@@ -260,12 +260,12 @@ func TestJudgeDump(t *testing.T) {
 		}
 		for _, f := range r.Findings {
 			if f.Outcome != check.Pass && (strings.HasPrefix(f.Check, "fabric.link.") || strings.HasPrefix(f.Check, "fabric.topology.") || f.Check == "fabric.port.down") {
-				t.Errorf("healthy dump %+v: %s %s: %s", o.ExpectRate, f.Check, f.Subject, f.Message)
+				t.Errorf("healthy dump %+v: %s %s: %s", o.Expect, f.Check, f.Subject, f.Message)
 			}
 		}
 	}
 	bad := testhost.Degrade(dump, 3, 2, "4xDDR")
-	for _, o := range []Options{{}, {ExpectRate: &edr}} {
+	for _, o := range []Options{{}, {Expect: linkrate.Expect{Rate: edr, Source: "--expect-rate"}}} {
 		r, err := One("dump.txt", []byte(bad), o)
 		if err != nil {
 			t.Fatal(err)
@@ -284,7 +284,7 @@ func TestJudgeDump(t *testing.T) {
 			text += e.Value
 		}
 		wants := []string{"0x248a070300c70304", "0x7cfe900300b60030", "4X DDR", "lid"}
-		if o.ExpectRate == nil {
+		if !o.Expect.HasRate() {
 			wants = append(wants, "135 of 136 CA↔Switch links run at 4X EDR")
 		}
 		for _, want := range wants {
