@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -84,5 +85,42 @@ func TestImportsPointUpThePage(t *testing.T) {
 	}
 	if checked < 50 {
 		t.Errorf("only %d imports checked", checked)
+	}
+}
+
+// No built binary is tracked (a 6.3 MB cluster.test once was, despite
+// .gitignore): every file git tracks is checked for an executable's magic
+// number (ELF, Mach-O, PE) and for the executable bit on a non-script.
+func TestNoBuiltBinaryTracked(t *testing.T) {
+	out, err := exec.Command("git", "-C", "../..", "ls-files", "-s", "-z").Output()
+	if err != nil {
+		t.Skipf("not a git checkout: %v", err)
+	}
+	magics := [][]byte{{0x7f, 'E', 'L', 'F'}, {0xcf, 0xfa, 0xed, 0xfe}, {0xfe, 0xed, 0xfa, 0xcf}, {'M', 'Z'}}
+	n := 0
+	for _, rec := range strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00") {
+		meta, path, ok := strings.Cut(rec, "\t")
+		if !ok {
+			continue
+		}
+		n++
+		f, err := os.Open(filepath.Join("../..", path))
+		if err != nil {
+			continue // deleted in the work tree
+		}
+		head := make([]byte, 4)
+		k, _ := f.Read(head)
+		f.Close()
+		for _, m := range magics {
+			if k >= len(m) && string(head[:len(m)]) == string(m) {
+				t.Errorf("%s is a built binary: git rm --cached it (it is built, not kept)", path)
+			}
+		}
+		if strings.HasPrefix(meta, "100755") && !(k >= 2 && head[0] == '#' && head[1] == '!') {
+			t.Errorf("%s is executable but not a script", path)
+		}
+	}
+	if n < 100 {
+		t.Errorf("only %d tracked files listed", n)
 	}
 }
