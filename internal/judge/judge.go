@@ -49,11 +49,11 @@ var Formats = []Format{
 	{"ibv_devinfo", host.SniffDevinfo, hostPorts(host.ParseDevinfo)},
 	{"ibstatus", host.SniffIBStatus, hostPorts(host.ParseIBStatus)},
 	{"ibstat", host.SniffIBStat, hostPorts(host.ParseIBStat)},
-	{"ibqueryerrors", sniffQueryErrors, judgeQueryErrors},
+	{"ibqueryerrors", fabric.SniffIBQueryErrors, judgeQueryErrors},
 	{"ibcheckerrors", sniffCheckErrors, judgeCheckErrors},
-	{"iblinkinfo", sniffLinkInfo, judgeLinkInfo},
-	{"ibnetdiscover", sniffTopology, judgeTopology},
-	{"ibnetdiscover -p", sniffPorts, judgePorts},
+	{"iblinkinfo", fabric.SniffIBLinkInfo, judgeLinkInfo},
+	{"ibnetdiscover", fabric.SniffTopology, judgeTopology},
+	{"ibnetdiscover -p", fabric.SniffIBNetDiscoverPorts, judgePorts},
 }
 
 // judgeNCCL judges nccl-tests output and NCCL_DEBUG logs; with
