@@ -27,9 +27,11 @@ findings as the live commands. Each file is recognised by its content:
   iblinkinfo (default or --line)   the same, plus port states and LIDs
   ibqueryerrors, ibcheckerrors     error counters; output cut short or with
                                    an error line is unknown, not "no errors"
-  ibstat, ibstatus, ibv_devinfo    port state, LID/SM, rate (--expect-rate,
-                                   else the majority of the same part's
-                                   ports), link layer (--expect-link-layer)
+  ibstat, ibstatus, ibv_devinfo    read as a host snapshot and judged by
+                                   doctor's port rules: state, LID/SM, rate
+                                   (--expect-rate, else the majority of the
+                                   host's ports of one model), link layer
+                                   (--expect-link-layer)
 
 A file no format recognises is exit 2 naming it. '-' reads standard input.
 docs/judge.md lists the formats and what each rule needs to be sure.
