@@ -284,6 +284,7 @@ func fleetRates(hosts []*host.Snapshot) map[linkrate.Layer]linkrate.Expect {
 // snapshots of one host, and the fleet rules. Findings come sorted.
 func Doctor(all []*host.Snapshot, opt Options) []check.Finding {
 	hosts := Latest(all)
+	opt = opt.folded()
 	if !opt.Expect.HasRate() && len(hosts) > 1 {
 		opt.fleetRate = fleetRates(hosts)
 	}

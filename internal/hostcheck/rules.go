@@ -25,6 +25,15 @@ type Options struct {
 	// RoCE (none: not checked), with where the belief comes from
 	// (--expect-rate, --expect-link-layer).
 	Expect linkrate.Expect
+	// ExpectRateGbps and ExpectLinkLayer are the old spellings of Expect,
+	// kept only so code written before it still compiles while branches
+	// merge: Run and Doctor fold them into Expect and back.
+	// TestNoOldExpectFields fails on any use outside this file.
+	//
+	// Deprecated: use Expect (linkrate.Expect{Rate: linkrate.Rate{Gbps: g}, Layer: l}).
+	ExpectRateGbps float64
+	// Deprecated: use Expect.Layer.
+	ExpectLinkLayer linkrate.Layer
 	// ExpectPorts lists the ports that must be up ("mlx5_0/1", or "mlx5_0"
 	// for every port of a device); nil means no list. A port not in a
 	// given list is unused, not failed.
@@ -1194,8 +1203,21 @@ func gpuNIC(r rule, s *host.Snapshot, o Options) []check.Finding {
 	return out
 }
 
+// folded reconciles the deprecated expectation fields with Expect.
+func (o Options) folded() Options {
+	if !o.Expect.HasRate() && o.ExpectRateGbps > 0 {
+		o.Expect.Rate, o.Expect.Source = linkrate.Rate{Gbps: o.ExpectRateGbps}, cmp.Or(o.Expect.Source, "--expect-rate")
+	}
+	if o.Expect.Layer == "" {
+		o.Expect.Layer = o.ExpectLinkLayer
+	}
+	o.ExpectRateGbps, o.ExpectLinkLayer = o.Expect.Rate.Gbps, o.Expect.Layer
+	return o
+}
+
 // Run applies every host rule to one snapshot.
 func Run(s *host.Snapshot, o Options) []check.Finding {
+	o = o.folded()
 	var out []check.Finding
 	for _, r := range Rules {
 		if !o.runs(r.ID) {
