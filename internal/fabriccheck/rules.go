@@ -10,6 +10,7 @@
 package fabriccheck
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -26,6 +27,11 @@ type Options struct {
 	// device models and peers), and where that belief comes from. It is
 	// authoritative when given.
 	Expect linkrate.Expect
+	// ExpectRate is the old spelling of Expect, kept only so code written
+	// before it compiles while branches merge; Run folds it into Expect.
+	//
+	// Deprecated: use Expect.
+	ExpectRate *linkrate.Rate
 	// Plan is the intended cabling (nil: no topology diff).
 	Plan *fabric.Topology
 	// Thresholds override the error counters' thresholds (0 each, as
@@ -76,6 +82,9 @@ var Catalog = []check.Entry{
 // Run applies every rule. The error is a plan that cannot be matched to
 // the fabric (a name several nodes carry).
 func Run(s *fabric.Snapshot, o Options) ([]check.Finding, error) {
+	if o.ExpectRate != nil && !o.Expect.HasRate() {
+		o.Expect.Rate, o.Expect.Source = *o.ExpectRate, cmp.Or(o.Expect.Source, "--expect-rate")
+	}
 	names := s.Names()
 	var fs []check.Finding
 	fs = append(fs, subnetManager(s)...)
