@@ -101,12 +101,12 @@ func (o *Options) Validate() error {
 	}
 	if o.Rate != "" {
 		if _, err := linkrate.ParseRate(o.Rate); err != nil {
-			return &UsageError{fmt.Errorf("--rate: %w", err)}
+			return &UsageError{fmt.Errorf("--expect-rate: %w", err)}
 		}
 	}
 	if o.Layer != "" {
 		if _, err := linkrate.ParseLayer(o.Layer); err != nil {
-			return &UsageError{fmt.Errorf("--layer: %w", err)}
+			return &UsageError{fmt.Errorf("--expect-link-layer: %w", err)}
 		}
 	}
 	if o.UseCUDA && (o.Engine != "perftest" || strings.HasSuffix(o.Test, "_lat")) {

@@ -403,8 +403,8 @@ func TestOptionsValidate(t *testing.T) {
 		{func(o *Options) { o.Timeout = -5 * time.Second }, "must be positive"},
 		{func(o *Options) { o.Seconds = 0 }, "--seconds 0"},
 		{func(o *Options) { o.Seconds = -5 }, "--seconds -5"},
-		{func(o *Options) { o.Rate = "fast" }, "--rate"},
-		{func(o *Options) { o.Layer = "pigeon" }, "--layer"},
+		{func(o *Options) { o.Rate = "fast" }, "--expect-rate"},
+		{func(o *Options) { o.Layer = "pigeon" }, "--expect-link-layer"},
 		{func(o *Options) { o.Resume, o.Overwrite = true, true }, "contradict"},
 	} {
 		o := good

@@ -49,7 +49,7 @@ NODE=ADDR), and every process is a one-task srun step pinned to its node
 Exit codes: 0 nothing failed, 1 a node, pair or direction failed, 2 could not
 run (bad flag or file, unready nodes), 130 interrupted (finished work is saved).`,
 		Example: `  rdmalab bench --cluster cluster.yaml --engine perftest --test ib_write_bw
-  rdmalab bench --cluster cluster.yaml --rate "4X HDR" --samples 3
+  rdmalab bench --cluster cluster.yaml --expect-rate "4X HDR" --samples 3
   rdmalab bench --cluster cluster.yaml --test ib_write_bw --use-cuda   # GPUDirect RDMA: GPU vs host memory
   rdmalab bench --cluster cluster.yaml --engine tcp --results run1.jsonl
   rdmalab bench --cluster cluster.yaml --engine tcp --results run1.jsonl --resume
@@ -103,8 +103,10 @@ run (bad flag or file, unready nodes), 130 interrupted (finished work is saved).
 	f.IntVar(&o.Seconds, "seconds", 5, "seconds per bandwidth sample")
 	f.IntVar(&o.Samples, "samples", 3, "samples per direction; verdicts use their median, the spread is kept")
 	f.DurationVar(&o.Timeout, "timeout", 2*time.Minute, "per sample; both ends are killed after it")
-	f.StringVar(&o.Rate, "rate", "", "link rate, overriding the cluster file: 200, \"4X HDR\", 25GbE")
-	f.StringVar(&o.Layer, "layer", "", "link layer, overriding the cluster file: InfiniBand (IB), RoCE (Ethernet), TCP")
+	f.StringVar(&o.Rate, "expect-rate", "", "link rate, overriding the cluster file: 200, \"4X HDR\", 25GbE")
+	f.StringVar(&o.Layer, "expect-link-layer", "", "link layer, overriding the cluster file: InfiniBand (IB), RoCE (Ethernet), TCP")
+	alias(f, "expect-rate", "rate")
+	alias(f, "expect-link-layer", "layer")
 	f.StringVar(&o.Results, "results", "bench-results.jsonl", "results log (JSON lines), appended and synced as directions finish")
 	f.BoolVar(&o.Resume, "resume", false, "continue --results: measure only what it lacks (and what failed)")
 	f.BoolVar(&o.Overwrite, "overwrite", false, "replace an earlier results log at --results")

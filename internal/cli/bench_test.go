@@ -32,7 +32,7 @@ func TestBenchRefusesMistakes(t *testing.T) {
 		{[]string{"--seconds", "0"}, "--seconds 0: must be positive"},
 		{[]string{"--seconds", "-5"}, "--seconds -5: must be positive"},
 		{[]string{"--engine", "perftest", "--test", "bogus"}, `--test "bogus" is not a perftest test`},
-		{[]string{"--rate", "fast"}, "--rate"},
+		{[]string{"--rate", "fast"}, "--expect-rate"},
 		{[]string{"--results", cluster, "--overwrite"}, "it is the cluster file"},
 		{[]string{"--results", notes, "--overwrite"}, "not an rdmalab bench results log"},
 		{[]string{"--results", results}, "--resume continues it, --overwrite replaces it"},

@@ -3,35 +3,42 @@ package cli
 import (
 	"github.com/rdmalab/rdmalab/internal/hostcheck"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
+	"github.com/spf13/pflag"
 )
 
-// rateFlag reads a rate flag in the one rate syntax ("200", "4X HDR",
-// "25GbE"); empty means no expectation (0).
-func rateFlag(name, v string) (float64, error) {
-	if v == "" {
-		return 0, nil
-	}
-	r, err := linkrate.ParseRate(v)
+// expect reads the one flag pair, --expect-rate and --expect-link-layer
+// ("" for none), into linkrate's one expectation type, citing the flags
+// as its source.
+func expect(rate, linkLayer string) (linkrate.Expect, error) {
+	e, err := linkrate.NewExpect(rate, "", 0, "--expect-rate")
 	if err != nil {
-		return 0, usageErr("%s: %v", name, err)
+		return e, usageErr("--expect-rate: %v", err)
 	}
-	return r.Gbps, nil
+	if linkLayer != "" {
+		l, err := linkrate.ParseLayer(linkLayer)
+		if err != nil || l == linkrate.TCP {
+			return e, usageErr("--expect-link-layer %q: want InfiniBand (IB) or RoCE (Ethernet)", linkLayer)
+		}
+		e.Layer = l
+		if rate == "" {
+			e.Source = "--expect-link-layer"
+		}
+	}
+	return e, nil
 }
 
 // expectFlags reads --expect-rate and --expect-link-layer the same way in
 // every command that judges hosts (doctor, slurm health, exporter).
 func expectFlags(rate, linkLayer string) (hostcheck.Options, error) {
-	var opt hostcheck.Options
-	var err error
-	if opt.ExpectRateGbps, err = rateFlag("--expect-rate", rate); err != nil {
-		return opt, err
+	e, err := expect(rate, linkLayer)
+	return hostcheck.Options{Expect: e}, err
+}
+
+// alias adds old spellings of a flag, hidden, sharing its value: scripts
+// written against them keep working while help shows one name per idea.
+func alias(f *pflag.FlagSet, name string, old ...string) {
+	fl := f.Lookup(name)
+	for _, o := range old {
+		f.AddFlag(&pflag.Flag{Name: o, Usage: "old spelling of --" + name, Value: fl.Value, DefValue: fl.DefValue, Hidden: true})
 	}
-	if linkLayer != "" {
-		l, err := linkrate.ParseLayer(linkLayer)
-		if err != nil || l == linkrate.TCP {
-			return opt, usageErr("--expect-link-layer %q: want InfiniBand (IB) or RoCE (Ethernet)", linkLayer)
-		}
-		opt.ExpectLinkLayer = l
-	}
-	return opt, nil
 }

@@ -64,13 +64,9 @@ dashboard.`,
 			if err != nil {
 				return err
 			}
-			var fabricExpect *linkrate.Rate
-			if fabricRate != "" {
-				r, err := linkrate.ParseRate(fabricRate)
-				if err != nil {
-					return usageErr("--fabric.expect-rate: %v", err)
-				}
-				fabricExpect = &r
+			fabricExpect, err := linkrate.NewExpect(fabricRate, "", 0, "--fabric.expect-rate")
+			if err != nil {
+				return usageErr("--fabric.expect-rate: %v", err)
 			}
 			if st, err := os.Stat(o.Root); err != nil || !st.IsDir() {
 				return usageErr("--root %s: not a directory", o.Root)
@@ -79,7 +75,7 @@ dashboard.`,
 			o.FindingsInterval = findingsInterval
 			o.NoFindings = findingsInterval == 0
 			o.FabricRunner = fabric.Exec{CA: fabricCA, Port: fabricPort, Timeout: fabricTimeout}
-			o.FabricCheck = fabriccheck.Options{ExpectRate: fabricExpect}
+			o.FabricCheck = fabriccheck.Options{Expect: fabricExpect}
 			o.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			if textfile != "" {
 				// One shot: wait for every collector, however long the fabric takes.

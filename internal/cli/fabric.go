@@ -16,7 +16,6 @@ import (
 	"github.com/rdmalab/rdmalab/internal/envelope"
 	"github.com/rdmalab/rdmalab/internal/fabric"
 	"github.com/rdmalab/rdmalab/internal/fabriccheck"
-	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"github.com/rdmalab/rdmalab/internal/report"
 	"github.com/spf13/cobra"
 )
@@ -172,13 +171,11 @@ type fabricCheckFlags struct {
 
 func (fl fabricCheckFlags) options() (fabriccheck.Options, error) {
 	opt := fabriccheck.Options{Thresholds: map[string]uint64{}}
-	if fl.rate != "" {
-		r, err := linkrate.ParseRate(fl.rate)
-		if err != nil {
-			return opt, usageErr("--expect-rate: %v", err)
-		}
-		opt.ExpectRate = &r
+	e, err := expect(fl.rate, "")
+	if err != nil {
+		return opt, err
 	}
+	opt.Expect = e
 	known := fabriccheck.ErrorCounters()
 	for _, t := range fl.thresholds {
 		name, v, ok := strings.Cut(t, "=")
@@ -220,7 +217,7 @@ func newFabricCheckCmd() *cobra.Command {
   sharing a priority; linked ports without a LID or not Active; and with
   --topology, the cabling against the plan (an ibnetdiscover file, an ibsim
   netlist or a YAML list of links, docs/cabling.md), matched by GUID.
-Every check is described in docs/fabric-checks.md.
+Every check is described in docs/checks.md (section fabric).
 
 Exit codes: 0 no failures, 1 failures found, 2 could not run, 130 interrupted.`,
 		Example: `  rdmalab fabric check

@@ -108,7 +108,7 @@ func TestFabricRefusals(t *testing.T) {
 		{[]string{"fabric", "check", "--snapshot", "example:qdr-lab", "--topology", hostSnap}, "this is JSON, not a topology"},
 		{[]string{"judge", "/nonexistent.txt"}, "/nonexistent.txt"},
 		{[]string{"judge", hostSnap}, hostSnap + ": not a saved output rdmalab judges"},
-		{[]string{"judge", "--expect-layer", "fibre", hostSnap}, "--expect-layer"},
+		{[]string{"judge", "--expect-layer", "fibre", hostSnap}, "--expect-link-layer"},
 	} {
 		_, errOut, code := run(t, c.args...)
 		if code != ExitUsage || !strings.Contains(errOut, c.want) || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
@@ -159,7 +159,7 @@ func TestJudgeStdin(t *testing.T) {
 	root.SetIn(strings.NewReader(string(b)))
 	root.SetArgs([]string{"judge", "--expect-rate", "4X NDR", "-"})
 	err = root.Execute()
-	if err != errFindings || !strings.Contains(o.String(), "== (stdin) (ibstatus output)") || !strings.Contains(o.String(), "runs at 2X NDR (200 Gb/s), below the expected 4X NDR (400 Gb/s)") {
+	if err != errFindings || !strings.Contains(o.String(), "== (stdin) (ibstatus output)") || !strings.Contains(o.String(), "mlx5_7 port 1: runs at 200 Gb/s (200 Gb/sec (2X NDR)), expected 4X NDR (400 Gb/s)") {
 		t.Errorf("%v\n%s%s", err, o.String(), e.String())
 	}
 }

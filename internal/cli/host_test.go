@@ -72,7 +72,7 @@ func TestDoctorRateSyntax(t *testing.T) {
 		}
 	}
 	out, _, code := run(t, "doctor", "--snapshot", "example:hgx-h200", "--expect-rate", "4X XDR")
-	if code != ExitFindings || !strings.Contains(out, "expected 800 Gb/s (--expect-rate)") {
+	if code != ExitFindings || !strings.Contains(out, "expected 4X XDR (800 Gb/s) (--expect-rate)") {
 		t.Errorf("4X XDR: exit %d\n%s", code, out)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/envelope"
 	"github.com/rdmalab/rdmalab/internal/judge"
-	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"github.com/rdmalab/rdmalab/internal/report"
 	"github.com/spf13/cobra"
 )
@@ -28,9 +27,11 @@ findings as the live commands. Each file is recognised by its content:
   iblinkinfo (default or --line)   the same, plus port states and LIDs
   ibqueryerrors, ibcheckerrors     error counters; output cut short or with
                                    an error line is unknown, not "no errors"
-  ibstat, ibstatus, ibv_devinfo    port state, LID/SM, rate (--expect-rate,
-                                   else the majority of the same part's
-                                   ports), link layer (--expect-layer)
+  ibstat, ibstatus, ibv_devinfo    read as a host snapshot and judged by
+                                   doctor's port rules: state, LID/SM, rate
+                                   (--expect-rate, else the majority of the
+                                   host's ports of one model), link layer
+                                   (--expect-link-layer)
 
 A file no format recognises is exit 2 naming it. '-' reads standard input.
 docs/judge.md lists the formats and what each rule needs to be sure.
@@ -38,7 +39,7 @@ docs/judge.md lists the formats and what each rule needs to be sure.
 Exit codes: 0 no failures, 1 failures found, 2 could not run.`,
 		Example: `  rdmalab judge ibnetdiscover.txt
   rdmalab judge --expect-rate "4X HDR" iblinkinfo.txt ibqueryerrors.txt
-  ssh node017 ibstat | rdmalab judge --expect-rate 200 --expect-layer IB -
+  ssh node017 ibstat | rdmalab judge --expect-rate 200 --expect-link-layer IB -
   rdmalab judge --topology cabling.yaml ibnetdiscover-today.txt`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -49,14 +50,11 @@ Exit codes: 0 no failures, 1 failures found, 2 could not run.`,
 			if err != nil {
 				return err
 			}
-			opt := judge.Options{ExpectRate: fopt.ExpectRate, Plan: fopt.Plan, Thresholds: fopt.Thresholds}
-			if layer != "" {
-				l, err := linkrate.ParseLayer(layer)
-				if err != nil {
-					return usageErr("--expect-layer: %v", err)
-				}
-				opt.ExpectLayer = l
+			e, err := expect(rate, layer)
+			if err != nil {
+				return err
 			}
+			opt := judge.Options{Expect: e, Plan: fopt.Plan, Thresholds: fopt.Thresholds}
 			in, err := readInputs(cmd.InOrStdin(), args)
 			if err != nil {
 				return err
@@ -82,7 +80,8 @@ Exit codes: 0 no failures, 1 failures found, 2 could not run.`,
 	}
 	f := c.Flags()
 	f.StringVar(&rate, "expect-rate", "", "rate every link and port should run at: Gb/s (200), 25GbE, or width and speed (\"4X HDR\")")
-	f.StringVar(&layer, "expect-layer", "", "link layer every host port should have: IB or RoCE (Ethernet)")
+	f.StringVar(&layer, "expect-link-layer", "", "link layer every host port should have: IB or RoCE (Ethernet)")
+	alias(f, "expect-link-layer", "expect-layer")
 	f.StringVar(&topology, "topology", "", "intended cabling, for topology outputs (ibnetdiscover file, ibsim netlist or .yaml)")
 	f.StringArrayVar(&thresholds, "threshold", nil, "override an error counter threshold, COUNTER=N (repeatable)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "list passed checks too")

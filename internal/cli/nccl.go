@@ -31,7 +31,7 @@ saved nccl-tests output and NCCL_DEBUG logs (judge). docs/nccl.md walks
 through seed 001's bring-up with these commands.`,
 		Example: `  rdmalab nccl env --snapshot example:hgx-h200
   rdmalab nccl run --cluster cluster.yaml --gpus-per-node 8 --rails 8 --snapshot node1.json
-  rdmalab nccl judge all_reduce.log --nic-rate "4X NDR" --rails 8 --algo Ring`,
+  rdmalab nccl judge all_reduce.log --expect-rate "4X NDR" --rails 8 --algo Ring`,
 	}
 	c.AddCommand(newNCCLEnvCmd(), newNCCLJudgeCmd(), newNCCLRunCmd())
 	return c
@@ -100,8 +100,10 @@ type nicFlags struct {
 }
 
 func (n *nicFlags) register(c *cobra.Command) {
-	c.Flags().StringVar(&n.rate, "nic-rate", "", `rate of one rail: 200, "4X HDR", 100GbE (default: unknown, busbw reported but not judged)`)
-	c.Flags().StringVar(&n.layer, "link-layer", "", "InfiniBand or RoCE (default: InfiniBand, or Ethernet for a GbE rate)")
+	c.Flags().StringVar(&n.rate, "expect-rate", "", `rate of one rail: 200, "4X HDR", 100GbE (default: unknown, busbw reported but not judged)`)
+	c.Flags().StringVar(&n.layer, "expect-link-layer", "", "InfiniBand or RoCE (default: InfiniBand, or Ethernet for a GbE rate)")
+	alias(c.Flags(), "expect-rate", "nic-rate")
+	alias(c.Flags(), "expect-link-layer", "link-layer")
 	c.Flags().IntVar(&n.mtu, "mtu", 0, "RDMA MTU in bytes (default 4096 on InfiniBand, 1024 on RoCE)")
 	c.Flags().IntVar(&n.rails, "rails", 1, "NICs per node NCCL spreads inter-node traffic over")
 	c.Flags().StringVar(&n.algo, "algo", "", "NCCL_ALGO the run used (Ring makes busbw above the NIC limit a failure)")
@@ -113,25 +115,12 @@ func (n *nicFlags) options() (nccl.JudgeOptions, error) {
 	if n.rate == "" {
 		return opt, nil
 	}
-	r, err := linkrate.ParseRate(n.rate)
+	e, err := linkrate.NewExpect(n.rate, n.layer, n.mtu, fmt.Sprintf("--expect-rate %s --rails %d", n.rate, n.rails))
 	if err != nil {
-		return opt, usageErr("--nic-rate: %v", err)
+		return opt, usageErr("--expect-rate/--expect-link-layer/--mtu: %v", err)
 	}
-	layer := linkrate.InfiniBand
-	if r.Ethernet {
-		layer = linkrate.RoCE
-	}
-	if n.layer != "" {
-		if layer, err = linkrate.ParseLayer(n.layer); err != nil {
-			return opt, usageErr("--link-layer: %v", err)
-		}
-	}
-	mtu := n.mtu
-	if mtu == 0 {
-		mtu = linkrate.DefaultMTU(layer)
-	}
-	opt.NIC = linkrate.Link{Layer: layer, RateGbps: r.Gbps, Speed: r.Speed, MTUBytes: mtu}
-	opt.NICSource = fmt.Sprintf("--nic-rate %s --rails %d", n.rate, n.rails)
+	opt.NIC = e.Link()
+	opt.NICSource = e.Source
 	return opt, nil
 }
 
@@ -146,14 +135,14 @@ the older error column, mpirun rank prefixes, stray NCCL lines, or -J JSON) and
 NCCL_DEBUG=INFO logs, in any mix. Any #wrong > 0 fails whatever the bandwidth;
 a run without its "Avg bus bandwidth" or "concluded" line is incomplete; busbw
 is judged on the large-message plateau (never the Avg line) against what the
-NICs carry (--nic-rate, --rails); a plateau that falls at large sizes is
+NICs carry (--expect-rate, --rails); a plateau that falls at large sizes is
 flagged. From the log, per host: the network NCCL chose, plugins, GPUDirect
 RDMA per HCA and channel, NET/Socket between nodes (a failure), every WARN,
 NCCL versions, and hosts that took part but did not log.
 
 Exit codes: 0 nothing failed, 1 a failure, 2 could not read a file.`,
 		Example: `  rdmalab nccl judge all_reduce.log
-  rdmalab nccl judge run.log --nic-rate "4X NDR" --rails 8 --algo Ring
+  rdmalab nccl judge run.log --expect-rate "4X NDR" --rails 8 --algo Ring
   rdmalab nccl judge rank0.log -o json`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -209,15 +209,23 @@ func (c *Cluster) LinkFor(a, b Node) linkrate.Link {
 	return l
 }
 
-// Resolved is the link as linkrate models it (the file was validated, so
-// the rate parses).
-func (s LinkSpec) Resolved() linkrate.Link {
-	layer, _ := linkrate.ParseLayer(s.Layer)
-	l := linkrate.Link{Layer: layer, RateGbps: s.RateGbps, MTUBytes: s.MTUBytes, PCIeGbps: s.PCIeGbps}
-	if s.Rate != "" {
-		r, _ := linkrate.ParseRate(s.Rate)
-		l.RateGbps, l.Speed = r.Gbps, r.Speed
+// Expect is what the file declares, as linkrate's one expectation type
+// (the file was validated, so the rate parses; rate_gbps is the older
+// numeric spelling of rate).
+func (s LinkSpec) Expect() linkrate.Expect {
+	e, _ := linkrate.NewExpect(s.Rate, s.Layer, s.MTUBytes, "cluster file")
+	if s.Rate == "" {
+		e.Rate = linkrate.Rate{Gbps: s.RateGbps}
 	}
+	return e
+}
+
+// Resolved is the link as linkrate models it: the declared expectation,
+// capped by the NIC slots' PCIe bandwidth when given.
+func (s LinkSpec) Resolved() linkrate.Link {
+	l := s.Expect().Link()
+	l.Layer, _ = linkrate.ParseLayer(s.Layer)
+	l.PCIeGbps = s.PCIeGbps
 	return l
 }
 

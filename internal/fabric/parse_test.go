@@ -1,7 +1,9 @@
 package fabric
 
 import (
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -266,11 +268,53 @@ func FuzzParseTopology(f *testing.F) {
 	})
 }
 
+// Any text: what ibqueryerrors' parser reads, printed back in the tool's
+// format, reads back the same (no port, counter or value invented or
+// lost); a refusal names a line the text has, and quotes it. sminfo and
+// SMIR parsers likewise name real lines.
 func FuzzParseIBQueryErrors(f *testing.F) {
 	f.Add("Errors for \"Hca2\"\n   GUID 0x100004 port 1: [SymbolErrorCounter == 12]\n")
+	f.Add("Errors for 0x7cfe900300b60030 \"SwitchIB\"\n   GUID 0x7cfe900300b60030 port ALL: [LinkDownedCounter == 3]\n   GUID 0x7cfe900300b60030 port 7: [LinkDownedCounter == 3] [PortRcvErrors == 18446744073709551615]\n")
+	f.Add("   GUID 0x1 port 2: [SymbolErrorCounter == 99999999999999999999]\n")
+	f.Add("sm lid 1 sm guid 0x2, activity count 9 priority 0 state 3 SMINFO_MASTER\n")
+	lineOK := func(t *testing.T, s string, err error) {
+		t.Helper()
+		var pe *ParseError
+		if !errors.As(err, &pe) {
+			return
+		}
+		lines := strings.Split(s, "\n")
+		if pe.Line < 1 || pe.Line > len(lines) {
+			t.Fatalf("%v: line %d of a %d-line text", err, pe.Line, len(lines))
+		}
+	}
 	f.Fuzz(func(t *testing.T, s string) {
-		_, _ = ParseIBQueryErrors(s)
-		_, _ = ParseSMInfoRecords(s)
-		_, _ = ParseSMInfo(s)
+		got, err := ParseIBQueryErrors(s)
+		lineOK(t, s, err)
+		if err == nil {
+			var b strings.Builder
+			for _, pe := range got {
+				fmt.Fprintf(&b, "Errors for \"%s\"\n   GUID %s port %d:", pe.NodeDesc, pe.GUID, pe.Port)
+				for c, v := range pe.Counters {
+					fmt.Fprintf(&b, " [%s == %d]", c, v)
+				}
+				b.WriteString("\n")
+			}
+			again, err := ParseIBQueryErrors(b.String())
+			if err != nil || len(again) != len(got) {
+				t.Fatalf("printed back, %d ports read as %d (%v):\n%s", len(got), len(again), err, b.String())
+			}
+			for i := range got {
+				if !strings.ContainsAny(got[i].NodeDesc, "\r\n") && (again[i].NodeDesc != got[i].NodeDesc || again[i].GUID != got[i].GUID || again[i].Port != got[i].Port || !maps.Equal(again[i].Counters, got[i].Counters)) {
+					t.Fatalf("port %d: %+v read back as %+v", i, got[i], again[i])
+				}
+			}
+		}
+		_, err = ParseSMInfoRecords(s)
+		lineOK(t, s, err)
+		_, err = ParseSMInfo(s)
+		if err == nil && !strings.Contains(s, "SMINFO_") {
+			t.Fatalf("an sminfo line without SMINFO_ was read: %q", s)
+		}
 	})
 }

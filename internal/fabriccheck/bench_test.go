@@ -32,7 +32,7 @@ func BenchmarkFabricCheckVsTools(b *testing.B) {
 			b.Fatal(err)
 		}
 		r := linkrate.Rate{Gbps: 120}
-		fs, err := Run(s, Options{ExpectRate: &r})
+		fs, err := Run(s, Options{Expect: linkrate.Expect{Rate: r, Source: "--expect-rate"}})
 		if err != nil {
 			b.Fatal(err)
 		}

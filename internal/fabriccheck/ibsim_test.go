@@ -45,6 +45,22 @@ func ids(m map[string][]check.Finding) []string {
 	return out
 }
 
+// wantAt wants exactly one finding of id, about subject, whose message
+// says each of contains.
+func wantAt(t *testing.T, m map[string][]check.Finding, id, subject string, contains ...string) {
+	t.Helper()
+	fs := m[id]
+	if len(fs) != 1 || fs[0].Subject != subject {
+		t.Errorf("%s: want one finding about %q, got %+v", id, subject, fs)
+		return
+	}
+	for _, c := range contains {
+		if !strings.Contains(fs[0].Message, c) {
+			t.Errorf("%s %s: %q lacks %q", id, subject, fs[0].Message, c)
+		}
+	}
+}
+
 func wantOne(t *testing.T, m map[string][]check.Finding, id string, contains ...string) {
 	t.Helper()
 	fs := m[id]
@@ -79,7 +95,7 @@ func TestExampleNetlists(t *testing.T) {
 			sim.StartSM("", 0)
 			sim.WaitUp(30 * time.Second)
 			s := scan(t, sim, 0)
-			fs := mustRun(t, s, Options{Plan: plan, ExpectRate: rateOf(t, "120")})
+			fs := mustRun(t, s, Options{Plan: plan, Expect: expectOf(t, "120")})
 			if f := failing(fs, check.Fail); len(f) > 0 {
 				t.Errorf("healthy %s: failures %v: %+v", name, ids(f), f)
 			}
@@ -126,46 +142,80 @@ func TestInjectedFaults(t *testing.T) {
 	if got := ids(f); !slices.Equal(got, []string{"fabric.link.speed", "fabric.link.width"}) {
 		t.Fatalf("want only the width and speed faults, got %v", got)
 	}
-	wantOne(t, f, "fabric.link.width", "node0001 port 1 ↔ leaf01 port 1", "runs at 1X QDR", "should run at 12X QDR", "4 of 6 CA↔Switch links")
-	wantOne(t, f, "fabric.link.speed", "node0002 port 1 ↔ leaf01 port 2", "runs at 12X DDR", "should run at 12X QDR")
+	wantAt(t, f, "fabric.link.width", "node0001 port 1 ↔ leaf01 port 1", "runs at 1X QDR", "should run at 12X QDR", "4 of 6 CA↔Switch links")
+	wantAt(t, f, "fabric.link.speed", "node0002 port 1 ↔ leaf01 port 2", "runs at 12X DDR", "should run at 12X QDR")
 
 	sim.Console(`Unlink "node0003"[1]`)
 	sim.Console(`PerformanceSet "node0004"[1] PortCounters.SymbolErrorCounter=50`)
 	sim.Console(`PerformanceSet "spine01"[1] PortCounters.PortRcvErrors=65535`)
 	sim.Console(`PerformanceSet "node0005"[1] PortCounters.LinkDownedCounter=2`) // under its threshold of 5 below
-	go func() {
-		time.Sleep(400 * time.Millisecond)
+	// The counter rises between the scan's two samples: right after the
+	// first ibqueryerrors returns, not after a sleep that a loaded machine
+	// can outrun.
+	between := &afterFirst{Runner: fabric.Exec{Dir: sim.Dir, Env: sim.Env(), Timeout: 30 * time.Second}, tool: "ibqueryerrors", then: func() {
 		sim.Console(`PerformanceSet "node0004"[1] PortCounters.SymbolErrorCounter=80`)
-	}()
-	s := scan(t, sim, 1500*time.Millisecond)
+	}}
+	s, err := fabric.Scan(context.Background(), between, fabric.ScanOptions{Interval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !between.fired {
+		t.Fatal("the scan never ran ibqueryerrors")
+	}
 	f = failing(mustRun(t, s, Options{Plan: plan, Thresholds: map[string]uint64{"SymbolErrorCounter": 10, "LinkDownedCounter": 5}}), check.Fail)
-	wantOne(t, f, "fabric.port.down", "leaf01 port 3 ↔ node0003 port 1")
+	if got := ids(f); !slices.Equal(got, []string{"fabric.link.speed", "fabric.link.width", "fabric.port.down", "fabric.port.errors", "fabric.port.errors.rising"}) {
+		t.Errorf("failing checks %v", got)
+	}
+	wantAt(t, f, "fabric.port.down", "leaf01 port 3 ↔ node0003 port 1")
 	if got := f["fabric.port.errors"]; len(got) != 2 {
 		t.Errorf("port errors: %+v", got)
 	} else {
-		msgs := got[0].Subject + ": " + got[0].Message + "\n" + got[1].Subject + ": " + got[1].Message
-		for _, want := range []string{"node0004 port 1 SymbolErrorCounter: 80, over the threshold 10 (link to leaf02 port 1)", "spine01 port 1 PortRcvErrors: saturated at 65535"} {
-			if !strings.Contains(msgs, want) {
-				t.Errorf("port errors lack %q:\n%s", want, msgs)
-			}
-		}
+		check.Sort(got)
+		wantAt(t, map[string][]check.Finding{"a": got[:1]}, "a", "node0004 port 1 SymbolErrorCounter", "80, over the threshold 10 (link to leaf02 port 1)")
+		wantAt(t, map[string][]check.Finding{"b": got[1:]}, "b", "spine01 port 1 PortRcvErrors", "saturated at 65535")
 	}
-	wantOne(t, f, "fabric.port.errors.rising", "node0004 port 1 SymbolErrorCounter: rising")
+	wantAt(t, f, "fabric.port.errors.rising", "node0004 port 1 SymbolErrorCounter", "rising")
 
 	sim.Console(`Unlink "node0006"[1]`)
 	sim.Console(`Link "node0006"[1] "leaf02"[6]`)
 	f = failing(mustRun(t, scan(t, sim, 0), Options{Plan: plan}), check.Fail)
-	wantOne(t, f, "fabric.topology.miswired", "leaf02 port 3 ↔ node0006 port 1: planned, but found", "node0006 port 1 ↔ leaf02 port 6")
+	wantAt(t, f, "fabric.topology.miswired", "leaf02 port 3 ↔ node0006 port 1", "planned, but found", "node0006 port 1 ↔ leaf02 port 6")
 
 	sim.StartSM("node0005", 0)
-	// The master learns of the standby at its next sweep (every 2 s here).
-	s = scan(t, sim, 0)
-	for deadline := time.Now().Add(45 * time.Second); len(s.SMs) < 2 && time.Now().Before(deadline); {
-		time.Sleep(500 * time.Millisecond)
+	// The master learns of the standby at a later sweep: wait for the
+	// finding itself, under a deadline, and say what was seen if it never
+	// comes (under load this took longer than a fixed number of sweeps).
+	var w map[string][]check.Finding
+	deadline := time.Now().Add(90 * time.Second)
+	for {
 		s = scan(t, sim, 0)
+		w = failing(mustRun(t, s, Options{}), check.Warn)
+		if len(w["fabric.sm.priority-clash"]) > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
-	w := failing(mustRun(t, s, Options{}), check.Warn)
-	wantOne(t, w, "fabric.sm.priority-clash", "2 subnet managers share priority 0")
+	if len(w["fabric.sm.priority-clash"]) == 0 {
+		t.Fatalf("no priority clash within 90 s; SMs seen: %+v (saquery: %q)", s.SMs, s.SMRecordsError)
+	}
+	wantAt(t, w, "fabric.sm.priority-clash", "subnet", "2 subnet managers share priority 0")
+}
+
+// afterFirst runs then once, right after the first run of tool returns.
+type afterFirst struct {
+	fabric.Runner
+	tool  string
+	then  func()
+	fired bool
+}
+
+func (a *afterFirst) Run(ctx context.Context, name string, args ...string) (fabric.Output, error) {
+	out, err := a.Runner.Run(ctx, name, args...)
+	if name == a.tool && !a.fired {
+		a.fired = true
+		a.then()
+	}
+	return out, err
 }
 
 // Without a subnet manager nothing is configured, and the check says so.

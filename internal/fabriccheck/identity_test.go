@@ -33,12 +33,12 @@ func mustRun(t *testing.T, s *fabric.Snapshot, o Options) []check.Finding {
 	return fs
 }
 
-func rateOf(t *testing.T, s string) *linkrate.Rate {
-	r, err := linkrate.ParseRate(s)
+func expectOf(t *testing.T, s string) linkrate.Expect {
+	e, err := linkrate.NewExpect(s, "", 0, "--expect-rate")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &r
+	return e
 }
 
 // linkFindings are the fail/warn/unknown findings of the link rules.
@@ -88,7 +88,7 @@ func TestLinkJudgementOnCapture(t *testing.T) {
 			t.Errorf("finding lacks %q:\n%s", want, got)
 		}
 	}
-	lf = linkFindings(mustRun(t, s, Options{ExpectRate: rateOf(t, "4X EDR")}))
+	lf = linkFindings(mustRun(t, s, Options{Expect: expectOf(t, "4X EDR")}))
 	if len(lf) != 1 || lf[0].Check != "fabric.link.rate" || !strings.Contains(lf[0].Message, "below the expected 4X EDR (100 Gb/s) (--expect-rate)") {
 		t.Errorf("with --expect-rate: %+v", lf)
 	}
@@ -166,10 +166,10 @@ func TestRealFormatDumpOnIBSim(t *testing.T) {
 	if n := len(s.Links()); n != 144 || len(plan.Links) != 144 {
 		t.Fatalf("%d links scanned, %d in the dump; want 144", n, len(plan.Links))
 	}
-	for _, o := range []Options{{}, {ExpectRate: rateOf(t, "4X EDR")}, {ExpectRate: rateOf(t, "100")}} {
+	for _, o := range []Options{{}, {Expect: expectOf(t, "4X EDR")}, {Expect: expectOf(t, "100")}} {
 		fs := mustRun(t, s, o)
 		if lf := linkFindings(fs); len(lf) != 0 {
-			t.Errorf("healthy, expect %v: %d link findings, first: %s", o.ExpectRate, len(lf), text(lf[0]))
+			t.Errorf("healthy, expect %v: %d link findings, first: %s", o.Expect, len(lf), text(lf[0]))
 		}
 	}
 	for _, f := range mustRun(t, s, Options{Plan: plan}) {
@@ -184,19 +184,19 @@ func TestRealFormatDumpOnIBSim(t *testing.T) {
 	sim2.StartSM("", 0)
 	sim2.WaitUp(90 * time.Second)
 	s2 := scan(t, sim2, 0)
-	for _, o := range []Options{{}, {ExpectRate: rateOf(t, "4X EDR")}} {
+	for _, o := range []Options{{}, {Expect: expectOf(t, "4X EDR")}} {
 		lf := linkFindings(mustRun(t, s2, o))
-		if o.ExpectRate == nil && len(lf) == 1 && !strings.Contains(lf[0].Message, "135 of 136 CA↔Switch links run at 4X EDR") {
+		if !o.Expect.HasRate() && len(lf) == 1 && !strings.Contains(lf[0].Message, "135 of 136 CA↔Switch links run at 4X EDR") {
 			t.Errorf("peer evidence: %s", lf[0].Message)
 		}
 		if len(lf) != 1 {
-			t.Fatalf("degraded, expect %v: %d link findings, want 1: %+v", o.ExpectRate, len(lf), lf)
+			t.Fatalf("degraded, expect %v: %d link findings, want 1: %+v", o.Expect, len(lf), lf)
 		}
 		got := text(lf[0])
-		t.Logf("expect %v:\n%s", o.ExpectRate, got)
+		t.Logf("expect %v:\n%s", o.Expect, got)
 		for _, want := range []string{"0x248a070300c70304", "0x7cfe900300b60030", "4X DDR", "HCA-1 [0x248a070300c70304 lid", "SwitchIB Mellanox Technologies [0x7cfe900300b60030 lid"} {
 			if !strings.Contains(got, want) {
-				t.Errorf("expect %v: finding lacks %q:\n%s", o.ExpectRate, want, got)
+				t.Errorf("expect %v: finding lacks %q:\n%s", o.Expect, want, got)
 			}
 		}
 	}
@@ -231,10 +231,10 @@ func TestAzureHDRDumpOnIBSim(t *testing.T) {
 	if n := len(s.Links()); n != len(plan.Links) {
 		t.Fatalf("%d links, the dump has %d", n, len(plan.Links))
 	}
-	for _, o := range []Options{{}, {ExpectRate: rateOf(t, "4X HDR")}, {Plan: plan}} {
+	for _, o := range []Options{{}, {Expect: expectOf(t, "4X HDR")}, {Plan: plan}} {
 		for _, f := range mustRun(t, s, o) {
 			if f.Outcome != check.Pass && (strings.HasPrefix(f.Check, "fabric.link.") || strings.HasPrefix(f.Check, "fabric.topology.") || f.Check == "fabric.port.down") {
-				t.Errorf("healthy HDR dump, expect %v: %s", o.ExpectRate, text(f))
+				t.Errorf("healthy HDR dump, expect %v: %s", o.Expect, text(f))
 			}
 		}
 	}
@@ -255,7 +255,7 @@ func TestSplitPortIsAWarning(t *testing.T) {
 	if len(lf) != 1 || lf[0].Outcome != check.Warn || !strings.Contains(lf[0].Message, "HDR100") {
 		t.Errorf("2X HDR among 4X HDR: %+v", lf)
 	}
-	lf = linkFindings(mustRun(t, fabric.FromTopology(top, "t"), Options{ExpectRate: rateOf(t, "4X HDR")}))
+	lf = linkFindings(mustRun(t, fabric.FromTopology(top, "t"), Options{Expect: expectOf(t, "4X HDR")}))
 	if len(lf) != 1 || lf[0].Outcome != check.Fail {
 		t.Errorf("--expect-rate 4X HDR decides: %+v", lf)
 	}

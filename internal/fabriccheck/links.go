@@ -1,6 +1,7 @@
 package fabriccheck
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -131,10 +132,11 @@ func linkRules(s *fabric.Snapshot, o Options, n *fabric.Names) []check.Finding {
 			noRate++
 			continue
 		}
-		if o.ExpectRate != nil {
-			addBasis("--expect-rate " + o.ExpectRate.String())
-			if now.gbps() < o.ExpectRate.Gbps {
-				f := find("fabric.link.rate", check.Fail, n.Link(l), "runs at %s, below the expected %s (--expect-rate)", now, o.ExpectRate)
+		if o.Expect.HasRate() {
+			src := cmp.Or(o.Expect.Source, "--expect-rate")
+			addBasis(src + " " + o.Expect.Rate.String())
+			if now.gbps() < o.Expect.Rate.Gbps {
+				f := find("fabric.link.rate", check.Fail, n.Link(l), "runs at %s, below the expected %s (%s)", now, o.Expect.Rate, src)
 				fs = append(fs, evidence(s, nodes, f, l, n))
 				continue
 			}

@@ -10,6 +10,7 @@
 package fabriccheck
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -22,8 +23,14 @@ import (
 
 // Options are what a fabric is judged against.
 type Options struct {
-	// ExpectRate is the rate every link should run at (nil: judged by
-	// device models and peers). It is authoritative when given.
+	// Expect is the rate every link should run at (no rate: judged by
+	// device models and peers), and where that belief comes from. It is
+	// authoritative when given.
+	Expect linkrate.Expect
+	// ExpectRate is the old spelling of Expect, kept only so code written
+	// before it compiles while branches merge; Run folds it into Expect.
+	//
+	// Deprecated: use Expect.
 	ExpectRate *linkrate.Rate
 	// Plan is the intended cabling (nil: no topology diff).
 	Plan *fabric.Topology
@@ -44,37 +51,40 @@ func ErrorCounters() []string {
 
 // Catalog lists every fabric check.
 var Catalog = []check.Entry{
-	{ID: "fabric.sm", Title: "one master subnet manager", Why: "nothing on the fabric routes until a subnet manager assigns LIDs; two masters fight over the subnet", Source: "sminfo, saquery SMIR", Fix: "start exactly one opensm (systemctl enable --now opensm) or the switch's SM",
+	{ID: "fabric.sm", Title: "one master subnet manager", Why: "nothing on the fabric routes until a subnet manager assigns LIDs; two masters fight over the subnet", Source: "sminfo, saquery SMIR", Fixes: []string{"start exactly one opensm (systemctl enable --now opensm) or the switch's SM"},
 		Needs: "sminfo's answer (and saquery SMIR for standbys)", UnknownWhen: "sminfo fails while the ports are Active with LIDs (an SM configured them, but could not be asked)"},
-	{ID: "fabric.sm.priority-clash", Title: "subnet managers with distinct priorities", Why: "two SMs at the same priority elect by GUID, so which one is master depends on which GUID is lower: \"two software SMs racing each other is an afternoon of debugging nobody needs\"", Source: "saquery SMIR", Fix: "give the intended master a higher priority (opensm -p 15, or PRIORITY in opensm.conf)",
+	{ID: "fabric.sm.priority-clash", Title: "subnet managers with distinct priorities", Why: "two SMs at the same priority elect by GUID, so which one is master depends on which GUID is lower: \"two software SMs racing each other is an afternoon of debugging nobody needs\"", Source: "saquery SMIR", Fixes: []string{"give the intended master a higher priority (opensm -p 15, or PRIORITY in opensm.conf)"},
 		Needs: "saquery SMIR listing every SM (master and standbys)", UnknownWhen: "saquery SMIR failed: only the master is known"},
-	{ID: "fabric.lid.unassigned", Title: "every linked port has a LID", Why: "a port with LID 0 cannot be addressed: no SM has configured it", Source: "iblinkinfo", Fix: "run a subnet manager; check it sees the port (ibnetdiscover)",
+	{ID: "fabric.lid.unassigned", Title: "every linked port has a LID", Why: "a port with LID 0 cannot be addressed: no SM has configured it", Source: "iblinkinfo", Fixes: []string{"run a subnet manager", "check it sees the port (ibnetdiscover)"},
 		Needs: "iblinkinfo's port lines (LID and state)", UnknownWhen: "not run on an ibnetdiscover dump alone, which carries no port states"},
-	{ID: "fabric.port.state", Title: "linked ports are Active", Why: "a port with a physical link stuck in Initialize or Armed has not been configured by the SM", Source: "iblinkinfo", Fix: "check the SM log (/var/log/opensm.log) and sminfo",
+	{ID: "fabric.port.state", Title: "linked ports are Active", Why: "a port with a physical link stuck in Initialize or Armed has not been configured by the SM", Source: "iblinkinfo", Fixes: []string{"check the SM log (/var/log/opensm.log) and sminfo"},
 		Needs: "iblinkinfo's port lines", UnknownWhen: "not run on an ibnetdiscover dump alone"},
-	{ID: "fabric.link.width", Title: "links at the width they should run at", Why: "a 4X link that trains at 1X runs at a quarter of its rate: a bad cable, lane or port", Source: "iblinkinfo or ibnetdiscover; device model table; peers", Fix: "reseat or replace the cable; mlxlink -d <dev> -p <port> shows lane errors",
+	{ID: "fabric.link.width", Title: "links at the width they should run at", Why: "a 4X link that trains at 1X runs at a quarter of its rate: a bad cable, lane or port", Source: "iblinkinfo or ibnetdiscover; device model table; peers", Fixes: []string{"reseat or replace the cable", "mlxlink -d <dev> -p <port> shows lane errors"},
 		Needs: "the link's active width and one basis for what it should be: --expect-rate, the device models of both ends (vendor/device id → linkrate.Models), or a majority of links of the same class (CA↔Switch, Switch↔Switch) at one rate; iblinkinfo's \"Could be\" counts only when the device models confirm it", UnknownWhen: "no basis at all (no flag, unknown devices, no peer majority); an unconfirmed \"Could be\" is a warning, and so is a 2X link at HDR or later among 4X peers (the HDR100/NDR200 split looks the same)"},
-	{ID: "fabric.link.speed", Title: "links at the speed they should run at", Why: "\"came up at 100 Gb/s instead of 200\" is the most common silent failure", Source: "iblinkinfo or ibnetdiscover; device model table; peers", Fix: "check the cable's rating (mlxlink --show_module), replace it; check the ports' enabled speeds",
+	{ID: "fabric.link.speed", Title: "links at the speed they should run at", Why: "\"came up at 100 Gb/s instead of 200\" is the most common silent failure", Source: "iblinkinfo or ibnetdiscover; device model table; peers", Fixes: []string{"check the cable's rating (mlxlink --show_module), replace it", "check the ports' enabled speeds"},
 		Needs: "as fabric.link.width, for the lane speed", UnknownWhen: "as fabric.link.width"},
-	{ID: "fabric.link.rate", Title: "links at the expected rate", Why: "the fabric was bought for one rate; a slower link halves a job's all-reduce", Source: "iblinkinfo or ibnetdiscover vs --expect-rate", Fix: "replace the cable or port; see fabric.link.speed/width",
+	{ID: "fabric.link.rate", Title: "links at the expected rate", Why: "the fabric was bought for one rate; a slower link halves a job's all-reduce", Source: "iblinkinfo or ibnetdiscover vs --expect-rate", Fixes: []string{"replace the cable or port", "see fabric.link.speed/width"},
 		Needs: "--expect-rate and each link's active width and speed", UnknownWhen: "links whose source gives no rate"},
-	{ID: "fabric.port.errors", Title: "error counters under thresholds", Why: "symbol, receive and link-recovery errors mean a marginal link long before it drops", Source: "ibqueryerrors", Fix: "replace the cable; clear with perfquery -R <lid> <port> and watch for recurrence",
+	{ID: "fabric.port.errors", Title: "error counters under thresholds", Why: "symbol, receive and link-recovery errors mean a marginal link long before it drops", Source: "ibqueryerrors", Fixes: []string{"replace the cable", "clear with perfquery -R <lid> <port> and watch for recurrence"},
 		Needs: "an ibqueryerrors run that printed its summary and no error", UnknownWhen: "ibqueryerrors failed, timed out, or printed an error (\"Query SA failed\") even when it exited 0; a counter at its field's maximum is saturated (its true value unknown) and fails"},
-	{ID: "fabric.port.errors.rising", Title: "error counters not rising", Why: "a counter that grows between two samples is a live fault, not history", Source: "ibqueryerrors sampled twice (--interval)", Fix: "replace the cable or port now",
+	{ID: "fabric.port.errors.rising", Title: "error counters not rising", Why: "a counter that grows between two samples is a live fault, not history", Source: "ibqueryerrors sampled twice (--interval)", Fixes: []string{"replace the cable or port now"},
 		Needs: "two good ibqueryerrors samples (--interval)", UnknownWhen: "the second sample failed (reported under fabric.port.errors)"},
-	{ID: "fabric.port.down", Title: "planned cables are up", Why: "a port the plan says is cabled is Down or Polling: unplugged, dead cable or disabled port", Source: "iblinkinfo vs the plan", Fix: "check the cable at both ends; ibportstate <lid> <port> enable",
+	{ID: "fabric.port.down", Title: "planned cables are up", Why: "a port the plan says is cabled is Down or Polling: unplugged, dead cable or disabled port", Source: "iblinkinfo vs the plan", Fixes: []string{"check the cable at both ends", "ibportstate <lid> <port> enable"},
 		Needs: "--topology and the scan's links, matched by node GUID (or by a node name that only one node carries)", UnknownWhen: "a plan naming a node by a description several nodes share is refused (exit 2): name it by GUID"},
-	{ID: "fabric.topology.miswired", Title: "cables where the plan puts them", Why: "a cable moved to another port breaks routing assumptions (fat-tree up/down, rail alignment)", Source: "ibnetdiscover vs the plan", Fix: "move the cable back to the planned port",
+	{ID: "fabric.topology.miswired", Title: "cables where the plan puts them", Why: "a cable moved to another port breaks routing assumptions (fat-tree up/down, rail alignment)", Source: "ibnetdiscover vs the plan", Fixes: []string{"move the cable back to the planned port"},
 		Needs: "as fabric.port.down", UnknownWhen: "as fabric.port.down"},
-	{ID: "fabric.topology.missing", Title: "planned nodes present", Why: "a node the plan lists was not discovered at all", Source: "ibnetdiscover vs the plan", Fix: "check the node is powered and cabled",
+	{ID: "fabric.topology.missing", Title: "planned nodes present", Why: "a node the plan lists was not discovered at all", Source: "ibnetdiscover vs the plan", Fixes: []string{"check the node is powered and cabled"},
 		Needs: "as fabric.port.down", UnknownWhen: "as fabric.port.down"},
-	{ID: "fabric.topology.extra", Title: "no unplanned links", Why: "a link the plan does not know about", Source: "ibnetdiscover vs the plan", Fix: "add it to the plan, or remove it",
+	{ID: "fabric.topology.extra", Title: "no unplanned links", Why: "a link the plan does not know about", Source: "ibnetdiscover vs the plan", Fixes: []string{"add it to the plan, or remove it"},
 		Needs: "as fabric.port.down; an empty plan is refused", UnknownWhen: "as fabric.port.down"},
 }
 
 // Run applies every rule. The error is a plan that cannot be matched to
 // the fabric (a name several nodes carry).
 func Run(s *fabric.Snapshot, o Options) ([]check.Finding, error) {
+	if o.ExpectRate != nil && !o.Expect.HasRate() {
+		o.Expect.Rate, o.Expect.Source = *o.ExpectRate, cmp.Or(o.Expect.Source, "--expect-rate")
+	}
 	names := s.Names()
 	var fs []check.Finding
 	fs = append(fs, subnetManager(s)...)
@@ -96,7 +106,7 @@ func find(id string, out check.Outcome, subject, format string, a ...any) check.
 	f := check.Finding{Check: id, Outcome: out, Subject: subject, Message: fmt.Sprintf(format, a...)}
 	for _, e := range Catalog {
 		if e.ID == id && (out == check.Fail || out == check.Warn) {
-			f.Fix = []string{e.Fix}
+			f.Fix = slices.Clone(e.Fixes)
 		}
 	}
 	return f

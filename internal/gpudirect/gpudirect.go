@@ -399,14 +399,21 @@ func JudgeGPUDirect(hostGbps, cudaGbps float64, pred Prediction) check.Finding {
 var ReadinessCatalog = []check.Entry{
 	{ID: "gpudirect.path", Needs: "the PCI tree of GPUs and RDMA NICs (sysfs)", UnknownWhen: "a GPU has no RDMA NIC at all", Title: "Each GPU has a rail NIC within NCCL's GDR level (PIX or PXB)",
 		Why:    "NCCL uses GPUDirect RDMA only when GPU and NIC are no farther apart than NCCL_NET_GDR_LEVEL (default PXB); SYS also crosses sockets.",
-		Source: "seed 002, seed 004; NCCL NCCL_NET_GDR_LEVEL", Fix: "put a NIC under the GPU's PCIe switch or root complex"},
+		Source: "seed 002, seed 004; NCCL NCCL_NET_GDR_LEVEL", Fixes: []string{"put a NIC under the GPU's PCIe switch or root complex"}},
 	{ID: "gpudirect.acs", Needs: "ACSCtl of the bridges between GPU and NIC (lspci -vvv, root only)", UnknownWhen: "always from a snapshot: rdmalab names the bridges to check", Title: "ACS does not redirect peer traffic between GPU and NIC",
 		Why:    "ACS redirect on the bridges between them sends peer requests up to the root complex: GPUDirect slows or fails. Not readable without root, so named, not assumed.",
-		Source: "seed 003, seed 004", Fix: "lspci -vvv -s <bridge> | grep ACSCtl; on bare metal clear ReqRedir/CmpltRedir (setpci) or disable ACS in the BIOS; on a VM host keep ACS (it makes the IOMMU groups) and enable ATS with Direct Translated P2P instead (doctor --profile vm-host)"},
+		Source: "seed 003, seed 004", Fixes: []string{"lspci -vvv -s <bridge> | grep ACSCtl", "on bare metal: clear ReqRedir/CmpltRedir (setpci) or disable ACS in the BIOS", "on a VM host keep ACS (it makes the IOMMU groups) and enable ATS with Direct Translated P2P instead (doctor --profile vm-host)"}},
 	{ID: "gpudirect.ats", Needs: "ATSCtl of the rail NICs (lspci -vvv, root only)", UnknownWhen: "always from a snapshot: rdmalab names the NICs to check", Title: "ATS on the rail NIC",
 		Why:    "With ACS on, peer traffic goes direct only with Address Translation Services on the NIC. Not in a snapshot, so named, not assumed.",
-		Source: "seed 003, seed 004", Fix: "mlxconfig -d <pci> set ATS_ENABLED=true"},
+		Source: "seed 003, seed 004", Fixes: []string{"mlxconfig -d <pci> set ATS_ENABLED=true"}},
 	{ID: "gpudirect.iommu", Needs: "/sys/class/iommu and /proc/cmdline", UnknownWhen: "never: no IOMMU units means none translating", Title: "The IOMMU does not translate peer traffic (iommu=pt or off)",
 		Why:    "A translating IOMMU sends GPU↔NIC DMA through the root complex unless ACS/ATS are set up.",
-		Source: "seed 003", Fix: "add iommu=pt to the kernel command line (bare metal)"},
+		Source: "seed 003", Fixes: []string{"add iommu=pt to the kernel command line (bare metal)"}},
 }
+
+// BenchEntry is the catalog entry of JudgeGPUDirect's verdict (bench).
+var BenchEntry = check.Entry{ID: "gpudirect.bench", Title: "GPU memory moves over RDMA as fast as host memory",
+	Why:    "Within ~5% of host memory, GPUDirect RDMA works; twice as slow or worse, transfers stage through host memory.",
+	Source: "perftest in host memory and with --use_cuda; seed 004",
+	Fixes:  []string{"modprobe nvidia-peermem", "rdmalab doctor (gpudirect.* rules)"},
+	Needs:  "a perftest pair in host memory and one in GPU memory, and the host's GPUDirect prediction", UnknownWhen: "either run failed or was not made"}

@@ -31,6 +31,11 @@ type Snapshot struct {
 	CollectedAt   time.Time `json:"collected_at"`
 	// Source is the root directory read ("/" on a live host).
 	Source string `json:"source"`
+	// Tool is set when the snapshot was read from a saved tool output
+	// (ibstat, ibstatus, ibv_devinfo) rather than a host tree: it holds
+	// the RDMA devices and ports that tool prints, and rules quote the
+	// tool, not sysfs paths, as their evidence's source.
+	Tool string `json:"tool,omitempty"`
 
 	Kernel      Kernel         `json:"kernel"`
 	NUMANodes   []NUMANode     `json:"numa_nodes"`

@@ -18,7 +18,7 @@ const RisingID = "port.errors.rising"
 var RisingEntry = check.Entry{ID: RisingID, Title: "Error counters do not rise between two snapshots of a host",
 	Why:         "Counters since boot may be old history; counters that rise between two snapshots are a live fault.",
 	Source:      "ibqueryerrors thresholds 0; RDMA reference §1.6 (small counters saturate)",
-	Fix:         "replace the cable or transceiver of the port; check the switch side with ibqueryerrors / ethtool -S",
+	Fixes:       []string{"replace the cable or transceiver of the port", "check the switch side with ibqueryerrors / ethtool -S"},
 	Needs:       "two snapshots of one host (same hostname, different collected_at) with the same port's error counters",
 	UnknownWhen: "no error counter was readable in both snapshots"}
 
@@ -86,7 +86,7 @@ func deltas(name string, a, b *host.Snapshot) []check.Finding {
 					rate = fmt.Sprintf(" (%.1f/h)", float64(d)/hours)
 				}
 				rose = append(rose, fmt.Sprintf("%s +%d%s", c, d, rate))
-				e = append(e, check.Evidence{What: c, Value: strconv.FormatUint(x, 10) + " → " + strconv.FormatUint(y, 10), Source: portPath(db.Name, pb.Port, dir+"/"+c)})
+				e = append(e, check.Evidence{What: c, Value: strconv.FormatUint(x, 10) + " → " + strconv.FormatUint(y, 10), Source: portPath(b, db.Name, pb.Port, dir+"/"+c)})
 			}
 			f := check.Finding{Check: RisingID, Host: name, Subject: sub}
 			switch {
@@ -96,7 +96,7 @@ func deltas(name string, a, b *host.Snapshot) []check.Finding {
 				f.Outcome, f.Message = check.Pass, fmt.Sprintf("no error counter rose in %s", b.CollectedAt.Sub(a.CollectedAt).Round(1e9))
 			default:
 				f.Outcome, f.Message = check.Fail, "error counters rose between snapshots: "+strings.Join(rose, ", ")
-				f.Evidence, f.Fix = e, []string{RisingEntry.Fix}
+				f.Evidence, f.Fix = e, slices.Clone(RisingEntry.Fixes)
 			}
 			out = append(out, f)
 		}

@@ -37,7 +37,7 @@ func one(f func(s *host.Snapshot) string) func(s *host.Snapshot) map[string]stri
 // the odd one only against a real majority: at least 3 hosts, and more
 // than half of those that have the value.
 var FleetRules = []fleetKey{
-	{check.Entry{ID: "fleet.firmware", Title: "Same NIC firmware on every node, per NIC model", Why: "Mixed firmware behaves differently under load and in error recovery; different NIC models have their own firmware lines, so only like is compared with like.", Source: "seed 004 (identically configured cluster)", Fix: "mlxfwmanager --online -u on the odd node",
+	{check.Entry{ID: "fleet.firmware", Title: "Same NIC firmware on every node, per NIC model", Why: "Mixed firmware behaves differently under load and in error recovery; different NIC models have their own firmware lines, so only like is compared with like.", Source: "seed 004 (identically configured cluster)", Fixes: []string{"mlxfwmanager --online -u on the odd node"},
 		Needs: "fw_ver and the NIC model (PCI device id or hca_type) of each RDMA device on ≥3 hosts", UnknownWhen: "never unknown: when fewer than 3 hosts have the model, or no version is held by more than half of them, differing hosts are one warning that names no odd host"}, func(s *host.Snapshot) map[string]string {
 		fw := map[string][]string{}
 		for _, d := range s.RDMADevices {
@@ -56,15 +56,15 @@ var FleetRules = []fleetKey{
 		}
 		return out
 	}},
-	{check.Entry{ID: "fleet.rate", Title: "Same port rate on every node", Why: "One slow port drags every collective down to its speed.", Source: "seed 001", Fix: "see port.rate.below-expected on the odd node",
+	{check.Entry{ID: "fleet.rate", Title: "Same port rate on every node", Why: "One slow port drags every collective down to its speed.", Source: "seed 001", Fixes: []string{"see port.rate.below-expected on the odd node"},
 		Needs: "the rate of every Active port on ≥3 hosts", UnknownWhen: "never unknown: with fewer than 3 hosts, or no set of rates held by more than half of them, differing hosts are one warning that names no odd host"}, one(func(s *host.Snapshot) string {
 		return joinPorts(s, func(p host.RDMAPort) string { return p.Rate.Raw })
 	})},
-	{check.Entry{ID: "fleet.link-layer", Title: "Same link layer on every node", Why: "InfiniBand and RoCE ports cannot talk to each other.", Source: "seed 001", Fix: "mlxconfig LINK_TYPE_P1 on the odd node",
+	{check.Entry{ID: "fleet.link-layer", Title: "Same link layer on every node", Why: "InfiniBand and RoCE ports cannot talk to each other.", Source: "seed 001", Fixes: []string{"mlxconfig LINK_TYPE_P1 on the odd node"},
 		Needs: "link_layer of every Active port on ≥3 hosts", UnknownWhen: "never unknown: with fewer than 3 hosts, or no majority, differing hosts are one warning that names no odd host"}, one(func(s *host.Snapshot) string {
 		return joinPorts(s, func(p host.RDMAPort) string { return p.LinkLayer })
 	})},
-	{check.Entry{ID: "fleet.mtu", Title: "Same RDMA netdev MTU on every node", Why: "A path runs at the smallest MTU on it.", Source: "seed 001 (MTU end to end)", Fix: "set the same MTU on every host and switch port",
+	{check.Entry{ID: "fleet.mtu", Title: "Same RDMA netdev MTU on every node", Why: "A path runs at the smallest MTU on it.", Source: "seed 001 (MTU end to end)", Fixes: []string{"set the same MTU on every host and switch port"},
 		Needs: "the MTU of the netdevs of RDMA ports on ≥3 hosts", UnknownWhen: "never unknown: with fewer than 3 hosts, or no majority, differing hosts are one warning that names no odd host"}, one(func(s *host.Snapshot) string {
 		var m []string
 		for _, d := range s.RDMADevices {
@@ -79,7 +79,7 @@ var FleetRules = []fleetKey{
 		slices.Sort(m)
 		return strings.Join(m, ",")
 	})},
-	{check.Entry{ID: "fleet.driver", Title: "Same RDMA driver stack on every node", Why: "Inbox mlx5 and MLNX_OFED/DOCA differ in features (peermem, mlxconfig) and bugs.", Source: "seed 001 (MLNX_OFED or upstream)", Fix: "install the same driver stack everywhere",
+	{check.Entry{ID: "fleet.driver", Title: "Same RDMA driver stack on every node", Why: "Inbox mlx5 and MLNX_OFED/DOCA differ in features (peermem, mlxconfig) and bugs.", Source: "seed 001 (MLNX_OFED or upstream)", Fixes: []string{"install the same driver stack everywhere"},
 		Needs: "/proc/modules and /sys/module/mlx5_core/version on ≥3 hosts with RDMA devices", UnknownWhen: "never unknown: with fewer than 3 hosts, or no majority, differing hosts are one warning that names no odd host"}, one(func(s *host.Snapshot) string {
 		if len(s.RDMADevices) == 0 || len(s.Kernel.Modules) == 0 {
 			return ""
@@ -92,7 +92,7 @@ var FleetRules = []fleetKey{
 		}
 		return "inbox"
 	})},
-	{check.Entry{ID: "fleet.kernel", Title: "Same kernel on every node", Why: "Kernel versions change RDMA and VFIO behaviour.", Source: "seed 004", Fix: "boot the same kernel everywhere",
+	{check.Entry{ID: "fleet.kernel", Title: "Same kernel on every node", Why: "Kernel versions change RDMA and VFIO behaviour.", Source: "seed 004", Fixes: []string{"boot the same kernel everywhere"},
 		Needs: "/proc/sys/kernel/osrelease on ≥3 hosts", UnknownWhen: "never unknown: with fewer than 3 hosts, or no majority, differing hosts are one warning that names no odd host"}, one(func(s *host.Snapshot) string { return s.Kernel.Release })},
 }
 
@@ -196,7 +196,7 @@ func judgeFleet(k fleetKey, group string, vals map[string][]string) []check.Find
 		}
 		return []check.Finding{{Check: k.ID, Outcome: check.Warn, Subject: subject,
 			Message:  fmt.Sprintf("hosts differ and no value is held by a majority of at least %d hosts, so none can be named the odd one: %s", minFleet, strings.Join(parts, "; ")),
-			Evidence: e, Fix: []string{"decide which is right, then: " + k.Fix}}}
+			Evidence: e, Fix: append([]string{"decide which is right, then:"}, k.Fixes...)}}
 	}
 	var out []check.Finding
 	for _, v := range slices.Sorted(maps.Keys(vals)) {
@@ -207,7 +207,7 @@ func judgeFleet(k fleetKey, group string, vals map[string][]string) []check.Find
 			out = append(out, check.Finding{Check: k.ID, Outcome: check.Fail, Host: h, Subject: subject,
 				Message:  fmt.Sprintf("%s has %q; %d of %d hosts have %q", h, v, n, total, major),
 				Evidence: []check.Evidence{{What: "this host", Value: v}, {What: "expected", Value: major, Source: fmt.Sprintf("fleet majority: %d of %d hosts (%s)", n, total, strings.Join(vals[major], " "))}},
-				Fix:      []string{k.Fix}})
+				Fix:      slices.Clone(k.Fixes)})
 		}
 	}
 	return out
@@ -234,7 +234,7 @@ func Latest(all []*host.Snapshot) []*host.Snapshot {
 // user named none: each host votes for its most common Active rate on that
 // layer, and a rate held by a real majority (≥3 hosts, more than half)
 // becomes the expectation, citing the vote.
-func fleetRates(hosts []*host.Snapshot) map[linkrate.Layer]expectation {
+func fleetRates(hosts []*host.Snapshot) map[linkrate.Layer]linkrate.Expect {
 	votes := map[linkrate.Layer]map[string][]string{}
 	for _, s := range hosts {
 		count := map[linkrate.Layer]map[float64]int{}
@@ -264,7 +264,7 @@ func fleetRates(hosts []*host.Snapshot) map[linkrate.Layer]expectation {
 			votes[l][key] = append(votes[l][key], s.Hostname)
 		}
 	}
-	out := map[linkrate.Layer]expectation{}
+	out := map[linkrate.Layer]linkrate.Expect{}
 	for l, v := range votes {
 		if rate, n, ok := majority(v); ok {
 			total := 0
@@ -272,7 +272,7 @@ func fleetRates(hosts []*host.Snapshot) map[linkrate.Layer]expectation {
 				total += len(hs)
 			}
 			gbps, _ := strconv.ParseFloat(rate, 64)
-			out[l] = expectation{gbps, fmt.Sprintf("fleet majority: %d of %d hosts with %s ports", n, total, l)}
+			out[l] = linkrate.Expect{Rate: linkrate.Rate{Gbps: gbps}, Layer: l, Source: fmt.Sprintf("fleet majority: %d of %d hosts with %s ports", n, total, l)}
 		}
 	}
 	return out
@@ -284,7 +284,8 @@ func fleetRates(hosts []*host.Snapshot) map[linkrate.Layer]expectation {
 // snapshots of one host, and the fleet rules. Findings come sorted.
 func Doctor(all []*host.Snapshot, opt Options) []check.Finding {
 	hosts := Latest(all)
-	if opt.ExpectRateGbps <= 0 && len(hosts) > 1 {
+	opt = opt.folded()
+	if !opt.Expect.HasRate() && len(hosts) > 1 {
 		opt.fleetRate = fleetRates(hosts)
 	}
 	var fs []check.Finding
@@ -302,6 +303,7 @@ func Doctor(all []*host.Snapshot, opt Options) []check.Finding {
 	}
 	fs = append(fs, RunDeltas(all)...)
 	fs = append(fs, RunFleet(all)...)
+	fs = slices.DeleteFunc(fs, func(f check.Finding) bool { return !opt.runs(f.Check) })
 	check.Sort(fs)
 	return fs
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/inventory"
+	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"github.com/rdmalab/rdmalab/internal/testhost"
 )
 
@@ -129,7 +130,7 @@ func TestMissingMlx5IBFails(t *testing.T) {
 	m.RDMA = nil
 	m.Modules = slices.DeleteFunc(m.Modules, func(s string) bool { return s == "mlx5_ib" || s == "ib_uverbs" || s == "ib_umad" })
 	s := tree(t, m, nil)
-	for _, opt := range []Options{{}, {ExpectRateGbps: 25}} {
+	for _, opt := range []Options{{}, {Expect: linkrate.Expect{Rate: linkrate.Rate{Gbps: 25}, Source: "--expect-rate"}}} {
 		fs := Doctor([]*host.Snapshot{s}, opt)
 		if got := outcomes(fs, "rdma.driver"); got[check.Fail] != 4 {
 			t.Fatalf("rdma.driver = %v, want 4 failures (one per ConnectX function)", got)
@@ -146,7 +147,7 @@ func TestMissingMlx5IBFails(t *testing.T) {
 	// The real capture shows the same: two ConnectX-4 on mlx5_core, no
 	// /sys/class/infiniband.
 	c := testhost.Captures(t)["32intel64-2p8co2t+8ve"]
-	if got := outcomes(Doctor([]*host.Snapshot{open(t, c.Root)}, Options{ExpectRateGbps: 100}), "rdma.driver"); got[check.Fail] != 2 {
+	if got := outcomes(Doctor([]*host.Snapshot{open(t, c.Root)}, Options{Expect: linkrate.Expect{Rate: linkrate.Rate{Gbps: 100}, Source: "--expect-rate"}}), "rdma.driver"); got[check.Fail] != 2 {
 		t.Errorf("capture: rdma.driver = %v", got)
 	}
 }
@@ -161,7 +162,7 @@ func TestNoRDMADeviceAtAll(t *testing.T) {
 		want check.Outcome
 	}{
 		{Options{}, check.Warn},
-		{Options{ExpectRateGbps: 200}, check.Fail},
+		{Options{Expect: linkrate.Expect{Rate: linkrate.Rate{Gbps: 200}, Source: "--expect-rate"}}, check.Fail},
 		{Options{ExpectPorts: []string{"mlx5_0"}}, check.Fail},
 		{Options{RequireRDMA: true}, check.Fail},
 	} {
@@ -302,10 +303,11 @@ func TestFleetNeedsARealMajority(t *testing.T) {
 		c.RDMADevices[3].Ports[0].RateGbps = 200
 		return c
 	}
-	// Two hosts that differ: nobody is named, one warning.
+	// Two hosts that differ: the fleet names nobody, one warning; only
+	// b's own majority (7 of its 8 ConnectX-7 ports) fails its slow port.
 	fs := Doctor([]*host.Snapshot{clone(t, base, "a"), slow("b")}, Options{})
-	if check.Failed(fs) {
-		t.Errorf("two hosts: %v", fails(fs))
+	if f := fails(fs); len(f) != 1 || !strings.Contains(f[0], "mlx5_3 port 1") || !strings.Contains(f[0], "host majority: 7 of 8") {
+		t.Errorf("two hosts: %v", f)
 	}
 	if o := outcomes(fs, "fleet.rate"); o[check.Warn] != 1 {
 		t.Errorf("two hosts fleet.rate = %v", o)

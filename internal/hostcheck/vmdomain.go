@@ -46,31 +46,31 @@ type VMMemNode struct {
 var DomainCatalog = []check.Entry{
 	{ID: "vm.vcpu.pinned", Title: "Every vCPU is pinned to host CPUs",
 		Why:    "An unpinned vCPU floats over every host CPU, across NUMA nodes and onto other VMs' cores; seed 000 pins each vCPU 1:1.",
-		Source: "seed 000 (vcpupin per vCPU)", Fix: "virsh vcpupin VM N CPU --config for each vCPU, or rdmalab plan vms",
+		Source: "seed 000 (vcpupin per vCPU)", Fixes: []string{"virsh vcpupin VM N CPU --config for each vCPU, or rdmalab plan vms"},
 		Needs: "the domain's <vcpu> count and <cputune><vcpupin>", UnknownWhen: "never: a domain without pins is reported"},
 	{ID: "vm.vcpu.numa", Title: "vCPUs on the NUMA nodes of the VM's devices",
 		Why:    "Seed 000 measured a VM pinned to nodes remote from its NIC at +29% p99 and +53% p99.9 RDMA latency.",
-		Source: "seed 000 (wrong NUMA placement row)", Fix: "pin the vCPUs to cores of the devices' nodes (rdmalab plan vms)",
+		Source: "seed 000 (wrong NUMA placement row)", Fixes: []string{"pin the vCPUs to cores of the devices' nodes (rdmalab plan vms)"},
 		Needs: "vcpupin cpusets, the host's CPU→node map, the nodes of the hostdevs", UnknownWhen: "the VM passes no device the host knows the node of"},
 	{ID: "vm.memory.numa", Title: "Guest memory strictly on the nodes of the VM's devices",
 		Why:    "DMA from a device to memory on another node crosses the socket interconnect; without strict numatune the kernel may place pages anywhere.",
-		Source: "seed 000 (numatune --mode strict --nodeset of the device nodes)", Fix: "virsh numatune VM --mode strict --nodeset NODES --config, with a memnode per cell",
+		Source: "seed 000 (numatune --mode strict --nodeset of the device nodes)", Fixes: []string{"virsh numatune VM --mode strict --nodeset NODES --config, with a memnode per cell"},
 		Needs: "<numatune> memory and memnode, the nodes of the hostdevs", UnknownWhen: "the VM passes no device the host knows the node of"},
 	{ID: "vm.hugepages", Title: "Guest memory is backed by hugepages",
 		Why:    "VFIO pins all guest memory; hugepages cut TLB pressure during DMA and are reserved per node at boot.",
-		Source: "seed 000 (1 GiB pages, 32 per VM)", Fix: "<memoryBacking><hugepages><page size='1' unit='GiB'/></hugepages></memoryBacking>",
+		Source: "seed 000 (1 GiB pages, 32 per VM)", Fixes: []string{"<memoryBacking><hugepages><page size='1' unit='GiB'/></hugepages></memoryBacking>"},
 		Needs: "<memoryBacking>", UnknownWhen: "never"},
 	{ID: "vm.emulator.isolated", Title: "Emulator threads are pinned off the vCPUs' isolated CPUs",
 		Why:    "QEMU's emulator and I/O threads on a vCPU's core steal its time; they belong on the host's housekeeping cores.",
-		Source: "../shared/docs/VM-PLANNING.md rule 7", Fix: "virsh emulatorpin VM HOUSEKEEPING-CPUS --config",
+		Source: "../shared/docs/VM-PLANNING.md rule 7", Fixes: []string{"virsh emulatorpin VM HOUSEKEEPING-CPUS --config"},
 		Needs: "<emulatorpin>, the host's isolated CPUs (or else every judged VM's vCPU pins)", UnknownWhen: "never"},
 	{ID: "vm.cpu.shared", Title: "No host CPU is pinned to vCPUs of two VMs",
 		Why:    "Two vCPUs on one host CPU take turns; one VM's load becomes the other's latency.",
-		Source: "../shared/docs/VM-PLANNING.md rule 7", Fix: "give each VM its own whole cores (rdmalab plan vms)",
+		Source: "../shared/docs/VM-PLANNING.md rule 7", Fixes: []string{"give each VM its own whole cores (rdmalab plan vms)"},
 		Needs: "the vcpupin cpusets of every domain judged together", UnknownWhen: "never"},
 	{ID: "vm.device.local", Title: "Each passed device is on this host and local to the VM's CPUs or memory",
 		Why:    "A device on a node where the VM has neither vCPUs nor memory does every DMA and interrupt across the interconnect.",
-		Source: "seed 004 (select devices on the VM's socket / NUMA node)", Fix: "move the device to a VM on its node, or the VM to the device's node",
+		Source: "seed 004 (select devices on the VM's socket / NUMA node)", Fixes: []string{"move the device to a VM on its node, or the VM to the device's node"},
 		Needs: "hostdev source addresses, the host's PCI devices and their nodes", UnknownWhen: "the device reports numa_node -1"},
 }
 
@@ -105,7 +105,7 @@ func JudgeDomains(s *host.Snapshot, doms []VMDomain) []check.Finding {
 	find := func(id string, out check.Outcome, d VMDomain, format string, a ...any) *check.Finding {
 		e := domainEntry(id)
 		fs = append(fs, check.Finding{Check: id, Outcome: out, Host: s.Hostname, Subject: d.Name,
-			Message: fmt.Sprintf(format, a...), Fix: []string{e.Fix},
+			Message: fmt.Sprintf(format, a...), Fix: slices.Clone(e.Fixes),
 			Evidence: []check.Evidence{{What: "domain", Value: d.Name, Source: d.Source}}})
 		return &fs[len(fs)-1]
 	}

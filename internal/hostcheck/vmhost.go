@@ -22,27 +22,27 @@ var guestOnly = map[string]bool{"gpudirect.peermem": true}
 var VMHostCatalog = []check.Entry{
 	{ID: "vmhost.vfio", Title: "GPUs and RDMA NICs meant for VMs are bound to vfio-pci",
 		Why:    "A device held by its host driver cannot be passed through; seed 000 binds GPUs, their audio functions and the NIC PFs to vfio-pci.",
-		Source: "seed 000 (VFIO device binding)", Fix: "rdmalab plan vms --out DIR, then sh DIR/vfio.sh (driverctl, persistent)",
+		Source: "seed 000 (VFIO device binding)", Fixes: []string{"rdmalab plan vms --out DIR, then sh DIR/vfio.sh (driverctl, persistent)"},
 		Needs: "each GPU's and RDMA-capable NIC function's bound driver", UnknownWhen: "never: an unbound device is reported as such"},
 	{ID: "vmhost.nvidia-driver", Title: "The NVIDIA driver is not loaded on the hypervisor",
 		Why:    "Seed 004: do not install the NVIDIA driver on the bare-metal host OS, to prevent resource conflicts; a GPU held by nvidia cannot go to a VM.",
-		Source: "seed 004 (additional system setup considerations)", Fix: "remove the driver packages from the host (or blacklist nvidia, nvidia_drm, nvidia_modeset, nvidia_uvm, nvidia_peermem) and reboot",
+		Source: "seed 004 (additional system setup considerations)", Fixes: []string{"remove the driver packages from the host (or blacklist nvidia, nvidia_drm, nvidia_modeset, nvidia_uvm, nvidia_peermem) and reboot"},
 		Needs: "/proc/modules", UnknownWhen: "never"},
 	{ID: "vmhost.iommu-group", Title: "Each passed device's IOMMU group holds only devices that go with it",
 		Why:    "VFIO assigns a whole IOMMU group to one VM: a group member left on a host driver blocks the VM from starting.",
-		Source: "../shared/docs/VM-PLANNING.md rule 1", Fix: "bind the named group members to vfio-pci and give them to the same VM, or move the card to a slot with its own group",
+		Source: "../shared/docs/VM-PLANNING.md rule 1", Fixes: []string{"bind the named group members to vfio-pci and give them to the same VM, or move the card to a slot with its own group"},
 		Needs: "iommu_group and driver of every PCI function", UnknownWhen: "never: a device in no group is reported (IOMMU off)"},
 	{ID: "vmhost.acs", Title: "ACS kept on, peer traffic direct through ATS and Direct Translated P2P",
 		Why:    "On a VM host ACS is what splits devices into IOMMU groups; disabling it (or the ACS override patch) merges the groups passthrough relies on. Seed 004 keeps ACS and lets ATS-translated peer requests go direct.",
-		Source: "seed 004 (ATS on the NIC, ACS configured to allow ATS; Appendix)", Fix: "keep ACS; on each switch downstream port and root port between a GPU and its NIC enable Direct Translated P2P (ACSCtl DirectTrans+), and ATS on the NIC (mlxconfig -d DEV set ATS_ENABLED=true, then reboot)",
+		Source: "seed 004 (ATS on the NIC, ACS configured to allow ATS; Appendix)", Fixes: []string{"keep ACS", "on each switch downstream port and root port between a GPU and its NIC enable Direct Translated P2P (ACSCtl DirectTrans+), and ATS on the NIC (mlxconfig -d DEV set ATS_ENABLED=true, then reboot)"},
 		Needs: "ACSCtl of the bridges and ATS of the NICs (lspci -vvv, root only), the kernel command line", UnknownWhen: "always for ACS/ATS themselves: config space is root-only, so the bridges are named"},
 	{ID: "vmhost.hugepages", Title: "Hugepages reserved on each node that holds a passed device",
 		Why:    "A VM's memory comes from its devices' nodes in hugepages (strict numatune); a node without pages cannot back its VM.",
-		Source: "seed 000 (hugepages=64, 16 per node)", Fix: "reserve per node on the kernel line: hugepagesz=1G hugepages=N0:C0,N1:C1 (rdmalab plan vms prints it)",
+		Source: "seed 000 (hugepages=64, 16 per node)", Fixes: []string{"reserve per node on the kernel line: hugepagesz=1G hugepages=N0:C0,N1:C1 (rdmalab plan vms prints it)"},
 		Needs: "/sys/devices/system/node/node*/hugepages", UnknownWhen: "a passed device's node is unknown (numa_node -1)"},
 	{ID: "vmhost.profile", Title: "A host that binds devices to vfio-pci is checked as a VM host",
 		Why:    "Bare-metal advice (load the NVIDIA driver, disable ACS) is wrong on a hypervisor.",
-		Source: "seed 004", Fix: "rdmalab doctor --profile vm-host",
+		Source: "seed 004", Fixes: []string{"rdmalab doctor --profile vm-host"},
 		Needs: "each PCI function's bound driver", UnknownWhen: "never"},
 }
 
@@ -81,13 +81,13 @@ func suggestVMHost(s *host.Snapshot) []check.Finding {
 func RunVMHost(s *host.Snapshot) []check.Finding {
 	var fs []check.Finding
 	add := func(id string, out check.Outcome, subject, format string, a ...any) *check.Finding {
-		fix := ""
+		var fix []string
 		for _, e := range VMHostCatalog {
 			if e.ID == id {
-				fix = e.Fix
+				fix = slices.Clone(e.Fixes)
 			}
 		}
-		fs = append(fs, check.Finding{Check: id, Outcome: out, Host: s.Hostname, Subject: subject, Message: fmt.Sprintf(format, a...), Fix: []string{fix}})
+		fs = append(fs, check.Finding{Check: id, Outcome: out, Host: s.Hostname, Subject: subject, Message: fmt.Sprintf(format, a...), Fix: fix})
 		return &fs[len(fs)-1]
 	}
 

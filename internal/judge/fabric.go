@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/rdmalab/rdmalab/internal/check"
@@ -13,24 +14,9 @@ import (
 )
 
 var (
-	linkArrowRE     = regexp.MustCompile(`(?m)==\(.*\)==>`)
-	topoNodeRE      = regexp.MustCompile(`(?m)^\s*(Switch|Ca|Hca|Rt)\s+\d+\s+"`)
-	qeLineRE        = regexp.MustCompile(`(?m)^\s*GUID 0x[0-9a-fA-F]+ port (\d+|ALL):`)
 	checkWarnFlatRE = regexp.MustCompile(`#warn: counter (\w+) = (\d+) \(threshold (\d+)\)`)
 	checkLineRE     = regexp.MustCompile(`Error check on lid (\d+) \((.*?)\) port\s+(\w+):\s+FAILED`)
-	qeSummaryRE     = regexp.MustCompile(`(?m)^## Summary: (\d+) nodes checked`)
-	qeNodeLineRE    = regexp.MustCompile(`(?m)^Errors for `)
 )
-
-func sniffLinkInfo(b []byte) bool {
-	return linkArrowRE.Match(b) && !qeNodeLineRE.Match(b)
-}
-
-func sniffTopology(b []byte) bool { return topoNodeRE.Match(b) }
-
-var portsRE = regexp.MustCompile(`(?m)^\s*(CA|SW)\s+\d+\s+\d+\s+0x[0-9a-fA-F]+\s+\d+x\s`)
-
-func sniffPorts(b []byte) bool { return portsRE.Match(b) }
 
 func judgePorts(name string, b []byte, opt Options) ([]check.Finding, any, error) {
 	s, err := fabric.FromIBNetDiscoverPorts(string(b), "ibnetdiscover -p output "+name)
@@ -40,16 +26,12 @@ func judgePorts(name string, b []byte, opt Options) ([]check.Finding, any, error
 	return judgeSnapshot(s, opt)
 }
 
-func sniffQueryErrors(b []byte) bool {
-	return qeSummaryRE.Match(b) && !bytes.Contains(b, []byte("#warn: counter")) || qeLineRE.Match(b)
-}
-
 func sniffCheckErrors(b []byte) bool {
 	return bytes.Contains(b, []byte("#warn: counter")) || bytes.Contains(b, []byte("Error check on lid"))
 }
 
 func fabricOptions(opt Options) fabriccheck.Options {
-	return fabriccheck.Options{ExpectRate: opt.ExpectRate, Plan: opt.Plan, Thresholds: opt.Thresholds}
+	return fabriccheck.Options{Expect: opt.Expect, Plan: opt.Plan, Thresholds: opt.Thresholds}
 }
 
 func judgeSnapshot(s *fabric.Snapshot, opt Options) ([]check.Finding, any, error) {
@@ -79,24 +61,13 @@ func judgeTopology(name string, b []byte, opt Options) ([]check.Finding, any, er
 	return judgeSnapshot(fabric.FromTopology(t, "ibnetdiscover output "+name), opt)
 }
 
-// judgeQueryErrors judges ibqueryerrors output: the ports it lists, with
-// their counters. Output without its summary, or with an error line, is a
-// failed read: the counters are unknown.
+// judgeQueryErrors judges ibqueryerrors output read into a fabric
+// snapshot (a cut or failed output leaves its counters unknown).
 func judgeQueryErrors(name string, b []byte, opt Options) ([]check.Finding, any, error) {
-	pes, err := fabric.ParseIBQueryErrors(string(b))
+	s, err := fabric.FromIBQueryErrors(b, "ibqueryerrors output "+name)
 	if err != nil {
 		return nil, nil, err
 	}
-	s := &fabric.Snapshot{SchemaVersion: fabric.SchemaVersion, Source: "ibqueryerrors output " + name, Read: []fabric.Tool{fabric.IBQueryErrors}}
-	for _, pe := range pes {
-		s.Ports = append(s.Ports, fabric.Port{NodeGUID: pe.GUID, PortGUID: pe.GUID, NodeDesc: pe.NodeDesc, Num: pe.Port, Counters: pe.Counters})
-	}
-	if f := fabric.ToolFailure(fabric.Output{Stdout: b}); f != "" {
-		s.CounterError = fmt.Sprintf("ibqueryerrors printed %q", f)
-	} else if !qeSummaryRE.Match(b) {
-		s.CounterError = "the output has no \"## Summary\": cut short, or the tool failed"
-	}
-	s.Resolve()
 	return judgeSnapshot(s, opt)
 }
 
@@ -114,7 +85,7 @@ func judgeCheckErrors(name string, b []byte, opt Options) ([]check.Finding, any,
 				Subject:  fmt.Sprintf("lid %s (%s) port %s %s", lid, desc, port, w[1]),
 				Message:  fmt.Sprintf("%s, over ibcheckerrors' threshold %s", w[2], w[3]),
 				Evidence: []check.Evidence{{What: w[1], Value: w[2], Source: "ibcheckerrors"}},
-				Fix:      []string{fixOf("fabric.port.errors")}}
+				Fix:      fixOf("fabric.port.errors")}
 			if port == "all" {
 				f.Message += " (summed over the node's ports)"
 			}
@@ -131,11 +102,11 @@ func judgeCheckErrors(name string, b []byte, opt Options) ([]check.Finding, any,
 	return fs, nil, nil
 }
 
-func fixOf(id string) string {
+func fixOf(id string) []string {
 	for _, e := range fabriccheck.Catalog {
 		if e.ID == id {
-			return e.Fix
+			return slices.Clone(e.Fixes)
 		}
 	}
-	return ""
+	return nil
 }

@@ -14,18 +14,17 @@ import (
 	"github.com/rdmalab/rdmalab/internal/bench"
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/fabric"
+	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"github.com/rdmalab/rdmalab/internal/nccl"
 )
 
 // Options are what saved outputs are judged against.
 type Options struct {
-	// ExpectRate is the rate every link and port should run at (nil:
-	// judged by device models and peers).
-	ExpectRate *linkrate.Rate
-	// ExpectLayer is the link layer every host port should have ("": not
-	// checked).
-	ExpectLayer linkrate.Layer
+	// Expect is the rate every link and port should run at (no rate:
+	// judged by device models and peers) and the link layer every host
+	// port should have (none: not checked), with where they come from.
+	Expect linkrate.Expect
 	// Plan is the intended cabling, for topology outputs (nil: none).
 	Plan *fabric.Topology
 	// Thresholds override error counter thresholds by PMA name.
@@ -47,27 +46,22 @@ type Format struct {
 var Formats = []Format{
 	{"nccl-tests / NCCL_DEBUG", nccl.Sniff, judgeNCCL},
 	{"perftest", bench.SniffPerftest, judgePerftest},
-	{"ibv_devinfo", sniffDevinfo, judgeDevinfo},
-	{"ibstatus", sniffIBStatus, judgeIBStatus},
-	{"ibstat", sniffIBStat, judgeIBStat},
-	{"ibqueryerrors", sniffQueryErrors, judgeQueryErrors},
+	{"ibv_devinfo", host.SniffDevinfo, hostPorts(host.ParseDevinfo)},
+	{"ibstatus", host.SniffIBStatus, hostPorts(host.ParseIBStatus)},
+	{"ibstat", host.SniffIBStat, hostPorts(host.ParseIBStat)},
+	{"ibqueryerrors", fabric.SniffIBQueryErrors, judgeQueryErrors},
 	{"ibcheckerrors", sniffCheckErrors, judgeCheckErrors},
-	{"iblinkinfo", sniffLinkInfo, judgeLinkInfo},
-	{"ibnetdiscover", sniffTopology, judgeTopology},
-	{"ibnetdiscover -p", sniffPorts, judgePorts},
+	{"iblinkinfo", fabric.SniffIBLinkInfo, judgeLinkInfo},
+	{"ibnetdiscover", fabric.SniffTopology, judgeTopology},
+	{"ibnetdiscover -p", fabric.SniffIBNetDiscoverPorts, judgePorts},
 }
 
 // judgeNCCL judges nccl-tests output and NCCL_DEBUG logs; with
 // --expect-rate, busbw is judged against what one such NIC carries.
 func judgeNCCL(name string, b []byte, opt Options) ([]check.Finding, any, error) {
 	var o nccl.JudgeOptions
-	if opt.ExpectRate != nil {
-		layer := opt.ExpectLayer
-		if layer == "" {
-			layer = linkrate.InfiniBand
-		}
-		o.NIC = linkrate.Link{Layer: layer, RateGbps: opt.ExpectRate.Gbps, Speed: opt.ExpectRate.Speed, MTUBytes: linkrate.DefaultMTU(layer)}
-		o.NICSource = "--expect-rate " + opt.ExpectRate.String()
+	if opt.Expect.HasRate() {
+		o.NIC, o.NICSource = opt.Expect.Link(), opt.Expect.String()
 	}
 	return nccl.JudgeFile(name, b, o)
 }
@@ -77,10 +71,9 @@ func judgeNCCL(name string, b []byte, opt Options) ([]check.Finding, any, error)
 // the output (Link type: Ethernet is RoCE), and a differing expected layer
 // is a finding.
 func judgePerftest(name string, b []byte, opt Options) ([]check.Finding, any, error) {
-	l := linkrate.Link{Layer: opt.ExpectLayer}
-	if opt.ExpectRate != nil {
-		l.RateGbps, l.Speed = opt.ExpectRate.Gbps, opt.ExpectRate.Speed
-	}
+	// Only what was expected: an empty layer lets the run's own Link type
+	// decide (Expect.Link would default it to InfiniBand).
+	l := linkrate.Link{Layer: opt.Expect.Layer, RateGbps: opt.Expect.Rate.Gbps, Speed: opt.Expect.Rate.Speed}
 	return bench.JudgePerftestFile(name, b, &l)
 }
 

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/fabric"
+	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"github.com/rdmalab/rdmalab/internal/testhost"
 )
@@ -29,29 +31,29 @@ func TestJudgeEveryRealOutput(t *testing.T) {
 		fail, warn, unknown, pass int
 	}{
 		{"ibtools/azure-hbv3/ibdev2netdev_ibv_devices.txt", "", 0, 0, 0, 0},
-		{"ibtools/azure-hbv3/ibstat.txt", "ibstat", 0, 0, 1, 2},
-		{"ibtools/azure-hbv3/ibv_devinfo.txt", "ibv_devinfo", 0, 0, 1, 2},
+		{"ibtools/azure-hbv3/ibstat.txt", "ibstat", 0, 0, 0, 2},
+		{"ibtools/azure-hbv3/ibv_devinfo.txt", "ibv_devinfo", 0, 0, 0, 2},
 		{"ibtools/cx7-ndr-b2b/mlxlink_show_mo_NDR_osfp_dac.txt", "", 0, 0, 0, 0},
-		{"ibtools/gpud-ibstat/ibstat.39.0.a100.failed.ibpanic.exit-255.0.txt", "ibstat", 0, 0, 1, 3},
-		{"ibtools/gpud-ibstat/ibstat.47.0.a100.all.active.0.txt", "ibstat", 0, 0, 1, 3},
-		{"ibtools/gpud-ibstat/ibstat.47.0.h100.all.active.0.txt", "ibstat", 0, 0, 0, 2},
-		{"ibtools/gpud-ibstat/ibstat.47.0.h100.all.active.1.txt", "ibstat", 0, 0, 0, 2},
-		{"ibtools/gpud-ibstat/ibstat.47.0.h100.all.active.2.txt", "ibstat", 0, 0, 1, 3},
-		{"ibtools/gpud-ibstat/ibstat.47.0.h100.some.down.0.txt", "ibstat", 0, 3, 1, 3},
-		{"ibtools/gpud-ibstat/ibstat.47.0.h100.some.down.1.txt", "ibstat", 0, 2, 0, 2},
-		{"ibtools/gpud-ibstat/ibstatus.39.0.a100.all.active.0.txt", "ibstatus", 0, 0, 1, 3},
-		{"ibtools/h20-cx7-ndr200/ibstatus_2X-NDR_redacted.txt", "ibstatus", 0, 0, 1, 2},
+		{"ibtools/gpud-ibstat/ibstat.39.0.a100.failed.ibpanic.exit-255.0.txt", "ibstat", 0, 0, 1, 24},
+		{"ibtools/gpud-ibstat/ibstat.47.0.a100.all.active.0.txt", "ibstat", 0, 0, 0, 25},
+		{"ibtools/gpud-ibstat/ibstat.47.0.h100.all.active.0.txt", "ibstat", 0, 0, 0, 24},
+		{"ibtools/gpud-ibstat/ibstat.47.0.h100.all.active.1.txt", "ibstat", 0, 0, 0, 24},
+		{"ibtools/gpud-ibstat/ibstat.47.0.h100.all.active.2.txt", "ibstat", 0, 0, 0, 25},
+		{"ibtools/gpud-ibstat/ibstat.47.0.h100.some.down.0.txt", "ibstat", 0, 0, 3, 25},
+		{"ibtools/gpud-ibstat/ibstat.47.0.h100.some.down.1.txt", "ibstat", 0, 0, 2, 20},
+		{"ibtools/gpud-ibstat/ibstatus.39.0.a100.all.active.0.txt", "ibstatus", 0, 0, 0, 25},
+		{"ibtools/h20-cx7-ndr200/ibstatus_2X-NDR_redacted.txt", "ibstatus", 0, 0, 0, 2},
 		{"ibtools/ibdev2netdev/imbue-cluster-health-issue-4_H100_CX7-IB_CX6-eth_column-t_annotated.txt", "", 0, 0, 0, 0},
 		{"ibtools/iblinkinfo/centos-qdr-infiniscale-iv_ibhosts_ibswitches_ibnodes.txt", "", 0, 0, 0, 0},
 		{"ibtools/iblinkinfo/nccl-tests-issue-71_HDR-MQM8700_SHARP-aggnode_iblinkinfo_excerpt.txt", "iblinkinfo", 0, 0, 1, 3},
 		{"ibtools/iblinkinfo/xcat-edr-2node_SB7700_iblinkinfo.txt", "iblinkinfo", 0, 0, 1, 2},
 		{"ibtools/ibqueryerrors/ompi-users-2009_ibcheckerrors_legacy_InfiniscaleIII.txt", "ibcheckerrors", 2, 0, 0, 0},
-		{"ibtools/ibstat/deepep-issue-303_H20_CX7-NDR-IB_excerpt.txt", "ibstat", 0, 0, 2, 2},
-		{"ibtools/ibstat/l2fwd-nv-issue-6_CX6Dx-RoCE-100_complete.txt", "ibstat", 0, 0, 1, 1},
-		{"ibtools/ibstat/mooncake-issue-1999_CX7-RoCE-200_CX6Dx-down_excerpt.txt", "ibstat", 0, 1, 1, 1},
-		{"ibtools/ibstat/nccl-tests-issue-128_CX6-HDR_one-port-Down-Disabled-lid65535_CX4Lx_excerpt.txt", "ibstat", 0, 1, 2, 2},
-		{"ibtools/ibstat/nccl-tests-issue-350_n013_CX4Lx-eth_CX6-HDR-IB_complete.txt", "ibstat", 0, 2, 1, 2},
-		{"ibtools/ibstat/sglang-issue-6823_H20-3e_CX6Dx-eth-down_CX7_excerpt.txt", "ibstat", 0, 2, 1, 0},
+		{"ibtools/ibstat/deepep-issue-303_H20_CX7-NDR-IB_excerpt.txt", "ibstat", 0, 0, 0, 5},
+		{"ibtools/ibstat/l2fwd-nv-issue-6_CX6Dx-RoCE-100_complete.txt", "ibstat", 0, 0, 0, 2},
+		{"ibtools/ibstat/mooncake-issue-1999_CX7-RoCE-200_CX6Dx-down_excerpt.txt", "ibstat", 0, 0, 1, 2},
+		{"ibtools/ibstat/nccl-tests-issue-128_CX6-HDR_one-port-Down-Disabled-lid65535_CX4Lx_excerpt.txt", "ibstat", 0, 0, 1, 3},
+		{"ibtools/ibstat/nccl-tests-issue-350_n013_CX4Lx-eth_CX6-HDR-IB_complete.txt", "ibstat", 0, 0, 2, 3},
+		{"ibtools/ibstat/sglang-issue-6823_H20-3e_CX6Dx-eth-down_CX7_excerpt.txt", "ibstat", 0, 0, 3, 0},
 		{"ibtools/ibv_devinfo/deepep-issue-38_H100_CX7-RoCE_multi-hca_excerpt.txt", "ibv_devinfo", 0, 0, 1, 1},
 		{"ibtools/ibv_devinfo/deepep-issue-55_BlueField3-4126_IB_multi-hca_excerpt.txt", "ibv_devinfo", 0, 0, 1, 2},
 		{"ibtools/ibv_devinfo_v/infinity-issue-5_mlx4_ConnectX-3_ibv_devinfo-v_excerpt.txt", "ibv_devinfo", 0, 0, 1, 0},
@@ -81,8 +83,8 @@ func TestJudgeEveryRealOutput(t *testing.T) {
 		{"ibtools/roce-cx5-sriov-vf-k8s/ibstat_vf_port_down.txt", "ibstat", 1, 0, 0, 0},
 		{"ibtools/roce-cx5-sriov-vf-k8s/ibv_devices_in_pod_truncated.txt", "", 0, 0, 0, 0},
 		{"ibtools/roce-cx5-sriov-vf-k8s/ibv_devinfo_vf_port_down.txt", "ibv_devinfo", 1, 0, 0, 0},
-		{"ibtools/stmatengss-mlx4/ibstat_4129f2daa9bf.txt", "ibstat", 0, 1, 1, 2},
-		{"ibtools/stmatengss-mlx4/ibv_devinfo_4129f2daa9bf.txt", "ibv_devinfo", 0, 1, 1, 2},
+		{"ibtools/stmatengss-mlx4/ibstat_4129f2daa9bf.txt", "ibstat", 0, 0, 1, 2},
+		{"ibtools/stmatengss-mlx4/ibv_devinfo_4129f2daa9bf.txt", "ibv_devinfo", 0, 0, 1, 2},
 		{"ibtools/superbench/ib_traffic_topo_aware_hostfile", "", 0, 0, 0, 0},
 		{"ibtools/superbench/ib_traffic_topo_aware_ibstat.txt", "", 0, 0, 0, 0},
 		{"ibnetdiscover/ibsim-net-examples/examples.README", "", 0, 0, 0, 0},
@@ -226,20 +228,23 @@ func TestJudgeVerdicts(t *testing.T) {
 	r200, _ := linkrate.ParseRate("200")
 	r400, _ := linkrate.ParseRate("4X NDR")
 	// ibpanic part way: unknown, not a pass for the devices not read.
-	has(one("ibtools/gpud-ibstat/ibstat.39.0.a100.failed.ibpanic.exit-255.0.txt", Options{}), check.Unknown, "port.state", "ibstat failed part way")
+	has(one("ibtools/gpud-ibstat/ibstat.39.0.a100.failed.ibpanic.exit-255.0.txt", Options{}), check.Unknown, "port.state", "rdma devices: the RDMA devices were not all read: ibstat failed part way")
 	// --expect-rate applies: a 2X NDR (200) port against 4X NDR.
-	has(one("ibtools/h20-cx7-ndr200/ibstatus_2X-NDR_redacted.txt", Options{ExpectRate: &r400}), check.Fail, "port.rate.below-expected", "runs at 2X NDR (200 Gb/s), below the expected 4X NDR (400 Gb/s)")
-	has(one("ibtools/h20-cx7-ndr200/ibstatus_2X-NDR_redacted.txt", Options{ExpectRate: &r200}), check.Pass, "port.rate.below-expected", "judged by --expect-rate")
-	// --expect-layer: the RoCE ports of a mixed host.
-	has(one("ibtools/ibstat/nccl-tests-issue-350_n013_CX4Lx-eth_CX6-HDR-IB_complete.txt", Options{ExpectLayer: linkrate.InfiniBand}), check.Fail, "port.link-layer", "mlx5_0 port 1: link layer RoCE, expected InfiniBand")
+	has(one("ibtools/h20-cx7-ndr200/ibstatus_2X-NDR_redacted.txt", Options{Expect: linkrate.Expect{Rate: r400, Source: "--expect-rate"}}), check.Fail, "port.rate.below-expected", "mlx5_7 port 1: runs at 200 Gb/s (200 Gb/sec (2X NDR)), expected 4X NDR (400 Gb/s) (--expect-rate)")
+	has(one("ibtools/h20-cx7-ndr200/ibstatus_2X-NDR_redacted.txt", Options{Expect: linkrate.Expect{Rate: r200, Source: "--expect-rate"}}), check.Pass, "port.rate.below-expected", "as expected (--expect-rate)")
+	// --expect-link-layer: the RoCE ports of a mixed host.
+	has(one("ibtools/ibstat/nccl-tests-issue-350_n013_CX4Lx-eth_CX6-HDR-IB_complete.txt", Options{Expect: linkrate.Expect{Layer: linkrate.InfiniBand, Source: "--expect-link-layer"}}), check.Fail, "port.link-layer", "mlx5_0 port 1: link layer is RoCE (Ethernet), expected InfiniBand")
 	// perftest: the layer is the one it printed (RoCE here), so expecting
 	// InfiniBand is a finding; one latency run gets a verdict of its own.
 	roce := "perftest/roce-cx5-k8s-cu05-cu07/ib_send_bw_roce_client.txt"
-	has(one(roce, Options{ExpectLayer: linkrate.InfiniBand}), check.Fail, "bench.perftest.link-layer", "over RoCE (Link type: Ethernet), not the expected InfiniBand")
+	has(one(roce, Options{Expect: linkrate.Expect{Layer: linkrate.InfiniBand, Source: "--expect-link-layer"}}), check.Fail, "bench.perftest.link-layer", "over RoCE (Link type: Ethernet), not the expected InfiniBand")
 	has(one(roce, Options{}), check.Warn, "bench.perftest.mtu", "RoCE MTU 1024, not 4096")
 	has(one("perftest/stmatengss-mlx4-qdr/ib_send_lat_4bfed8618b1d.txt", Options{}), check.Pass, "bench.perftest.latency", "typical 1.07 µs")
-	// A disabled second port is unused, not a failure.
-	has(one("ibtools/stmatengss-mlx4/ibstat_4129f2daa9bf.txt", Options{}), check.Warn, "port.state", "mlx4_0 port 2: Down/Disabled")
+	// A disabled second port may be a spare: without counters or
+	// --expect-ports, whether it should be up is unknown.
+	has(one("ibtools/stmatengss-mlx4/ibstat_4129f2daa9bf.txt", Options{}), check.Unknown, "port.state", "mlx4_0 port 2: port is DOWN / Disabled")
+	// A host whose every port is down carries no RDMA at all.
+	has(one("ibtools/roce-cx5-sriov-vf-k8s/ibstat_vf_port_down.txt", Options{}), check.Fail, "port.state", "mlx5_1 port 1: port is DOWN / Disabled and no RDMA port of this host is up")
 	// Legacy ibcheckerrors: the port over its threshold.
 	has(one("ibtools/ibqueryerrors/ompi-users-2009_ibcheckerrors_legacy_InfiniscaleIII.txt", Options{}), check.Fail, "fabric.port.errors", "port 7 RcvSwRelayErrors: 179")
 }
@@ -255,7 +260,7 @@ func TestJudgeDump(t *testing.T) {
 		t.Fatal(err)
 	}
 	edr, _ := linkrate.ParseRate("4X EDR")
-	for _, o := range []Options{{}, {ExpectRate: &edr}, {Plan: plan}} {
+	for _, o := range []Options{{}, {Expect: linkrate.Expect{Rate: edr, Source: "--expect-rate"}}, {Plan: plan}} {
 		r, err := One("dump.txt", []byte(dump), o)
 		if err != nil {
 			t.Fatal(err)
@@ -265,12 +270,12 @@ func TestJudgeDump(t *testing.T) {
 		}
 		for _, f := range r.Findings {
 			if f.Outcome != check.Pass && (strings.HasPrefix(f.Check, "fabric.link.") || strings.HasPrefix(f.Check, "fabric.topology.") || f.Check == "fabric.port.down") {
-				t.Errorf("healthy dump %+v: %s %s: %s", o.ExpectRate, f.Check, f.Subject, f.Message)
+				t.Errorf("healthy dump %+v: %s %s: %s", o.Expect, f.Check, f.Subject, f.Message)
 			}
 		}
 	}
 	bad := testhost.Degrade(dump, 3, 2, "4xDDR")
-	for _, o := range []Options{{}, {ExpectRate: &edr}} {
+	for _, o := range []Options{{}, {Expect: linkrate.Expect{Rate: edr, Source: "--expect-rate"}}} {
 		r, err := One("dump.txt", []byte(bad), o)
 		if err != nil {
 			t.Fatal(err)
@@ -289,7 +294,7 @@ func TestJudgeDump(t *testing.T) {
 			text += e.Value
 		}
 		wants := []string{"0x248a070300c70304", "0x7cfe900300b60030", "4X DDR", "lid"}
-		if o.ExpectRate == nil {
+		if !o.Expect.HasRate() {
 			wants = append(wants, "135 of 136 CA↔Switch links run at 4X EDR")
 		}
 		for _, want := range wants {
@@ -314,6 +319,8 @@ func TestJudgeRefusesAndUnknowns(t *testing.T) {
 	}
 }
 
+var caLine = regexp.MustCompile(`^CA '[^']+'`)
+
 // Any bytes: judge either refuses them or returns well-formed findings;
 // an ibstat it reads has as many ports as "Port N:" lines under a CA.
 func FuzzJudge(f *testing.F) {
@@ -331,12 +338,15 @@ func FuzzJudge(f *testing.F) {
 				t.Fatalf("malformed finding %+v", fd)
 			}
 		}
-		if hp, ok := r.Payload.(HostPorts); ok && r.Format == "ibstat" {
-			n := 0
+		if s, ok := r.Payload.(*host.Snapshot); ok && r.Format == "ibstat" {
+			n, ports := 0, 0
+			for _, d := range s.RDMADevices {
+				ports += len(d.Ports)
+			}
 			inCA := false
 			for _, l := range strings.Split(string(b), "\n") {
-				l = cleanLine(l)
-				if ibstatCARE.MatchString(l) {
+				l = strings.Trim(l, " \t│|")
+				if caLine.MatchString(l) {
 					inCA = true
 				}
 				var port int
@@ -344,8 +354,8 @@ func FuzzJudge(f *testing.F) {
 					n++
 				}
 			}
-			if n != len(hp.Ports) {
-				t.Fatalf("%d port headers, %d ports", n, len(hp.Ports))
+			if n != ports {
+				t.Fatalf("%d port headers, %d ports", n, ports)
 			}
 		}
 	})

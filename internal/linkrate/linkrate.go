@@ -68,6 +68,13 @@ func SpeedBySignal(s string) (Speed, bool) {
 	return Speed{}, false
 }
 
+// speedCodes are the IBTA PortInfo LinkSpeedActive codes (what
+// ibv_devinfo -v prints in parentheses after active_speed).
+var speedCodes = map[int]string{1: "SDR", 2: "DDR", 4: "QDR", 8: "FDR10", 16: "FDR", 32: "EDR", 64: "HDR", 128: "NDR", 256: "XDR"}
+
+// SpeedByCode returns the speed of an IBTA LinkSpeedActive code.
+func SpeedByCode(code int) (Speed, bool) { return SpeedByName(speedCodes[code]) }
+
 // SpeedRank orders speed names, slowest first from 1; unknown names rank 0.
 func SpeedRank(name string) int {
 	for i, s := range Speeds {

@@ -223,3 +223,23 @@ func TestExpectedFor(t *testing.T) {
 		t.Error("netdev MTU for RoCE 4096")
 	}
 }
+
+// One function turns a rate and layer as users spell them into an
+// expectation; its link carries the layer's default MTU.
+func TestNewExpect(t *testing.T) {
+	e, err := NewExpect("4X HDR", "", 0, "--expect-rate")
+	if err != nil || e.Rate.Gbps != 200 || e.Layer != "" || e.Link().Layer != InfiniBand || e.Link().MTUBytes != 4096 || e.String() != "4X HDR (200 Gb/s) (--expect-rate)" {
+		t.Errorf("%+v %v %q", e, err, e.String())
+	}
+	if e, err := NewExpect("25GbE", "", 0, "cluster file"); err != nil || e.Layer != RoCE || e.Link().MTUBytes != 1024 {
+		t.Errorf("%+v %v", e, err)
+	}
+	if e, err := NewExpect("", "IB", 0, ""); err != nil || e.HasRate() || e.Layer != InfiniBand {
+		t.Errorf("%+v %v", e, err)
+	}
+	for _, bad := range [][2]string{{"fast", ""}, {"", "token ring"}, {"-5", ""}} {
+		if _, err := NewExpect(bad[0], bad[1], 0, ""); err == nil {
+			t.Errorf("%q %q accepted", bad[0], bad[1])
+		}
+	}
+}

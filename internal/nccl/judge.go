@@ -284,7 +284,7 @@ func JudgeTests(subject string, r *TestRun, opt JudgeOptions) ([]check.Finding, 
 		if expl != "" {
 			f.Evidence = append(f.Evidence, ev("factor", expl))
 		}
-		f.Fix = []string{"give the NIC: rdmalab judge FILE --nic-rate 200 --rails 8 (or run through rdmalab nccl run, which knows the cluster)"}
+		f.Fix = []string{"give the NIC: rdmalab nccl judge FILE --expect-rate 200 --rails 8, or rdmalab judge FILE --expect-rate 200 (one rail); or run through rdmalab nccl run, which knows the cluster"}
 		return fs, s
 	}
 	rails := max(opt.RailsPerNode, 1)

@@ -7,6 +7,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/hostcheck"
 	"github.com/rdmalab/rdmalab/internal/inventory"
+	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"github.com/rdmalab/rdmalab/internal/testhost"
 )
 
@@ -21,7 +22,7 @@ func TestNHCLines(t *testing.T) {
 		want    string
 		n       int
 	}{
-		{"32intel64-2p8co2t+8ve", hostcheck.Options{ExpectRateGbps: 100}, "ERROR: rdmalab: rdma.driver", 2},
+		{"32intel64-2p8co2t+8ve", hostcheck.Options{Expect: linkrate.Expect{Rate: linkrate.Rate{Gbps: 100}, Source: "--expect-rate"}}, "ERROR: rdmalab: rdma.driver", 2},
 		{"linux-amd64-8581cf3a529e5d8b97ea876eade2f60d", hostcheck.Options{RequireRDMA: true}, "ERROR: rdmalab: rdma.present", 1},
 		{"linux-amd64-8581cf3a529e5d8b97ea876eade2f60d", hostcheck.Options{}, "", 0},
 	} {

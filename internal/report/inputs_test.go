@@ -15,6 +15,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/envelope"
 	"github.com/rdmalab/rdmalab/internal/fabriccheck"
 	"github.com/rdmalab/rdmalab/internal/hostcheck"
+	"github.com/rdmalab/rdmalab/internal/linkrate"
 )
 
 func write(t *testing.T, dir, name string, b []byte) string {
@@ -46,7 +47,7 @@ func TestLoadInputsKinds(t *testing.T) {
 	h.Encode(&bareHost)
 	fab.Encode(&bareFabric)
 	envelope.Write(&hostDoc, envelope.HostSnapshot, nil, h)
-	doctor := hostcheck.Run(h, hostcheck.Options{ExpectRateGbps: 100})
+	doctor := hostcheck.Run(h, hostcheck.Options{Expect: linkrate.Expect{Rate: linkrate.Rate{Gbps: 100}, Source: "--expect-rate"}})
 	envelope.Write(&doctorDoc, envelope.Doctor, doctor, nil)
 	fabricFs, err := fabriccheck.Run(fab, fabriccheck.Options{})
 	if err != nil {
@@ -120,7 +121,7 @@ func TestDoctorDocumentIsNotRejudged(t *testing.T) {
 	h, _ := examples.Load("seed000-epyc")
 	var snap, doc bytes.Buffer
 	h.Encode(&snap)
-	fs := hostcheck.Run(h, hostcheck.Options{ExpectRateGbps: 100})
+	fs := hostcheck.Run(h, hostcheck.Options{Expect: linkrate.Expect{Rate: linkrate.Rate{Gbps: 100}, Source: "--expect-rate"}})
 	envelope.Write(&doc, envelope.Doctor, fs, nil)
 	in, err := LoadInputs([]string{write(t, dir, "h.json", snap.Bytes()), write(t, dir, "d.json", doc.Bytes())})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/examples"
 	"github.com/rdmalab/rdmalab/internal/hostcheck"
+	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"github.com/rdmalab/rdmalab/internal/plan"
 )
 
@@ -57,7 +58,7 @@ func TestFindingsGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	Findings(&buf, hostcheck.Run(s, hostcheck.Options{ExpectRateGbps: 100}), true)
+	Findings(&buf, hostcheck.Run(s, hostcheck.Options{Expect: linkrate.Expect{Rate: linkrate.Rate{Gbps: 100}, Source: "--expect-rate"}}), true)
 	golden(t, "doctor-seed000-epyc.txt", buf.Bytes())
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/rdmalab/rdmalab/examples"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/hostcheck"
+	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"github.com/rdmalab/rdmalab/internal/plan"
 )
 
@@ -30,7 +31,7 @@ func renders(t *testing.T) map[string]func(io.Writer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doctor := hostcheck.Run(seed, hostcheck.Options{ExpectRateGbps: 100})
+	doctor := hostcheck.Run(seed, hostcheck.Options{Expect: linkrate.Expect{Rate: linkrate.Rate{Gbps: 100}, Source: "--expect-rate"}})
 	return map[string]func(io.Writer){
 		"inventory-hgx-h200":  func(w io.Writer) { Inventory(w, hgx) },
 		"doctor-seed000-epyc": func(w io.Writer) { Findings(w, doctor, false) },

@@ -1,0 +1,22 @@
+package compare
+
+import "github.com/rdmalab/rdmalab/internal/check"
+
+// Catalog lists every check compare reports (docs/checks.md is made from it).
+var Catalog = []check.Entry{
+	{ID: "compare.direction", Title: "A direction is no worse than in the first run",
+		Why:    "Between two runs of the same measurement, a change is believed only beyond both runs' own spread (never below 5%): inside it, the answer is \"no change\".",
+		Source: "seed 000 (optimised vs wrong NUMA vs CPU contention at p50, p99, p99.9)",
+		Fixes:  []string{"find what changed between the runs on the two ends: CPU load and isolation, NUMA placement, link rate, MTU, error counters"},
+		Needs:  "the direction measured in both runs, with samples", UnknownWhen: "never: a direction measured in one run only is compare.missing"},
+	{ID: "compare.node", Title: "A node's send or receive side is no worse than in the first run",
+		Why:    "When most directions leaving (or entering) one node got worse, the change is that node's, not its partners'.",
+		Source: "seed 000; all-pairs practice",
+		Fixes:  []string{"compare what differs on the node between the runs: CPU load and isolation, NUMA placement (rdmalab doctor), link rate, MTU, error counters"},
+		Needs:  "several of the node's directions compared", UnknownWhen: "never: a node with too few compared directions is not named"},
+	{ID: "compare.missing", Title: "Both runs measured the same directions",
+		Why:    "A direction measured in one run only cannot be compared; it is named so nothing is silently left out.",
+		Source: "the two runs' results",
+		Fixes:  []string{"bench --resume the run that lacks them"},
+		Needs:  "both runs' direction lists", UnknownWhen: "never"},
+}
