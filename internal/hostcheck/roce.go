@@ -2,6 +2,7 @@ package hostcheck
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -52,6 +53,15 @@ func init() {
 	// Run, Catalog and the fleet comparison need no RoCE-specific code.
 	Rules = append(Rules, roceRules...)
 	FleetRules = append(FleetRules, fleetRoCEQoS)
+}
+
+// ifName is the netdev for a fix command, a placeholder when the source
+// did not name it.
+func ifName(q host.RoCEQoS) string {
+	if q.Netdev == "" {
+		return "<if>"
+	}
+	return q.Netdev
 }
 
 // roceSubject names a RoCE QoS entry: its RDMA port and netdev when both
@@ -156,7 +166,7 @@ func roceQoSPath(r rule, s *host.Snapshot, o Options) []check.Finding {
 		dscp, dscpWhy, e, dscpKnown := trafficDSCP(q)
 		e = append(e, qosEvidence(q)...)
 		fix := func(f *check.Finding, lossless int) {
-			nd := q.Netdev
+			nd := ifName(q)
 			f.Fix = []string{"mlnx_qos -i " + nd + " --trust dscp", fmt.Sprintf("mlnx_qos -i %s --pfc %s", nd, pfcFlags([]int{lossless}))}
 			tc := (lossless*8+2)<<2 | 2 // the AF x1 DSCP of that priority, ECT(0): 106 for priority 3
 			if q.Device != "" {
@@ -262,9 +272,12 @@ func roceECN(r rule, s *host.Snapshot, o Options) []check.Finding {
 			f = r.finding(s, check.Pass, sub, "ECN on priority %d as notification and reaction point", prio)
 		default:
 			f = r.finding(s, check.Warn, sub, "ECN off on priority %d (%s): congestion falls to PFC alone, and pauses spread", prio, why)
-			f.Fix = []string{fmt.Sprintf("echo 1 > /sys/class/net/%s/ecn/roce_np/enable/%d", q.Netdev, prio), fmt.Sprintf("echo 1 > /sys/class/net/%s/ecn/roce_rp/enable/%d", q.Netdev, prio)}
+			f.Fix = []string{fmt.Sprintf("echo 1 > /sys/class/net/%s/ecn/roce_np/enable/%d", ifName(q), prio), fmt.Sprintf("echo 1 > /sys/class/net/%s/ecn/roce_rp/enable/%d", ifName(q), prio)}
 		}
-		f.Evidence = append(qosEvidence(q), ev("priority judged", strconv.Itoa(prio), why))
+		f.Evidence = qosEvidence(q)
+		if ok {
+			f.Evidence = append(f.Evidence, ev("priority judged", strconv.Itoa(prio), why))
+		}
 		out = append(out, f)
 	}
 	return out
@@ -284,7 +297,7 @@ func rocePFCSingle(r rule, s *host.Snapshot, o Options) []check.Finding {
 			if p, _, ok, _ := losslessPrio(host.RoCEQoS{TrafficClass: q.TrafficClass, Trust: q.Trust, DSCPPrio: q.DSCPPrio}); ok {
 				keep = p
 			}
-			f.Fix = []string{fmt.Sprintf("mlnx_qos -i %s --pfc %s", q.Netdev, pfcFlags([]int{keep}))}
+			f.Fix = []string{fmt.Sprintf("mlnx_qos -i %s --pfc %s", ifName(q), pfcFlags([]int{keep}))}
 		default:
 			f = r.finding(s, check.Pass, sub, "PFC on %s", prioList(q.PFC.Value))
 		}
@@ -317,11 +330,14 @@ func roceCNP(r rule, s *host.Snapshot, o Options) []check.Finding {
 			f = r.finding(s, check.Unknown, sub, "the CNP's DSCP or priority, or the data's priority, was not read")
 		case cnp == data:
 			f = r.finding(s, check.Warn, sub, "CNPs ride priority %d with the data they are meant to slow (%s)", cnp, cnpWhy)
-			f.Fix = strings.Split(strings.ReplaceAll(r.Fix, "<if>", q.Netdev), "; ")
+			f.Fix = strings.Split(strings.ReplaceAll(r.Fix, "<if>", ifName(q)), "; ")
 		default:
 			f = r.finding(s, check.Pass, sub, "CNPs on priority %d (%s), data on %d", cnp, cnpWhy, data)
 		}
-		f.Evidence = append(e, ev("data priority", strconv.Itoa(data), dataWhy))
+		if dataOK {
+			e = append(e, ev("data priority", strconv.Itoa(data), dataWhy))
+		}
+		f.Evidence = e
 		out = append(out, f)
 	}
 	return out
@@ -357,4 +373,177 @@ func roceQoSSummary(s *host.Snapshot) string {
 	}
 	slices.Sort(parts)
 	return strings.Join(parts, "; ")
+}
+
+// roceGIDPorts calls fn for the RoCE ports roce.gid.v2 judges: active
+// ones, and ports whose state the source did not show (show_gids prints
+// GIDs, not states) — an address missing there is still missing.
+func roceGIDPorts(s *host.Snapshot, fn func(d host.RDMADevice, p host.RDMAPort)) {
+	for _, d := range s.RDMADevices {
+		for _, p := range d.Ports {
+			if p.State == "ACTIVE" || (p.State == "" && p.LinkLayer == "Ethernet") {
+				fn(d, p)
+			}
+		}
+	}
+}
+
+// pauseEntry judges pause counters: storm events in one reading, any
+// pause counter rising between two.
+var pauseEntry = check.Entry{ID: "roce.pause", Title: "No pause storm; pause counters do not rise between two readings",
+	Why:         "Pauses a host keeps sending (tx_prioN_pause rising) mean its receive side cannot drain; pauses it keeps receiving mean the fabric is back-pressuring it. Either spreads congestion to innocent flows, and a storm makes the NIC stop pausing altogether (tx_pause_storm_*_events).",
+	Source:      "RDMA reference §5.5 (ethtool -S counters that prove lossless behaviour)",
+	Fix:         "find the congested receiver (the host whose tx_prioN_pause rises); enable ECN on the lossless priority so DCQCN slows senders before PFC has to; check the switch's buffer and headroom on that priority",
+	Needs:       "ethtool -S of each RoCE netdev (run by inventory when installed, or a saved output): two readings to see counters rise",
+	UnknownWhen: "never: without ethtool counters the check does not run; one reading only says whether storm events were counted"}
+
+var modeEntry = check.Entry{ID: "roce.mode", Title: "rdma_cm defaults to RoCE v2",
+	Why:    "RoCE v1 is an Ethernet frame (ethertype 0x8915) that no router forwards; rdma_cm connections made in v1 mode do not cross an L3 fabric.",
+	Source: "seed 001 (cma_roce_mode -d mlx5_0 -p 1 -m 2)",
+	Fix:    "cma_roce_mode -d <dev> -p <port> -m 2",
+	Needs:  "configfs rdma_cm/<dev>/ports/<n>/default_roce_mode, or saved cma_roce_mode output", UnknownWhen: "never: where rdma_cm's configfs directory was not made, the check does not run"}
+
+func init() {
+	Rules = append(Rules, rule{pauseEntry, rocePause}, rule{modeEntry, roceMode})
+}
+
+func roceMode(r rule, s *host.Snapshot, o Options) []check.Finding {
+	var out []check.Finding
+	for _, q := range roceEntries(s) {
+		if q.RoCEMode == nil {
+			continue
+		}
+		sub := roceSubject(q)
+		f := r.finding(s, check.Pass, sub, "rdma_cm defaults to %s", q.RoCEMode.Value)
+		if q.RoCEMode.Value != host.GIDTypeRoCEv2 {
+			f = r.finding(s, check.Warn, sub, "rdma_cm defaults to %s: its connections do not route", q.RoCEMode.Value)
+			dev := q.Device
+			if dev == "" {
+				dev = "<dev>"
+			}
+			f.Fix = []string{fmt.Sprintf("cma_roce_mode -d %s -p %d -m 2", dev, max(q.Port, 1))}
+		}
+		f.Evidence = []check.Evidence{ev("default_roce_mode", q.RoCEMode.Value, q.RoCEMode.Source)}
+		out = append(out, f)
+	}
+	return out
+}
+
+func rocePause(r rule, s *host.Snapshot, o Options) []check.Finding {
+	var out []check.Finding
+	for _, q := range roceEntries(s) {
+		if q.Counters == nil {
+			continue
+		}
+		sub := roceSubject(q)
+		var storms []string
+		for _, k := range []string{"tx_pause_storm_warning_events", "tx_pause_storm_error_events"} {
+			if v := q.Counters.Value[k]; v > 0 {
+				storms = append(storms, fmt.Sprintf("%s %d", k, v))
+			}
+		}
+		var since []string
+		for _, k := range []string{"tx_global_pause", "rx_global_pause", "rx_discards_phy"} {
+			if v := q.Counters.Value[k]; v > 0 {
+				since = append(since, fmt.Sprintf("%s %d", k, v))
+			}
+		}
+		f := r.finding(s, check.Pass, sub, "no pause storm, no global pause, no physical discards counted (rising pauses need two readings)")
+		switch {
+		case len(storms) > 0:
+			f = r.finding(s, check.Fail, sub, "pause storm: %s", strings.Join(storms, ", "))
+			f.Fix = []string{r.Fix}
+		case len(since) > 0:
+			// Global (802.3x) pause stops every priority and excludes PFC;
+			// rx_discards_phy are drops for lack of receive buffer.
+			f = r.finding(s, check.Warn, sub, "since the counters were cleared: %s (global pause stalls every priority; discards are drops a lossless priority must not have)", strings.Join(since, ", "))
+			f.Fix = []string{"ethtool -A " + ifName(q) + " rx off tx off   # global pause off, PFC instead: mlnx_qos -i " + ifName(q) + " --pfc 0,0,0,1,0,0,0,0", r.Fix}
+		}
+		f.Evidence = []check.Evidence{ev("counters", strconv.Itoa(len(q.Counters.Value))+" pause/discard counters", q.Counters.Source)}
+		out = append(out, f)
+	}
+	return out
+}
+
+// isPause names the counters that count pause frames.
+func isPause(name string) bool {
+	return strings.HasSuffix(name, "_pause") || strings.HasSuffix(name, "pause_ctrl_phy") || strings.HasSuffix(name, "_storm_error_events") || strings.HasSuffix(name, "_storm_warning_events")
+}
+
+// pauseDeltas compares the pause counters of two readings of one host.
+func pauseDeltas(name string, a, b *host.Snapshot) []check.Finding {
+	var out []check.Finding
+	for _, qb := range b.RoCE {
+		qa := a.RoCEQoSOf(qb.Netdev)
+		if qa == nil || qa.Counters == nil || qb.Counters == nil {
+			continue
+		}
+		out = append(out, PauseRising(name, roceSubject(qb), *qa.Counters, *qb.Counters, b.CollectedAt.Sub(a.CollectedAt).Round(1e9).String())...)
+	}
+	return out
+}
+
+// PauseRising judges two readings of one netdev's pause counters (two
+// snapshots, or two ethtool -S outputs in one saved file).
+func PauseRising(hostname, subject string, a, b host.Read[map[string]uint64], between string) []check.Finding {
+	var rose []string
+	var e []check.Evidence
+	compared := 0
+	for _, k := range slices.Sorted(maps.Keys(b.Value)) {
+		y := b.Value[k]
+		x, ok := a.Value[k]
+		if !ok || !isPause(k) {
+			continue
+		}
+		compared++
+		if y > x {
+			rose = append(rose, fmt.Sprintf("%s +%d", k, y-x))
+			e = append(e, ev(k, fmt.Sprintf("%d → %d", x, y), a.Source+" → "+b.Source))
+		}
+	}
+	f := check.Finding{Check: pauseEntry.ID, Host: hostname, Subject: subject}
+	switch {
+	case compared == 0:
+		return nil
+	case len(rose) == 0:
+		f.Outcome, f.Message = check.Pass, fmt.Sprintf("no pause counter rose (%d compared, %s apart)", compared, between)
+	default:
+		f.Outcome, f.Message = check.Warn, fmt.Sprintf("pause counters rose in %s: %s", between, strings.Join(rose, ", "))
+		f.Evidence, f.Fix = e, []string{pauseEntry.Fix}
+	}
+	return []check.Finding{f}
+}
+
+// shownBy says whether a saved output shows what a RoCE rule is about:
+// judging `ethtool -S` says nothing of trust or ECN, rather than a row
+// of unknowns for what the tool never prints.
+var shownBy = map[string]func(q host.RoCEQoS) bool{
+	"roce.qos.path":   func(q host.RoCEQoS) bool { return q.Trust != nil || q.PFC != nil },
+	"roce.ecn":        func(q host.RoCEQoS) bool { return q.ECNNotify != nil || q.ECNReact != nil },
+	"roce.pfc.single": func(q host.RoCEQoS) bool { return q.PFC != nil },
+	"roce.cnp":        func(q host.RoCEQoS) bool { return q.CNPDSCP != nil || q.CNPPrio != nil },
+	"roce.pause":      func(q host.RoCEQoS) bool { return q.Counters != nil },
+	"roce.mode":       func(q host.RoCEQoS) bool { return q.RoCEMode != nil },
+}
+
+// RunRoCE applies the RoCE rules to a snapshot that holds only what a
+// saved output showed (judge): the GID tables in it, and each QoS rule
+// to the entries that show its inputs.
+func RunRoCE(s *host.Snapshot) []check.Finding {
+	var out []check.Finding
+	for _, r := range Rules {
+		if !strings.HasPrefix(r.ID, "roce.") {
+			continue
+		}
+		shown, ok := shownBy[r.ID]
+		if !ok {
+			out = append(out, r.run(r, s, Options{})...)
+			continue
+		}
+		part := *s
+		part.RoCE = slices.DeleteFunc(slices.Clone(s.RoCE), func(q host.RoCEQoS) bool { return !shown(q) })
+		out = append(out, r.run(r, &part, Options{})...)
+	}
+	check.Sort(out)
+	return out
 }

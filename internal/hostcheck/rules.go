@@ -621,7 +621,7 @@ func roceNetdevs(s *host.Snapshot, fn func(name, subject string, n *host.NetDev)
 
 func roceGID(r rule, s *host.Snapshot, o Options) []check.Finding {
 	var out []check.Finding
-	activePorts(s, func(d host.RDMADevice, p host.RDMAPort) {
+	roceGIDPorts(s, func(d host.RDMADevice, p host.RDMAPort) {
 		if p.LinkLayer != "Ethernet" {
 			return
 		}

@@ -196,7 +196,7 @@ func TestEveryRuleHasBothCases(t *testing.T) {
 		}), tc.opt))
 	}
 	for _, tc := range roceFaults {
-		record(Run(tree(t, testhost.Seed000(), func(root string) { tc.edit(t, root) }), Options{}))
+		record(Run(roceTree(t, tc.edit, tc.ethtool), Options{}))
 	}
 	ofed := testhost.Seed000()
 	for i := range ofed.Net {

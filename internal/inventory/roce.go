@@ -134,6 +134,11 @@ func (c *collector) toolQoS(q *host.RoCEQoS, subject string, parse func([]byte, 
 		}
 		return
 	}
+	// A tool asked about one interface answers about it, even where its
+	// output names it otherwise (a wrapper script's echo of another name).
+	if len(qs) == 1 {
+		qs[0].Netdev = q.Netdev
+	}
 	for _, r := range qs {
 		if r.Netdev == "" || r.Netdev == q.Netdev {
 			r.Netdev, r.Device, r.Port = q.Netdev, q.Device, q.Port

@@ -14,6 +14,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/bench"
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/fabric"
+	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"github.com/rdmalab/rdmalab/internal/nccl"
 )
@@ -55,6 +56,11 @@ var Formats = []Format{
 	{"iblinkinfo", sniffLinkInfo, judgeLinkInfo},
 	{"ibnetdiscover", sniffTopology, judgeTopology},
 	{"ibnetdiscover -p", sniffPorts, judgePorts},
+	{"show_gids", host.SniffShowGIDs, judgeShowGIDs},
+	{"mlnx_qos", host.SniffMlnxQos, judgeQoS(host.ParseMlnxQos)},
+	{"dcb / lldptool", host.SniffDCB, judgeQoS(host.ParseDCB)},
+	{"ethtool -S", host.SniffEthtoolS, judgeEthtoolS},
+	{"cma_roce_mode", host.SniffCMARoCEMode, judgeQoS(host.ParseCMARoCEMode)},
 }
 
 // judgeNCCL judges nccl-tests output and NCCL_DEBUG logs; with
