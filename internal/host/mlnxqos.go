@@ -171,7 +171,7 @@ func ParseMlnxQos(b []byte, src string) ([]RoCEQoS, error) {
 					e.Netdev = nd
 				}
 			}
-			ok, err := e.SetFromSysfs(m[1], m[2])
+			ok, err := e.SetFromSysfs(m[1], m[2], at)
 			if err != nil {
 				return nil, fmt.Errorf("line %d: %s: %w", n, m[1], err)
 			}

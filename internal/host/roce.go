@@ -121,8 +121,15 @@ func (q RoCEQoS) PrioOf(d int) (prio int, why string, ok bool) {
 // SetFromSysfs applies one QoS file's content, by its path, to q: the one
 // interpretation of the MLNX_OFED and inbox files, shared by the live
 // reader and the parsers of query scripts that print "path = value". It
-// reports whether the path is one it knows.
-func (q *RoCEQoS) SetFromSysfs(path, content string) (bool, error) {
+// reports whether the path is one it knows. Values are sourced to src
+// ("" for the path itself; a parser passes the line that printed it).
+func (q *RoCEQoS) SetFromSysfs(path, content, src string) (bool, error) {
+	at := func(p string) string {
+		if src == "" {
+			return p
+		}
+		return src + " (" + p + ")"
+	}
 	v := strings.TrimSpace(content)
 	base := path[strings.LastIndex(path, "/")+1:]
 	parent := strings.TrimSuffix(path, "/"+base)
@@ -131,10 +138,10 @@ func (q *RoCEQoS) SetFromSysfs(path, content string) (bool, error) {
 		if v != "pcp" && v != "dscp" {
 			return true, fmt.Errorf("trust %q: want pcp or dscp", v)
 		}
-		q.Trust = Got(v, path)
+		q.Trust = Got(v, at(path))
 	case strings.HasSuffix(path, "/qos/dscp2prio"), strings.HasSuffix(path, "/qos/pfc"):
 		// MLNX_OFED prints these as mlnx_qos does.
-		p, err := ParseMlnxQos([]byte(v), path)
+		p, err := ParseMlnxQos([]byte(v), at(path))
 		if err != nil {
 			return true, err
 		}
@@ -155,9 +162,8 @@ func (q *RoCEQoS) SetFromSysfs(path, content string) (bool, error) {
 		if strings.Contains(parent, "roce_rp") {
 			dst = &q.ECNReact
 		}
-		src := parent
 		if *dst == nil {
-			*dst = Got([]int{}, src)
+			*dst = Got([]int{}, at(parent))
 		}
 		if on == 1 && !slices.Contains((*dst).Value, prio) {
 			(*dst).Value = append((*dst).Value, prio)
@@ -168,27 +174,27 @@ func (q *RoCEQoS) SetFromSysfs(path, content string) (bool, error) {
 		if err != nil {
 			return true, err
 		}
-		q.CNPDSCP = Got(n, path)
+		q.CNPDSCP = Got(n, at(path))
 	case strings.HasSuffix(path, "/ecn/roce_np/cnp_802p_prio"):
 		n, err := byteValue(v, 7)
 		if err != nil {
 			return true, err
 		}
-		q.CNPPrio = Got(n, path)
+		q.CNPPrio = Got(n, at(path))
 	case base == "traffic_class":
 		tc, err := ParseTrafficClass(v)
 		if err != nil {
 			return true, err
 		}
-		q.TrafficClass = Got(tc, path)
+		q.TrafficClass = Got(tc, at(path))
 	case base == "default_roce_tos":
 		n, err := byteValue(v, 255)
 		if err != nil {
 			return true, err
 		}
-		q.DefaultRoCETos = Got(n, path)
+		q.DefaultRoCETos = Got(n, at(path))
 	case base == "default_roce_mode":
-		q.RoCEMode = Got(v, path)
+		q.RoCEMode = Got(v, at(path))
 	default:
 		return false, nil
 	}

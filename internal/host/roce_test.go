@@ -237,10 +237,10 @@ func TestQoSNoDefaults(t *testing.T) {
 		t.Errorf("the excerpt stops before PFC: nothing past the map may be known: %s", qosSummary(qs))
 	}
 	var q RoCEQoS
-	if ok, err := q.SetFromSysfs("/sys/class/infiniband/mlx5_0/tc/1/traffic_class", ""); !ok || err != nil || q.TrafficClass.Value != -1 {
+	if ok, err := q.SetFromSysfs("/sys/class/infiniband/mlx5_0/tc/1/traffic_class", "", ""); !ok || err != nil || q.TrafficClass.Value != -1 {
 		t.Errorf("empty traffic_class: %v %v %+v", ok, err, q.TrafficClass)
 	}
-	if _, err := q.SetFromSysfs("/sys/class/net/x/qos/trust", "both"); err == nil {
+	if _, err := q.SetFromSysfs("/sys/class/net/x/qos/trust", "both", ""); err == nil {
 		t.Error("trust both accepted")
 	}
 	if _, err := ParseMlnxQos([]byte("hello"), "x"); !errors.Is(err, ErrNoQoS) {

@@ -315,15 +315,21 @@ func roceCNP(r rule, s *host.Snapshot, o Options) []check.Finding {
 		sub := roceSubject(q)
 		var e []check.Evidence
 		cnp, cnpWhy, cnpOK := -1, "", false
+		data, dataWhy, dataOK, onPath := losslessPrio(q)
+		if !onPath {
+			continue // the data misses the lossless priority: roce.qos.path's finding
+		}
 		switch {
-		case q.Trust != nil && q.Trust.Value == "pcp" && q.CNPPrio != nil:
-			cnp, cnpWhy, cnpOK = q.CNPPrio.Value, "cnp_802p_prio under trust pcp", true
-			e = append(e, ev("cnp_802p_prio", strconv.Itoa(cnp), q.CNPPrio.Source))
+		case q.Trust != nil && q.Trust.Value == "pcp":
+			// Under trust pcp the CNP's priority is its 802.1p field.
+			if q.CNPPrio != nil {
+				cnp, cnpWhy, cnpOK = q.CNPPrio.Value, "cnp_802p_prio under trust pcp", true
+				e = append(e, ev("cnp_802p_prio", strconv.Itoa(cnp), q.CNPPrio.Source))
+			}
 		case q.CNPDSCP != nil:
 			e = append(e, ev("cnp_dscp", strconv.Itoa(q.CNPDSCP.Value), q.CNPDSCP.Source))
 			cnp, cnpWhy, cnpOK = q.PrioOf(q.CNPDSCP.Value)
 		}
-		data, dataWhy, dataOK, _ := losslessPrio(q)
 		var f check.Finding
 		switch {
 		case !cnpOK || !dataOK:

@@ -84,7 +84,7 @@ func (c *collector) roceQoS(dev string, port int, nd string) host.RoCEQoS {
 		if err != nil {
 			continue // absent: unknown, and what tools are for
 		}
-		if _, err := q.SetFromSysfs(f, s); err != nil {
+		if _, err := q.SetFromSysfs(f, s, ""); err != nil {
 			c.fail(subject, f, err)
 		}
 	}
