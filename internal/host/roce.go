@@ -110,10 +110,10 @@ func (q RoCEQoS) PrioOf(d int) (prio int, why string, ok bool) {
 	case "dscp":
 		if q.DSCPPrio != nil {
 			if p, ok := q.DSCPPrio.Value[d]; ok {
-				return p, fmt.Sprintf("trust dscp, DSCP %d → priority %d (%s)", d, p, q.DSCPPrio.Source), true
+				return p, "trust dscp, map " + q.DSCPPrio.Source, true
 			}
 		}
-		return d >> 3, fmt.Sprintf("trust dscp, DSCP %d → priority %d (the default map, DSCP>>3)", d, d>>3), true
+		return d >> 3, "trust dscp, the default map (DSCP>>3)", true
 	}
 	return 0, "", false
 }

@@ -211,7 +211,7 @@ func roceQoSPath(r rule, s *host.Snapshot, o Options) []check.Finding {
 			}
 			switch {
 			case pfcOn:
-				f = r.finding(s, check.Pass, sub, "%s → %s → PFC on: lossless", dscpWhy, steps[1])
+				f = r.finding(s, check.Pass, sub, "%s → %s → PFC on %d: lossless", dscpWhy, steps[1], prio)
 			case ecnKnown && ecn:
 				f = r.finding(s, check.Warn, sub, "%s → priority %d, PFC off: RoCE traffic is lossy (ECN only)%s", dscpWhy, prio, elsewhere)
 				fix(&f, target)
