@@ -317,3 +317,39 @@ func ParseCMARoCEMode(b []byte, src string) ([]RoCEQoS, error) {
 	}
 	return out, nil
 }
+
+// LosslessClass is the traffic class byte that lands RoCE traffic on the
+// port's one lossless (PFC) priority, and that priority: the forced
+// traffic_class when it already does, else the priority's AFx1 DSCP
+// (26 for priority 3) that the DSCP map sends there, with ECT(0) set
+// (DSCP<<2 | 2: 106). ok is false unless trust and a single PFC
+// priority were read.
+func (q RoCEQoS) LosslessClass() (tclass, prio int, why string, ok bool) {
+	if q.Trust == nil || q.PFC == nil || len(q.PFC.Value) != 1 {
+		return 0, 0, "", false
+	}
+	prio = q.PFC.Value[0]
+	if q.TrafficClass != nil && q.TrafficClass.Value >= 0 {
+		if p, _, ok := q.PrioOf(q.TrafficClass.Value >> 2); ok && p == prio {
+			return q.TrafficClass.Value, prio, fmt.Sprintf("the port's traffic_class %d (DSCP %d → priority %d, PFC on: %s)", q.TrafficClass.Value, q.TrafficClass.Value>>2, prio, q.PFC.Source), true
+		}
+	}
+	for _, d := range append([]int{prio*8 + 2}, dscpsOf(q, prio)...) {
+		if p, _, ok := q.PrioOf(d); ok && (p == prio || q.Trust.Value == "pcp") {
+			return d<<2 | 2, prio, fmt.Sprintf("DSCP %d → priority %d under trust %s, the one PFC priority (%s); ECT(0) set for ECN", d, prio, q.Trust.Value, q.PFC.Source), true
+		}
+	}
+	return 0, 0, "", false
+}
+
+func dscpsOf(q RoCEQoS, prio int) []int {
+	var out []int
+	if q.DSCPPrio != nil {
+		for d := 0; d < 64; d++ {
+			if p, ok := q.DSCPPrio.Value[d]; ok && p == prio {
+				out = append(out, d)
+			}
+		}
+	}
+	return out
+}
