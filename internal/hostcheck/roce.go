@@ -111,7 +111,7 @@ func trafficDSCP(q host.RoCEQoS) (dscp int, why string, e []check.Evidence, know
 		e = append(e, ev("traffic_class", strconv.Itoa(tc), q.TrafficClass.Source))
 		return tc >> 2, fmt.Sprintf("traffic_class %d → DSCP %d", tc, tc>>2), e, true
 	}
-	e = append(e, ev("traffic_class", "not forced", q.TrafficClass.Source), ev("NCCL_IB_TC", "0 when unset", "NCCL's default (RDMA reference §4.4)"))
+	e = append(e, ev("traffic_class", "not forced", q.TrafficClass.Source), ev("NCCL_IB_TC", "unset (default −1: NCCL leaves the traffic class 0)", "RDMA reference §4.4 (net_ib/connect.cc)"))
 	return 0, "traffic_class not forced, NCCL_IB_TC unset → DSCP 0", e, true
 }
 

@@ -128,7 +128,7 @@ func roceClass(s *host.Snapshot, rails []string, add func(name, value, reason st
 		}
 		switch {
 		case !ok:
-			finding("nccl.env.tc", check.Warn, "NCCL_IB_TC", fmt.Sprintf("no single lossless priority read on rail %s (trust and PFC: see doctor's roce.qos.path): NCCL_IB_TC left at NCCL's default 0 (DSCP 0, priority 0)", rail)).Fix =
+			finding("nccl.env.tc", check.Warn, "NCCL_IB_TC", fmt.Sprintf("no single lossless priority read on rail %s (trust and PFC: see doctor's roce.qos.path): NCCL_IB_TC left unset (NCCL's traffic class 0: DSCP 0, priority 0)", rail)).Fix =
 				[]string{"rdmalab doctor   # roce.qos.path names the lossless priority", "export NCCL_IB_TC=106 NCCL_IB_SL=3   # seed 001's priority 3 (DSCP 26)"}
 			return
 		case tc >= 0 && (t != tc || p != prio):
