@@ -209,9 +209,10 @@ func dcbPair(kv string, max int) (int, string, error) {
 	return p, v, nil
 }
 
-// parseDCBJSON reads `dcb -j … show` objects: prio_pfc (an object of
-// priority → bool), prio_tc (priority → tc), dscp_prio ([[dscp, prio]] or
-// objects), as iproute2 prints them; one object or a list of them.
+// parseDCBJSON reads `dcb -j … show` objects: prio_pfc (an array of
+// booleans by priority, or an object keyed by priority), prio_tc
+// (priority → tc), dscp_prio ([[dscp, prio], …]) as iproute2 prints them;
+// one object, several, or a list of them.
 func parseDCBJSON(b []byte, src string) ([]RoCEQoS, error) {
 	var objs []map[string]json.RawMessage
 	if b[0] == '[' {
@@ -259,15 +260,31 @@ func parseDCBJSON(b []byte, src string) ([]RoCEQoS, error) {
 			q.PrioTC, found = Got(tcs, src+" (prio_tc)"), true
 		}
 		if raw, ok := o["dscp_prio"]; ok {
+			// iproute2 prints each entry as [dscp, prio] (some versions
+			// add a trailing " " element); the DSCP may be a name.
+			var rows [][]json.RawMessage
+			if err := json.Unmarshal(raw, &rows); err != nil {
+				return nil, fmt.Errorf("dcb JSON dscp_prio: %w", err)
+			}
 			var pairs [][2]int
-			if err := json.Unmarshal(raw, &pairs); err != nil {
-				var objs []struct{ DSCP, Prio int }
-				if err2 := json.Unmarshal(raw, &objs); err2 != nil {
-					return nil, fmt.Errorf("dcb JSON dscp_prio: %w", err)
+			for _, r := range rows {
+				if len(r) < 2 {
+					return nil, fmt.Errorf("dcb JSON dscp_prio: entry %s: want [dscp, prio]", r)
 				}
-				for _, x := range objs {
-					pairs = append(pairs, [2]int{x.DSCP, x.Prio})
+				var d, p int
+				if err := json.Unmarshal(r[0], &d); err != nil {
+					var name string
+					if json.Unmarshal(r[0], &name) != nil {
+						return nil, fmt.Errorf("dcb JSON dscp_prio: DSCP %s", r[0])
+					}
+					if d, err = ParseDSCP(name); err != nil {
+						return nil, fmt.Errorf("dcb JSON dscp_prio: %w", err)
+					}
 				}
+				if err := json.Unmarshal(r[1], &p); err != nil {
+					return nil, fmt.Errorf("dcb JSON dscp_prio: priority %s", r[1])
+				}
+				pairs = append(pairs, [2]int{d, p})
 			}
 			mp := map[int]int{}
 			for _, pr := range pairs {

@@ -248,6 +248,32 @@ func TestQoSNoDefaults(t *testing.T) {
 	}
 }
 
+// dcb -j as iproute2 prints it: prio_pfc an array of booleans, dscp_prio
+// pairs with the trailing " " some versions add (the shape quoted on
+// netdev, "dcb -j -p app show dev swp1 dscp-prio"), prio_tc numbers.
+func TestParseDCBJSON(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"pfc_cap":8,"macsec_bypass":false,"delay":0,"prio_pfc":[false,false,false,true,false,false,false,false]}`: "netdev= pfc=[3]",
+		`{"dscp_prio":[[26,3," "],[48,6," "]]}`: "netdev= trust=dscp dscp(2)=26:3,48:6",
+		`{"dscp_prio":[["AF31",3]]}`:            "netdev= trust=dscp dscp(1)=26:3",
+		`{"prio_tc":[0,0,0,3,0,0,6,0]}`:         "netdev= tc=[0 0 0 3 0 0 6 0]",
+	} {
+		qs, err := ParseDCB([]byte(in), "dcb -j")
+		if err != nil {
+			t.Errorf("%s: %v", in, err)
+			continue
+		}
+		if got := qosSummary(qs); got != want {
+			t.Errorf("%s: %s, want %s", in, got, want)
+		}
+	}
+	for _, bad := range []string{`{"prio_pfc":[true,true,true,true,true,true,true,true,true]}`, `{"dscp_prio":[[64,3]]}`, `{"dscp_prio":[[26]]}`, `{"prio_tc":{"9":1}}`} {
+		if _, err := ParseDCB([]byte(bad), "x"); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}
+
 func TestParseDSCP(t *testing.T) {
 	for in, want := range map[string]int{"AF31": 26, "af41": 34, "CS6": 48, "EF": 46, "26": 26, "0x1a": 26, "CS0": 0} {
 		if got, err := ParseDSCP(in); err != nil || got != want {
