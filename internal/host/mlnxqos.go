@@ -66,13 +66,15 @@ func ParseMlnxQos(b []byte, src string) ([]RoCEQoS, error) {
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	n := 0
+	// A one-line text (a sysfs file) needs no line number in its source.
+	numbered := src != "" && bytes.Contains(bytes.TrimSpace(b), []byte("\n"))
 	for sc.Scan() {
 		n++
 		raw := tmuxCounterRE.ReplaceAllString(sc.Text(), "")
 		line := strings.TrimSpace(linePrefixRE.ReplaceAllString(raw, ""))
-		at := fmt.Sprintf("%s line %d", src, n)
-		if src == "" || !strings.Contains(string(b), "\n") {
-			at = src
+		at := src
+		if numbered {
+			at = fmt.Sprintf("%s line %d", src, n)
 		}
 		if m := mlnxQosCmdRE.FindStringSubmatch(line); m != nil {
 			get(m[1])

@@ -193,7 +193,6 @@ func roceQoSPath(r rule, s *host.Snapshot, o Options) []check.Finding {
 			f = r.finding(s, check.Unknown, sub, "trust %s, %s; the DSCP the traffic carries (traffic_class, NCCL_IB_TC) is not in the source", q.Trust.Value, lossless)
 		default:
 			prio, prioWhy, _ := q.PrioOf(dscp)
-			steps := []string{dscpWhy, fmt.Sprintf("priority %d (%s)", prio, prioWhy)}
 			pfcOn := slices.Contains(q.PFC.Value, prio)
 			ecn, ecnKnown := ecnOn(q, prio)
 			elsewhere := ""
@@ -211,7 +210,7 @@ func roceQoSPath(r rule, s *host.Snapshot, o Options) []check.Finding {
 			}
 			switch {
 			case pfcOn:
-				f = r.finding(s, check.Pass, sub, "%s → %s → PFC on %d: lossless", dscpWhy, steps[1], prio)
+				f = r.finding(s, check.Pass, sub, "%s → priority %d (%s) → PFC on %d: lossless", dscpWhy, prio, prioWhy, prio)
 			case ecnKnown && ecn:
 				f = r.finding(s, check.Warn, sub, "%s → priority %d, PFC off: RoCE traffic is lossy (ECN only)%s", dscpWhy, prio, elsewhere)
 				fix(&f, target)

@@ -111,7 +111,7 @@ func standIn(t *testing.T, dir, name string, byPort map[string]string) {
 		if pat == "" {
 			pat = "*"
 		}
-		script += fmt.Sprintf("  %s) cat '%s';;\n", pat, f)
+		script += fmt.Sprintf("  %s) /bin/cat '%s';;\n", pat, f)
 	}
 	script += "esac\n"
 	if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755); err != nil {
@@ -132,7 +132,7 @@ func roceTree(t *testing.T, edit func(t *testing.T, root string), ethtool string
 	if ethtool != "" {
 		bin := t.TempDir()
 		standIn(t, bin, "ethtool", map[string]string{"enp65s0f0np0": ethtool, "": quietPorts})
-		t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+		t.Setenv("PATH", bin) // only the stand-ins: the machine's own dcb or ethtool must not answer
 		opt.Tools = inventory.ExecTool(inventory.ToolTimeout)
 	}
 	fs, err := hostfs.New(root)
@@ -200,7 +200,7 @@ func TestRoCEStandInQoSTools(t *testing.T) {
 		inbox(t, root)
 		bin := t.TempDir()
 		standIn(t, bin, tool, map[string]string{"": string(b)})
-		t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+		t.Setenv("PATH", bin) // only the stand-ins: the machine's own dcb or ethtool must not answer
 		fs, err := hostfs.New(root)
 		if err != nil {
 			t.Fatal(err)
