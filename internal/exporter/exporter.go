@@ -145,6 +145,7 @@ func descs() []*prometheus.Desc {
 		findingDesc, findingsDesc, findingsAtDesc,
 		fabricStateDesc, fabricRateDesc, fabricLinkDesc, fabricSaturatedDesc, fabricSMDesc,
 		fabricNodesDesc, fabricScanAtDesc, fabricScanDurDesc}
+	out = append(out, roceDescs...)
 	for _, m := range counterDescs {
 		for _, d := range m {
 			out = append(out, d)

@@ -97,7 +97,7 @@ func (c *hostCollector) update(ctx context.Context, ch chan<- prometheus.Metric)
 	// gives up at its timeout and the read finishes, or not, on its own.
 	done := make(chan *host.Snapshot, 1)
 	go func() {
-		s := inventory.Collect(view, inventory.Options{Now: c.opt.Now})
+		s := inventory.Collect(view, inventory.Options{Now: c.opt.Now, Tools: roceTools(c.opt)})
 		c.mu.Lock()
 		c.reading = false
 		if len(s.Errors) > 0 {
@@ -110,6 +110,7 @@ func (c *hostCollector) update(ctx context.Context, ch chan<- prometheus.Metric)
 	case s := <-done:
 		m := &emitter{ch: ch}
 		emitPorts(m, s)
+		emitRoCE(m, s)
 		return m.err
 	case <-ctx.Done():
 		return fmt.Errorf("host: reading the RDMA ports did not finish within the scrape timeout: %w", ctx.Err())

@@ -46,6 +46,8 @@ type Snapshot struct {
 	Baseboard   *Baseboard     `json:"baseboard,omitempty"`
 	NetDevs     []NetDev       `json:"netdevs"`
 	Affinity    []AffinityPair `json:"gpu_nic_affinity"`
+	// RoCE is the QoS of each RoCE netdev (host/roce.go).
+	RoCE []RoCEQoS `json:"roce_qos,omitempty"`
 	// Errors lists what could not be read; the rest of the snapshot still stands.
 	Errors []CollectError `json:"errors"`
 }

@@ -46,6 +46,7 @@ func RunDeltas(hosts []*host.Snapshot) []check.Finding {
 func deltas(name string, a, b *host.Snapshot) []check.Finding {
 	hours := b.CollectedAt.Sub(a.CollectedAt).Hours()
 	var out []check.Finding
+	out = append(out, pauseDeltas(name, a, b)...)
 	for _, db := range b.RDMADevices {
 		da := a.RDMA(db.Name)
 		if da == nil {

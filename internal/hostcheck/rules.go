@@ -216,11 +216,6 @@ var Rules = []rule{
 		Source: "seed 000 (GID table, -x 3), seed 001 (cma_roce_mode)",
 		Fixes:  []string{"assign an IPv4 address to the netdev", "cma_roce_mode -d <dev> -p 1 -m 2", "pass -x N / NCCL_IB_GID_INDEX=N"},
 		Needs:  "the GID table (gids/, gid_attrs/types, gid_attrs/ndevs) of Active RoCE ports", UnknownWhen: "gids/ is not in the source (a partial capture)"}, roceGID},
-	{check.Entry{ID: "roce.ecn", Title: "ECN (DCQCN) enabled for RoCE where the driver shows it",
-		Why:    "RoCE over a lossless fabric needs ECN marking and reaction (DCQCN) on the RDMA priority, PFC being the emergency brake.",
-		Source: "seed 001 (MTU, PFC, ECN), RDMA reference §5",
-		Fixes:  []string{"echo 1 > /sys/class/net/<if>/ecn/roce_np/enable/3", "echo 1 > /sys/class/net/<if>/ecn/roce_rp/enable/3", "mlnx_qos -i <if> --trust dscp --pfc 0,0,0,1,0,0,0,0"},
-		Needs:  "/sys/class/net/IF/ecn/roce_np and roce_rp (MLNX_OFED/DOCA)", UnknownWhen: "the driver exposes no ECN state (inbox mlx5): check with mlnx_qos or dcb"}, roceECN},
 	{check.Entry{ID: "ib.sm", Title: "InfiniBand port sees a subnet manager and has a LID",
 		Why:    "Nothing on an InfiniBand fabric routes until a subnet manager assigns LIDs.",
 		Source: "seed 001, seeds 002/003 (OpenSM)",
@@ -728,7 +723,7 @@ func roceNetdevs(s *host.Snapshot, fn func(name, subject string, n *host.NetDev)
 
 func roceGID(r rule, s *host.Snapshot, o Options) []check.Finding {
 	var out []check.Finding
-	activePorts(s, func(d host.RDMADevice, p host.RDMAPort) {
+	roceGIDPorts(s, func(d host.RDMADevice, p host.RDMAPort) {
 		if p.LinkLayer != "Ethernet" {
 			return
 		}
@@ -754,34 +749,6 @@ func roceGID(r rule, s *host.Snapshot, o Options) []check.Finding {
 			f = r.finding(s, check.Fail, sub, "no RoCE v2 GID with an IPv4 address (%d GIDs, none usable for routed RoCE v2)", len(p.GIDs))
 			f.Fix = slices.Clone(r.Fixes)
 		}
-		out = append(out, f)
-	})
-	return out
-}
-
-func roceECN(r rule, s *host.Snapshot, o Options) []check.Finding {
-	var out []check.Finding
-	roceNetdevs(s, func(name, sub string, n *host.NetDev) {
-		if n.ECN == nil {
-			out = append(out, r.finding(s, check.Unknown, sub, "the driver exposes no ECN state in sysfs (inbox mlx5): check with mlnx_qos or dcb"))
-			return
-		}
-		e := []check.Evidence{ev("roce_np enabled priorities", fmt.Sprint(n.ECN.NotificationPoint), "/sys/class/net/"+name+"/ecn/roce_np/enable"), ev("roce_rp enabled priorities", fmt.Sprint(n.ECN.ReactionPoint), "/sys/class/net/"+name+"/ecn/roce_rp/enable")}
-		if n.Trust != "" {
-			e = append(e, ev("trust", n.Trust, "/sys/class/net/"+name+"/qos/trust"))
-		}
-		var both []int
-		for _, p := range n.ECN.NotificationPoint {
-			if slices.Contains(n.ECN.ReactionPoint, p) {
-				both = append(both, p)
-			}
-		}
-		f := r.finding(s, check.Pass, sub, "ECN on for priorities %v (notification and reaction)", both)
-		if len(both) == 0 {
-			f = r.finding(s, check.Warn, sub, "ECN is not enabled as both notification and reaction point on any priority: congestion falls to PFC alone")
-			f.Fix = fixesWith(r.Fixes, "<if>", name)
-		}
-		f.Evidence = e
 		out = append(out, f)
 	})
 	return out

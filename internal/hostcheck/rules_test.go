@@ -191,6 +191,9 @@ func TestEveryRuleHasBothCases(t *testing.T) {
 			}
 		}), tc.opt))
 	}
+	for _, tc := range roceFaults {
+		record(Run(roceTree(t, tc.edit, tc.ethtool), Options{}))
+	}
 	ofed := testhost.Seed000()
 	for i := range ofed.Net {
 		ofed.Net[i].ECN = []int{3}
@@ -278,6 +281,7 @@ func TestEveryFleetRule(t *testing.T) {
 		"fleet.mtu":        func(s *host.Snapshot) { s.NetDevs[0].MTUBytes = 1500 },
 		"fleet.driver":     func(s *host.Snapshot) { s.Kernel.ModuleVersions = map[string]string{"mlx5_core": "24.10-1.1.4"} },
 		"fleet.kernel":     func(s *host.Snapshot) { s.Kernel.Release = "6.1.0-28-amd64" },
+		"fleet.roce-qos":   func(s *host.Snapshot) { s.RoCE[0].Trust = host.Got("pcp", "/sys/class/net/enp65s0f0np0/qos/trust") },
 	}
 	for _, k := range FleetRules {
 		m, ok := mutate[k.ID]

@@ -26,11 +26,15 @@ type Options struct {
 	Now func() time.Time
 	// Recorder, when set, records every path Open reads (for gather).
 	Recorder *hostfs.Recorder
+	// Tools runs mlnx_qos, dcb and ethtool for RoCE QoS; nil runs them
+	// from PATH on a live host and not at all on any other root.
+	Tools Tool
 }
 
 type collector struct {
-	fs   *hostfs.FS
-	snap *host.Snapshot
+	fs    *hostfs.FS
+	snap  *host.Snapshot
+	tools Tool
 }
 
 // Collect reads the host under fsys into a snapshot. It does not fail: what
@@ -44,7 +48,10 @@ func Collect(fsys *hostfs.FS, opt Options) *host.Snapshot {
 		SchemaVersion: host.SchemaVersion,
 		CollectedAt:   now().UTC(),
 		Source:        fsys.Root(),
-	}}
+	}, tools: opt.Tools}
+	if c.tools == nil && fsys.IsLive() {
+		c.tools = ExecTool(ToolTimeout)
+	}
 	c.hostname()
 	c.kernel()
 	c.cpus()
@@ -53,6 +60,7 @@ func Collect(fsys *hostfs.FS, opt Options) *host.Snapshot {
 	c.rdma()
 	c.netdevs()
 	c.linkNetdevs()
+	c.roce()
 	c.gpus()
 	c.snap.ComputeAffinity()
 	c.snap.Baseboard = baseboard(c.snap)

@@ -54,6 +54,11 @@ var Formats = []Format{
 	{"iblinkinfo", fabric.SniffIBLinkInfo, judgeLinkInfo},
 	{"ibnetdiscover", fabric.SniffTopology, judgeTopology},
 	{"ibnetdiscover -p", fabric.SniffIBNetDiscoverPorts, judgePorts},
+	{"show_gids", host.SniffShowGIDs, judgeShowGIDs},
+	{"mlnx_qos", host.SniffMlnxQos, judgeQoS(host.ParseMlnxQos)},
+	{"dcb / lldptool", host.SniffDCB, judgeQoS(host.ParseDCB)},
+	{"ethtool -S", host.SniffEthtoolS, judgeEthtoolS},
+	{"cma_roce_mode", host.SniffCMARoCEMode, judgeQoS(host.ParseCMARoCEMode)},
 }
 
 // judgeNCCL judges nccl-tests output and NCCL_DEBUG logs; with

@@ -94,4 +94,9 @@ var Catalog = []check.Entry{
 		Why: "mpirun failing to start or exiting non-zero leaves no result.", Source: "mpirun exit status",
 		Fixes: []string{"read the log named in the finding"},
 		Needs: "the run's exit record", UnknownWhen: "never"},
+	{ID: "nccl.env.tc", Title: "NCCL's traffic class lands on the fabric's lossless priority",
+		Why:    "NCCL_IB_TC defaults to 0 (DSCP 0, priority 0) while a RoCE fabric is lossless on one priority only (seed 001: priority 3, DSCP 26): unset, NCCL traffic rides the lossy class.",
+		Source: "seed 001 (RoCE section); NVIDIA/nccl#2383 (GPU-initiated QPs ignore traffic_class)",
+		Fixes:  []string{"rdmalab doctor   # roce.qos.path names the lossless priority", "export NCCL_IB_TC=106 NCCL_IB_SL=3"},
+		Needs:  "each rail's RoCE QoS (trust, DSCP map, PFC) in the snapshot", UnknownWhen: "never: QoS not read is a warning naming what to read"},
 }

@@ -82,6 +82,7 @@ func MakeEnv(snaps []*host.Snapshot) (Env, []check.Finding) {
 					finding("nccl.env.gid", check.Warn, rail, g.Warning)
 				}
 			}
+			roceClass(s, hp.Rails, add, finding)
 		}
 		on := 0
 		for _, p := range hp.GPUs {
@@ -104,6 +105,45 @@ func MakeEnv(snaps []*host.Snapshot) (Env, []check.Finding) {
 			Message: "these values differ between nodes: one mpirun -x or srun --export cannot carry them; use the per-node exports (a wrapper script sourcing them by hostname)"})
 	}
 	return env, fs
+}
+
+// roceClass exports NCCL_IB_TC and NCCL_IB_SL that land NCCL's RoCE
+// traffic on the rails' lossless priority (NCCL's default TC 0 is DSCP
+// 0, priority 0: lossy where only priority 3 has PFC). The export is
+// needed even where traffic_class is forced: GPU-initiated (DevX/GDAKI)
+// QPs ignore the kernel's traffic_class (NVIDIA/nccl#2383).
+func roceClass(s *host.Snapshot, rails []string, add func(name, value, reason string), finding func(id string, o check.Outcome, subject, msg string) *check.Finding) {
+	tc, prio, why := -1, -1, ""
+	for _, rail := range rails {
+		var q *host.RoCEQoS
+		for i := range s.RoCE {
+			if s.RoCE[i].Device == rail {
+				q = &s.RoCE[i]
+				break
+			}
+		}
+		t, p, w, ok := -1, -1, "", false
+		if q != nil {
+			t, p, w, ok = q.LosslessClass()
+		}
+		switch {
+		case !ok:
+			finding("nccl.env.tc", check.Warn, "NCCL_IB_TC", fmt.Sprintf("no single lossless priority read on rail %s (trust and PFC: see doctor's roce.qos.path): NCCL_IB_TC left unset (NCCL's traffic class 0: DSCP 0, priority 0)", rail)).Fix =
+				[]string{"rdmalab doctor   # roce.qos.path names the lossless priority", "export NCCL_IB_TC=106 NCCL_IB_SL=3   # seed 001's priority 3 (DSCP 26)"}
+			return
+		case tc >= 0 && (t != tc || p != prio):
+			finding("nccl.env.tc", check.Warn, "NCCL_IB_TC", fmt.Sprintf("the rails' lossless class differs (%s: traffic class %d priority %d; %s: %d priority %d): fix the QoS so one class fits every rail", rails[0], tc, prio, rail, t, p))
+			return
+		}
+		if why == "" {
+			tc, prio, why = t, p, w
+		}
+	}
+	if tc < 0 {
+		return
+	}
+	add("NCCL_IB_TC", fmt.Sprint(tc), why+"; exported even where traffic_class is forced, since GPU-initiated (DevX/GDAKI) QPs ignore it (NVIDIA/nccl#2383)")
+	add("NCCL_IB_SL", fmt.Sprint(prio), fmt.Sprintf("priority %d, for VLAN-tagged RoCE (the SL becomes the 802.1p PCP)", prio))
 }
 
 func common(nodes []NodeEnv) ([]Var, []string) {

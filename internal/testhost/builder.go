@@ -63,8 +63,10 @@ type RDMADev struct {
 type Port struct {
 	State, Phys, Rate, LinkLayer string
 	LID, SMLID                   int
-	GIDs                         []GIDEntry
-	Counters, HWCounters         map[string]uint64
+	// TrafficClass is the MLNX_OFED tc/<port>/traffic_class content ("": absent).
+	TrafficClass         string
+	GIDs                 []GIDEntry
+	Counters, HWCounters map[string]uint64
 }
 
 // GIDEntry is one GID table slot.
@@ -81,6 +83,15 @@ type NetDev struct {
 	ECN []int
 	// AdminDown leaves the interface down (flags without IFF_UP).
 	AdminDown bool
+	// QoS, when set, writes MLNX_OFED's qos/ files and the CNP's ecn files.
+	QoS *QoS
+}
+
+// QoS is a RoCE netdev's QoS as MLNX_OFED's sysfs shows it.
+type QoS struct {
+	Trust            string
+	PFC              []int
+	CNPDSCP, CNPPrio int
 }
 
 // Write writes the tree under dir.
@@ -386,6 +397,9 @@ func (m Machine) rdmaDev(w *writer, r RDMADev, pciDir string) {
 		w.file(pd+"/sm_sl", "0")
 		w.file(pd+"/lid_mask_count", "0")
 		w.file(pd+"/cap_mask", "0x00010000")
+		if p.TrafficClass != "" {
+			w.file(fmt.Sprintf("%s/tc/%d/traffic_class", d, i+1), p.TrafficClass)
+		}
 		for i := 0; i < 8; i++ {
 			w.file(fmt.Sprintf("%s/gids/%d", pd, i), "0000:0000:0000:0000:0000:0000:0000:0000")
 		}
@@ -458,6 +472,27 @@ func (m Machine) netdev(w *writer, n NetDev, pciDir string) {
 			}
 		}
 		w.file(d+"/qos/trust", "dscp")
+	}
+	if q := n.QoS; q != nil {
+		w.file(d+"/qos/trust", q.Trust)
+		var b strings.Builder
+		b.WriteString("PFC configuration:\n\tpriority    0   1   2   3   4   5   6   7\n\tenabled     ")
+		for p := 0; p < 8; p++ {
+			fmt.Fprintf(&b, "%d   ", map[bool]int{true: 1}[slices.Contains(q.PFC, p)])
+		}
+		w.file(d+"/qos/pfc", b.String())
+		b.Reset()
+		b.WriteString("dscp2prio mapping:\n")
+		for p := 0; p < 8; p++ {
+			fmt.Fprintf(&b, "\tprio:%d dscp:", p)
+			for x := 7; x >= 0; x-- {
+				fmt.Fprintf(&b, "%02d,", p*8+x)
+			}
+			b.WriteString("\n")
+		}
+		w.file(d+"/qos/dscp2prio", b.String())
+		w.file(d+"/ecn/roce_np/cnp_dscp", strconv.Itoa(q.CNPDSCP))
+		w.file(d+"/ecn/roce_np/cnp_802p_prio", strconv.Itoa(q.CNPPrio))
 	}
 }
 

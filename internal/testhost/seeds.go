@@ -31,7 +31,7 @@ func Seed000() Machine {
 		Distances:   [][]int{{10, 16, 16, 16}, {16, 10, 16, 16}, {16, 16, 10, 16}, {16, 16, 16, 10}},
 		HugePages1G: 16, Isolated: "2-29,34-61", NohzFull: "2-29,34-61", Governor: "performance",
 		Modules: strings.Fields(modsRDMA + " nvidia nvidia_uvm nvidia_modeset nvidia_drm nvidia_peermem vfio_pci vfio_iommu_type1 vfio"),
-		Limits:  unlimitedMemlock, IOMMU: true,
+		Limits:  unlimitedMemlock, IOMMU: true, Files: map[string]string{},
 	}
 	group := 10
 	for i, die := range []struct {
@@ -58,10 +58,16 @@ func Seed000() Machine {
 			ip := fmt.Sprintf("10.0.%d.%d", fn, nic+1)
 			ll := fmt.Sprintf("fe80::526b:4bff:fe43:%02x%02x", 0x3a+nic, fn)
 			m.RDMA = append(m.RDMA, RDMADev{Name: rdma, PCI: addr, NodeGUID: fmt.Sprintf("506b:4b03:0043:%02x%02x", 0x3a+nic, fn), FW: "14.32.1010", BoardID: "MT_2420110034", HCAType: "MT4117",
-				Ports: []Port{{State: roceActive, Phys: linkUp, Rate: "25 Gb/sec (1X EDR)", LinkLayer: "Ethernet", GIDs: []GIDEntry{
+				Ports: []Port{{State: roceActive, Phys: linkUp, Rate: "25 Gb/sec (1X EDR)", LinkLayer: "Ethernet", TrafficClass: "Global tclass=106", GIDs: []GIDEntry{
 					{0, ll, "IB/RoCE v1", netdev}, {1, ll, "RoCE v2", netdev},
 					{2, "::ffff:" + ip, "IB/RoCE v1", netdev}, {3, "::ffff:" + ip, "RoCE v2", netdev}}}}})
-			m.Net = append(m.Net, NetDev{Name: netdev, PCI: addr, MTU: 4200, SpeedMbps: 25000, Port: 0})
+			// Seed 001's lossless RoCE: trust dscp, PFC and ECN on priority 3
+			// (DSCP 26, traffic class 106), CNPs at DSCP 48 on priority 6.
+			m.Net = append(m.Net, NetDev{Name: netdev, PCI: addr, MTU: 4200, SpeedMbps: 25000, Port: 0,
+				ECN: []int{3}, QoS: &QoS{Trust: "dscp", PFC: []int{3}, CNPDSCP: 48, CNPPrio: 6}})
+			// cma_roce_mode -m 2 and cma_roce_tos -t 106 (seed 001).
+			cm := fmt.Sprintf("/sys/kernel/config/rdma_cm/%s/ports/1/", rdma)
+			m.Files[cm+"default_roce_mode"], m.Files[cm+"default_roce_tos"] = "RoCE v2", "106"
 		}
 	}
 	return m

@@ -1,0 +1,554 @@
+package hostcheck
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/host"
+)
+
+// The RoCE QoS rules follow a packet: the DSCP it carries → the priority
+// the NIC's trust mode gives it → PFC (lossless) or ECN (congestion
+// control) on that priority → CNPs on another priority. docs/roce.md
+// walks the same path with the commands that fix each step.
+var roceRules = []rule{
+	{check.Entry{ID: "roce.qos.path", Title: "RoCE traffic lands on a lossless (PFC) priority",
+		Why:         "RoCE's retransmission is go-back-N: a drop costs a whole window, so busbw collapses (to 0.x GB/s, NVIDIA/nccl#378) while drop counters stay at zero. The failures are disagreements between layers: NCCL_IB_TC unset (DSCP 0) while only priority 3 is lossless, trust pcp on a routed fabric, PFC on a priority nothing uses.",
+		Source:      "seed 001 (PFC on priority 3, trust dscp, traffic_class 106); RDMA reference §5",
+		Fixes:       []string{"mlnx_qos -i <if> --trust dscp", "mlnx_qos -i <if> --pfc 0,0,0,1,0,0,0,0", "echo 106 > /sys/class/infiniband/<dev>/tc/<port>/traffic_class", "export NCCL_IB_TC=106 (rdmalab nccl env)"},
+		Needs:       "the DSCP the traffic carries (tc/<port>/traffic_class, else NCCL_IB_TC: 0 when unset), the trust mode and DSCP map (qos/trust, qos/dscp2prio, mlnx_qos, dcb app), PFC per priority (qos/pfc, mlnx_qos, dcb pfc) and ECN per priority (ecn/roce_np|roce_rp/enable)",
+		UnknownWhen: "the trust mode or the PFC priorities were not read (inbox mlx5 without dcb or mlnx_qos), or the saved output does not show the DSCP the traffic carries"}, roceQoSPath},
+	{check.Entry{ID: "roce.ecn", Title: "ECN (DCQCN) on the lossless RoCE priority",
+		Why:         "ECN is the congestion signal that does the work; PFC is the emergency brake. PFC without ECN on the same priority turns every incast into pauses that spread (victim flows, pause storms).",
+		Source:      "seed 001 (ECN marking on the lossless queues), RDMA reference §5.3",
+		Fixes:       []string{"echo 1 > /sys/class/net/<if>/ecn/roce_np/enable/<prio>", "echo 1 > /sys/class/net/<if>/ecn/roce_rp/enable/<prio>"},
+		Needs:       "ecn/roce_np and ecn/roce_rp enable files (MLNX_OFED/DOCA) and the lossless priority (PFC), else the priority the traffic lands on",
+		UnknownWhen: "the driver exposes no ECN state (inbox mlx5), or neither a single PFC priority nor the traffic's priority is known"}, roceECN},
+	{check.Entry{ID: "roce.pfc.single", Title: "PFC on one priority only",
+		Why:    "Each lossless priority takes its own headroom buffer on every port and can be paused on its own; more than one spreads pauses and buffer thin. RDMA needs one (priority 3), the rest stays lossy.",
+		Source: "seed 001 (mlnx_qos --pfc 0,0,0,1,0,0,0,0)",
+		Fixes:  []string{"mlnx_qos -i <if> --pfc 0,0,0,1,0,0,0,0 (or dcb pfc set dev <if> prio-pfc all:off 3:on)"},
+		Needs:  "PFC per priority (qos/pfc, mlnx_qos, dcb pfc, lldptool)", UnknownWhen: "PFC was not read"}, rocePFCSingle},
+	{check.Entry{ID: "roce.cnp", Title: "CNPs travel on their own priority",
+		Why:    "A CNP tells a sender to slow down; queued behind the very data it is about, it arrives late and DCQCN oscillates. NVIDIA's default sends CNPs with DSCP 48 on priority 6.",
+		Source: "RDMA reference §5.3 (np_cnp_dscp, np_cnp_prio); the spiderpool capture (cnp_dscp 48)",
+		Fixes:  []string{"echo 48 > /sys/class/net/<if>/ecn/roce_np/cnp_dscp", "echo 6 > /sys/class/net/<if>/ecn/roce_np/cnp_802p_prio"},
+		Needs:  "ecn/roce_np/cnp_dscp (or cnp_802p_prio under trust pcp), the trust mode and the data's priority", UnknownWhen: "the CNP's DSCP or priority, or the data's priority, was not read"}, roceCNP},
+}
+
+// FleetRoCEQoS compares the RoCE QoS of every node.
+var fleetRoCEQoS = fleetKey{check.Entry{ID: "fleet.roce-qos", Title: "Same RoCE QoS on every node",
+	Why:    "PFC and DSCP must agree at every hop: one node with PFC on another priority, or trust pcp, makes every collective through it lossy.",
+	Source: "seed 001 (the DSCP and the PFC priority need to agree at every hop)",
+	Fixes:  []string{"apply the majority's mlnx_qos --trust/--pfc and traffic_class on the odd node (docs/roce.md)"},
+	Needs:  "trust, PFC, ECN and traffic_class of the RoCE netdevs on ≥3 hosts", UnknownWhen: "never unknown: with fewer than 3 hosts, or no majority, differing hosts are one warning that names no odd host"},
+	one(roceQoSSummary)}
+
+func init() {
+	// The RoCE rules live in this file; they join doctor's lists here so
+	// Run, Catalog and the fleet comparison need no RoCE-specific code.
+	Rules = append(Rules, roceRules...)
+	FleetRules = append(FleetRules, fleetRoCEQoS)
+}
+
+// ifName is the netdev for a fix command, a placeholder when the source
+// did not name it.
+func ifName(q host.RoCEQoS) string {
+	if q.Netdev == "" {
+		return "<if>"
+	}
+	return q.Netdev
+}
+
+// roceSubject names a RoCE QoS entry: its RDMA port and netdev when both
+// are known.
+func roceSubject(q host.RoCEQoS) string {
+	nd := q.Netdev
+	if nd == "" {
+		nd = "interface not named in the output"
+	}
+	if q.Device != "" {
+		return portSubject(q.Device, q.Port) + " (" + nd + ")"
+	}
+	return nd
+}
+
+// roceEntries lists the QoS entries doctor judges: those of active RoCE
+// ports, and those with no port at all (judged saved outputs).
+func roceEntries(s *host.Snapshot) []host.RoCEQoS {
+	var out []host.RoCEQoS
+	for _, q := range s.RoCE {
+		if q.Device == "" {
+			out = append(out, q)
+			continue
+		}
+		if d := s.RDMA(q.Device); d != nil {
+			for _, p := range d.Ports {
+				if p.Port == q.Port && p.State == "ACTIVE" {
+					out = append(out, q)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// trafficDSCP is the DSCP RoCE traffic carries and why: the forced
+// traffic class, else DSCP 0 (NCCL's NCCL_IB_TC default; rdma_cm's
+// default_roce_tos does not reach NCCL, which does not use rdma_cm).
+func trafficDSCP(q host.RoCEQoS) (dscp int, why string, e []check.Evidence, known bool) {
+	if q.DefaultRoCETos != nil {
+		e = append(e, ev("default_roce_tos (rdma_cm connections only; NCCL does not use rdma_cm)", strconv.Itoa(q.DefaultRoCETos.Value), q.DefaultRoCETos.Source))
+	}
+	if q.TrafficClass == nil {
+		return 0, "", e, false
+	}
+	if tc := q.TrafficClass.Value; tc >= 0 {
+		e = append(e, ev("traffic_class", strconv.Itoa(tc), q.TrafficClass.Source))
+		return tc >> 2, fmt.Sprintf("traffic_class %d → DSCP %d", tc, tc>>2), e, true
+	}
+	e = append(e, ev("traffic_class", "not forced", q.TrafficClass.Source), ev("NCCL_IB_TC", "unset (default −1: NCCL leaves the traffic class 0)", "RDMA reference §4.4 (net_ib/connect.cc)"))
+	return 0, "traffic_class not forced, NCCL_IB_TC unset → DSCP 0", e, true
+}
+
+func ecnOn(q host.RoCEQoS, prio int) (on, known bool) {
+	if q.ECNNotify == nil || q.ECNReact == nil {
+		return false, false
+	}
+	return slices.Contains(q.ECNNotify.Value, prio) && slices.Contains(q.ECNReact.Value, prio), true
+}
+
+func prioList(ps []int) string {
+	if len(ps) == 0 {
+		return "none"
+	}
+	var s []string
+	for _, p := range ps {
+		s = append(s, strconv.Itoa(p))
+	}
+	return strings.Join(s, ",")
+}
+
+// pfcFlags spells PFC priorities as mlnx_qos --pfc wants them.
+func pfcFlags(ps []int) string {
+	f := make([]string, 8)
+	for i := range f {
+		f[i] = "0"
+		if slices.Contains(ps, i) {
+			f[i] = "1"
+		}
+	}
+	return strings.Join(f, ",")
+}
+
+func qosEvidence(q host.RoCEQoS) []check.Evidence {
+	var e []check.Evidence
+	if q.Trust != nil {
+		e = append(e, ev("trust", q.Trust.Value, q.Trust.Source))
+	}
+	if q.PFC != nil {
+		e = append(e, ev("PFC priorities", prioList(q.PFC.Value), q.PFC.Source))
+	}
+	if q.ECNNotify != nil && q.ECNReact != nil {
+		e = append(e, ev("ECN priorities (np / rp)", prioList(q.ECNNotify.Value)+" / "+prioList(q.ECNReact.Value), q.ECNNotify.Source+", "+q.ECNReact.Source))
+	}
+	return e
+}
+
+func roceQoSPath(r rule, s *host.Snapshot, o Options) []check.Finding {
+	var out []check.Finding
+	for _, q := range roceEntries(s) {
+		sub := roceSubject(q)
+		dscp, dscpWhy, e, dscpKnown := trafficDSCP(q)
+		e = append(e, qosEvidence(q)...)
+		fix := func(f *check.Finding, lossless int) {
+			nd := ifName(q)
+			f.Fix = []string{"mlnx_qos -i " + nd + " --trust dscp", fmt.Sprintf("mlnx_qos -i %s --pfc %s", nd, pfcFlags([]int{lossless}))}
+			tc := (lossless*8+2)<<2 | 2 // the AF x1 DSCP of that priority, ECT(0): 106 for priority 3
+			if q.Device != "" {
+				f.Fix = append(f.Fix, fmt.Sprintf("echo %d > /sys/class/infiniband/%s/tc/%d/traffic_class", tc, q.Device, q.Port))
+			}
+			f.Fix = append(f.Fix, fmt.Sprintf("export NCCL_IB_TC=%d   # GPU-initiated (DevX/GDAKI) QPs ignore traffic_class", tc))
+		}
+		var f check.Finding
+		switch {
+		case q.Trust == nil || q.PFC == nil:
+			var missing []string
+			if q.Trust == nil {
+				missing = append(missing, "trust mode")
+			}
+			if q.PFC == nil {
+				missing = append(missing, "PFC priorities")
+			}
+			f = r.finding(s, check.Unknown, sub, "%s not read (no MLNX_OFED qos/ files, no mlnx_qos or dcb output): cannot tell whether RoCE traffic is lossless", strings.Join(missing, " and "))
+		case !dscpKnown:
+			lossless := "no priority is lossless"
+			if len(q.PFC.Value) > 0 {
+				lossless = "priority " + prioList(q.PFC.Value) + " is lossless"
+			}
+			f = r.finding(s, check.Unknown, sub, "trust %s, %s; the DSCP the traffic carries (traffic_class, NCCL_IB_TC) is not in the source", q.Trust.Value, lossless)
+		default:
+			prio, prioWhy, _ := q.PrioOf(dscp)
+			pfcOn := slices.Contains(q.PFC.Value, prio)
+			ecn, ecnKnown := ecnOn(q, prio)
+			elsewhere := ""
+			if others := slices.DeleteFunc(slices.Clone(q.PFC.Value), func(p int) bool { return p == prio }); len(others) > 0 {
+				elsewhere = fmt.Sprintf(" while priority %s is lossless", prioList(others))
+			}
+			// The fix moves PFC to a forced DSCP's priority (under trust
+			// dscp), else the traffic to the one lossless priority, else
+			// both to seed 001's priority 3.
+			target := 3
+			if dt := (host.RoCEQoS{Trust: host.Got("dscp", ""), DSCPPrio: q.DSCPPrio}); q.TrafficClass.Value >= 0 {
+				target, _, _ = dt.PrioOf(dscp)
+			} else if len(q.PFC.Value) == 1 {
+				target = q.PFC.Value[0]
+			}
+			switch {
+			case pfcOn:
+				f = r.finding(s, check.Pass, sub, "%s → priority %d (%s) → PFC on %d: lossless", dscpWhy, prio, prioWhy, prio)
+			case ecnKnown && ecn:
+				f = r.finding(s, check.Warn, sub, "%s → priority %d, PFC off: RoCE traffic is lossy (ECN only)%s", dscpWhy, prio, elsewhere)
+				fix(&f, target)
+			default:
+				cc := "no ECN on it"
+				if !ecnKnown {
+					cc = "ECN state unread"
+				}
+				f = r.finding(s, check.Fail, sub, "%s → priority %d, PFC off, %s: RoCE traffic is lossy%s", dscpWhy, prio, cc, elsewhere)
+				if q.TrafficClass != nil && q.TrafficClass.Value < 0 {
+					f.Message = fmt.Sprintf("%s → priority %d, PFC off: NCCL traffic is lossy%s", dscpWhy, prio, elsewhere)
+				}
+				fix(&f, target)
+			}
+			if q.Trust.Value == "pcp" && !pfcOn {
+				f.Message += "; trust pcp on a routed RoCE v2 fabric classifies by the VLAN tag, which routed packets do not carry"
+			}
+			e = append(e, ev("priority", strconv.Itoa(prio), prioWhy))
+		}
+		f.Evidence = e
+		out = append(out, f)
+	}
+	return out
+}
+
+// losslessPrio is the priority RoCE's data uses: the one its DSCP lands
+// on, else (the DSCP not in the source) the single PFC priority. onPath
+// is false when that priority is known not to be lossless: roce.qos.path
+// reports that, and ECN on it is part of its finding.
+func losslessPrio(q host.RoCEQoS) (prio int, why string, known, onPath bool) {
+	if dscp, dwhy, _, ok := trafficDSCP(q); ok {
+		if p, pwhy, ok := q.PrioOf(dscp); ok {
+			return p, dwhy + ", " + pwhy, true, q.PFC == nil || slices.Contains(q.PFC.Value, p)
+		}
+	}
+	if q.PFC != nil && len(q.PFC.Value) == 1 {
+		return q.PFC.Value[0], "the lossless priority (" + q.PFC.Source + ")", true, true
+	}
+	return 0, "", false, true
+}
+
+func roceECN(r rule, s *host.Snapshot, o Options) []check.Finding {
+	var out []check.Finding
+	for _, q := range roceEntries(s) {
+		sub := roceSubject(q)
+		prio, why, ok, onPath := losslessPrio(q)
+		if !onPath {
+			continue // the traffic misses the lossless priority: roce.qos.path's finding
+		}
+		on, known := ecnOn(q, prio)
+		var f check.Finding
+		switch {
+		case q.ECNNotify == nil || q.ECNReact == nil:
+			f = r.finding(s, check.Unknown, sub, "the driver exposes no ECN state (inbox mlx5): check with mlnx_qos or the switch")
+		case !ok:
+			f = r.finding(s, check.Unknown, sub, "ECN on priorities %s, but which priority RoCE uses is not known", prioList(q.ECNNotify.Value))
+		case known && on:
+			f = r.finding(s, check.Pass, sub, "ECN on priority %d as notification and reaction point", prio)
+		default:
+			f = r.finding(s, check.Warn, sub, "ECN off on priority %d (%s): congestion falls to PFC alone, and pauses spread", prio, why)
+			f.Fix = []string{fmt.Sprintf("echo 1 > /sys/class/net/%s/ecn/roce_np/enable/%d", ifName(q), prio), fmt.Sprintf("echo 1 > /sys/class/net/%s/ecn/roce_rp/enable/%d", ifName(q), prio)}
+		}
+		f.Evidence = qosEvidence(q)
+		if ok {
+			f.Evidence = append(f.Evidence, ev("priority judged", strconv.Itoa(prio), why))
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+func rocePFCSingle(r rule, s *host.Snapshot, o Options) []check.Finding {
+	var out []check.Finding
+	for _, q := range roceEntries(s) {
+		sub := roceSubject(q)
+		var f check.Finding
+		switch {
+		case q.PFC == nil:
+			f = r.finding(s, check.Unknown, sub, "PFC not read")
+		case len(q.PFC.Value) > 1:
+			f = r.finding(s, check.Warn, sub, "PFC on %d priorities (%s): each takes its own headroom and pauses on its own", len(q.PFC.Value), prioList(q.PFC.Value))
+			keep := 3
+			if p, _, ok, _ := losslessPrio(host.RoCEQoS{TrafficClass: q.TrafficClass, Trust: q.Trust, DSCPPrio: q.DSCPPrio}); ok {
+				keep = p
+			}
+			f.Fix = []string{fmt.Sprintf("mlnx_qos -i %s --pfc %s", ifName(q), pfcFlags([]int{keep}))}
+		default:
+			f = r.finding(s, check.Pass, sub, "PFC on %s", prioList(q.PFC.Value))
+		}
+		if q.PFC != nil {
+			f.Evidence = []check.Evidence{ev("PFC priorities", prioList(q.PFC.Value), q.PFC.Source)}
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+func roceCNP(r rule, s *host.Snapshot, o Options) []check.Finding {
+	var out []check.Finding
+	for _, q := range roceEntries(s) {
+		sub := roceSubject(q)
+		var e []check.Evidence
+		cnp, cnpWhy, cnpOK := -1, "", false
+		data, dataWhy, dataOK, onPath := losslessPrio(q)
+		if !onPath {
+			continue // the data misses the lossless priority: roce.qos.path's finding
+		}
+		switch {
+		case q.Trust != nil && q.Trust.Value == "pcp":
+			// Under trust pcp the CNP's priority is its 802.1p field.
+			if q.CNPPrio != nil {
+				cnp, cnpWhy, cnpOK = q.CNPPrio.Value, "cnp_802p_prio under trust pcp", true
+				e = append(e, ev("cnp_802p_prio", strconv.Itoa(cnp), q.CNPPrio.Source))
+			}
+		case q.CNPDSCP != nil:
+			e = append(e, ev("cnp_dscp", strconv.Itoa(q.CNPDSCP.Value), q.CNPDSCP.Source))
+			cnp, cnpWhy, cnpOK = q.PrioOf(q.CNPDSCP.Value)
+		}
+		var f check.Finding
+		switch {
+		case !cnpOK || !dataOK:
+			f = r.finding(s, check.Unknown, sub, "the CNP's DSCP or priority, or the data's priority, was not read")
+		case cnp == data:
+			f = r.finding(s, check.Warn, sub, "CNPs ride priority %d with the data they are meant to slow (%s)", cnp, cnpWhy)
+			f.Fix = fixesWith(r.Fixes, "<if>", ifName(q))
+		default:
+			f = r.finding(s, check.Pass, sub, "CNPs on priority %d (%s), data on %d", cnp, cnpWhy, data)
+		}
+		if dataOK {
+			e = append(e, ev("data priority", strconv.Itoa(data), dataWhy))
+		}
+		f.Evidence = e
+		out = append(out, f)
+	}
+	return out
+}
+
+// roceQoSSummary is a host's RoCE QoS as one comparable string.
+func roceQoSSummary(s *host.Snapshot) string {
+	var parts []string
+	for _, q := range s.RoCE {
+		if q.Empty() {
+			continue
+		}
+		v := func(r *host.Read[string]) string {
+			if r == nil {
+				return "?"
+			}
+			return r.Value
+		}
+		p := func(r *host.Read[[]int]) string {
+			if r == nil {
+				return "?"
+			}
+			return prioList(r.Value)
+		}
+		tc := "?"
+		if q.TrafficClass != nil {
+			tc = strconv.Itoa(q.TrafficClass.Value)
+		}
+		part := fmt.Sprintf("trust %s pfc %s ecn %s tclass %s", v(q.Trust), p(q.PFC), p(q.ECNNotify), tc)
+		if !slices.Contains(parts, part) {
+			parts = append(parts, part)
+		}
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, "; ")
+}
+
+// roceGIDPorts calls fn for the RoCE ports roce.gid.v2 judges: active
+// ones, and ports whose state the source did not show (show_gids prints
+// GIDs, not states) — an address missing there is still missing.
+func roceGIDPorts(s *host.Snapshot, fn func(d host.RDMADevice, p host.RDMAPort)) {
+	for _, d := range s.RDMADevices {
+		for _, p := range d.Ports {
+			if p.State == "ACTIVE" || (p.State == "" && p.LinkLayer == "Ethernet") {
+				fn(d, p)
+			}
+		}
+	}
+}
+
+// pauseEntry judges pause counters: storm events in one reading, any
+// pause counter rising between two.
+var pauseEntry = check.Entry{ID: "roce.pause", Title: "No pause storm; pause counters do not rise between two readings",
+	Why:         "Pauses a host keeps sending (tx_prioN_pause rising) mean its receive side cannot drain; pauses it keeps receiving mean the fabric is back-pressuring it. Either spreads congestion to innocent flows, and a storm makes the NIC stop pausing altogether (tx_pause_storm_*_events).",
+	Source:      "RDMA reference §5.5 (ethtool -S counters that prove lossless behaviour)",
+	Fixes:       []string{"find the congested receiver (the host whose tx_prioN_pause rises)", "enable ECN on the lossless priority so DCQCN slows senders before PFC has to", "check the switch's buffer and headroom on that priority"},
+	Needs:       "ethtool -S of each RoCE netdev (run by inventory when installed, or a saved output): two readings to see counters rise",
+	UnknownWhen: "never: without ethtool counters the check does not run; one reading only says whether storm events were counted"}
+
+var modeEntry = check.Entry{ID: "roce.mode", Title: "rdma_cm defaults to RoCE v2",
+	Why:    "RoCE v1 is an Ethernet frame (ethertype 0x8915) that no router forwards; rdma_cm connections made in v1 mode do not cross an L3 fabric.",
+	Source: "seed 001 (cma_roce_mode -d mlx5_0 -p 1 -m 2)",
+	Fixes:  []string{"cma_roce_mode -d <dev> -p <port> -m 2"},
+	Needs:  "configfs rdma_cm/<dev>/ports/<n>/default_roce_mode, or saved cma_roce_mode output", UnknownWhen: "never: where rdma_cm's configfs directory was not made, the check does not run"}
+
+func init() {
+	Rules = append(Rules, rule{pauseEntry, rocePause}, rule{modeEntry, roceMode})
+}
+
+func roceMode(r rule, s *host.Snapshot, o Options) []check.Finding {
+	var out []check.Finding
+	for _, q := range roceEntries(s) {
+		if q.RoCEMode == nil {
+			continue
+		}
+		sub := roceSubject(q)
+		f := r.finding(s, check.Pass, sub, "rdma_cm defaults to %s", q.RoCEMode.Value)
+		if q.RoCEMode.Value != host.GIDTypeRoCEv2 {
+			f = r.finding(s, check.Warn, sub, "rdma_cm defaults to %s: its connections do not route", q.RoCEMode.Value)
+			dev := q.Device
+			if dev == "" {
+				dev = "<dev>"
+			}
+			f.Fix = []string{fmt.Sprintf("cma_roce_mode -d %s -p %d -m 2", dev, max(q.Port, 1))}
+		}
+		f.Evidence = []check.Evidence{ev("default_roce_mode", q.RoCEMode.Value, q.RoCEMode.Source)}
+		out = append(out, f)
+	}
+	return out
+}
+
+func rocePause(r rule, s *host.Snapshot, o Options) []check.Finding {
+	var out []check.Finding
+	for _, q := range roceEntries(s) {
+		if q.Counters == nil {
+			continue
+		}
+		sub := roceSubject(q)
+		var storms []string
+		for _, k := range []string{"tx_pause_storm_warning_events", "tx_pause_storm_error_events"} {
+			if v := q.Counters.Value[k]; v > 0 {
+				storms = append(storms, fmt.Sprintf("%s %d", k, v))
+			}
+		}
+		var since []string
+		for _, k := range []string{"tx_global_pause", "rx_global_pause", "rx_discards_phy"} {
+			if v := q.Counters.Value[k]; v > 0 {
+				since = append(since, fmt.Sprintf("%s %d", k, v))
+			}
+		}
+		f := r.finding(s, check.Pass, sub, "no pause storm, no global pause, no physical discards counted (rising pauses need two readings)")
+		switch {
+		case len(storms) > 0:
+			f = r.finding(s, check.Fail, sub, "pause storm: %s", strings.Join(storms, ", "))
+			f.Fix = slices.Clone(r.Fixes)
+		case len(since) > 0:
+			// Global (802.3x) pause stops every priority and excludes PFC;
+			// rx_discards_phy are drops for lack of receive buffer.
+			f = r.finding(s, check.Warn, sub, "since the counters were cleared: %s (global pause stalls every priority; discards are drops a lossless priority must not have)", strings.Join(since, ", "))
+			f.Fix = append([]string{"ethtool -A " + ifName(q) + " rx off tx off   # global pause off, PFC instead: mlnx_qos -i " + ifName(q) + " --pfc 0,0,0,1,0,0,0,0"}, r.Fixes...)
+		}
+		f.Evidence = []check.Evidence{ev("counters", strconv.Itoa(len(q.Counters.Value))+" pause/discard counters", q.Counters.Source)}
+		out = append(out, f)
+	}
+	return out
+}
+
+// isPause names the counters that count pause frames.
+func isPause(name string) bool {
+	return strings.HasSuffix(name, "_pause") || strings.HasSuffix(name, "pause_ctrl_phy") || strings.HasSuffix(name, "_storm_error_events") || strings.HasSuffix(name, "_storm_warning_events")
+}
+
+// pauseDeltas compares the pause counters of two readings of one host.
+func pauseDeltas(name string, a, b *host.Snapshot) []check.Finding {
+	var out []check.Finding
+	for _, qb := range b.RoCE {
+		qa := a.RoCEQoSOf(qb.Netdev)
+		if qa == nil || qa.Counters == nil || qb.Counters == nil {
+			continue
+		}
+		out = append(out, PauseRising(name, roceSubject(qb), *qa.Counters, *qb.Counters, b.CollectedAt.Sub(a.CollectedAt).Round(1e9).String())...)
+	}
+	return out
+}
+
+// PauseRising judges two readings of one netdev's pause counters (two
+// snapshots, or two ethtool -S outputs in one saved file).
+func PauseRising(hostname, subject string, a, b host.Read[map[string]uint64], between string) []check.Finding {
+	var rose []string
+	var e []check.Evidence
+	compared := 0
+	for _, k := range slices.Sorted(maps.Keys(b.Value)) {
+		y := b.Value[k]
+		x, ok := a.Value[k]
+		if !ok || !isPause(k) {
+			continue
+		}
+		compared++
+		if y > x {
+			rose = append(rose, fmt.Sprintf("%s +%d", k, y-x))
+			e = append(e, ev(k, fmt.Sprintf("%d → %d", x, y), a.Source+" → "+b.Source))
+		}
+	}
+	f := check.Finding{Check: pauseEntry.ID, Host: hostname, Subject: subject}
+	switch {
+	case compared == 0:
+		return nil
+	case len(rose) == 0:
+		f.Outcome, f.Message = check.Pass, fmt.Sprintf("no pause counter rose (%d compared, %s apart)", compared, between)
+	default:
+		f.Outcome, f.Message = check.Warn, fmt.Sprintf("pause counters rose in %s: %s", between, strings.Join(rose, ", "))
+		f.Evidence, f.Fix = e, slices.Clone(pauseEntry.Fixes)
+	}
+	return []check.Finding{f}
+}
+
+// shownBy says whether a saved output shows what a RoCE rule is about:
+// judging `ethtool -S` says nothing of trust or ECN, rather than a row
+// of unknowns for what the tool never prints.
+var shownBy = map[string]func(q host.RoCEQoS) bool{
+	"roce.qos.path":   func(q host.RoCEQoS) bool { return q.Trust != nil || q.PFC != nil },
+	"roce.ecn":        func(q host.RoCEQoS) bool { return q.ECNNotify != nil || q.ECNReact != nil },
+	"roce.pfc.single": func(q host.RoCEQoS) bool { return q.PFC != nil },
+	"roce.cnp":        func(q host.RoCEQoS) bool { return q.CNPDSCP != nil || q.CNPPrio != nil },
+	"roce.pause":      func(q host.RoCEQoS) bool { return q.Counters != nil },
+	"roce.mode":       func(q host.RoCEQoS) bool { return q.RoCEMode != nil },
+}
+
+// RunRoCE applies the RoCE rules to a snapshot that holds only what a
+// saved output showed (judge): the GID tables in it, and each QoS rule
+// to the entries that show its inputs.
+func RunRoCE(s *host.Snapshot) []check.Finding {
+	var out []check.Finding
+	for _, r := range Rules {
+		if !strings.HasPrefix(r.ID, "roce.") {
+			continue
+		}
+		shown, ok := shownBy[r.ID]
+		if !ok {
+			out = append(out, r.run(r, s, Options{})...)
+			continue
+		}
+		part := *s
+		part.RoCE = slices.DeleteFunc(slices.Clone(s.RoCE), func(q host.RoCEQoS) bool { return !shown(q) })
+		out = append(out, r.run(r, &part, Options{})...)
+	}
+	check.Sort(out)
+	return out
+}
