@@ -13,7 +13,7 @@ import (
 )
 
 func newJudgeCmd() *cobra.Command {
-	var output, rate, layer, topology string
+	var output, rate, layer, topology, snapshot string
 	var thresholds []string
 	var verbose bool
 	c := &cobra.Command{
@@ -31,6 +31,9 @@ findings as the live commands. Each file is recognised by its content:
   ibstat, ibstatus, ibv_devinfo    port state, LID/SM, rate (--expect-rate,
                                    else the majority of the same part's
                                    ports), link layer (--expect-layer)
+  nvidia-smi topo -m               rail alignment (each GPU's own NIC at
+                                   PIX/PXB); with --snapshot of the same
+                                   host, compared with the PCI tree
 
 A file no format recognises is exit 2 naming it. '-' reads standard input.
 docs/judge.md lists the formats and what each rule needs to be sure.
@@ -56,6 +59,13 @@ Exit codes: 0 no failures, 1 failures found, 2 could not run.`,
 					return usageErr("--expect-layer: %v", err)
 				}
 				opt.ExpectLayer = l
+			}
+			if snapshot != "" {
+				hosts, err := (&hostInput{snapshots: []string{snapshot}}).load()
+				if err != nil {
+					return err
+				}
+				opt.Snapshot = hosts[0]
 			}
 			in, err := readInputs(cmd.InOrStdin(), args)
 			if err != nil {
@@ -85,6 +95,7 @@ Exit codes: 0 no failures, 1 failures found, 2 could not run.`,
 	f.StringVar(&layer, "expect-layer", "", "link layer every host port should have: IB or RoCE (Ethernet)")
 	f.StringVar(&topology, "topology", "", "intended cabling, for topology outputs (ibnetdiscover file, ibsim netlist or .yaml)")
 	f.StringArrayVar(&thresholds, "threshold", nil, "override an error counter threshold, COUNTER=N (repeatable)")
+	f.StringVar(&snapshot, "snapshot", "", "the host a host-side output was saved on (snapshot, capture or root; example:NAME), to compare with it")
 	f.BoolVarP(&verbose, "verbose", "v", false, "list passed checks too")
 	f.StringVarP(&output, "output", "o", "table", "table or json (findings and what was read, in the rdmalab envelope)")
 	return c

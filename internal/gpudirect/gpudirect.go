@@ -73,8 +73,6 @@ type GIDPick struct {
 // Predict computes, from a snapshot alone, what NCCL will do on the host.
 func Predict(s *host.Snapshot) HostPrediction {
 	hp := HostPrediction{Host: s.Hostname, GIDByRail: map[string]GIDPick{}}
-	bridges := s.BridgeIndex()
-	taken := map[string]bool{}
 	memory := ""
 	switch {
 	case s.Kernel.GPUDirect.PeerMem != "":
@@ -82,30 +80,18 @@ func Predict(s *host.Snapshot) HostPrediction {
 	case s.Kernel.GPUDirect.OpenKernelModule:
 		memory = "dmabuf"
 	}
-	for _, g := range s.GPUs {
-		p := Prediction{Host: s.Hostname, GPU: g.Address, Memory: memory}
-		gd := s.PCI(g.Address)
-		best, bestRank := -1, 1000
-		for i, r := range s.RDMADevices {
-			nd := s.PCI(r.PCIAddress)
-			if gd == nil || nd == nil || !activePort(r) {
-				continue
-			}
-			rank := host.LevelRank(host.PathLevel(gd, nd, bridges))*2 + boolInt(taken[r.Name])
-			if rank < bestRank {
-				best, bestRank = i, rank
-			}
-		}
-		if best < 0 {
+	// The rail is host.Rails' answer, the one doctor, nccl env and plan give.
+	for _, rail := range s.Rails() {
+		p := Prediction{Host: s.Hostname, GPU: rail.GPU, Memory: memory}
+		r := s.RDMA(rail.RDMA)
+		if r == nil || !r.Active() {
 			p.GDRReason = "no active RDMA port with a PCI function on this host"
 			hp.GPUs = append(hp.GPUs, p)
 			continue
 		}
-		r := s.RDMADevices[best]
-		nd := s.PCI(r.PCIAddress)
-		taken[r.Name] = true
-		p.Rail, p.RailPCI, p.RailPort = r.Name, r.PCIAddress, firstActive(r).Port
-		p.Level = host.PathLevel(gd, nd, bridges)
+		gd, nd := s.PCI(rail.GPU), s.PCI(r.PCIAddress)
+		p.Rail, p.RailPCI, p.RailPort = r.Name, r.PCIAddress, firstActive(*r).Port
+		p.Level = rail.Level
 		p.Bridges = bridgesBetween(gd, nd)
 		p.GDR, p.GDRReason = gdrVerdict(p.Level, memory)
 		hp.GPUs = append(hp.GPUs, p)
@@ -142,17 +128,6 @@ func Predict(s *host.Snapshot) HostPrediction {
 	}
 	hp.SocketIf, hp.SocketIfReason = socketIf(s)
 	return hp
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-func activePort(r host.RDMADevice) bool {
-	return slices.ContainsFunc(r.Ports, func(p host.RDMAPort) bool { return p.State == "ACTIVE" })
 }
 
 func firstActive(r host.RDMADevice) host.RDMAPort {
@@ -304,15 +279,22 @@ func socketIf(s *host.Snapshot) (string, string) {
 // space beyond 64 bytes is root-only, so they are named, not assumed), and
 // an IOMMU translating peer traffic.
 func Readiness(s *host.Snapshot) []check.Finding {
-	if len(s.GPUs) == 0 || len(s.RDMADevices) == 0 {
-		return nil
-	}
-	hp := Predict(s)
 	var fs []check.Finding
 	add := func(id string, o check.Outcome, subject, msg string, ev ...check.Evidence) *check.Finding {
 		fs = append(fs, check.Finding{Check: id, Outcome: o, Host: s.Hostname, Subject: subject, Message: msg, Evidence: ev})
 		return &fs[len(fs)-1]
 	}
+	for _, g := range s.GPUs {
+		if ok, why := GPUClass(g.Name); !ok {
+			add("gpudirect.gpu-class", check.Warn, "GPU "+g.Address, why,
+				check.Evidence{What: "GPU model", Value: g.Name, Source: "PCI id " + g.Vendor + ":" + g.Device}).Fix =
+				[]string{"use a data-center or professional GPU for GPUDirect RDMA, or accept staging through host memory"}
+		}
+	}
+	if len(s.GPUs) == 0 || len(s.RDMADevices) == 0 {
+		return fs
+	}
+	hp := Predict(s)
 	var bridges, direct []string
 	for _, p := range hp.GPUs {
 		subject := "GPU " + p.GPU
@@ -330,7 +312,11 @@ func Readiness(s *host.Snapshot) []check.Finding {
 		default:
 			// A warning, not a failure: a lab may mean it (seed 000 splits
 			// such a host into VMs); what fails is a GPUDirect benchmark.
-			add("gpudirect.path", check.Warn, subject, fmt.Sprintf("nearest rail %s is %s (across the CPU interconnect): GPUDirect RDMA off, and staging crosses sockets", p.Rail, p.Level), ev).Fix =
+			across := "staging crosses sockets"
+			if s.Sockets() == 1 {
+				across = "staging crosses NUMA nodes (dies) of the one socket, not sockets"
+			}
+			add("gpudirect.path", check.Warn, subject, fmt.Sprintf("nearest rail %s is %s (across the CPU interconnect): GPUDirect RDMA off, and %s", p.Rail, p.Level, across), ev).Fix =
 				[]string{"put a NIC on the GPU's NUMA node (same root complex or PCIe switch)"}
 		}
 		if len(p.Bridges) > 0 && host.LevelRank(p.Level) <= host.LevelRank(host.LevelPXB) {
@@ -409,4 +395,7 @@ var ReadinessCatalog = []check.Entry{
 	{ID: "gpudirect.iommu", Needs: "/sys/class/iommu and /proc/cmdline", UnknownWhen: "never: no IOMMU units means none translating", Title: "The IOMMU does not translate peer traffic (iommu=pt or off)",
 		Why:    "A translating IOMMU sends GPU↔NIC DMA through the root complex unless ACS/ATS are set up.",
 		Source: "seed 003", Fix: "add iommu=pt to the kernel command line (bare metal)"},
+	{ID: "gpudirect.gpu-class", Needs: "the GPU's model (PCI device id or nvidia-smi's GPU name)", UnknownWhen: "the model is unknown (it is not judged then)", Title: "The GPU supports GPUDirect RDMA (not GeForce/TITAN)",
+		Why:    "NVIDIA supports GPUDirect RDMA on data-center and professional GPUs only; on a GeForce, NCCL and perftest --use_cuda stage through host memory.",
+		Source: "seed 000 (RTX 3090); NVIDIA GPUDirect RDMA documentation", Fix: "use a data-center or professional GPU, or accept host staging"},
 }

@@ -305,6 +305,7 @@ func Catalog() []check.Entry {
 		out = append(out, r.Entry)
 	}
 	out = append(out, gpudirect.ReadinessCatalog...)
+	out = append(out, gpudirect.TopoCatalog...)
 	out = append(out, RisingEntry)
 	for _, k := range FleetRules {
 		out = append(out, k.Entry)

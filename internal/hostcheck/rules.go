@@ -1080,22 +1080,19 @@ func gpuNIC(r rule, s *host.Snapshot, o Options) []check.Finding {
 		return nil
 	}
 	var out []check.Finding
-	for _, g := range s.GPUs {
-		best, nic := "", ""
-		for _, p := range s.Affinity {
-			if p.GPU == g.Address && (best == "" || host.LevelRank(p.Level) < host.LevelRank(best)) {
-				best, nic = p.Level, p.RDMA
-			}
-		}
-		if best == "" {
+	// host.Rails is the one nearest-NIC answer (gpudirect, nccl env and
+	// plan give the same).
+	for _, rail := range s.Rails() {
+		best, nic := rail.Level, rail.RDMA
+		if nic == "" {
 			continue
 		}
 		e := []check.Evidence{ev("nearest NIC", nic+" at "+best, "PCI tree under /sys/devices")}
 		var f check.Finding
 		if host.LevelRank(best) <= host.LevelRank(host.LevelPHB) {
-			f = r.finding(s, check.Pass, g.Address, "nearest NIC %s is %s: GPUDirect RDMA path is good", nic, best)
+			f = r.finding(s, check.Pass, rail.GPU, "nearest NIC %s is %s: GPUDirect RDMA path is good", nic, best)
 		} else {
-			f = r.finding(s, check.Warn, g.Address, "nearest NIC %s is %s: GPUDirect RDMA will be slow or off (NCCL uses it up to PXB by default)", nic, best)
+			f = r.finding(s, check.Warn, rail.GPU, "nearest NIC %s is %s: GPUDirect RDMA will be slow or off (NCCL uses it up to PXB by default)", nic, best)
 			f.Fix = []string{r.Fix}
 		}
 		f.Evidence = e
