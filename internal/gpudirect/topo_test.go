@@ -34,8 +34,8 @@ func TestJudgeTopoReal(t *testing.T) {
 		"nvidia-smi-topo/deepseek-local-notes-zh_5900X_2xRTX3090-NV4-bridge_nvlink-s-then-topo_uuid-redacted_prompts.txt": {
 			"gpudirect.gpu-class/warn/GPU0 GeForce RTX 3090", "gpudirect.gpu-class/warn/GPU1 GeForce RTX 3090", "topo.nics/warn/RDMA NICs"},
 		"nvidia-smi-topo/gpu-comm-blog-zh_h200-8gpu-NV18_9nic-PIX-rails_mlx5_bond_0_author-reformatted-spaces-ruler-translated-legend.txt": nil,
-		"nvidia-smi-topo/mpi-gpu-compress-readme_8xA100-NV12_10nic-PXB-pairs_2-storage-nic-SYS_4numa-epyc.txt":                               {"topo.nic-far/warn/mlx5_8", "topo.nic-far/warn/mlx5_9"},
-		"nvidia-smi-topo/nvlink-notes_3xRTX-A6000_gpu0-gpu1-NV4-bridge_gpu2-NODE_no-nic_prompt-gt.txt":                                       {"topo.nics/warn/RDMA NICs"},
+		"nvidia-smi-topo/mpi-gpu-compress-readme_8xA100-NV12_10nic-PXB-pairs_2-storage-nic-SYS_4numa-epyc.txt":                             {"topo.nic-far/warn/mlx5_8", "topo.nic-far/warn/mlx5_9"},
+		"nvidia-smi-topo/nvlink-notes_3xRTX-A6000_gpu0-gpu1-NV4-bridge_gpu2-NODE_no-nic_prompt-gt.txt":                                     {"topo.nics/warn/RDMA NICs"},
 		"nvidia-smi-topo/polaris-alcf-doc_4xA100-NV4_2nic-old-mlx5-columns_header-missing-leading-tab_4numa.txt": {
 			"topo.rail/warn/GPU0", "topo.rail/warn/GPU1", "topo.rail/warn/GPU2", "topo.rail/warn/GPU3"},
 		"nvidia-smi-topo/rhel-ai-kvm-guest_8xH100-NV18-in-vm_single-numa-0-63_no-nic_plus-nvlink-status-author-snipped.txt": {"topo.nics/warn/RDMA NICs"},
@@ -95,7 +95,9 @@ func TestJudgeTopoShared(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keep := func(i int) bool { return !slices.Contains([]string{"NIC1", "NIC3", "NIC5", "NIC7"}, m.Devices[i].Label) }
+	keep := func(i int) bool {
+		return !slices.Contains([]string{"NIC1", "NIC3", "NIC5", "NIC7"}, m.Devices[i].Label)
+	}
 	cut := &host.Topo{}
 	var idx []int
 	for i := range m.Devices {

@@ -49,7 +49,9 @@ func AssignRails(nGPU int, cands []RailCandidate) []int {
 			order = append(order, i)
 		}
 	}
-	key := func(c RailCandidate) []int { return []int{boolRank(c.Inactive), LevelRank(c.Level), c.Distance, c.GPU, c.NIC} }
+	key := func(c RailCandidate) []int {
+		return []int{boolRank(c.Inactive), LevelRank(c.Level), c.Distance, c.GPU, c.NIC}
+	}
 	slices.SortStableFunc(order, func(a, b int) int { return slices.Compare(key(cands[a]), key(cands[b])) })
 	out := make([]int, nGPU)
 	for i := range out {
