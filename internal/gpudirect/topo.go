@@ -223,6 +223,22 @@ func CompareTopo(t *host.Topo, s *host.Snapshot) []check.Finding {
 			agree++
 		}
 	}
+	// GPU↔GPU over PCIe (sysfs has no NVLink: NV# cells are not compared)
+	for a := range min(len(tg), len(wg)) {
+		for b := a + 1; b < min(len(tg), len(wg)); b++ {
+			got, pred := t.Level(tg[a], tg[b]), want.Level(wg[a], wg[b])
+			if got == "" || strings.HasPrefix(got, "NV") {
+				continue
+			}
+			if got != strings.TrimSuffix(pred, "?") {
+				add(check.Warn, t.Devices[tg[a]].Label+" ↔ "+t.Devices[tg[b]].Label, fmt.Sprintf("nvidia-smi says %s, rdmalab's reading of the PCI tree says %s", got, pred),
+					check.Evidence{What: "level", Value: got, Source: topoSource},
+					check.Evidence{What: "level", Value: pred, Source: snapSrc})
+				continue
+			}
+			agree++
+		}
+	}
 	rails, _ := TopoRails(t)
 	wrails, _ := TopoRails(want)
 	for k := range min(len(rails), len(wrails)) {
@@ -236,7 +252,7 @@ func CompareTopo(t *host.Topo, s *host.Snapshot) []check.Finding {
 		}
 	}
 	if len(fs) == 0 {
-		add(check.Pass, "GPU↔NIC matrix", fmt.Sprintf("nvidia-smi topo -m agrees with the snapshot on %d GPU(s), %d NIC(s) and %d GPU↔NIC level(s)", len(tg), len(tn), agree),
+		add(check.Pass, "GPU↔NIC matrix", fmt.Sprintf("nvidia-smi topo -m agrees with the snapshot on %d GPU(s), %d NIC(s) and %d PCIe level(s)", len(tg), len(tn), agree),
 			check.Evidence{What: "cells compared", Value: fmt.Sprint(agree), Source: topoSource + " vs " + snapSrc})
 	}
 	return fs
