@@ -315,9 +315,14 @@ func portState(r rule, s *host.Snapshot, o Options) []check.Finding {
 			case p.State == "ACTIVE":
 				// Active needs a physical link, whatever phys_state says.
 				f = r.finding(s, check.Pass, sub, "Active (phys_state reads %q, not LinkUp; Active needs a physical link, so the link is up)", p.PhysState)
-			case p.State == "INIT" && p.LinkLayer == "InfiniBand":
-				f = r.finding(s, check.Fail, sub, "link is up but the port is Init: no subnet manager has configured it")
-				f.Fix = []string{"systemctl enable --now opensm   # on exactly one node", "sminfo   # shows the master SM once it runs"}
+			case p.LinkLayer == "InfiniBand" && p.PhysState == "LinkUp" && (p.State == "INIT" || p.State == "DOWN"):
+				smLID := 0
+				if p.SMLID != nil {
+					smLID = *p.SMLID
+				}
+				msg, fix := NotActivated(strings.ToTitle(p.State[:1])+strings.ToLower(p.State[1:]), isVF(s, d), smLID)
+				f = r.finding(s, check.Fail, sub, "%s", msg)
+				f.Fix = fix
 			default:
 				use, why := portInUse(s, d, p, o)
 				e = append(e, why...)
@@ -1112,4 +1117,36 @@ func Run(s *host.Snapshot, o Options) []check.Finding {
 	}
 	check.Sort(out)
 	return out
+}
+
+// isVF reports an SR-IOV virtual function: its PCI function names a
+// physical one, or its device id is a VF's.
+func isVF(s *host.Snapshot, d host.RDMADevice) bool {
+	if pd := s.PCI(d.PCIAddress); pd != nil && (pd.PhysFn != "" || strings.HasSuffix(host.DeviceName(pd.Vendor, pd.Device), " VF")) {
+		return true
+	}
+	return false
+}
+
+// NotActivated explains an InfiniBand port whose physical link is up but
+// whose logical state is not Active (state: Init or Down). With an SM LID
+// the subnet has an SM: on a virtual function it is the SM not activating
+// the virtual port (SR-IOV needs virtualisation in the SM and a GUID and
+// policy for the VF), on a physical port the SM not configuring it;
+// without one, no SM runs. judge says the same for saved ibstat.
+func NotActivated(state string, vf bool, smLID int) (string, []string) {
+	switch {
+	case vf && smLID > 0:
+		return fmt.Sprintf("virtual function %s with its physical link up and an SM answering at LID %d: the SM has not activated this virtual port (not a missing SM)", state, smLID),
+			[]string{"on the hypervisor, give the VF a GUID and a policy: echo <guid> > /sys/class/infiniband/<pf>/device/sriov/<vf>/node (and port); echo Follow > …/sriov/<vf>/policy; rebind the VF",
+				"enable virtualisation in the SM: virt_enabled 2 in opensm.conf (or the UFM/switch SM's SR-IOV setting), then restart it"}
+	case vf:
+		return fmt.Sprintf("virtual function %s with its physical link up and no SM LID: the SM has not activated this virtual port, or no SM runs", state),
+			[]string{"sminfo   # is there a master SM?", "enable virtualisation in the SM (virt_enabled 2 in opensm.conf) and give the VF a GUID and policy on the hypervisor"}
+	case smLID > 0:
+		return fmt.Sprintf("link is up but the port is %s although an SM answers at LID %d: the SM has not configured this port", state, smLID),
+			[]string{"check the SM log (/var/log/opensm.log) for this port GUID", "sminfo; ibportstate to query the port"}
+	}
+	return fmt.Sprintf("link is up but the port is %s: no subnet manager has configured it", state),
+		[]string{"systemctl enable --now opensm   # on exactly one node", "sminfo   # shows the master SM once it runs"}
 }

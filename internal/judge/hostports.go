@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"github.com/rdmalab/rdmalab/internal/host"
+	"github.com/rdmalab/rdmalab/internal/hostcheck"
 	"regexp"
 	"strconv"
 	"strings"
@@ -314,9 +316,9 @@ func judgeHostPorts(hp HostPorts, opt Options) ([]check.Finding, any, error) {
 		case p.State == "Active" && (p.PhysState == "LinkUp" || p.PhysState == ""):
 			active++
 		case p.PhysState == "LinkUp":
+			msg, fix := hostcheck.NotActivated(p.State, strings.HasSuffix(host.DeviceName("0x15b3", p.PartID), " VF"), p.SMLID)
 			fs = append(fs, check.Finding{Check: "port.state", Outcome: check.Fail, Subject: subject(p),
-				Message:  fmt.Sprintf("%s with a physical link: no subnet manager has configured it", p.State),
-				Evidence: stateEv(p), Fix: []string{"run a subnet manager (opensm) on the fabric; check sminfo"}})
+				Message: msg, Evidence: stateEv(p), Fix: fix})
 		case up == 0 && unread == 0 && hp.Failure == "":
 			fs = append(fs, check.Finding{Check: "port.state", Outcome: check.Fail, Subject: subject(p),
 				Message:  fmt.Sprintf("%s, and no port in this output is up: nothing here can carry RDMA traffic", stateText(p)),
