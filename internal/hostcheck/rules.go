@@ -192,7 +192,7 @@ var Rules = []rule{
 		Why:    "RDMA pins memory; a small memlock limit makes registration fail.",
 		Source: "seed 003 (/etc/security/limits.d/99-hpc.conf)",
 		Fix:    "printf '* soft memlock unlimited\\n* hard memlock unlimited\\n' > /etc/security/limits.d/99-rdma.conf",
-		Needs:  "/etc/security/limits.conf and limits.d, or this process's limits", UnknownWhen: "neither limits files nor process limits are in the snapshot"}, memlock},
+		Needs:  "/etc/security/limits.conf and limits.d, or this process's limits", UnknownWhen: "neither limits files nor process limits are in the snapshot (limits files read without a memlock line fail: the default limit applies)"}, memlock},
 	{check.Entry{ID: "iommu.passthrough", Title: "IOMMU in passthrough mode on an RDMA/GPU host",
 		Why:    "Translated DMA costs peer-to-peer performance; iommu=pt keeps host devices untranslated while VFIO still works.",
 		Source: "seed 000 (iommu=pt), RDMA reference §1.13",
@@ -893,8 +893,17 @@ func memlock(r rule, s *host.Snapshot, o Options) []check.Finding {
 	case ml.ProcessSoftBytes != nil && *ml.ProcessSoftBytes == -1 && len(ml.Rules) == 0:
 		f := r.finding(s, check.Pass, sub, "this process runs with memlock unlimited")
 		return []check.Finding{f}
+	case len(ml.Rules) == 0 && len(ml.FilesRead) > 0 && (ml.ProcessSoftBytes == nil || *ml.ProcessSoftBytes >= 0):
+		// Read, and silent: the default limit applies to every login.
+		f := r.finding(s, check.Fail, sub, "no memlock rule in %s: logins get the default locked-memory limit (8 MiB on kernels ≥ 5.16, 64 KiB before), so RDMA registration of large buffers fails", strings.Join(ml.FilesRead, ", "))
+		f.Evidence = []check.Evidence{ev("memlock rules", "none", strings.Join(ml.FilesRead, ", "))}
+		if ml.ProcessSoftBytes != nil {
+			f.Evidence = append(f.Evidence, ev("process soft limit", strconv.FormatInt(*ml.ProcessSoftBytes, 10)+" bytes", "/proc/self/limits"))
+		}
+		f.Fix = []string{"printf '* soft memlock unlimited\\n* hard memlock unlimited\\n' > /etc/security/limits.d/99-rdma.conf", "systemd services: LimitMEMLOCK=infinity", "log in again"}
+		return []check.Finding{f}
 	case len(ml.Rules) == 0 && ml.ProcessSoftBytes == nil:
-		return []check.Finding{r.finding(s, check.Unknown, sub, "no limits.conf memlock rules and no process limits in the snapshot")}
+		return []check.Finding{r.finding(s, check.Unknown, sub, "no limits files and no process limits in the snapshot")}
 	}
 	msg := "memlock is not unlimited"
 	if ml.ProcessSoftBytes != nil && *ml.ProcessSoftBytes >= 0 {

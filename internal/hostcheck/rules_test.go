@@ -128,6 +128,9 @@ var faults = []struct {
 	{"memlock limited", testhost.R730, func(t *testing.T, r string) {
 		write(t, r, "etc/security/limits.d/99-rdma.conf", "* soft memlock 65536\n* hard memlock 65536")
 	}, Options{}, "memlock"},
+	{"no memlock rule at all (the default limit applies)", testhost.R730, func(t *testing.T, r string) {
+		write(t, r, "etc/security/limits.d/99-rdma.conf", "# nothing about memlock\n* soft nofile 65536")
+	}, Options{}, "memlock"},
 	{"no ib_uverbs", testhost.R730, func(t *testing.T, r string) {
 		write(t, r, "proc/modules", "mlx5_core 16384 0 - Live 0x0\nib_umad 16384 0 - Live 0x0")
 	}, Options{}, "kernel.modules.rdma"},
