@@ -59,6 +59,8 @@ type HostPrediction struct {
 	// netdev of an RDMA port; "" when there is none.
 	SocketIf       string `json:"socket_ifname,omitempty"`
 	SocketIfReason string `json:"socket_ifname_reason"`
+	// GDRLevel is the NCCL_NET_GDR_LEVEL the prediction assumes.
+	GDRLevel string `json:"gdr_level"`
 }
 
 // GIDPick is NCCL's GID choice on one RoCE port.
@@ -70,9 +72,27 @@ type GIDPick struct {
 	Warning string `json:"warning,omitempty"`
 }
 
-// Predict computes, from a snapshot alone, what NCCL will do on the host.
-func Predict(s *host.Snapshot) HostPrediction {
-	hp := HostPrediction{Host: s.Hostname, GIDByRail: map[string]GIDPick{}}
+// Predict computes, from a snapshot alone, what NCCL will do on the host
+// with its default NCCL_NET_GDR_LEVEL (PXB).
+func Predict(s *host.Snapshot) HostPrediction { return PredictAt(s, DefaultGDRLevel) }
+
+// GDRLevelFor is the NCCL_NET_GDR_LEVEL that turns GPUDirect RDMA on for
+// the host's GPUs as far as it should go: PHB when some rail is through the
+// CPU's host bridge (seed 001 exports PHB for that), else the default PXB.
+// It never says NODE or SYS: across host bridges or sockets, peer traffic is
+// slower than staging (and NCCL_NET_GDR_LEVEL=SYS is flagged in logs).
+func GDRLevelFor(s *host.Snapshot) (string, string) {
+	for _, r := range s.Rails() {
+		if r.Level == host.LevelPHB {
+			return host.LevelPHB, fmt.Sprintf("GPU %s's rail %s is through the CPU's host bridge (PHB): PHB turns GPUDirect RDMA on there, as seed 001 exports; PXB (the default) would stage it through host memory", r.GPU, r.RDMA)
+		}
+	}
+	return DefaultGDRLevel, "NCCL's default, made explicit: GPUDirect RDMA where GPU and NIC share PCIe switches"
+}
+
+// PredictAt is Predict with NCCL_NET_GDR_LEVEL set to gdrLevel.
+func PredictAt(s *host.Snapshot, gdrLevel string) HostPrediction {
+	hp := HostPrediction{Host: s.Hostname, GIDByRail: map[string]GIDPick{}, GDRLevel: gdrLevel}
 	memory := ""
 	switch {
 	case s.Kernel.GPUDirect.PeerMem != "":
@@ -93,7 +113,7 @@ func Predict(s *host.Snapshot) HostPrediction {
 		p.Rail, p.RailPCI, p.RailPort = r.Name, r.PCIAddress, firstActive(*r).Port
 		p.Level = rail.Level
 		p.Bridges = bridgesBetween(gd, nd)
-		p.GDR, p.GDRReason = gdrVerdict(p.Level, memory)
+		p.GDR, p.GDRReason = gdrVerdict(p.Level, memory, gdrLevel)
 		hp.GPUs = append(hp.GPUs, p)
 		if !slices.Contains(hp.Rails, r.Name) {
 			hp.Rails = append(hp.Rails, r.Name)
@@ -143,20 +163,26 @@ func firstActive(r host.RDMADevice) host.RDMAPort {
 }
 
 // gdrVerdict is NCCL's rule: GPUDirect RDMA when the path is within
-// NCCL_NET_GDR_LEVEL (default PXB) and the NIC can reach GPU memory.
-func gdrVerdict(level, memory string) (bool, string) {
-	within := host.LevelRank(level) <= host.LevelRank(DefaultGDRLevel)
+// NCCL_NET_GDR_LEVEL (gdrLevel) and the NIC can reach GPU memory.
+func gdrVerdict(level, memory, gdrLevel string) (bool, string) {
+	within := host.LevelRank(level) <= host.LevelRank(gdrLevel)
+	what := "NCCL's default GDR level " + gdrLevel
+	if gdrLevel != DefaultGDRLevel {
+		what = "NCCL_NET_GDR_LEVEL=" + gdrLevel
+	}
 	switch {
 	case !within && memory == "":
-		return false, fmt.Sprintf("path %s is farther than NCCL's default GDR level %s, and no peer memory (nvidia-peermem) or DMA-BUF", level, DefaultGDRLevel)
+		return false, fmt.Sprintf("path %s is farther than %s, and no peer memory (nvidia-peermem) or DMA-BUF", level, what)
+	case !within && host.LevelRank(level) <= host.LevelRank(host.LevelPHB):
+		return false, fmt.Sprintf("path %s is farther than %s: NCCL stages through host memory (NCCL_NET_GDR_LEVEL=PHB turns GPUDirect RDMA on through the host bridge; measure it)", level, what)
 	case !within:
-		return false, fmt.Sprintf("path %s is farther than NCCL's default GDR level %s: NCCL stages through host memory (NCCL_NET_GDR_LEVEL=%s would force GDR across the CPU, usually slower)", level, DefaultGDRLevel, strings.TrimSuffix(level, "?"))
+		return false, fmt.Sprintf("path %s is farther than %s: NCCL stages through host memory (forcing it with NCCL_NET_GDR_LEVEL=%s sends peer traffic across the CPU interconnect, usually slower)", level, what, strings.TrimSuffix(level, "?"))
 	case memory == "":
 		return false, fmt.Sprintf("path %s allows it, but neither nvidia-peermem (/sys/module/nvidia_peermem) nor the open kernel module's DMA-BUF is there", level)
 	case memory == "dmabuf":
-		return true, fmt.Sprintf("path %s within %s; DMA-BUF through the open kernel module", level, DefaultGDRLevel)
+		return true, fmt.Sprintf("path %s within %s; DMA-BUF through the open kernel module", level, what)
 	}
-	return true, fmt.Sprintf("path %s within %s; %s loaded", level, DefaultGDRLevel, memory)
+	return true, fmt.Sprintf("path %s within %s; %s loaded", level, what, memory)
 }
 
 // bridgesBetween lists the bridges on the path from a to b (below their
@@ -308,7 +334,7 @@ func Readiness(s *host.Snapshot) []check.Finding {
 			add("gpudirect.path", check.Pass, subject, fmt.Sprintf("rail %s at %s: within NCCL's GDR level %s", p.Rail, p.Level, DefaultGDRLevel), ev)
 		case host.LevelRank(host.LevelPHB), host.LevelRank(host.LevelNODE):
 			add("gpudirect.path", check.Warn, subject, fmt.Sprintf("nearest rail %s is %s: NCCL will not use GPUDirect RDMA by default (level %s)", p.Rail, p.Level, DefaultGDRLevel), ev).Fix =
-				[]string{"move the NIC or GPU under one PCIe switch, or accept staging through host memory"}
+				[]string{"at PHB: export NCCL_NET_GDR_LEVEL=PHB (rdmalab nccl env does) and measure it against staging", "or move the NIC or GPU under one PCIe switch"}
 		default:
 			// A warning, not a failure: a lab may mean it (seed 000 splits
 			// such a host into VMs); what fails is a GPUDirect benchmark.
