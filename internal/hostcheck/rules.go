@@ -33,6 +33,13 @@ type Options struct {
 	// --expect-* flag: --nhc sets it, since a node health check for RDMA
 	// runs where RDMA is meant to be.
 	RequireRDMA bool
+	// ExpectIPoIB is the IPoIB mode every IPoIB interface must use
+	// ("connected" or "datagram"; "": not required). Set, it also requires
+	// ib_ipoib and at least one IPoIB interface (--expect-ipoib).
+	ExpectIPoIB string
+	// AllowKernels are glob patterns of kernel releases that may coexist
+	// in the fleet (--allow-kernels): a declared mix passes fleet.kernel.
+	AllowKernels []string
 	// Progress, when set, is told each rule's id before it runs, so a
 	// caller with a time limit can say which check overran it.
 	Progress func(checkID string)
@@ -172,14 +179,14 @@ var Rules = []rule{
 		Why:    "Connected mode exists for its 65520-byte MTU; connected mode with a small MTU costs throughput for nothing.",
 		Source: "seed 002 (IPoIB connected mode, MTU 65520), kernel ipoib.rst",
 		Fix:    "nmcli con modify <ib conn> infiniband.transport-mode connected infiniband.mtu 65520",
-		Needs:  "/sys/class/net/IF/mode and mtu of IPoIB netdevs", UnknownWhen: "never: without a mode file the check does not run"}, ipoibMode},
+		Needs:  "/sys/class/net/IF/mode and mtu of IPoIB netdevs; --expect-ipoib connected|datagram makes the mode (and an IPoIB interface) required", UnknownWhen: "never: without a mode file the check does not run, unless --expect-ipoib requires IPoIB (then its absence fails)"}, ipoibMode},
 	{check.Entry{ID: "port.errors", Title: "Error and drop counters are zero",
 		Why:    "Symbol errors, link downs and receive errors point at cables; out_of_buffer and sequence errors at drops on RoCE.",
 		Source: "seed 000 (rdma stat, ethtool -S), ibqueryerrors thresholds 0",
 		Fix:    "clear counters and watch their rate; replace the cable on a port whose symbol errors keep rising",
 		Needs:  "every error counter of the counter table under ports/N/counters and hw_counters", UnknownWhen: "any error counter is present but not readable (\"N/A (no PMA)\", EINVAL) and none is non-zero, or no error counter is readable"}, portErrors},
 	{check.Entry{ID: "kernel.modules.rdma", Title: "RDMA kernel modules are loaded",
-		Why:    "ib_uverbs lets applications use verbs, ib_umad the management tools, ib_ipoib IP over InfiniBand.",
+		Why:    "ib_uverbs lets applications use verbs, ib_umad the management tools, ib_ipoib IP over InfiniBand (required with --expect-ipoib).",
 		Source: "seed 003 (/etc/modules-load.d/hpc.conf)",
 		Fix:    "modprobe ib_uverbs ib_umad ib_ipoib; list them in /etc/modules-load.d/rdma.conf",
 		Needs:  "/proc/modules on a host with RDMA devices", UnknownWhen: "/proc/modules was not read (most captures)"}, rdmaModules},
@@ -720,16 +727,36 @@ func ibSM(r rule, s *host.Snapshot, o Options) []check.Finding {
 
 func ipoibMode(r rule, s *host.Snapshot, o Options) []check.Finding {
 	var out []check.Finding
+	want := o.ExpectIPoIB
+	fix := func(name string) []string {
+		return []string{strings.ReplaceAll(r.Fix, "<ib conn>", "<connection of "+name+">")}
+	}
 	for _, n := range s.NetDevs {
 		if n.Type != 32 || n.IPoIBMode == "" {
 			continue
 		}
 		f := r.finding(s, check.Pass, n.Name, "%s mode, MTU %d", n.IPoIBMode, n.MTUBytes)
-		if n.IPoIBMode == "connected" && n.MTUBytes < 65520 {
-			f = r.finding(s, check.Warn, n.Name, "connected mode with MTU %d: the point of connected mode is MTU 65520", n.MTUBytes)
-			f.Fix = []string{strings.ReplaceAll(r.Fix, "<ib conn>", "<connection of "+n.Name+">")}
+		switch {
+		case want != "" && n.IPoIBMode != want:
+			f = r.finding(s, check.Fail, n.Name, "%s mode, but --expect-ipoib %s: seed 002's objective is connected mode with MTU 65520", n.IPoIBMode, want)
+			f.Fix = fix(n.Name)
+		case n.IPoIBMode == "connected" && n.MTUBytes < 65520:
+			outcome := check.Warn
+			if want == "connected" {
+				outcome = check.Fail
+			}
+			f = r.finding(s, outcome, n.Name, "connected mode with MTU %d: the point of connected mode is MTU 65520", n.MTUBytes)
+			f.Fix = fix(n.Name)
 		}
 		f.Evidence = []check.Evidence{ev("mode", n.IPoIBMode, "/sys/class/net/"+n.Name+"/mode"), ev("mtu", strconv.Itoa(n.MTUBytes), "/sys/class/net/"+n.Name+"/mtu")}
+		if want != "" {
+			f.Evidence = append(f.Evidence, ev("expected mode", want, "--expect-ipoib"))
+		}
+		out = append(out, f)
+	}
+	if want != "" && len(out) == 0 {
+		f := r.finding(s, check.Fail, "IPoIB", "--expect-ipoib %s, but the host has no IPoIB interface (is ib_ipoib loaded?)", want)
+		f.Fix = []string{"modprobe ib_ipoib", "nmcli con add type infiniband ifname ib0 infiniband.transport-mode " + want}
 		out = append(out, f)
 	}
 	return out
@@ -824,6 +851,9 @@ func rdmaModules(r rule, s *host.Snapshot, o Options) []check.Finding {
 	need := []string{"ib_uverbs"}
 	if ib {
 		need = append(need, "ib_umad")
+	}
+	if o.ExpectIPoIB != "" {
+		need = append(need, "ib_ipoib") // IPoIB is expected (--expect-ipoib)
 	}
 	var missing []string
 	for _, m := range need {
