@@ -411,7 +411,9 @@ func TestExpectIPoIB(t *testing.T) {
 	if o := outcomes(Run(dg, Options{}), "ipoib.mode"); o[check.Fail] != 0 {
 		t.Errorf("datagram without the flag: %v", o)
 	}
-	noIPoIB := tree(t, testhost.R730(), func(r string) { write(t, r, "proc/modules", "mlx5_core 16384 0 - Live 0x0\nib_umad 16384 0 - Live 0x0\nib_uverbs 16384 0 - Live 0x0") })
+	noIPoIB := tree(t, testhost.R730(), func(r string) {
+		write(t, r, "proc/modules", "mlx5_core 16384 0 - Live 0x0\nib_umad 16384 0 - Live 0x0\nib_uverbs 16384 0 - Live 0x0")
+	})
 	for _, f := range Run(noIPoIB, opt) {
 		if f.Check == "kernel.modules.rdma" && (f.Outcome != check.Fail || !strings.Contains(f.Message, "ib_ipoib")) {
 			t.Errorf("ib_ipoib not required: %s %s", f.Outcome, f.Message)
