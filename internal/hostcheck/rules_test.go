@@ -420,3 +420,29 @@ func TestExpectIPoIB(t *testing.T) {
 		}
 	}
 }
+
+// An InfiniBand port Init with its link up: with no SM LID, run an SM;
+// with an SM answering, the SM has not configured the port (not "run
+// opensm"). R730's mlx5_0 (a physical function).
+func TestInitPortWithAndWithoutSM(t *testing.T) {
+	for _, c := range []struct{ smLID, msg, fix string }{
+		{"0x0", "no subnet manager has configured it", "opensm"},
+		{"0x1", "although an SM answers at LID 1", "opensm.log"},
+	} {
+		s := tree(t, testhost.R730(), func(r string) {
+			write(t, r, mlx0+"state", "2: INIT")
+			write(t, r, mlx0+"phys_state", "5: LinkUp")
+			write(t, r, mlx0+"sm_lid", c.smLID)
+		})
+		var got *check.Finding
+		fs := Run(s, Options{})
+		for i := range fs {
+			if fs[i].Check == "port.state" && fs[i].Subject == "mlx5_0 port 1" {
+				got = &fs[i]
+			}
+		}
+		if got == nil || got.Outcome != check.Fail || !strings.Contains(got.Message, c.msg) || !strings.Contains(strings.Join(got.Fix, " "), c.fix) {
+			t.Errorf("sm_lid %s: %+v", c.smLID, got)
+		}
+	}
+}
