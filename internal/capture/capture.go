@@ -1,10 +1,14 @@
 // Package capture writes and reads host captures: a tar.gz of exactly the
 // sysfs/procfs files inventory read, laid out as a root tree, so anyone can
-// replay a host with --root.
+// replay a host with --root. Reading also takes a tar.bz2 (hwloc-gather-
+// topology's captures), recognised by content, not by name.
 package capture
 
 import (
 	"archive/tar"
+	"bufio"
+	"bytes"
+	"compress/bzip2"
 	"compress/gzip"
 	"encoding/json"
 	"errors"
@@ -103,9 +107,46 @@ func Write(w io.Writer, fsys *hostfs.FS, entries []hostfs.Entry, m Manifest) err
 	return gz.Close()
 }
 
-// IsArchive reports whether p names a capture archive rather than a directory.
+// IsArchive reports whether p names a capture archive gather writes
+// (gzip-compressed tar).
 func IsArchive(p string) bool {
 	return strings.HasSuffix(p, ".tar.gz") || strings.HasSuffix(p, ".tgz")
+}
+
+// IsReadable reports whether p names an archive Extract may be given: what
+// gather writes, a tar.bz2 (hwloc-gather-topology) or a tar.xz (refused by
+// Extract with the reason, so the user hears why rather than "not a host").
+func IsReadable(p string) bool {
+	for _, ext := range []string{".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tbz", ".tar.xz", ".txz"} {
+		if strings.HasSuffix(p, ext) {
+			return true
+		}
+	}
+	return false
+}
+
+// ErrXZ is an xz-compressed archive: no xz decoder is among the pinned
+// dependencies (docs/DEPENDENCIES.md), and the standard library has none.
+var ErrXZ = errors.New("xz-compressed archives are not read (no xz decoder is pinned): unpack it with 'tar xJf' and pass the directory, or recompress with gzip or bzip2")
+
+// decompress picks the decoder by the stream's magic bytes, whatever the
+// file is called.
+func decompress(r io.Reader) (io.Reader, error) {
+	br := bufio.NewReader(r)
+	magic, _ := br.Peek(6)
+	switch {
+	case bytes.HasPrefix(magic, []byte{0x1f, 0x8b}):
+		gz, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("not a gzip file: %w", err)
+		}
+		return gz, nil
+	case bytes.HasPrefix(magic, []byte("BZh")):
+		return bzip2.NewReader(br), nil
+	case bytes.Equal(magic, []byte{0xfd, '7', 'z', 'X', 'Z', 0}):
+		return nil, ErrXZ
+	}
+	return nil, errors.New("not a gzip or bzip2 compressed tar")
 }
 
 // Refused lists archive entries Extract did not write because they would
@@ -114,7 +155,7 @@ func IsArchive(p string) bool {
 // caller reports them rather than trusting what is left.
 type Refused []string
 
-// Extract unpacks a capture (or any tar.gz of a root tree) into dir. Writes
+// Extract unpacks a capture (or any tar.gz or tar.bz2 of a root tree) into dir. Writes
 // go through os.Root, so no entry or symlink in the archive can place a file
 // outside dir; entries that try are skipped and returned.
 func Extract(archive, dir string) (Refused, error) {
@@ -123,16 +164,16 @@ func Extract(archive, dir string) (Refused, error) {
 		return nil, fmt.Errorf("capture: %w", err)
 	}
 	defer f.Close()
-	gz, err := gzip.NewReader(f)
+	r, err := decompress(f)
 	if err != nil {
-		return nil, fmt.Errorf("capture %s: not a gzip file: %w", archive, err)
+		return nil, fmt.Errorf("capture %s: %w", archive, err)
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("capture: %w", err)
 	}
 	defer root.Close()
-	tr := tar.NewReader(gz)
+	tr := tar.NewReader(r)
 	var written int64
 	var refused Refused
 	for {

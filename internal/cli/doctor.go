@@ -10,8 +10,8 @@ import (
 
 func newDoctorCmd() *cobra.Command {
 	var in hostInput
-	var output, rate, linkLayer, profile string
-	var ports []string
+	var output, rate, linkLayer, profile, ipoib string
+	var ports, kernels []string
 	var verbose, nhc bool
 	c := &cobra.Command{
 		Use:   "doctor",
@@ -65,6 +65,13 @@ fails.`,
 			default:
 				return usageErr("--profile %s: want bare-metal or vm-host", profile)
 			}
+			switch ipoib {
+			case "", "connected", "datagram":
+				opt.ExpectIPoIB = ipoib
+			default:
+				return usageErr("--expect-ipoib %q: want connected or datagram", ipoib)
+			}
+			opt.AllowKernels = kernels
 			hosts, err := in.load()
 			if err != nil {
 				return err
@@ -92,6 +99,8 @@ fails.`,
 	c.Flags().StringVar(&rate, "expect-rate", "", `rate every active RDMA port should run at: Gb/s ("200"), "4X HDR" or "25GbE" (default: the fleet's majority, with 3 or more hosts)`)
 	c.Flags().StringVar(&linkLayer, "expect-link-layer", "", "InfiniBand (IB) or RoCE (Ethernet)")
 	c.Flags().StringSliceVar(&ports, "expect-ports", nil, "ports that must be up, DEV/PORT or DEV (every port of DEV), comma-separated; other down ports are unused")
+	c.Flags().StringVar(&ipoib, "expect-ipoib", "", "IPoIB mode every IPoIB interface must use: connected or datagram (also requires ib_ipoib)")
+	c.Flags().StringSliceVar(&kernels, "allow-kernels", nil, "kernel releases the fleet may mix on purpose, glob patterns (e.g. '*.el9*,*.el10*')")
 	c.Flags().BoolVarP(&verbose, "verbose", "v", false, "list passing checks too")
 	c.Flags().StringVar(&profile, "profile", "bare-metal", "bare-metal, or vm-host for a hypervisor passing GPUs and NICs to VMs (vfio-pci, no NVIDIA driver, whole IOMMU groups, ACS kept, hugepages per node)")
 	c.Flags().BoolVar(&nhc, "nhc", false, "one line per failure, for a node health check (RDMA is then required)")

@@ -16,7 +16,7 @@ type hostInput struct {
 }
 
 func (in *hostInput) register(c *cobra.Command, multi bool) {
-	c.Flags().StringVar(&in.root, "root", "/", "read the host from this root: a directory holding sys/, a copy of /sys/class/infiniband, a capture .tar.gz (rdmalab gather) or a snapshot file")
+	c.Flags().StringVar(&in.root, "root", "/", "read the host from this root: a directory holding sys/, a copy of /sys/class/infiniband, a capture .tar.gz (rdmalab gather) or .tar.bz2 (hwloc-gather-topology) or a snapshot file")
 	help := "read a saved snapshot instead of a host (from 'rdmalab inventory --output json'; example:NAME for a built-in one)"
 	if multi {
 		help += "; repeat for a fleet"

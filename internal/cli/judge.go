@@ -12,7 +12,7 @@ import (
 )
 
 func newJudgeCmd() *cobra.Command {
-	var output, rate, layer, topology string
+	var output, rate, layer, topology, snapshot string
 	var thresholds []string
 	var verbose bool
 	c := &cobra.Command{
@@ -32,6 +32,9 @@ findings as the live commands. Each file is recognised by its content:
                                    (--expect-rate, else the majority of the
                                    host's ports of one model), link layer
                                    (--expect-link-layer)
+  nvidia-smi topo -m               rail alignment (each GPU's own NIC at
+                                   PIX/PXB); with --snapshot of the same
+                                   host, compared with the PCI tree
 
 A file no format recognises is exit 2 naming it. '-' reads standard input.
 docs/judge.md lists the formats and what each rule needs to be sure.
@@ -55,6 +58,13 @@ Exit codes: 0 no failures, 1 failures found, 2 could not run.`,
 				return err
 			}
 			opt := judge.Options{Expect: e, Plan: fopt.Plan, Thresholds: fopt.Thresholds}
+			if snapshot != "" {
+				hosts, err := (&hostInput{snapshots: []string{snapshot}}).load()
+				if err != nil {
+					return err
+				}
+				opt.Snapshot = hosts[0]
+			}
 			in, err := readInputs(cmd.InOrStdin(), args)
 			if err != nil {
 				return err
@@ -84,6 +94,7 @@ Exit codes: 0 no failures, 1 failures found, 2 could not run.`,
 	alias(f, "expect-link-layer", "expect-layer")
 	f.StringVar(&topology, "topology", "", "intended cabling, for topology outputs (ibnetdiscover file, ibsim netlist or .yaml)")
 	f.StringArrayVar(&thresholds, "threshold", nil, "override an error counter threshold, COUNTER=N (repeatable)")
+	f.StringVar(&snapshot, "snapshot", "", "the host a host-side output was saved on (snapshot, capture or root; example:NAME), to compare with it")
 	f.BoolVarP(&verbose, "verbose", "v", false, "list passed checks too")
 	f.StringVarP(&output, "output", "o", "table", "table or json (findings and what was read, in the rdmalab envelope)")
 	return c

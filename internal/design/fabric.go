@@ -64,6 +64,10 @@ type Fabric struct {
 	Cabling []fabric.TopoLink `json:"cabling"`
 }
 
+// routedClosAbove is seed 001's threshold: "Above 8 nodes, plan routed
+// Clos with BGP unnumbered. Below 8, a single switch is fine."
+const routedClosAbove = 8
+
 // Seed 001's healthy allreduce band: 20–24 GB/s observed against a 25 GB/s
 // ceiling (200 Gb/s per NIC).
 const (
@@ -132,7 +136,18 @@ func PlanFabric(r FabricRequest) (*Fabric, error) {
 	if layer == linkrate.InfiniBand {
 		kind = "fat tree"
 	}
+	nodes := f.Nodes
+	if nodes == 0 {
+		nodes = f.Endpoints
+	}
+	// Seed 001: on Ethernet, above 8 nodes plan a routed Clos (two spines
+	// from 8–16 nodes) even where one switch has the ports.
+	routed := layer != linkrate.InfiniBand && nodes > routedClosAbove
 	switch {
+	case f.Endpoints <= k && routed:
+		f.Tiers, f.Design = 2, "two-tier "+kind
+		f.twoTier(2, 2)
+		f.Notes = append(f.Notes, fmt.Sprintf("%d endpoints would fit one %d-port switch, but %d nodes is above %d: seed 001 plans a routed Clos there (two leaves, two spines: a switch can fail or be upgraded without stopping the cluster, and it grows by adding leaves).", f.Endpoints, k, nodes, routedClosAbove))
 	case f.Endpoints <= k:
 		f.SingleSwitchSuffices, f.Tiers, f.Leaves = true, 1, 1
 		f.LeafDownPorts, f.LeafUpPorts, f.Oversubscription = f.Endpoints, 0, 1
@@ -143,7 +158,7 @@ func PlanFabric(r FabricRequest) (*Fabric, error) {
 		}
 	case f.Endpoints <= f.MaxEndpointsTwoTier:
 		f.Tiers, f.Design = 2, "two-tier "+kind
-		f.twoTier()
+		f.twoTier(1, 1)
 	default:
 		f.Tiers, f.Design = 3, "three-tier "+kind
 		f.threeTier()
@@ -169,19 +184,24 @@ func (f *Fabric) switchLink(a string, ap int, b string, bp int) {
 // take every leaf's uplinks. Leaf uplink x goes to spine x mod S, so each
 // leaf has ⌈u/S⌉ or ⌊u/S⌋ cables to each spine (equal when S divides u);
 // spine s keeps a block of ⌈u/S⌉ ports per leaf.
-func (f *Fabric) twoTier() {
+func (f *Fabric) twoTier(minLeaves, minSpines int) {
 	k, d, u := f.Radix, f.LeafDownPorts, f.LeafUpPorts
-	f.Leaves = ceilDiv(f.Endpoints, d)
-	f.Spines = max(1, ceilDiv(f.Leaves*u, k))
+	f.Leaves = max(minLeaves, ceilDiv(f.Endpoints, d))
+	f.Spines = max(minSpines, ceilDiv(f.Leaves*u, k))
 	for f.Spines < u && f.Leaves*ceilDiv(u, f.Spines) > k {
 		f.Spines++
 	}
 	p := ceilDiv(u, f.Spines)
 	f.LinksPerPair = p
+	// endpoints per leaf: full leaves, or spread evenly over the minimum
+	per := d
+	if f.Leaves > ceilDiv(f.Endpoints, d) {
+		per = ceilDiv(f.Endpoints, f.Leaves)
+	}
 	n := newNamer(f)
 	for leaf := 0; leaf < f.Leaves; leaf++ {
-		for port := 1; port <= d; port++ {
-			if e := leaf*d + port - 1; e < f.Endpoints {
+		for port := 1; port <= per; port++ {
+			if e := leaf*per + port - 1; e < f.Endpoints {
 				f.hostLink(n.endpoint(e), n.leaf(leaf), port)
 			}
 		}

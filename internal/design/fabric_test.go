@@ -61,7 +61,13 @@ func TestFabricSizes(t *testing.T) {
 	}{
 		// Seed 001: 4 nodes on one switch; 200 Gb/s ≈ 25 GB/s allreduce ceiling.
 		{FabricRequest{Nodes: 4, NICsPerNode: 1, GPUsPerNode: 4, Radix: 32, Rate: "200GbE"}, true, 1, 1, 0, 0, 1, 25},
-		{FabricRequest{Nodes: 32, NICsPerNode: 1, Radix: 32, Rate: "200GbE"}, true, 1, 1, 0, 0, 1, 25},
+		// Seed 001: "Above 8 nodes, plan routed Clos … Below 8, a single
+		// switch is fine": 8 nodes one switch, 16 and 32 a two-spine Clos
+		// although one 32-port switch has the ports; InfiniBand keeps one.
+		{FabricRequest{Nodes: 8, NICsPerNode: 1, Radix: 32, Rate: "200GbE"}, true, 1, 1, 0, 0, 1, 25},
+		{FabricRequest{Nodes: 16, NICsPerNode: 1, Radix: 32, Rate: "400GbE"}, false, 2, 2, 2, 8, 1, 50},
+		{FabricRequest{Nodes: 32, NICsPerNode: 1, Radix: 32, Rate: "200GbE"}, false, 2, 2, 2, 8, 1, 25},
+		{FabricRequest{Nodes: 16, NICsPerNode: 1, Radix: 32, Rate: "4X HDR"}, true, 1, 1, 0, 0, 1, 25},
 		// 8 rails of NDR: 8 × 400 / 8 = 400 GB/s per node.
 		{FabricRequest{Nodes: 32, NICsPerNode: 8, GPUsPerNode: 8, Radix: 64, Rate: "4X NDR"}, false, 2, 8, 4, 8, 1, 400},
 		// 3:1 at the leaf: 48 down, 16 up.

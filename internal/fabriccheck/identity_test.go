@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -87,6 +88,22 @@ func TestLinkJudgementOnCapture(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("finding lacks %q:\n%s", want, got)
 		}
+	}
+	// The same fabric with its device models unknown: the 4X EDR HCA links
+	// advertising 12X HDR are judged by their peers (2 of 3 CA↔Switch
+	// links run 4X EDR) and pass; the DDR link is named by the same peers.
+	// The one Switch↔Switch link has no peers, so its unconfirmed hint
+	// stays a warning.
+	anon := *s
+	anon.Nodes = slices.Clone(s.Nodes)
+	for i := range anon.Nodes {
+		anon.Nodes[i].VendorID, anon.Nodes[i].DeviceID = "", ""
+	}
+	lf = linkFindings(mustRun(t, &anon, Options{}))
+	if len(lf) != 2 || lf[0].Check != "fabric.link.speed" || lf[0].Outcome != check.Fail ||
+		!strings.Contains(lf[0].Subject, "HCA-1 [0x248a0703008a1b40 lid 16] port 1") || !strings.Contains(lf[0].Message, "2 of 3 CA↔Switch links run at 4X EDR") ||
+		lf[1].Outcome != check.Warn || !strings.Contains(lf[1].Subject, "port 11 ↔ SwitchIB") {
+		t.Errorf("models unknown: %d findings: %+v", len(lf), lf)
 	}
 	lf = linkFindings(mustRun(t, s, Options{Expect: expectOf(t, "4X EDR")}))
 	if len(lf) != 1 || lf[0].Check != "fabric.link.rate" || !strings.Contains(lf[0].Message, "below the expected 4X EDR (100 Gb/s) (--expect-rate)") {

@@ -163,7 +163,9 @@ func linkRules(s *fabric.Snapshot, o Options, n *fabric.Names) []check.Finding {
 		if capBoth {
 			addBasis("device models")
 		}
+		peerAgrees := false
 		if c, has := peers[l.Class()]; has {
+			peerAgrees = !now.less(c.rate) && !c.rate.less(now)
 			basis = true
 			addBasis("peers")
 			p := c.rate
@@ -216,6 +218,10 @@ func linkRules(s *fabric.Snapshot, o Options, n *fabric.Names) []check.Finding {
 				f.Message += "; 2X " + now.Speed + " is also how split ports and " + now.Speed + "-split cards (HDR100, NDR200) run: if this port should be 4X, check the cable"
 			}
 			fs = append(fs, evidence(s, nodes, f, l, n))
+		case unconfirmed && peerAgrees:
+			// The hint is the device's word alone; the links of its class
+			// run at this rate, and they are what the link is judged by.
+			ok++
 		case unconfirmed:
 			f := find("fabric.link.speed", check.Warn, n.Link(l), "runs at %s; iblinkinfo says both ends could run %s, but their device models are unknown, so that is not confirmed (ibsim and some devices advertise every width and speed)", now, rateText(hint))
 			if now.Width < hint.Width && hint.Speed == now.Speed {

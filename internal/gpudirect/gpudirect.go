@@ -59,6 +59,8 @@ type HostPrediction struct {
 	// netdev of an RDMA port; "" when there is none.
 	SocketIf       string `json:"socket_ifname,omitempty"`
 	SocketIfReason string `json:"socket_ifname_reason"`
+	// GDRLevel is the NCCL_NET_GDR_LEVEL the prediction assumes.
+	GDRLevel string `json:"gdr_level"`
 }
 
 // GIDPick is NCCL's GID choice on one RoCE port.
@@ -70,11 +72,27 @@ type GIDPick struct {
 	Warning string `json:"warning,omitempty"`
 }
 
-// Predict computes, from a snapshot alone, what NCCL will do on the host.
-func Predict(s *host.Snapshot) HostPrediction {
-	hp := HostPrediction{Host: s.Hostname, GIDByRail: map[string]GIDPick{}}
-	bridges := s.BridgeIndex()
-	taken := map[string]bool{}
+// Predict computes, from a snapshot alone, what NCCL will do on the host
+// with its default NCCL_NET_GDR_LEVEL (PXB).
+func Predict(s *host.Snapshot) HostPrediction { return PredictAt(s, DefaultGDRLevel) }
+
+// GDRLevelFor is the NCCL_NET_GDR_LEVEL that turns GPUDirect RDMA on for
+// the host's GPUs as far as it should go: PHB when some rail is through the
+// CPU's host bridge (seed 001 exports PHB for that), else the default PXB.
+// It never says NODE or SYS: across host bridges or sockets, peer traffic is
+// slower than staging (and NCCL_NET_GDR_LEVEL=SYS is flagged in logs).
+func GDRLevelFor(s *host.Snapshot) (string, string) {
+	for _, r := range s.Rails() {
+		if r.Level == host.LevelPHB {
+			return host.LevelPHB, fmt.Sprintf("GPU %s's rail %s is through the CPU's host bridge (PHB): PHB turns GPUDirect RDMA on there, as seed 001 exports; PXB (the default) would stage it through host memory", r.GPU, r.RDMA)
+		}
+	}
+	return DefaultGDRLevel, "NCCL's default, made explicit: GPUDirect RDMA where GPU and NIC share PCIe switches"
+}
+
+// PredictAt is Predict with NCCL_NET_GDR_LEVEL set to gdrLevel.
+func PredictAt(s *host.Snapshot, gdrLevel string) HostPrediction {
+	hp := HostPrediction{Host: s.Hostname, GIDByRail: map[string]GIDPick{}, GDRLevel: gdrLevel}
 	memory := ""
 	switch {
 	case s.Kernel.GPUDirect.PeerMem != "":
@@ -82,32 +100,20 @@ func Predict(s *host.Snapshot) HostPrediction {
 	case s.Kernel.GPUDirect.OpenKernelModule:
 		memory = "dmabuf"
 	}
-	for _, g := range s.GPUs {
-		p := Prediction{Host: s.Hostname, GPU: g.Address, Memory: memory}
-		gd := s.PCI(g.Address)
-		best, bestRank := -1, 1000
-		for i, r := range s.RDMADevices {
-			nd := s.PCI(r.PCIAddress)
-			if gd == nil || nd == nil || !activePort(r) {
-				continue
-			}
-			rank := host.LevelRank(host.PathLevel(gd, nd, bridges))*2 + boolInt(taken[r.Name])
-			if rank < bestRank {
-				best, bestRank = i, rank
-			}
-		}
-		if best < 0 {
+	// The rail is host.Rails' answer, the one doctor, nccl env and plan give.
+	for _, rail := range s.Rails() {
+		p := Prediction{Host: s.Hostname, GPU: rail.GPU, Memory: memory}
+		r := s.RDMA(rail.RDMA)
+		if r == nil || !r.Active() {
 			p.GDRReason = "no active RDMA port with a PCI function on this host"
 			hp.GPUs = append(hp.GPUs, p)
 			continue
 		}
-		r := s.RDMADevices[best]
-		nd := s.PCI(r.PCIAddress)
-		taken[r.Name] = true
-		p.Rail, p.RailPCI, p.RailPort = r.Name, r.PCIAddress, firstActive(r).Port
-		p.Level = host.PathLevel(gd, nd, bridges)
+		gd, nd := s.PCI(rail.GPU), s.PCI(r.PCIAddress)
+		p.Rail, p.RailPCI, p.RailPort = r.Name, r.PCIAddress, firstActive(*r).Port
+		p.Level = rail.Level
 		p.Bridges = bridgesBetween(gd, nd)
-		p.GDR, p.GDRReason = gdrVerdict(p.Level, memory)
+		p.GDR, p.GDRReason = gdrVerdict(p.Level, memory, gdrLevel)
 		hp.GPUs = append(hp.GPUs, p)
 		if !slices.Contains(hp.Rails, r.Name) {
 			hp.Rails = append(hp.Rails, r.Name)
@@ -144,17 +150,6 @@ func Predict(s *host.Snapshot) HostPrediction {
 	return hp
 }
 
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-func activePort(r host.RDMADevice) bool {
-	return slices.ContainsFunc(r.Ports, func(p host.RDMAPort) bool { return p.State == "ACTIVE" })
-}
-
 func firstActive(r host.RDMADevice) host.RDMAPort {
 	for _, p := range r.Ports {
 		if p.State == "ACTIVE" {
@@ -168,20 +163,26 @@ func firstActive(r host.RDMADevice) host.RDMAPort {
 }
 
 // gdrVerdict is NCCL's rule: GPUDirect RDMA when the path is within
-// NCCL_NET_GDR_LEVEL (default PXB) and the NIC can reach GPU memory.
-func gdrVerdict(level, memory string) (bool, string) {
-	within := host.LevelRank(level) <= host.LevelRank(DefaultGDRLevel)
+// NCCL_NET_GDR_LEVEL (gdrLevel) and the NIC can reach GPU memory.
+func gdrVerdict(level, memory, gdrLevel string) (bool, string) {
+	within := host.LevelRank(level) <= host.LevelRank(gdrLevel)
+	what := "NCCL's default GDR level " + gdrLevel
+	if gdrLevel != DefaultGDRLevel {
+		what = "NCCL_NET_GDR_LEVEL=" + gdrLevel
+	}
 	switch {
 	case !within && memory == "":
-		return false, fmt.Sprintf("path %s is farther than NCCL's default GDR level %s, and no peer memory (nvidia-peermem) or DMA-BUF", level, DefaultGDRLevel)
+		return false, fmt.Sprintf("path %s is farther than %s, and no peer memory (nvidia-peermem) or DMA-BUF", level, what)
+	case !within && host.LevelRank(level) <= host.LevelRank(host.LevelPHB):
+		return false, fmt.Sprintf("path %s is farther than %s: NCCL stages through host memory (NCCL_NET_GDR_LEVEL=PHB turns GPUDirect RDMA on through the host bridge; measure it)", level, what)
 	case !within:
-		return false, fmt.Sprintf("path %s is farther than NCCL's default GDR level %s: NCCL stages through host memory (NCCL_NET_GDR_LEVEL=%s would force GDR across the CPU, usually slower)", level, DefaultGDRLevel, strings.TrimSuffix(level, "?"))
+		return false, fmt.Sprintf("path %s is farther than %s: NCCL stages through host memory (forcing it with NCCL_NET_GDR_LEVEL=%s sends peer traffic across the CPU interconnect, usually slower)", level, what, strings.TrimSuffix(level, "?"))
 	case memory == "":
 		return false, fmt.Sprintf("path %s allows it, but neither nvidia-peermem (/sys/module/nvidia_peermem) nor the open kernel module's DMA-BUF is there", level)
 	case memory == "dmabuf":
-		return true, fmt.Sprintf("path %s within %s; DMA-BUF through the open kernel module", level, DefaultGDRLevel)
+		return true, fmt.Sprintf("path %s within %s; DMA-BUF through the open kernel module", level, what)
 	}
-	return true, fmt.Sprintf("path %s within %s; %s loaded", level, DefaultGDRLevel, memory)
+	return true, fmt.Sprintf("path %s within %s; %s loaded", level, what, memory)
 }
 
 // bridgesBetween lists the bridges on the path from a to b (below their
@@ -304,15 +305,22 @@ func socketIf(s *host.Snapshot) (string, string) {
 // space beyond 64 bytes is root-only, so they are named, not assumed), and
 // an IOMMU translating peer traffic.
 func Readiness(s *host.Snapshot) []check.Finding {
-	if len(s.GPUs) == 0 || len(s.RDMADevices) == 0 {
-		return nil
-	}
-	hp := Predict(s)
 	var fs []check.Finding
 	add := func(id string, o check.Outcome, subject, msg string, ev ...check.Evidence) *check.Finding {
 		fs = append(fs, check.Finding{Check: id, Outcome: o, Host: s.Hostname, Subject: subject, Message: msg, Evidence: ev})
 		return &fs[len(fs)-1]
 	}
+	for _, g := range s.GPUs {
+		if ok, why := GPUClass(g.Name); !ok {
+			add("gpudirect.gpu-class", check.Warn, "GPU "+g.Address, why,
+				check.Evidence{What: "GPU model", Value: g.Name, Source: "PCI id " + g.Vendor + ":" + g.Device}).Fix =
+				[]string{"use a data-center or professional GPU for GPUDirect RDMA, or accept staging through host memory"}
+		}
+	}
+	if len(s.GPUs) == 0 || len(s.RDMADevices) == 0 {
+		return fs
+	}
+	hp := Predict(s)
 	var bridges, direct []string
 	for _, p := range hp.GPUs {
 		subject := "GPU " + p.GPU
@@ -326,11 +334,15 @@ func Readiness(s *host.Snapshot) []check.Finding {
 			add("gpudirect.path", check.Pass, subject, fmt.Sprintf("rail %s at %s: within NCCL's GDR level %s", p.Rail, p.Level, DefaultGDRLevel), ev)
 		case host.LevelRank(host.LevelPHB), host.LevelRank(host.LevelNODE):
 			add("gpudirect.path", check.Warn, subject, fmt.Sprintf("nearest rail %s is %s: NCCL will not use GPUDirect RDMA by default (level %s)", p.Rail, p.Level, DefaultGDRLevel), ev).Fix =
-				[]string{"move the NIC or GPU under one PCIe switch, or accept staging through host memory"}
+				[]string{"at PHB: export NCCL_NET_GDR_LEVEL=PHB (rdmalab nccl env does) and measure it against staging", "or move the NIC or GPU under one PCIe switch"}
 		default:
 			// A warning, not a failure: a lab may mean it (seed 000 splits
 			// such a host into VMs); what fails is a GPUDirect benchmark.
-			add("gpudirect.path", check.Warn, subject, fmt.Sprintf("nearest rail %s is %s (across the CPU interconnect): GPUDirect RDMA off, and staging crosses sockets", p.Rail, p.Level), ev).Fix =
+			across := "staging crosses sockets"
+			if s.Sockets() == 1 {
+				across = "staging crosses NUMA nodes (dies) of the one socket, not sockets"
+			}
+			add("gpudirect.path", check.Warn, subject, fmt.Sprintf("nearest rail %s is %s (across the CPU interconnect): GPUDirect RDMA off, and %s", p.Rail, p.Level, across), ev).Fix =
 				[]string{"put a NIC on the GPU's NUMA node (same root complex or PCIe switch)"}
 		}
 		if len(p.Bridges) > 0 && host.LevelRank(p.Level) <= host.LevelRank(host.LevelPXB) {
@@ -409,6 +421,9 @@ var ReadinessCatalog = []check.Entry{
 	{ID: "gpudirect.iommu", Needs: "/sys/class/iommu and /proc/cmdline", UnknownWhen: "never: no IOMMU units means none translating", Title: "The IOMMU does not translate peer traffic (iommu=pt or off)",
 		Why:    "A translating IOMMU sends GPU↔NIC DMA through the root complex unless ACS/ATS are set up.",
 		Source: "seed 003", Fixes: []string{"add iommu=pt to the kernel command line (bare metal)"}},
+	{ID: "gpudirect.gpu-class", Needs: "the GPU's model (PCI device id or nvidia-smi's GPU name)", UnknownWhen: "the model is unknown (it is not judged then)", Title: "The GPU supports GPUDirect RDMA (not GeForce/TITAN)",
+		Why:    "NVIDIA supports GPUDirect RDMA on data-center and professional GPUs only; on a GeForce, NCCL and perftest --use_cuda stage through host memory.",
+		Source: "seed 000 (RTX 3090); NVIDIA GPUDirect RDMA documentation", Fixes: []string{"use a data-center or professional GPU, or accept host staging"}},
 }
 
 // BenchEntry is the catalog entry of JudgeGPUDirect's verdict (bench).

@@ -299,6 +299,10 @@ type Memlock struct {
 	ProcessHardBytes *int64 `json:"process_hard_bytes,omitempty"`
 	// Rules are the memlock lines of /etc/security/limits.conf and limits.d.
 	Rules []LimitRule `json:"rules,omitempty"`
+	// FilesRead lists the limits files that were read, with or without a
+	// memlock line: none read is unknown, read without a rule is the
+	// kernel's default limit.
+	FilesRead []string `json:"files_read,omitempty"`
 }
 
 // LimitRule is one memlock line of a limits.conf file.

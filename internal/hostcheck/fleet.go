@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -92,8 +93,28 @@ var FleetRules = []fleetKey{
 		}
 		return "inbox"
 	})},
-	{check.Entry{ID: "fleet.kernel", Title: "Same kernel on every node", Why: "Kernel versions change RDMA and VFIO behaviour.", Source: "seed 004", Fixes: []string{"boot the same kernel everywhere"},
+	{check.Entry{ID: "fleet.kernel", Title: "Same kernel on every node (or a declared mix)", Why: "Kernel versions change RDMA and VFIO behaviour; a mix made on purpose (a RHEL 9/10 migration) is declared with --allow-kernels and then passes.", Source: "seed 004", Fixes: []string{"boot the same kernel everywhere", "or declare the mix: --allow-kernels '*.el9*,*.el10*'"},
 		Needs: "/proc/sys/kernel/osrelease on ≥3 hosts", UnknownWhen: "never unknown: with fewer than 3 hosts, or no majority, differing hosts are one warning that names no odd host"}, one(func(s *host.Snapshot) string { return s.Kernel.Release })},
+	{check.Entry{ID: "fleet.gpus", Title: "Same GPUs on every node", Why: "A node that lost a GPU (fell off the bus, driver unbound) runs fewer ranks or hangs the job; seed 004's cluster is identically configured.", Source: "seed 002, seed 004", Fixes: []string{"nvidia-smi -L and lspci -d 10de: on the odd node", "reseat or rebind the missing GPU"},
+		Needs: "the GPUs of the PCI tree on ≥3 hosts", UnknownWhen: "never unknown: with fewer than 3 hosts, or no majority, differing hosts are one warning that names no odd host"}, one(func(s *host.Snapshot) string {
+		models := map[string]int{}
+		for _, g := range s.GPUs {
+			models[cmp.Or(g.Name, g.Vendor+":"+g.Device)]++
+		}
+		var parts []string
+		for _, m := range slices.Sorted(maps.Keys(models)) {
+			parts = append(parts, fmt.Sprintf("%d × %s", models[m], m))
+		}
+		return cmp.Or(strings.Join(parts, ", "), "no GPU")
+	})},
+	{check.Entry{ID: "fleet.gpu-nic", Title: "Same GPU↔NIC topology on every node", Why: "NCCL builds one ring/tree plan for the job; a node whose GPUs sit at other levels from their rails (a NIC in another slot, a different riser) runs its rails slower or without GPUDirect RDMA.", Source: "seed 004 (identically configured cluster)", Fixes: []string{"compare rdmalab inventory on the odd node with a good one: move the NIC to the slot the others use"},
+		Needs: "the PCI tree of GPUs and RDMA NICs on ≥3 hosts", UnknownWhen: "never unknown: hosts without GPUs are not compared"}, one(func(s *host.Snapshot) string {
+		var cells []string
+		for i, r := range s.Rails() {
+			cells = append(cells, fmt.Sprintf("GPU%d→%s %s", i, cmp.Or(r.RDMA, "none"), r.Level))
+		}
+		return strings.Join(cells, ", ")
+	})},
 }
 
 // nicModel names an RDMA device's NIC model: the family from its PCI ids,
@@ -148,14 +169,24 @@ func majority(vals map[string][]string) (string, int, bool) {
 }
 
 // RunFleet compares the newest snapshot of each host; with fewer than two
-// hosts it says nothing.
-func RunFleet(all []*host.Snapshot) []check.Finding {
+// hosts it says nothing. opt (at most one) carries the declared kernel mix.
+func RunFleet(all []*host.Snapshot, opt ...Options) []check.Finding {
 	hosts := Latest(all)
 	if len(hosts) < 2 {
 		return nil
 	}
+	var o Options
+	if len(opt) > 0 {
+		o = opt[0]
+	}
 	var out []check.Finding
 	for _, k := range FleetRules {
+		if k.ID == "fleet.kernel" {
+			if f, ok := declaredKernels(hosts, o.AllowKernels); ok {
+				out = append(out, f)
+				continue
+			}
+		}
 		groups := map[string]map[string][]string{} // group → value → hosts
 		for _, s := range hosts {
 			for g, v := range k.values(s) {
@@ -302,7 +333,7 @@ func Doctor(all []*host.Snapshot, opt Options) []check.Finding {
 		}
 	}
 	fs = append(fs, RunDeltas(all)...)
-	fs = append(fs, RunFleet(all)...)
+	fs = append(fs, RunFleet(all, opt)...)
 	fs = slices.DeleteFunc(fs, func(f check.Finding) bool { return !opt.runs(f.Check) })
 	check.Sort(fs)
 	return fs
@@ -316,6 +347,7 @@ func Catalog() []check.Entry {
 		out = append(out, r.Entry)
 	}
 	out = append(out, gpudirect.ReadinessCatalog...)
+	out = append(out, gpudirect.TopoCatalog...)
 	out = append(out, RisingEntry)
 	for _, k := range FleetRules {
 		out = append(out, k.Entry)
@@ -323,4 +355,34 @@ func Catalog() []check.Entry {
 	out = append(out, VMHostCatalog...)
 	out = append(out, DomainCatalog...)
 	return out
+}
+
+// declaredKernels passes fleet.kernel when the hosts' kernels differ but
+// every one matches a pattern the user declared (--allow-kernels): a mix
+// made on purpose. A kernel outside the patterns leaves the normal rule.
+func declaredKernels(hosts []*host.Snapshot, patterns []string) (check.Finding, bool) {
+	if len(patterns) == 0 {
+		return check.Finding{}, false
+	}
+	kernels := map[string][]string{}
+	for _, s := range hosts {
+		if s.Kernel.Release == "" {
+			continue
+		}
+		ok := slices.ContainsFunc(patterns, func(p string) bool { m, _ := path.Match(p, s.Kernel.Release); return m })
+		if !ok {
+			return check.Finding{}, false
+		}
+		kernels[s.Kernel.Release] = append(kernels[s.Kernel.Release], s.Hostname)
+	}
+	if len(kernels) < 2 {
+		return check.Finding{}, false
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(kernels)) {
+		parts = append(parts, fmt.Sprintf("%s on %s", k, strings.Join(kernels[k], " ")))
+	}
+	return check.Finding{Check: "fleet.kernel", Outcome: check.Pass, Subject: "fleet",
+		Message:  fmt.Sprintf("kernels differ as declared: %s", strings.Join(parts, "; ")),
+		Evidence: []check.Evidence{{What: "declared mix", Value: strings.Join(patterns, " "), Source: "--allow-kernels"}}}, true
 }

@@ -45,6 +45,13 @@ type Options struct {
 	// Profile is "" (bare metal) or VMHost: a hypervisor passing devices
 	// to VMs, judged by the vm-host rules instead of guest-side ones.
 	Profile string
+	// ExpectIPoIB is the IPoIB mode every IPoIB interface must use
+	// ("connected" or "datagram"; "": not required). Set, it also requires
+	// ib_ipoib and at least one IPoIB interface (--expect-ipoib).
+	ExpectIPoIB string
+	// AllowKernels are glob patterns of kernel releases that may coexist
+	// in the fleet (--allow-kernels): a declared mix passes fleet.kernel.
+	AllowKernels []string
 	// Progress, when set, is told each rule's id before it runs, so a
 	// caller with a time limit can say which check overran it.
 	Progress func(checkID string)
@@ -225,14 +232,14 @@ var Rules = []rule{
 		Why:    "Connected mode exists for its 65520-byte MTU; connected mode with a small MTU costs throughput for nothing.",
 		Source: "seed 002 (IPoIB connected mode, MTU 65520), kernel ipoib.rst",
 		Fixes:  []string{"nmcli con modify <ib conn> infiniband.transport-mode connected infiniband.mtu 65520"},
-		Needs:  "/sys/class/net/IF/mode and mtu of IPoIB netdevs", UnknownWhen: "never: without a mode file the check does not run"}, ipoibMode},
+		Needs:  "/sys/class/net/IF/mode and mtu of IPoIB netdevs; --expect-ipoib connected|datagram makes the mode (and an IPoIB interface) required", UnknownWhen: "never: without a mode file the check does not run, unless --expect-ipoib requires IPoIB (then its absence fails)"}, ipoibMode},
 	{check.Entry{ID: "port.errors", Title: "Error and drop counters are zero",
 		Why:    "Symbol errors, link downs and receive errors point at cables; out_of_buffer and sequence errors at drops on RoCE.",
 		Source: "seed 000 (rdma stat, ethtool -S), ibqueryerrors thresholds 0",
 		Fixes:  []string{"clear counters and watch their rate", "replace the cable on a port whose symbol errors keep rising"},
 		Needs:  "every error counter of the counter table under ports/N/counters and hw_counters", UnknownWhen: "any error counter is present but not readable (\"N/A (no PMA)\", EINVAL) and none is non-zero, or no error counter is readable"}, portErrors},
 	{check.Entry{ID: "kernel.modules.rdma", Title: "RDMA kernel modules are loaded",
-		Why:    "ib_uverbs lets applications use verbs, ib_umad the management tools, ib_ipoib IP over InfiniBand.",
+		Why:    "ib_uverbs lets applications use verbs, ib_umad the management tools, ib_ipoib IP over InfiniBand (required with --expect-ipoib).",
 		Source: "seed 003 (/etc/modules-load.d/hpc.conf)",
 		Fixes:  []string{"modprobe ib_uverbs ib_umad ib_ipoib", "list them in /etc/modules-load.d/rdma.conf"},
 		Needs:  "/proc/modules on a host with RDMA devices", UnknownWhen: "/proc/modules was not read (most captures)"}, rdmaModules},
@@ -245,7 +252,7 @@ var Rules = []rule{
 		Why:    "RDMA pins memory; a small memlock limit makes registration fail.",
 		Source: "seed 003 (/etc/security/limits.d/99-hpc.conf)",
 		Fixes:  []string{"printf '* soft memlock unlimited\\n* hard memlock unlimited\\n' > /etc/security/limits.d/99-rdma.conf"},
-		Needs:  "/etc/security/limits.conf and limits.d, or this process's limits", UnknownWhen: "neither limits files nor process limits are in the snapshot"}, memlock},
+		Needs:  "/etc/security/limits.conf and limits.d, or this process's limits", UnknownWhen: "neither limits files nor process limits are in the snapshot (limits files read without a memlock line fail: the default limit applies)"}, memlock},
 	{check.Entry{ID: "iommu.passthrough", Title: "IOMMU in passthrough mode on an RDMA/GPU host",
 		Why:    "Translated DMA costs peer-to-peer performance; iommu=pt keeps host devices untranslated while VFIO still works.",
 		Source: "seed 000 (iommu=pt), RDMA reference §1.13",
@@ -395,9 +402,14 @@ func portState(r rule, s *host.Snapshot, o Options) []check.Finding {
 			case p.State == "ACTIVE":
 				// Active needs a physical link, whatever phys_state says.
 				f = r.finding(s, check.Pass, sub, "Active (phys_state reads %q, not LinkUp; Active needs a physical link, so the link is up)", p.PhysState)
-			case p.State == "INIT" && p.LinkLayer == "InfiniBand":
-				f = r.finding(s, check.Fail, sub, "link is up but the port is Init: no subnet manager has configured it")
-				f.Fix = []string{"systemctl enable --now opensm   # on exactly one node", "sminfo   # shows the master SM once it runs"}
+			case p.LinkLayer == "InfiniBand" && p.PhysState == "LinkUp" && (p.State == "INIT" || p.State == "DOWN"):
+				smLID := 0
+				if p.SMLID != nil {
+					smLID = *p.SMLID
+				}
+				msg, fix := NotActivated(strings.ToTitle(p.State[:1])+strings.ToLower(p.State[1:]), isVF(s, d), smLID)
+				f = r.finding(s, check.Fail, sub, "%s", msg)
+				f.Fix = fix
 			default:
 				use, why := portInUse(s, d, p, o)
 				e = append(e, why...)
@@ -784,16 +796,36 @@ func ibSM(r rule, s *host.Snapshot, o Options) []check.Finding {
 
 func ipoibMode(r rule, s *host.Snapshot, o Options) []check.Finding {
 	var out []check.Finding
+	want := o.ExpectIPoIB
+	fix := func(name string) []string {
+		return fixesWith(r.Fixes, "<ib conn>", "<connection of "+name+">")
+	}
 	for _, n := range s.NetDevs {
 		if n.Type != 32 || n.IPoIBMode == "" {
 			continue
 		}
 		f := r.finding(s, check.Pass, n.Name, "%s mode, MTU %d", n.IPoIBMode, n.MTUBytes)
-		if n.IPoIBMode == "connected" && n.MTUBytes < 65520 {
-			f = r.finding(s, check.Warn, n.Name, "connected mode with MTU %d: the point of connected mode is MTU 65520", n.MTUBytes)
-			f.Fix = fixesWith(r.Fixes, "<ib conn>", "<connection of "+n.Name+">")
+		switch {
+		case want != "" && n.IPoIBMode != want:
+			f = r.finding(s, check.Fail, n.Name, "%s mode, but --expect-ipoib %s: seed 002's objective is connected mode with MTU 65520", n.IPoIBMode, want)
+			f.Fix = fix(n.Name)
+		case n.IPoIBMode == "connected" && n.MTUBytes < 65520:
+			outcome := check.Warn
+			if want == "connected" {
+				outcome = check.Fail
+			}
+			f = r.finding(s, outcome, n.Name, "connected mode with MTU %d: the point of connected mode is MTU 65520", n.MTUBytes)
+			f.Fix = fix(n.Name)
 		}
 		f.Evidence = []check.Evidence{ev("mode", n.IPoIBMode, "/sys/class/net/"+n.Name+"/mode"), ev("mtu", strconv.Itoa(n.MTUBytes), "/sys/class/net/"+n.Name+"/mtu")}
+		if want != "" {
+			f.Evidence = append(f.Evidence, ev("expected mode", want, "--expect-ipoib"))
+		}
+		out = append(out, f)
+	}
+	if want != "" && len(out) == 0 {
+		f := r.finding(s, check.Fail, "IPoIB", "--expect-ipoib %s, but the host has no IPoIB interface (is ib_ipoib loaded?)", want)
+		f.Fix = []string{"modprobe ib_ipoib", "nmcli con add type infiniband ifname ib0 infiniband.transport-mode " + want}
 		out = append(out, f)
 	}
 	return out
@@ -889,6 +921,9 @@ func rdmaModules(r rule, s *host.Snapshot, o Options) []check.Finding {
 	if ib {
 		need = append(need, "ib_umad")
 	}
+	if o.ExpectIPoIB != "" {
+		need = append(need, "ib_ipoib") // IPoIB is expected (--expect-ipoib)
+	}
 	var missing []string
 	for _, m := range need {
 		if !s.Kernel.HasModule(m) {
@@ -957,8 +992,17 @@ func memlock(r rule, s *host.Snapshot, o Options) []check.Finding {
 	case ml.ProcessSoftBytes != nil && *ml.ProcessSoftBytes == -1 && len(ml.Rules) == 0:
 		f := r.finding(s, check.Pass, sub, "this process runs with memlock unlimited")
 		return []check.Finding{f}
+	case len(ml.Rules) == 0 && len(ml.FilesRead) > 0 && (ml.ProcessSoftBytes == nil || *ml.ProcessSoftBytes >= 0):
+		// Read, and silent: the default limit applies to every login.
+		f := r.finding(s, check.Fail, sub, "no memlock rule in %s: logins get the default locked-memory limit (8 MiB on kernels ≥ 5.16, 64 KiB before), so RDMA registration of large buffers fails", strings.Join(ml.FilesRead, ", "))
+		f.Evidence = []check.Evidence{ev("memlock rules", "none", strings.Join(ml.FilesRead, ", "))}
+		if ml.ProcessSoftBytes != nil {
+			f.Evidence = append(f.Evidence, ev("process soft limit", strconv.FormatInt(*ml.ProcessSoftBytes, 10)+" bytes", "/proc/self/limits"))
+		}
+		f.Fix = []string{"printf '* soft memlock unlimited\\n* hard memlock unlimited\\n' > /etc/security/limits.d/99-rdma.conf", "systemd services: LimitMEMLOCK=infinity", "log in again"}
+		return []check.Finding{f}
 	case len(ml.Rules) == 0 && ml.ProcessSoftBytes == nil:
-		return []check.Finding{r.finding(s, check.Unknown, sub, "no limits.conf memlock rules and no process limits in the snapshot")}
+		return []check.Finding{r.finding(s, check.Unknown, sub, "no limits files and no process limits in the snapshot")}
 	}
 	msg := "memlock is not unlimited"
 	if ml.ProcessSoftBytes != nil && *ml.ProcessSoftBytes >= 0 {
@@ -1149,22 +1193,19 @@ func gpuNIC(r rule, s *host.Snapshot, o Options) []check.Finding {
 		return nil
 	}
 	var out []check.Finding
-	for _, g := range s.GPUs {
-		best, nic := "", ""
-		for _, p := range s.Affinity {
-			if p.GPU == g.Address && (best == "" || host.LevelRank(p.Level) < host.LevelRank(best)) {
-				best, nic = p.Level, p.RDMA
-			}
-		}
-		if best == "" {
+	// host.Rails is the one nearest-NIC answer (gpudirect, nccl env and
+	// plan give the same).
+	for _, rail := range s.Rails() {
+		best, nic := rail.Level, rail.RDMA
+		if nic == "" {
 			continue
 		}
 		e := []check.Evidence{ev("nearest NIC", nic+" at "+best, "PCI tree under /sys/devices")}
 		var f check.Finding
 		if host.LevelRank(best) <= host.LevelRank(host.LevelPHB) {
-			f = r.finding(s, check.Pass, g.Address, "nearest NIC %s is %s: GPUDirect RDMA path is good", nic, best)
+			f = r.finding(s, check.Pass, rail.GPU, "nearest NIC %s is %s: GPUDirect RDMA path is good", nic, best)
 		} else {
-			f = r.finding(s, check.Warn, g.Address, "nearest NIC %s is %s: GPUDirect RDMA will be slow or off (NCCL uses it up to PXB by default)", nic, best)
+			f = r.finding(s, check.Warn, rail.GPU, "nearest NIC %s is %s: GPUDirect RDMA will be slow or off (NCCL uses it up to PXB by default)", nic, best)
 			f.Fix = slices.Clone(r.Fixes)
 		}
 		f.Evidence = e
@@ -1200,4 +1241,41 @@ func Run(s *host.Snapshot, o Options) []check.Finding {
 	}
 	check.Sort(out)
 	return out
+}
+
+// isVF reports an SR-IOV virtual function: its PCI function names a
+// physical one, or its device id is a VF's.
+func isVF(s *host.Snapshot, d host.RDMADevice) bool {
+	if pd := s.PCI(d.PCIAddress); pd != nil && (pd.PhysFn != "" || strings.HasSuffix(host.DeviceName(pd.Vendor, pd.Device), " VF")) {
+		return true
+	}
+	// A saved ibstat has no PCI tree, only its CA type: "MT4120" is the
+	// decimal device id (0x1018, ConnectX-5 VF).
+	if n, err := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(d.HCAType), "MT")); err == nil {
+		return strings.HasSuffix(host.DeviceName("0x15b3", fmt.Sprintf("0x%04x", n)), " VF")
+	}
+	return false
+}
+
+// NotActivated explains an InfiniBand port whose physical link is up but
+// whose logical state is not Active (state: Init or Down). With an SM LID
+// the subnet has an SM: on a virtual function it is the SM not activating
+// the virtual port (SR-IOV needs virtualisation in the SM and a GUID and
+// policy for the VF), on a physical port the SM not configuring it;
+// without one, no SM runs. judge says the same for saved ibstat.
+func NotActivated(state string, vf bool, smLID int) (string, []string) {
+	switch {
+	case vf && smLID > 0:
+		return fmt.Sprintf("virtual function %s with its physical link up and an SM answering at LID %d: the SM has not activated this virtual port (not a missing SM)", state, smLID),
+			[]string{"on the hypervisor, give the VF a GUID and a policy: echo <guid> > /sys/class/infiniband/<pf>/device/sriov/<vf>/node (and port); echo Follow > …/sriov/<vf>/policy; rebind the VF",
+				"enable virtualisation in the SM: virt_enabled 2 in opensm.conf (or the UFM/switch SM's SR-IOV setting), then restart it"}
+	case vf:
+		return fmt.Sprintf("virtual function %s with its physical link up and no SM LID: the SM has not activated this virtual port, or no SM runs", state),
+			[]string{"sminfo   # is there a master SM?", "enable virtualisation in the SM (virt_enabled 2 in opensm.conf) and give the VF a GUID and policy on the hypervisor"}
+	case smLID > 0:
+		return fmt.Sprintf("link is up but the port is %s although an SM answers at LID %d: the SM has not configured this port", state, smLID),
+			[]string{"check the SM log (/var/log/opensm.log) for this port GUID", "sminfo; ibportstate to query the port"}
+	}
+	return fmt.Sprintf("link is up but the port is %s: no subnet manager has configured it", state),
+		[]string{"systemctl enable --now opensm   # on exactly one node", "sminfo   # shows the master SM once it runs"}
 }

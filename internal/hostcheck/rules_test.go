@@ -124,6 +124,9 @@ var faults = []struct {
 	{"memlock limited", testhost.R730, func(t *testing.T, r string) {
 		write(t, r, "etc/security/limits.d/99-rdma.conf", "* soft memlock 65536\n* hard memlock 65536")
 	}, Options{}, "memlock"},
+	{"no memlock rule at all (the default limit applies)", testhost.R730, func(t *testing.T, r string) {
+		write(t, r, "etc/security/limits.d/99-rdma.conf", "# nothing about memlock\n* soft nofile 65536")
+	}, Options{}, "memlock"},
 	{"no ib_uverbs", testhost.R730, func(t *testing.T, r string) {
 		write(t, r, "proc/modules", "mlx5_core 16384 0 - Live 0x0\nib_umad 16384 0 - Live 0x0")
 	}, Options{}, "kernel.modules.rdma"},
@@ -282,6 +285,16 @@ func TestEveryFleetRule(t *testing.T) {
 		"fleet.driver":     func(s *host.Snapshot) { s.Kernel.ModuleVersions = map[string]string{"mlx5_core": "24.10-1.1.4"} },
 		"fleet.kernel":     func(s *host.Snapshot) { s.Kernel.Release = "6.1.0-28-amd64" },
 		"fleet.roce-qos":   func(s *host.Snapshot) { s.RoCE[0].Trust = host.Got("pcp", "/sys/class/net/enp65s0f0np0/qos/trust") },
+		// a node that lost a GPU (and so its rail pairing)
+		"fleet.gpus": func(s *host.Snapshot) { s.GPUs = s.GPUs[:1] },
+		// a NIC card moved to GPU0's root complex: same GPUs, other levels
+		"fleet.gpu-nic": func(s *host.Snapshot) {
+			g := s.PCI(s.GPUs[0].Address)
+			for _, a := range []string{"0000:41:00.0", "0000:41:00.1", "0000:40:01.1"} {
+				d := s.PCI(a)
+				d.HostBridge, d.LocalityNUMANode = g.HostBridge, g.LocalityNUMANode
+			}
+		},
 	}
 	for _, k := range FleetRules {
 		m, ok := mutate[k.ID]
@@ -323,4 +336,102 @@ func TestNoOldExpectFields(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A kernel mix declared with --allow-kernels (RHEL 9 and 10 during a
+// migration) passes fleet.kernel; a kernel outside the patterns still
+// names its host.
+func TestFleetKernelMixDeclared(t *testing.T) {
+	base := tree(t, testhost.Seed000(), nil) // 5.14.0-570.el9.x86_64
+	clone := func(name, kernel string) *host.Snapshot {
+		var c host.Snapshot
+		b, _ := json.Marshal(base)
+		json.Unmarshal(b, &c)
+		c.Hostname = name
+		if kernel != "" {
+			c.Kernel.Release = kernel
+		}
+		return &c
+	}
+	hosts := []*host.Snapshot{clone("a", ""), clone("b", ""), clone("c", "6.12.0-55.el10.x86_64")}
+	allow := Options{AllowKernels: []string{"*.el9.*", "*.el10.*"}}
+	if o := outcomes(RunFleet(hosts, allow), "fleet.kernel"); o[check.Pass] != 1 || o[check.Fail] != 0 {
+		t.Errorf("declared mix: %v", o)
+	}
+	if o := outcomes(RunFleet(hosts), "fleet.kernel"); o[check.Fail] != 1 {
+		t.Errorf("undeclared mix: %v", o)
+	}
+	hosts[2] = clone("c", "6.1.0-28-amd64")
+	var named []string
+	for _, f := range RunFleet(hosts, allow) {
+		if f.Check == "fleet.kernel" && f.Outcome == check.Fail {
+			named = append(named, f.Host)
+		}
+	}
+	if !slices.Equal(named, []string{"c"}) {
+		t.Errorf("kernel outside the declared mix: %v", named)
+	}
+}
+
+// --expect-ipoib connected: R730's connected-mode ib0 passes; datagram
+// fails naming the interface; ib_ipoib is then required.
+func TestExpectIPoIB(t *testing.T) {
+	s := tree(t, testhost.R730(), nil)
+	opt := Options{ExpectIPoIB: "connected"}
+	if o := outcomes(Run(s, opt), "ipoib.mode"); o[check.Fail] != 0 || o[check.Pass] == 0 {
+		t.Errorf("connected: %v", o)
+	}
+	var ib string
+	for _, n := range s.NetDevs {
+		if n.Type == 32 {
+			ib = n.Name
+		}
+	}
+	dg := tree(t, testhost.R730(), func(r string) { write(t, r, "sys/class/net/"+ib+"/mode", "datagram") })
+	var subj []string
+	for _, f := range Run(dg, opt) {
+		if f.Check == "ipoib.mode" && f.Outcome == check.Fail {
+			subj = append(subj, f.Subject)
+		}
+	}
+	if !slices.Equal(subj, []string{ib}) {
+		t.Errorf("datagram under --expect-ipoib connected: %v", subj)
+	}
+	if o := outcomes(Run(dg, Options{}), "ipoib.mode"); o[check.Fail] != 0 {
+		t.Errorf("datagram without the flag: %v", o)
+	}
+	noIPoIB := tree(t, testhost.R730(), func(r string) {
+		write(t, r, "proc/modules", "mlx5_core 16384 0 - Live 0x0\nib_umad 16384 0 - Live 0x0\nib_uverbs 16384 0 - Live 0x0")
+	})
+	for _, f := range Run(noIPoIB, opt) {
+		if f.Check == "kernel.modules.rdma" && (f.Outcome != check.Fail || !strings.Contains(f.Message, "ib_ipoib")) {
+			t.Errorf("ib_ipoib not required: %s %s", f.Outcome, f.Message)
+		}
+	}
+}
+
+// An InfiniBand port Init with its link up: with no SM LID, run an SM;
+// with an SM answering, the SM has not configured the port (not "run
+// opensm"). R730's mlx5_0 (a physical function).
+func TestInitPortWithAndWithoutSM(t *testing.T) {
+	for _, c := range []struct{ smLID, msg, fix string }{
+		{"0x0", "no subnet manager has configured it", "opensm"},
+		{"0x1", "although an SM answers at LID 1", "opensm.log"},
+	} {
+		s := tree(t, testhost.R730(), func(r string) {
+			write(t, r, mlx0+"state", "2: INIT")
+			write(t, r, mlx0+"phys_state", "5: LinkUp")
+			write(t, r, mlx0+"sm_lid", c.smLID)
+		})
+		var got *check.Finding
+		fs := Run(s, Options{})
+		for i := range fs {
+			if fs[i].Check == "port.state" && fs[i].Subject == "mlx5_0 port 1" {
+				got = &fs[i]
+			}
+		}
+		if got == nil || got.Outcome != check.Fail || !strings.Contains(got.Message, c.msg) || !strings.Contains(strings.Join(got.Fix, " "), c.fix) {
+			t.Errorf("sm_lid %s: %+v", c.smLID, got)
+		}
+	}
 }

@@ -109,7 +109,7 @@ func TestHealthySeeds(t *testing.T) {
 		"hgx-h200": {"unknown gpudirect.acs": 1, "unknown gpudirect.ats": 1},
 		// GPUs on NUMA nodes 0-1, NICs on 2-3 (as the article builds it):
 		// GPUDirect crosses host bridges (so NCCL will not use it).
-		"seed000-epyc": {"warn affinity.gpu-nic": 2, "warn gpudirect.path": 2},
+		"seed000-epyc": {"warn affinity.gpu-nic": 2, "warn gpudirect.gpu-class": 2, "warn gpudirect.path": 2},
 		// The T4 sits on the other socket; the EDR MCX455A runs at QDR on
 		// the lab's QDR switch (seeds 002/003).
 		"r730-qdr": {"warn affinity.gpu-nic": 1, "warn gpudirect.path": 1, "warn port.rate.below-nic-max": 1},
@@ -216,7 +216,7 @@ func unusedPort(t *testing.T) *host.Snapshot {
 func TestUnusedPortIsNotAFailure(t *testing.T) {
 	s := unusedPort(t)
 	// What the healthy seed000 reports.
-	healthy := fmt.Sprint(map[string]int{"warn affinity.gpu-nic": 2, "warn gpudirect.path": 2})
+	healthy := fmt.Sprint(map[string]int{"warn affinity.gpu-nic": 2, "warn gpudirect.gpu-class": 2, "warn gpudirect.path": 2})
 	fs := Doctor([]*host.Snapshot{s}, Options{})
 	if got := notPassing(fs); fmt.Sprint(got) != healthy {
 		t.Errorf("uncabled spare port: %v", got)

@@ -118,6 +118,7 @@ func (c *collector) memlock() {
 		if !ok {
 			continue
 		}
+		ml.FilesRead = append(ml.FilesRead, f)
 		ml.Rules = append(ml.Rules, ParseLimitsMemlock(f, s)...)
 	}
 	if s, ok := c.str("memlock", "/proc/self/limits"); ok {

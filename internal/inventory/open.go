@@ -33,12 +33,12 @@ var (
 	ErrEmptySys = errors.New("sys/ is empty: nothing to read")
 	// ErrNotHost: a regular file that is neither a capture archive nor a
 	// snapshot.
-	ErrNotHost = errors.New("not a directory, a capture (.tar.gz) or a host snapshot (.json)")
+	ErrNotHost = errors.New("not a directory, a capture (.tar.gz, .tar.bz2) or a host snapshot (.json)")
 )
 
 // Open reads a host from any source a user can name: the live host ("/" or
 // ""), a directory holding sys/ (and proc/), a copy of /sys/class/infiniband
-// alone, a capture archive from 'rdmalab gather' (or any tar.gz of a root
+// alone, a capture archive from 'rdmalab gather' (or any tar.gz or tar.bz2 of a root
 // tree), or a host snapshot file. Errors are *SourceError, or a
 // *host.WrongKindError for a document of another kind. opt.Recorder, when
 // set, records every path read (live or directory sources only).
@@ -52,7 +52,7 @@ func Open(source string, opt Options) (*host.Snapshot, error) {
 	}
 	if !st.IsDir() {
 		switch {
-		case capture.IsArchive(source):
+		case capture.IsReadable(source):
 			if opt.Recorder != nil {
 				return nil, &SourceError{source, errors.New("already a capture; use it as it is")}
 			}

@@ -135,3 +135,49 @@ func TestArchiveTraversalIsReported(t *testing.T) {
 		t.Errorf("only traversal entries: %v", err)
 	}
 }
+
+// hwloc-gather-topology's captures are tar.bz2: `inventory --root X.tar.bz2`
+// reads them directly, to the same host as the unpacked tree.
+func TestOpenBzip2Captures(t *testing.T) {
+	caps := testhost.Captures(t)
+	fixed := Options{Now: func() time.Time { return time.Unix(0, 0) }}
+	archives, _ := filepath.Glob(filepath.Join(testhost.SharedTestdata(t), "sysfs", "hwloc", "*.tar.bz2"))
+	if len(archives) == 0 {
+		t.Fatal("no hwloc captures")
+	}
+	for _, a := range archives {
+		name := strings.TrimSuffix(filepath.Base(a), ".tar.bz2")
+		t.Run(name, func(t *testing.T) {
+			got, err := Open(a, fixed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := Open(caps[name].Root, fixed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got.Source, want.Source = "", ""
+			var gb, wb strings.Builder
+			got.Encode(&gb)
+			want.Encode(&wb)
+			if gb.String() != wb.String() {
+				t.Errorf("the archive reads differently from its unpacked tree")
+			}
+			if len(got.PCIDevices) == 0 {
+				t.Error("no PCI devices read")
+			}
+		})
+	}
+}
+
+// An xz archive is refused with the reason (no xz decoder is pinned), not
+// called "not a host".
+func TestOpenXZRefused(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "host.tar.xz")
+	os.WriteFile(p, []byte{0xfd, '7', 'z', 'X', 'Z', 0, 0, 4}, 0o644)
+	_, err := Open(p, Options{})
+	var se *SourceError
+	if !errors.As(err, &se) || se.Source != p || !strings.Contains(err.Error(), "tar xJf") {
+		t.Fatalf("%v", err)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/bench"
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/fabric"
+	"github.com/rdmalab/rdmalab/internal/gpudirect"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"github.com/rdmalab/rdmalab/internal/nccl"
@@ -29,6 +30,9 @@ type Options struct {
 	Plan *fabric.Topology
 	// Thresholds override error counter thresholds by PMA name.
 	Thresholds map[string]uint64
+	// Snapshot is the host a host-side output was saved on (nil: none), to
+	// compare it with what rdmalab reads from sysfs.
+	Snapshot *host.Snapshot
 }
 
 // Format is one kind of saved output.
@@ -45,6 +49,9 @@ type Format struct {
 // Formats is the registry, most specific first.
 var Formats = []Format{
 	{"nccl-tests / NCCL_DEBUG", nccl.Sniff, judgeNCCL},
+	{"nvidia-smi topo -m", host.SniffTopo, func(_ string, b []byte, o Options) ([]check.Finding, any, error) {
+		return gpudirect.JudgeTopoFile(b, o.Snapshot)
+	}},
 	{"perftest", bench.SniffPerftest, judgePerftest},
 	{"ibv_devinfo", host.SniffDevinfo, hostPorts(host.ParseDevinfo)},
 	{"ibstatus", host.SniffIBStatus, hostPorts(host.ParseIBStatus)},

@@ -25,6 +25,7 @@ func TestMain(m *testing.M) { os.Exit(testhost.Main(m)) }
 func TestJudgeEveryRealOutput(t *testing.T) {
 	root := testhost.SharedTestdata(t)
 	const nccl = "nccl-tests / NCCL_DEBUG"
+	const topo = "nvidia-smi topo -m"
 	cases := []struct {
 		file                      string
 		format                    string // "" = not recognised
@@ -150,9 +151,19 @@ func TestJudgeEveryRealOutput(t *testing.T) {
 		{"nccl-debug/nccl-issue-398_aws-2node_P2P-IPC_NET-Socket_excerpt.log", nccl, 2, 0, 0, 0},
 		{"nccl-debug/nccl-issue-952_hpcx-IBext-plugin_NET-IB-no-device_excerpt.log", nccl, 0, 0, 0, 1},
 		{"nccl-debug/nccl-tests-issue-188_no-plugin-internal-impl_excerpt.log", nccl, 0, 0, 1, 1},
-		{"nccl-debug/nccl-tests-issue-350_A100-2node_mixed-RoCE-IB_NCCL-TRACE_gather_perf_NO-AVG-LINE.log", nccl, 1, 2, 2, 4},
+		{"nccl-debug/nccl-tests-issue-350_A100-2node_mixed-RoCE-IB_NCCL-TRACE_gather_perf_NO-AVG-LINE.log", nccl, 1, 3, 2, 4},
 		{"nccl-debug/nv_peer_memory-issue-56_2node_NET-IB-mlx5_0-IB_nccl-2.5.6_excerpt.log", nccl, 0, 0, 1, 3},
 		{"nccl-debug/sglang-2node-roce-ofi-fallback-to-ib_excerpt-A.log", nccl, 0, 1, 0, 1},
+		// check IDs and subjects of these: gpudirect.TestJudgeTopoReal
+		{"nvidia-smi-topo/club-3090-issue-1229_2xRTX5090-workstation_PHB_no-nic.txt", topo, 0, 1, 0, 0},
+		{"nvidia-smi-topo/deepseek-local-notes-zh_5900X_2xRTX3090-NV4-bridge_nvlink-s-then-topo_uuid-redacted_prompts.txt", topo, 0, 3, 0, 0},
+		{"nvidia-smi-topo/gpu-comm-blog-zh_h200-8gpu-NV18_9nic-PIX-rails_mlx5_bond_0_author-reformatted-spaces-ruler-translated-legend.txt", topo, 0, 0, 0, 8},
+		{"nvidia-smi-topo/mpi-gpu-compress-readme_8xA100-NV12_10nic-PXB-pairs_2-storage-nic-SYS_4numa-epyc.txt", topo, 0, 2, 0, 8},
+		{"nvidia-smi-topo/nvlink-notes_3xRTX-A6000_gpu0-gpu1-NV4-bridge_gpu2-NODE_no-nic_prompt-gt.txt", topo, 0, 1, 0, 0},
+		{"nvidia-smi-topo/polaris-alcf-doc_4xA100-NV4_2nic-old-mlx5-columns_header-missing-leading-tab_4numa.txt", topo, 0, 4, 0, 0},
+		{"nvidia-smi-topo/rhel-ai-kvm-guest_8xH100-NV18-in-vm_single-numa-0-63_no-nic_plus-nvlink-status-author-snipped.txt", topo, 0, 1, 0, 0},
+		{"topology-misc/nccl-issue-1737_nvidia-smi-topo-m_H100-6nic_partial.txt", topo, 0, 1, 5, 2},
+		{"topology-misc/nccl-tests-issue-350_n013_nvidia-smi-topo-m_A100-PCIe_4nic.txt", topo, 0, 3, 0, 0},
 	}
 	seen := map[string]bool{}
 	for _, c := range cases {
@@ -189,7 +200,7 @@ func TestJudgeEveryRealOutput(t *testing.T) {
 			}
 		})
 	}
-	for _, dir := range []string{"ibtools", "ibnetdiscover", "perftest", "perftest-latency", "perftest-warnings", "nccl-tests", "nccl-debug"} {
+	for _, dir := range []string{"ibtools", "ibnetdiscover", "perftest", "perftest-latency", "perftest-warnings", "nccl-tests", "nccl-debug", "nvidia-smi-topo"} {
 		filepath.Walk(filepath.Join(root, dir), func(p string, info os.FileInfo, err error) error {
 			if err == nil && !info.IsDir() {
 				rel, _ := filepath.Rel(root, p)

@@ -99,4 +99,9 @@ var Catalog = []check.Entry{
 		Source: "seed 001 (RoCE section); NVIDIA/nccl#2383 (GPU-initiated QPs ignore traffic_class)",
 		Fixes:  []string{"rdmalab doctor   # roce.qos.path names the lossless priority", "export NCCL_IB_TC=106 NCCL_IB_SL=3"},
 		Needs:  "each rail's RoCE QoS (trust, DSCP map, PFC) in the snapshot", UnknownWhen: "never: QoS not read is a warning naming what to read"},
+	{ID: "nccl.log.gdr-level", Title: "NCCL_NET_GDR_LEVEL does not force or forbid GPUDirect RDMA blindly",
+		Why:    "SYS forces GPUDirect RDMA across the sockets' interconnect, where peer reads are slow or unsupported; LOC turns it off; numeric levels changed meaning between NCCL versions.",
+		Source: "NCCL environment variables (NCCL_NET_GDR_LEVEL); seed 001 (PHB)",
+		Fixes:  []string{"unset it (default PXB), or set PHB where GPU and NIC share a socket and it measures faster", "rdmalab nccl env --snapshot <host>.json shows each GPU's path level"},
+		Needs:  "NCCL_NET_GDR_LEVEL in the log (NCCL's own lines, a command line or an export)", UnknownWhen: "never: a log that does not show it is not judged"},
 }

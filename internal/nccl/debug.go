@@ -14,6 +14,9 @@ type DebugLog struct {
 	Hosts []*HostLog `json:"hosts"`
 	// Lines is how many NCCL lines were read.
 	Lines int `json:"lines"`
+	// LaunchEnv holds NCCL variables set on a command line in the log
+	// (before mpirun, an export), not attributed to a host.
+	LaunchEnv map[string]string `json:"launch_env,omitempty"`
 }
 
 // HostLog is one host's part of an NCCL_DEBUG log.
@@ -70,20 +73,24 @@ func (c Channel) Socket() bool { return strings.HasPrefix(c.Transport, "NET/Sock
 func (c Channel) GDR() bool { return strings.Contains(c.Transport, "/GDRDMA") }
 
 var (
-	// host:pid:tid [dev] rest, after an optional "[rank] " (mpirun -tag-output styles)
-	ncclLineRE   = regexp.MustCompile(`^(?:\[\d+\]\s+)?([^\s:\[\]]+(?:\[\d+\])?):(\d+):(\d+)\s+\[(\d+)\]\s+(.*)$`)
-	netIBRE      = regexp.MustCompile(`NET/IB\s*:\s*Using\s+(.*?)\s*(?:\[RO\])?\s*;\s*OOB\s+([^:\s]+)`)
-	netDevRE     = regexp.MustCompile(`\[(\d+)\]([^:\s]+):(\d+)/(\w+)`)
-	netSocketRE  = regexp.MustCompile(`NET/Socket\s*:\s*Using\s+\[\d+\]([^:\s]+)`)
-	usingNetRE   = regexp.MustCompile(`Using network (.+?)\s*$`)
-	bootstrapRE  = regexp.MustCompile(`Bootstrap\s*:\s*Using\s+([^:\s]+)`)
-	gdrHCARE     = regexp.MustCompile(`GPU Direct RDMA (Enabled|Disabled) for HCA \d+ '([^']+)'`)
-	channelRE    = regexp.MustCompile(`(?:Channel|Ring) \d+(?:/\d+)?\s*:\s*.*?(?:\[(send|receive)\]\s+)?via\s+(.+?)\s*$`)
-	commRankRE   = regexp.MustCompile(`comm 0x[0-9a-f]+ rank (\d+) nranks \d+`)
-	envSetRE     = regexp.MustCompile(`(NCCL_[A-Z0-9_]+) set (?:by environment )?to (.+?)\.?\s*$`)
-	pluginInitRE = regexp.MustCompile(`Initialized NET plugin (.+?)\s*$`)
-	p2pPluginRE  = regexp.MustCompile(`P2P plugin (\S+)`)
-	warnRE       = regexp.MustCompile(`NCCL WARN (.*)$`)
+	// host:pid:tid [dev] rest, behind any launcher prefix: "[rank] "
+	// (mpirun -tag-output styles), Ray/vLLM's "(RayWorkerWrapper pid=627,
+	// ip=…) ", srun --label's "0: ", timestamps
+	ncclLineRE = regexp.MustCompile(`(?:^|[\s)\]>])([^\s:\[\]()]+(?:\[\d+\])?):(\d+):(\d+)\s+\[(\d+)\]\s+(.*)$`)
+	// NCCL_NET_GDR_LEVEL=X on a command line or export before the run
+	gdrLevelCmdRE = regexp.MustCompile(`(?:^|[\s;])(?:export\s+)?NCCL_NET_GDR_LEVEL=([A-Za-z0-9]+)`)
+	netIBRE       = regexp.MustCompile(`NET/IB\s*:\s*Using\s+(.*?)\s*(?:\[RO\])?\s*;\s*OOB\s+([^:\s]+)`)
+	netDevRE      = regexp.MustCompile(`\[(\d+)\]([^:\s]+):(\d+)/(\w+)`)
+	netSocketRE   = regexp.MustCompile(`NET/Socket\s*:\s*Using\s+\[\d+\]([^:\s]+)`)
+	usingNetRE    = regexp.MustCompile(`Using network (.+?)\s*$`)
+	bootstrapRE   = regexp.MustCompile(`Bootstrap\s*:\s*Using\s+([^:\s]+)`)
+	gdrHCARE      = regexp.MustCompile(`GPU Direct RDMA (Enabled|Disabled) for HCA \d+ '([^']+)'`)
+	channelRE     = regexp.MustCompile(`(?:Channel|Ring) \d+(?:/\d+)?\s*:\s*.*?(?:\[(send|receive)\]\s+)?via\s+(.+?)\s*$`)
+	commRankRE    = regexp.MustCompile(`comm 0x[0-9a-f]+ rank (\d+) nranks \d+`)
+	envSetRE      = regexp.MustCompile(`(NCCL_[A-Z0-9_]+) set (?:by environment )?to (.+?)\.?\s*$`)
+	pluginInitRE  = regexp.MustCompile(`Initialized NET plugin (.+?)\s*$`)
+	p2pPluginRE   = regexp.MustCompile(`P2P plugin (\S+)`)
+	warnRE        = regexp.MustCompile(`NCCL WARN (.*)$`)
 	// "host: Test NCCL failure common.cu:958 '…'" (nccl-tests aborting)
 	testFailureRE = regexp.MustCompile(`^[^\s:]+: Test NCCL failure`)
 )
@@ -115,6 +122,12 @@ func ParseDebug(b []byte) *DebugLog {
 		}
 		m := ncclLineRE.FindStringSubmatch(line)
 		if m == nil {
+			if g := gdrLevelCmdRE.FindStringSubmatch(line); g != nil {
+				if d.LaunchEnv == nil {
+					d.LaunchEnv = map[string]string{}
+				}
+				d.LaunchEnv["NCCL_NET_GDR_LEVEL"] = g[1]
+			}
 			continue
 		}
 		rest := m[5]

@@ -42,7 +42,8 @@ func MakeEnv(snaps []*host.Snapshot) (Env, []check.Finding) {
 	var env Env
 	var fs []check.Finding
 	for _, s := range snaps {
-		hp := gpudirect.Predict(s)
+		gdrLevel, gdrWhy := gpudirect.GDRLevelFor(s)
+		hp := gpudirect.PredictAt(s, gdrLevel)
 		ne := NodeEnv{Host: s.Hostname, Prediction: hp}
 		add := func(name, value, reason string) { ne.Vars = append(ne.Vars, Var{name, value, reason}) }
 		finding := func(id string, o check.Outcome, subject, msg string) *check.Finding {
@@ -93,7 +94,7 @@ func MakeEnv(snaps []*host.Snapshot) (Env, []check.Finding) {
 			}
 		}
 		if len(hp.GPUs) > 0 {
-			add("NCCL_NET_GDR_LEVEL", gpudirect.DefaultGDRLevel, fmt.Sprintf("NCCL's default, made explicit: GPUDirect RDMA where GPU and NIC share PCIe switches; predicted on for %d of %d GPUs", on, len(hp.GPUs)))
+			add("NCCL_NET_GDR_LEVEL", gdrLevel, fmt.Sprintf("%s; predicted on for %d of %d GPUs", gdrWhy, on, len(hp.GPUs)))
 		}
 		add("NCCL_DEBUG", "INFO", "first run of every cluster size: the log proves NET/IB and /GDRDMA (rdmalab judge reads it)")
 		add("NCCL_DEBUG_SUBSYS", "INIT,NET", "the transport lines without the noise")

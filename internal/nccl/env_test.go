@@ -12,6 +12,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/examples"
 	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/gpudirect"
 	"github.com/rdmalab/rdmalab/internal/host"
 )
 
@@ -123,3 +124,34 @@ func load(t *testing.T, name string) *host.Snapshot {
 	}
 	return s
 }
+
+// A rail through the CPU's host bridge (PHB) gets NCCL_NET_GDR_LEVEL=PHB,
+// as seed 001 exports, and GPUDirect RDMA is predicted on there; the
+// default PXB prediction says why it would be off. (Seed 000 with its
+// first NIC card moved onto GPU0's host bridge, behind another root port.)
+func TestEnvPHBTurnsGDROn(t *testing.T) {
+	s := load(t, "seed000-epyc")
+	gpu := s.PCI("0000:06:00.0")
+	for _, a := range []string{"0000:41:00.0", "0000:41:00.1", "0000:40:01.1"} {
+		d := s.PCI(a)
+		d.HostBridge, d.LocalityNUMANode, d.NUMANode = gpu.HostBridge, gpu.LocalityNUMANode, gpu.NUMANode
+	}
+	if p := gpudirectPredict(s); p.Level != host.LevelPHB || p.GDR || !strings.Contains(p.GDRReason, "NCCL_NET_GDR_LEVEL=PHB turns GPUDirect RDMA on") {
+		t.Errorf("default level: %+v", p)
+	}
+	env, _ := MakeEnv([]*host.Snapshot{s})
+	n := env.Nodes[0]
+	if v := varOf(n.Vars, "NCCL_NET_GDR_LEVEL"); v != "PHB" {
+		t.Errorf("NCCL_NET_GDR_LEVEL=%s", v)
+	}
+	if p := n.Prediction.GPUs[0]; p.Rail != "mlx5_0" || !p.GDR || !strings.Contains(p.GDRReason, "within NCCL_NET_GDR_LEVEL=PHB") {
+		t.Errorf("at PHB: %+v", p)
+	}
+	// the healthy HGX keeps the default
+	env, _ = MakeEnv([]*host.Snapshot{load(t, "hgx-h200")})
+	if v := varOf(env.Nodes[0].Vars, "NCCL_NET_GDR_LEVEL"); v != "PXB" {
+		t.Errorf("HGX: NCCL_NET_GDR_LEVEL=%s", v)
+	}
+}
+
+func gpudirectPredict(s *host.Snapshot) gpudirect.Prediction { return gpudirect.Predict(s).GPUs[0] }

@@ -62,7 +62,7 @@ func Sniff(b []byte) bool {
 		t, _ := StripMPIPrefix(line)
 		t = strings.TrimSpace(t)
 		switch {
-		case nthreadRE.MatchString(t), collStartRE.MatchString(t), testFailureRE.MatchString(t):
+		case nthreadRE.MatchString(t), collStartRE.MatchString(t), testFailureRE.MatchString(t), isHeader(t):
 			return true
 		case ncclLineRE.MatchString(t) && (strings.Contains(t, " NCCL INFO ") || strings.Contains(t, " NCCL WARN ")):
 			return true
@@ -189,6 +189,9 @@ func JudgeTests(subject string, r *TestRun, opt JudgeOptions) ([]check.Finding, 
 	case r.Started && !r.Concluded:
 		add("nccl.tests.complete", check.Fail, fmt.Sprintf("\"Collective test starting\" without \"concluded\": the run stopped after %s", humanBytes(r.Rows[len(r.Rows)-1].SizeBytes)),
 			ev("last size", humanBytes(r.Rows[len(r.Rows)-1].SizeBytes)))
+	case r.Format == "text" && r.AvgBusbwGBps == nil && r.FromHeader:
+		add("nccl.tests.complete", check.Unknown, fmt.Sprintf("a table pasted from its column header, ending at %s without the \"# Avg bus bandwidth\" line: whether the run concluded is not in the paste", humanBytes(r.Rows[len(r.Rows)-1].SizeBytes)),
+			ev("last size", humanBytes(r.Rows[len(r.Rows)-1].SizeBytes))).Fix = []string{"paste the whole output, down to \"# Avg bus bandwidth\""}
 	case r.Format == "text" && r.AvgBusbwGBps == nil:
 		add("nccl.tests.complete", check.Fail, fmt.Sprintf("no \"# Avg bus bandwidth\" line: the run stopped after %s (killed, timed out, or hung)", humanBytes(r.Rows[len(r.Rows)-1].SizeBytes)),
 			ev("last size", humanBytes(r.Rows[len(r.Rows)-1].SizeBytes)))
@@ -243,6 +246,17 @@ func JudgeTests(subject string, r *TestRun, opt JudgeOptions) ([]check.Finding, 
 	if n == 0 {
 		n = r.NThread * r.NGPUs
 	}
+	// Without "#  Rank" lines, nThread × nGpus is one process's share; the
+	// bandwidths themselves say how many ranks took part.
+	var inferred string
+	if len(r.Ranks) == 0 {
+		if m, coll, why := InferRanks(r); m > 1 && m != n {
+			n, inferred = m, why
+			if r.Collective == "" {
+				r.Collective = coll
+			}
+		}
+	}
 	plateau, peak, peakAt, rising := Plateau(r.Rows)
 	s.PlateauBusbwGBps, s.PeakBusbwGBps = plateau, peak
 	last := r.Rows[len(r.Rows)-1]
@@ -266,6 +280,9 @@ func JudgeTests(subject string, r *TestRun, opt JudgeOptions) ([]check.Finding, 
 	if knownColl {
 		expl = fmt.Sprintf("%s over %d ranks: busbw = algbw × %.3g", r.Collective, n, factor)
 	}
+	if inferred != "" {
+		expl = strings.TrimSpace(expl + "; " + inferred)
+	}
 	switch {
 	case n == 1:
 		add("nccl.tests.busbw", check.Unknown, fmt.Sprintf("single rank: nothing crosses a link (busbw %.2f GB/s by definition), so this says nothing about the fabric", plateau))
@@ -275,8 +292,12 @@ func JudgeTests(subject string, r *TestRun, opt JudgeOptions) ([]check.Finding, 
 			ev("busbw plateau", fmt.Sprintf("%.2f GB/s", plateau)), ev("factor", expl))
 		return fs, s
 	case s.Nodes == 0:
-		add("nccl.tests.busbw", check.Unknown, fmt.Sprintf("plateau busbw %.2f GB/s, but the output names no ranks or hosts, so it is not judged against NICs", plateau),
+		f := add("nccl.tests.busbw", check.Unknown, fmt.Sprintf("plateau busbw %.2f GB/s, but the output names no hosts, so it is not judged against NICs", plateau),
 			ev("busbw plateau", fmt.Sprintf("%.2f GB/s", plateau)))
+		if inferred != "" {
+			f.Message = fmt.Sprintf("plateau busbw %.2f GB/s over %d ranks (%s), but the output names no hosts, so it is not judged against NICs", plateau, n, inferred)
+			f.Evidence = append(f.Evidence, ev("ranks", inferred))
+		}
 		return fs, s
 	case opt.NIC.RateGbps <= 0:
 		f := add("nccl.tests.busbw", check.Unknown, fmt.Sprintf("plateau busbw %.2f GB/s over %d nodes, but the NIC rate is unknown, so it is not judged", plateau, s.Nodes),
@@ -352,6 +373,62 @@ func inferCollective(r *TestRun, n int) string {
 		return fit[0]
 	}
 	return ""
+}
+
+// InferRanks reads the number of ranks from the largest size's busbw/algbw
+// ratio, nccl-tests' bus factor: 2(n−1)/n for all_reduce, (n−1)/n for
+// reduce_scatter, all_gather, alltoall, gather, scatter. The collective is
+// r.Collective, else the only one that fits (a ratio over 1 is all_reduce;
+// under 1 with a reduction op, reduce_scatter). 0 when the ratio cannot
+// tell (broadcast, reduce and sendrecv have factor 1 at any n).
+func InferRanks(r *TestRun) (n int, collective, why string) {
+	if len(r.Rows) == 0 {
+		return 0, "", ""
+	}
+	row := r.Rows[len(r.Rows)-1]
+	p := row.OutOfPlace
+	if p.AlgbwGBps <= 0 || p.BusbwGBps <= 0 {
+		return 0, "", ""
+	}
+	ratio := p.BusbwGBps / p.AlgbwGBps
+	coll := r.Collective
+	if coll == "" {
+		switch {
+		case ratio > 1.02:
+			coll = "all_reduce"
+		case ratio < 0.98 && row.Redop != "" && row.Redop != "none":
+			coll = "reduce_scatter"
+		case ratio < 0.98:
+			coll = "all_gather" // alltoall, gather, scatter share the factor
+		default:
+			return 0, "", ""
+		}
+	}
+	var m float64
+	switch coll {
+	case "all_reduce":
+		if ratio >= 2 {
+			return 0, "", ""
+		}
+		m = 2 / (2 - ratio)
+	case "reduce_scatter", "all_gather", "alltoall", "gather", "scatter", "hypercube":
+		if ratio >= 1 {
+			return 0, "", ""
+		}
+		m = 1 / (1 - ratio)
+	default:
+		return 0, "", ""
+	}
+	n = int(math.Round(m))
+	if f, ok := BusFactor(coll, n); n < 2 || !ok || math.Abs(f-ratio) > 0.03*f {
+		return 0, "", ""
+	}
+	formula := "(n−1)/n"
+	if coll == "all_reduce" {
+		formula = "2(n−1)/n"
+	}
+	return n, coll, fmt.Sprintf("%d ranks inferred: busbw/algbw = %.2f/%.2f = %.3g = %s for %s at %s (no \"#  Rank\" lines in the output)",
+		n, p.BusbwGBps, p.AlgbwGBps, ratio, formula, coll, humanBytes(row.SizeBytes))
 }
 
 // Plateau returns the busbw the verdict uses: the median out-of-place busbw

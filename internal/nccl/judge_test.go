@@ -71,6 +71,7 @@ func TestJudgeEveryCapturedFile(t *testing.T) {
 			{"nccl.tests.plateau", check.Warn, "", "falls at large sizes: 20.87 GB/s at 256 MiB"},
 			{"nccl.tests.busbw", check.Fail, "", "10.76 GB/s is 43% of the NIC ceiling 24.8 GB/s, after reaching 84% at 256 MiB: the path is RDMA"},
 			{"nccl.log.network", check.Pass, "n013", "mlx5_0:1/RoCE mlx5_2:1/IB"},
+			{"nccl.log.gdr-level", check.Warn, "n013", "NCCL_NET_GDR_LEVEL=SYS forces GPUDirect RDMA"},
 			{"nccl.log.mixed-layers", check.Warn, "n013", "IB: mlx5_2; RoCE: mlx5_0"},
 			{"nccl.log.gdr", check.Pass, "n013", "6 channel(s) via /GDRDMA"},
 			{"nccl.log.silent", check.Unknown, "n014", "not assumed"}}},

@@ -34,6 +34,9 @@ func JudgeDebug(d *DebugLog, opt JudgeOptions) []check.Finding {
 		fs = append(fs, check.Finding{Check: id, Outcome: o, Host: host, Subject: subject, Message: msg, Evidence: ev})
 		return &fs[len(fs)-1]
 	}
+	if v, ok := d.LaunchEnv["NCCL_NET_GDR_LEVEL"]; ok && !slices.ContainsFunc(d.Hosts, func(h *HostLog) bool { _, set := h.Env["NCCL_NET_GDR_LEVEL"]; return set }) {
+		gdrLevelFinding(add, "", v, "the command line in the log")
+	}
 	versions := map[string][]string{}
 	for _, h := range d.Hosts {
 		if !h.said() {
@@ -154,6 +157,10 @@ func JudgeDebug(d *DebugLog, opt JudgeOptions) []check.Finding {
 			add("nccl.log.gdr", check.Unknown, h.Host, "GPUDirect RDMA", "GPUDirect RDMA was predicted on, but the log shows no HCA or channel line to confirm it (set NCCL_DEBUG_SUBSYS=INIT,NET)")
 		}
 
+		if v, ok := h.Env["NCCL_NET_GDR_LEVEL"]; ok {
+			gdrLevelFinding(add, h.Host, v, "NCCL_DEBUG log of "+h.Host+": \"NCCL_NET_GDR_LEVEL set by environment\"")
+		}
+
 		// every WARN, once per host
 		for _, w := range h.Warns {
 			if strings.Contains(w, "network") && strings.Contains(w, "not found") {
@@ -203,4 +210,24 @@ func majority(layers map[string][]string) string {
 		}
 	}
 	return best
+}
+
+// gdrLevelFinding judges an NCCL_NET_GDR_LEVEL the run set: SYS forces
+// GPUDirect RDMA across the CPU interconnect, LOC turns it off; PIX, PXB
+// (the default) and PHB (through the host bridge, as seed 001 sets it) are
+// levels the hardware may well give.
+func gdrLevelFinding(add func(id string, o check.Outcome, host, subject, msg string, ev ...check.Evidence) *check.Finding, host, v, source string) {
+	e := check.Evidence{What: "NCCL_NET_GDR_LEVEL", Value: v, Source: source}
+	switch strings.ToUpper(v) {
+	case "SYS":
+		add("nccl.log.gdr-level", check.Warn, host, "NCCL_NET_GDR_LEVEL", "NCCL_NET_GDR_LEVEL=SYS forces GPUDirect RDMA for every GPU↔NIC pair, even across the interconnect between sockets, where peer reads are slow (often slower than staging through host memory) or unsupported", e).Fix =
+			[]string{"unset it (default PXB), or set PHB where GPU and NIC share a socket and it measures faster", "rdmalab nccl env --snapshot <host>.json shows each GPU's path level"}
+	case "LOC":
+		add("nccl.log.gdr-level", check.Warn, host, "NCCL_NET_GDR_LEVEL", "NCCL_NET_GDR_LEVEL=LOC turns GPUDirect RDMA off: network traffic stages through host memory", e).Fix =
+			[]string{"unset it unless GPUDirect RDMA is known broken here"}
+	case "PIX", "PXB", "PHB", "NODE":
+		add("nccl.log.gdr-level", check.Pass, host, "NCCL_NET_GDR_LEVEL", fmt.Sprintf("NCCL_NET_GDR_LEVEL=%s: GPUDirect RDMA up to %s (NCCL's default is PXB)", v, v), e)
+	default:
+		add("nccl.log.gdr-level", check.Warn, host, "NCCL_NET_GDR_LEVEL", fmt.Sprintf("NCCL_NET_GDR_LEVEL=%s: numeric levels changed meaning between NCCL versions; name the level (PIX, PXB, PHB, SYS)", v), e)
+	}
 }

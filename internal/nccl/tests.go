@@ -49,6 +49,9 @@ type TestRun struct {
 	StrayLines int `json:"stray_lines,omitempty"`
 	// NCCLVersion is "NCCL version X" when printed.
 	NCCLVersion string `json:"nccl_version,omitempty"`
+	// FromHeader is a table that starts at its column header (pasted
+	// without the lines nccl-tests prints before it).
+	FromHeader bool `json:"from_header,omitempty"`
 }
 
 // TestRank is one "#  Rank  0 Group  0 Pid 1234 on host device 0 [0x31] NAME" line.
@@ -180,6 +183,12 @@ func ParseTests(b []byte) []*TestRun {
 		if m := versionRE.FindStringSubmatch(t); m != nil && !strings.Contains(t, "NCCL INFO") {
 			version = m[1] // rank 0 prints it bare, before or inside the table
 		}
+		if isHeader(t) && (cur == nil || len(cur.Rows) > 0) {
+			// a table pasted from its column header (blogs, tickets): no
+			// nThread line, no ranks, maybe no end
+			newRun()
+			cur.FromHeader = true
+		}
 		if cur == nil {
 			continue
 		}
@@ -190,7 +199,7 @@ func ParseTests(b []byte) []*TestRun {
 			r.Rank, _ = strconv.Atoi(m[1])
 			r.Device, _ = strconv.Atoi(m[3])
 			cur.Ranks = append(cur.Ranks, r)
-		case strings.HasPrefix(t, "#") && isHeader(t):
+		case isHeader(t):
 			mid, cur.CheckColumn = headerMiddle(t)
 			inTable = true
 		case oobRE.MatchString(t):
@@ -227,6 +236,8 @@ func ParseTests(b []byte) []*TestRun {
 	return out
 }
 
+// isHeader reports nccl-tests' column header, with its "#" or without
+// (as pasted).
 func isHeader(t string) bool {
 	f := strings.Fields(strings.TrimPrefix(t, "#"))
 	return len(f) > 4 && f[0] == "size" && f[1] == "count" && (strings.Contains(t, "#wrong") || strings.Contains(t, "error"))

@@ -101,48 +101,25 @@ func (u *units) members(addr string) []string {
 	return out
 }
 
-// pairGPUs matches every GPU with the nearest free RDMA NIC: best path level
-// first, then NUMA distance, then PCI address. NICs are physical functions
-// only; a GPU left without a NIC gets an empty one.
-func pairGPUs(s *host.Snapshot, t *topology) []Pair {
-	bridges := s.BridgeIndex()
-	type cand struct {
-		gpu, nic *host.PCIDevice
-		rdma     string
-		level    string
-	}
-	var cs []cand
-	for _, g := range s.GPUs {
-		gd := s.PCI(g.Address)
-		if gd == nil {
+// pairGPUs pairs every GPU with its rail, host.Rails' one nearest-NIC
+// answer (doctor and nccl env give the same); a card goes to one VM only,
+// so a GPU whose rail is shared with an earlier GPU gets none.
+func pairGPUs(s *host.Snapshot, _ *topology) []Pair {
+	var pairs, alone []Pair
+	taken := map[string]bool{}
+	for _, r := range s.Rails() {
+		card := r.NIC
+		if a, err := host.ParsePCIAddress(r.NIC); err == nil {
+			card = a.Slot()
+		}
+		if r.NIC == "" || taken[card] {
+			alone = append(alone, Pair{GPU: r.GPU})
 			continue
 		}
-		for _, n := range nics(s) {
-			cs = append(cs, cand{gd, n.dev, n.rdma, host.PathLevel(gd, n.dev, bridges)})
-		}
+		taken[card] = true
+		pairs = append(pairs, Pair{GPU: r.GPU, NIC: r.NIC, RDMA: r.RDMA, Level: r.Level})
 	}
-	slices.SortStableFunc(cs, func(a, b cand) int {
-		return cmp.Or(
-			cmp.Compare(host.LevelRank(a.level), host.LevelRank(b.level)),
-			cmp.Compare(t.distance(a.gpu.LocalityNUMANode, a.nic.LocalityNUMANode), t.distance(b.gpu.LocalityNUMANode, b.nic.LocalityNUMANode)),
-			cmp.Compare(a.gpu.Address, b.gpu.Address),
-			cmp.Compare(a.nic.Address, b.nic.Address))
-	})
-	usedGPU, usedNIC := map[string]bool{}, map[string]bool{}
-	var pairs []Pair
-	for _, c := range cs {
-		if usedGPU[c.gpu.Address] || usedNIC[c.nic.Address] {
-			continue
-		}
-		usedGPU[c.gpu.Address], usedNIC[c.nic.Address] = true, true
-		pairs = append(pairs, Pair{GPU: c.gpu.Address, NIC: c.nic.Address, RDMA: c.rdma, Level: c.level})
-	}
-	for _, g := range s.GPUs {
-		if !usedGPU[g.Address] && s.PCI(g.Address) != nil {
-			pairs = append(pairs, Pair{GPU: g.Address})
-		}
-	}
-	return pairs
+	return append(pairs, alone...)
 }
 
 type nic struct {

@@ -162,8 +162,8 @@ func singleRoot(dir string) string {
 }
 
 // extractTar unpacks trusted test archives with plain os calls rather than
-// capture.Extract: os.Root costs seconds on these 30,000-file trees, and
-// hwloc's are bzip2, which captures never are.
+// capture.Extract: os.Root costs seconds on these 30,000-file trees (the
+// inventory tests open the hwloc tar.bz2 files through capture.Extract too).
 func extractTar(archive, dir string, open func(io.Reader) (io.Reader, error)) error {
 	f, err := os.Open(archive)
 	if err != nil {
