@@ -1,0 +1,88 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/cluster"
+	"github.com/rdmalab/rdmalab/internal/route"
+)
+
+// Every cable of FatTree(2,4,4) routed by OpenSM ftree (captured from
+// ibsim), slowed one at a time in a simulated run where a direction is slow
+// exactly when its route crosses the cable: the cover rounds plus at most
+// MaxFollowUps rounds name it, a cable between switches as a link by both
+// ends and a host's cable as that node, and nothing else fails.
+func TestCoverJudgesEveryCable(t *testing.T) {
+	td := filepath.Join("..", "route", "testdata")
+	in := route.Input{FabricFile: filepath.Join(td, "fattree-2x4x4.net"), RoutesFile: filepath.Join(td, "fattree-2x4x4-ftree.opensm-lfts.dump")}
+	var b strings.Builder
+	b.WriteString("launcher: {type: local}\nnodes:\n")
+	for i := 1; i <= 16; i++ {
+		fmt.Fprintf(&b, "  - {name: node%04d, data: 10.9.0.%d}\n", i, i)
+	}
+	c, err := cluster.Parse([]byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := planCover(context.Background(), in, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := cp.f
+	for l := range f.Links {
+		if l > f.Reverse(l) {
+			continue // one cable, both directions
+		}
+		fault := []int{l, f.Reverse(l)}
+		var recs []Record
+		measure := func(round int, pairs []Pair) {
+			for _, p := range pairs {
+				for _, d := range [][2]int{{p.A, p.B}, {p.B, p.A}} {
+					gbps := 100.0
+					if crossesAny(cp.p.Path(cp.nodeCA[d[0]], cp.nodeCA[d[1]]), fault) {
+						gbps = 10
+					}
+					recs = append(recs, Record{From: c.Nodes[d[0]].Name, To: c.Nodes[d[1]].Name, Engine: "tcp", Test: "bw", Round: round, Gbps: gbps, SamplesGbps: []float64{gbps}})
+				}
+			}
+		}
+		for i, r := range cp.rounds {
+			measure(i+1, r)
+		}
+		for i := range MaxFollowUps {
+			rep := Analyze(c, "tcp", "bw", false, recs, nil, nil)
+			next := cp.locator(c, recs, rep).NextRound()
+			if len(next) == 0 {
+				break
+			}
+			measure(len(cp.rounds)+i+1, cp.pairs(next))
+		}
+		rep := Analyze(c, "tcp", "bw", false, recs, nil, nil)
+		cp.judgeCover(c, rep, recs)
+		var failed []string
+		for _, fd := range rep.Findings {
+			if fd.Outcome == check.Fail {
+				failed = append(failed, fd.Check+" "+cmpOr(fd.Host, fd.Subject))
+			}
+		}
+		ends := []string{f.PortName(f.Links[l].From), f.PortName(f.Links[l].To)}
+		slices.Sort(ends)
+		want := "bench.cover.link " + ends[0] + " ↔ " + ends[1]
+		if f.HostLink(l) {
+			for i, ca := range f.CAs {
+				if ca.Key == f.Links[l].From || ca.Key == f.Links[l].To {
+					want = "bench.cover.node " + c.Nodes[cp.caNode[i]].Name
+				}
+			}
+		}
+		if len(failed) != 1 || failed[0] != want || rep.Cover.Confidence != "high" {
+			t.Errorf("%s: named %v (%s, confidence %s), want [%s]", f.LinkName(l), failed, rep.Cover.State, rep.Cover.Confidence, want)
+		}
+	}
+}
