@@ -3,7 +3,9 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -83,6 +85,31 @@ func TestCoverJudgesEveryCable(t *testing.T) {
 		}
 		if len(failed) != 1 || failed[0] != want || rep.Cover.Confidence != "high" {
 			t.Errorf("%s: named %v (%s, confidence %s), want [%s]", f.LinkName(l), failed, rep.Cover.State, rep.Cover.Confidence, want)
+		}
+	}
+}
+
+// Every id judgeCover can emit is in CoverCatalog, and nothing else is.
+func TestCoverCatalog(t *testing.T) {
+	src, err := os.ReadFile("cover.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := regexp.MustCompile(`Check: "(bench\.cover[a-z.-]*)"`).FindAllStringSubmatch(string(src), -1)
+	ids := map[string]bool{}
+	for _, e := range CoverCatalog {
+		ids[e.ID] = true
+	}
+	seen := map[string]bool{}
+	for _, m := range used {
+		seen[m[1]] = true
+		if !ids[m[1]] {
+			t.Errorf("%s is not in CoverCatalog", m[1])
+		}
+	}
+	for id := range ids {
+		if !seen[id] {
+			t.Errorf("CoverCatalog lists %s, which nothing emits", id)
 		}
 	}
 }
