@@ -50,9 +50,12 @@ type Fault struct {
 // CoverLink is one directed link and the measurements that crossed it.
 type CoverLink struct {
 	schedule.LinkRef
-	Slow  int  `json:"slow"`
-	Fast  int  `json:"fast"`
-	Named bool `json:"named,omitempty"`
+	// FromCA and ToCA say which ends are host (CA) ports.
+	FromCA bool `json:"from_ca,omitempty"`
+	ToCA   bool `json:"to_ca,omitempty"`
+	Slow   int  `json:"slow"`
+	Fast   int  `json:"fast"`
+	Named  bool `json:"named,omitempty"`
 }
 
 // coverPlan is the fabric's routes and the map between its CA ports and
@@ -222,8 +225,13 @@ func (cp *coverPlan) judgeCover(c *cluster.Cluster, rep *Report, recs []Record) 
 	ref := func(k route.PortKey) schedule.PortRef {
 		return schedule.PortRef{GUID: k.GUID, Port: k.Port, Name: f.PortName(k)}
 	}
+	isCA := map[route.PortKey]bool{}
+	for _, ca := range f.CAs {
+		isCA[ca.Key] = true
+	}
 	for l, link := range f.Links {
-		cv.Links = append(cv.Links, CoverLink{LinkRef: schedule.LinkRef{From: ref(link.From), To: ref(link.To)}, Slow: slow[l], Fast: fast[l], Named: slices.Contains(v.Links, l)})
+		cv.Links = append(cv.Links, CoverLink{LinkRef: schedule.LinkRef{From: ref(link.From), To: ref(link.To)}, FromCA: isCA[link.From], ToCA: isCA[link.To],
+			Slow: slow[l], Fast: fast[l], Named: slices.Contains(v.Links, l)})
 	}
 	rep.Cover = cv
 	if v.State == "clean" {

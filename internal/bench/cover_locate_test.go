@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/cluster"
+	"github.com/rdmalab/rdmalab/internal/envelope"
 	"github.com/rdmalab/rdmalab/internal/route"
 )
 
@@ -21,52 +23,13 @@ import (
 // MaxFollowUps rounds name it, a cable between switches as a link by both
 // ends and a host's cable as that node, and nothing else fails.
 func TestCoverJudgesEveryCable(t *testing.T) {
-	td := filepath.Join("..", "route", "testdata")
-	in := route.Input{FabricFile: filepath.Join(td, "fattree-2x4x4.net"), RoutesFile: filepath.Join(td, "fattree-2x4x4-ftree.opensm-lfts.dump")}
-	var b strings.Builder
-	b.WriteString("launcher: {type: local}\nnodes:\n")
-	for i := 1; i <= 16; i++ {
-		fmt.Fprintf(&b, "  - {name: node%04d, data: 10.9.0.%d}\n", i, i)
-	}
-	c, err := cluster.Parse([]byte(b.String()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp, err := planCover(context.Background(), in, c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, cp := smallCover(t)
 	f := cp.f
 	for l := range f.Links {
 		if l > f.Reverse(l) {
 			continue // one cable, both directions
 		}
-		fault := []int{l, f.Reverse(l)}
-		var recs []Record
-		measure := func(round int, pairs []Pair) {
-			for _, p := range pairs {
-				for _, d := range [][2]int{{p.A, p.B}, {p.B, p.A}} {
-					gbps := 100.0
-					if crossesAny(cp.p.Path(cp.nodeCA[d[0]], cp.nodeCA[d[1]]), fault) {
-						gbps = 10
-					}
-					recs = append(recs, Record{From: c.Nodes[d[0]].Name, To: c.Nodes[d[1]].Name, Engine: "tcp", Test: "bw", Round: round, Gbps: gbps, SamplesGbps: []float64{gbps}})
-				}
-			}
-		}
-		for i, r := range cp.rounds {
-			measure(i+1, r)
-		}
-		for i := range MaxFollowUps {
-			rep := Analyze(c, "tcp", "bw", false, recs, nil, nil)
-			next := cp.locator(c, recs, rep).NextRound()
-			if len(next) == 0 {
-				break
-			}
-			measure(len(cp.rounds)+i+1, cp.pairs(next))
-		}
-		rep := Analyze(c, "tcp", "bw", false, recs, nil, nil)
-		cp.judgeCover(c, rep, recs)
+		rep, _ := simulateCover(c, cp, []int{l, f.Reverse(l)})
 		var failed []string
 		for _, fd := range rep.Findings {
 			if fd.Outcome == check.Fail {
@@ -86,6 +49,89 @@ func TestCoverJudgesEveryCable(t *testing.T) {
 		if len(failed) != 1 || failed[0] != want || rep.Cover.Confidence != "high" {
 			t.Errorf("%s: named %v (%s, confidence %s), want [%s]", f.LinkName(l), failed, rep.Cover.State, rep.Cover.Confidence, want)
 		}
+	}
+}
+
+// smallCover is FatTree(2,4,4) routed by OpenSM ftree (captured from
+// ibsim) as a 16-node cluster, and its cover plan.
+func smallCover(t *testing.T) (*cluster.Cluster, *coverPlan) {
+	t.Helper()
+	td := filepath.Join("..", "route", "testdata")
+	in := route.Input{FabricFile: filepath.Join(td, "fattree-2x4x4.net"), RoutesFile: filepath.Join(td, "fattree-2x4x4-ftree.opensm-lfts.dump")}
+	var b strings.Builder
+	b.WriteString("launcher: {type: local}\nnodes:\n")
+	for i := 1; i <= 16; i++ {
+		fmt.Fprintf(&b, "  - {name: node%04d, data: 10.9.0.%d}\n", i, i)
+	}
+	c, err := cluster.Parse([]byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := planCover(context.Background(), in, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, cp
+}
+
+// simulateCover runs the cover rounds and the localiser's follow-ups on
+// paper: a direction is 10 Gb/s when its route crosses the fault's links,
+// else 100. It returns the judged report and the records.
+func simulateCover(c *cluster.Cluster, cp *coverPlan, fault []int) (*Report, []Record) {
+	var recs []Record
+	measure := func(round int, pairs []Pair) {
+		for _, p := range pairs {
+			for _, d := range [][2]int{{p.A, p.B}, {p.B, p.A}} {
+				gbps := 100.0
+				if crossesAny(cp.p.Path(cp.nodeCA[d[0]], cp.nodeCA[d[1]]), fault) {
+					gbps = 10
+				}
+				recs = append(recs, Record{From: c.Nodes[d[0]].Name, To: c.Nodes[d[1]].Name, Engine: "tcp", Test: "bw", Round: round, Gbps: gbps, SamplesGbps: []float64{gbps}})
+			}
+		}
+	}
+	for i, r := range cp.rounds {
+		measure(i+1, r)
+	}
+	for i := range MaxFollowUps {
+		rep := Analyze(c, "tcp", "bw", false, recs, nil, nil)
+		next := cp.locator(c, recs, rep).NextRound()
+		if len(next) == 0 {
+			break
+		}
+		measure(len(cp.rounds)+i+1, cp.pairs(next))
+	}
+	rep := Analyze(c, "tcp", "bw", false, recs, nil, nil)
+	cp.judgeCover(c, rep, recs)
+	return rep, recs
+}
+
+// RDMALAB_WRITE_COVER_FIXTURE=DIR writes the bench document of the cable
+// leaf02 ↔ spine01 slowed, simulated as above: the report's fixture
+// (internal/report/testdata/bench-cover).
+func TestWriteCoverFixture(t *testing.T) {
+	dir := os.Getenv("RDMALAB_WRITE_COVER_FIXTURE")
+	if dir == "" {
+		t.Skip("RDMALAB_WRITE_COVER_FIXTURE=DIR writes the report's cover fixture")
+	}
+	c, cp := smallCover(t)
+	var fault []int
+	for l, link := range cp.f.Links {
+		if cp.f.PortName(link.From) == "leaf02 port 5" {
+			fault = []int{l, cp.f.Reverse(l)}
+		}
+	}
+	if cp.f.PortName(cp.f.Links[fault[0]].To) != "spine01 port 2" {
+		t.Fatalf("leaf02 port 5 goes to %s", cp.f.PortName(cp.f.Links[fault[0]].To))
+	}
+	rep, _ := simulateCover(c, cp, fault)
+	rep.Cover.Source = "fattree-2x4x4.net; routes fattree-2x4x4-ftree.opensm-lfts.dump"
+	var buf bytes.Buffer
+	if err := envelope.Write(&buf, envelope.Bench, rep.Findings, rep); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cover.json"), buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
