@@ -3,11 +3,13 @@ package bench
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/cluster"
+	"github.com/rdmalab/rdmalab/internal/fabric"
 	"github.com/rdmalab/rdmalab/internal/route"
 	"github.com/rdmalab/rdmalab/internal/schedule"
 )
@@ -67,6 +69,11 @@ type coverPlan struct {
 	caNode []int // CA index → cluster node index
 	nodeCA map[int]int
 	rounds [][]Pair
+	// before and after are fabric scans around the run when the fabric
+	// is read live: the named cable's counters corroborate it.
+	live          fabric.Runner
+	before, after *fabric.Snapshot
+	scanErr       error
 }
 
 // planCover reads the fabric, computes the cover rounds and maps every CA
@@ -79,6 +86,9 @@ func planCover(ctx context.Context, in route.Input, c *cluster.Cluster) (*coverP
 	}
 	idx := c.Index()
 	cp := &coverPlan{f: f, p: f.Paths(), src: src, caNode: make([]int, len(f.CAs)), nodeCA: map[int]int{}}
+	if in.FabricFile == "" && in.Runner != nil {
+		cp.live = in.Runner
+	}
 	var missing []string
 	for i, ca := range f.CAs {
 		h, _, _ := strings.Cut(strings.TrimSpace(ca.Name), " ")
@@ -138,6 +148,14 @@ func (cp *coverPlan) locator(c *cluster.Cluster, recs []Record, rep *Report) *sc
 // runCover measures the cover rounds, then up to MaxFollowUps rounds the
 // localiser asks for while directions were slow and it can learn more.
 func (r *Runner) runCover(ctx context.Context, cp *coverPlan, prior []Record) ([]Record, error) {
+	if cp.live != nil {
+		cp.before, cp.scanErr = fabric.Scan(ctx, cp.live, fabric.ScanOptions{})
+		defer func() {
+			if cp.scanErr == nil {
+				cp.after, cp.scanErr = fabric.Scan(context.WithoutCancel(ctx), cp.live, fabric.ScanOptions{})
+			}
+		}()
+	}
 	retest := r.Retest
 	r.Retest = false // suspects are re-paired after the follow-ups
 	recs, err := r.Run(ctx, prior)
@@ -260,19 +278,34 @@ func (cp *coverPlan) judgeCover(c *cluster.Cluster, rep *Report, recs []Record) 
 				fault.Fast = append(fault.Fast, pair)
 			}
 		}
+		// a second witness: the fabric's own counters, when it was read live
+		var counterEv []check.Evidence
+		sure := v.Sure
+		switch {
+		case cp.before != nil && cp.after != nil:
+			var rose bool
+			counterEv, rose = counterEvidence(cp.before, cp.after, fault.Ends)
+			if rose {
+				cv.Confidence = "high"
+				sure += "; its error counters rose during the run"
+			}
+		case cp.scanErr != nil:
+			counterEv = []check.Evidence{{What: "counters", Value: "unknown: " + cp.scanErr.Error(), Source: "fabric scan"}}
+		}
 		ends := fault.Ends[0].Name + " (" + fault.Ends[0].GUID.String() + ") ↔ " + fault.Ends[1].Name + " (" + fault.Ends[1].GUID.String() + ")"
 		if fault.Kind == "node" {
 			fd = check.Finding{Check: "bench.cover.node", Outcome: check.Fail, Host: fault.Node, Subject: "node",
-				Message: fmt.Sprintf("%s is slow with every partner whatever the route: its HCA, or its cable %s; %s (confidence %s)", fault.Node, ends, v.Sure, cv.Confidence),
+				Message: fmt.Sprintf("%s is slow with every partner whatever the route: its HCA, or its cable %s; %s (confidence %s)", fault.Node, ends, sure, cv.Confidence),
 				Fix:     []string{"rdmalab doctor on " + fault.Node + " (port rate, PCIe link, error counters)", "reseat or replace the cable " + ends}}
 		} else {
 			fd = check.Finding{Check: "bench.cover.link", Outcome: check.Fail, Subject: fault.Ends[0].Name + " ↔ " + fault.Ends[1].Name,
-				Message: fmt.Sprintf("the cable %s is slow: %s (confidence %s)", ends, v.Sure, cv.Confidence),
+				Message: fmt.Sprintf("the cable %s is slow: %s (confidence %s)", ends, sure, cv.Confidence),
 				Fix:     []string{"reseat or replace the cable " + ends + ", then read both ports' counters: rdmalab fabric check"}}
 		}
 		for _, e := range fault.Ends {
 			fd.Evidence = append(fd.Evidence, check.Evidence{What: "end", Value: fmt.Sprintf("%s: GUID %s port %d", e.Name, e.GUID, e.Port), Source: cp.src})
 		}
+		fd.Evidence = append(fd.Evidence, counterEv...)
 		for _, s := range fault.Slow[:min(len(fault.Slow), 8)] {
 			fd.Evidence = append(fd.Evidence, check.Evidence{What: "crossed it slow", Value: s, Source: "measured; route from the forwarding tables"})
 		}
@@ -388,4 +421,43 @@ var CoverCatalog = []check.Entry{
 		Why:    "several suspects stand that no host pair's route tells apart, or more than one fault (or noise) is present",
 		Source: "the localiser's standing hypotheses", Fix: "measure the slow pairs again; read the suspects' counters (rdmalab fabric check)",
 		Needs: "slow directions", UnknownWhen: "never"},
+}
+
+// portCounters are a port's counters as the fabric scan read them, found
+// by the key the routes use (a switch's GUID and port, or a CA port's own
+// GUID and port). Absent from the scan: nil, false.
+func portCounters(s *fabric.Snapshot, e schedule.PortRef) (map[string]uint64, bool) {
+	for i := range s.Ports {
+		p := &s.Ports[i]
+		if p.Num == e.Port && (p.NodeGUID == e.GUID || p.PortGUID == e.GUID) {
+			return p.Counters, true
+		}
+	}
+	return nil, false
+}
+
+// counterEvidence is the named cable's two ends' error and discard counter
+// deltas between the scans before and after the run (ibqueryerrors lists
+// only what is non-zero: absent is zero). rose is true when any rose.
+func counterEvidence(before, after *fabric.Snapshot, ends []schedule.PortRef) (ev []check.Evidence, rose bool) {
+	for _, e := range ends {
+		a, okA := portCounters(after, e)
+		b, okB := portCounters(before, e)
+		if !okA || !okB {
+			ev = append(ev, check.Evidence{What: "counters of " + e.Name, Value: "not in both fabric scans: unknown", Source: "ibqueryerrors before and after the run"})
+			continue
+		}
+		var deltas []string
+		for _, name := range slices.Sorted(maps.Keys(a)) {
+			if a[name] > b[name] {
+				deltas = append(deltas, fmt.Sprintf("%s +%d", name, a[name]-b[name]))
+			}
+		}
+		v := "no error or discard counter rose"
+		if len(deltas) > 0 {
+			v, rose = strings.Join(deltas, ", "), true
+		}
+		ev = append(ev, check.Evidence{What: "counters of " + e.Name + " over the run", Value: v, Source: "ibqueryerrors before and after the run"})
+	}
+	return ev, rose
 }

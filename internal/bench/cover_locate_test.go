@@ -14,6 +14,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/cluster"
 	"github.com/rdmalab/rdmalab/internal/envelope"
+	"github.com/rdmalab/rdmalab/internal/fabric"
 	"github.com/rdmalab/rdmalab/internal/route"
 )
 
@@ -157,5 +158,51 @@ func TestCoverCatalog(t *testing.T) {
 		if !seen[id] {
 			t.Errorf("CoverCatalog lists %s, which nothing emits", id)
 		}
+	}
+}
+
+// When the fabric was read live, the named cable's counter deltas over the
+// run join its evidence: rising SymbolErrorCounter is a second witness.
+func TestCoverCounterEvidence(t *testing.T) {
+	c, cp := smallCover(t)
+	f := cp.f
+	var fault []int
+	for l, link := range f.Links {
+		if f.PortName(link.From) == "leaf02 port 5" {
+			fault = []int{l, f.Reverse(l)}
+		}
+	}
+	leaf, spine := f.Links[fault[0]].From, f.Links[fault[0]].To
+	scan := func(symbols uint64) *fabric.Snapshot {
+		return &fabric.Snapshot{Ports: []fabric.Port{
+			{NodeGUID: leaf.GUID, NodeDesc: "leaf02", Num: leaf.Port, Counters: map[string]uint64{"SymbolErrorCounter": symbols, "PortXmitDiscards": 3}},
+			{NodeGUID: spine.GUID, NodeDesc: "spine01", Num: spine.Port},
+		}}
+	}
+	cp.before, cp.after = scan(10), scan(47)
+	rep, _ := simulateCover(c, cp, fault)
+	var fd *check.Finding
+	for i := range rep.Findings {
+		if rep.Findings[i].Check == "bench.cover.link" {
+			fd = &rep.Findings[i]
+		}
+	}
+	if fd == nil || !strings.Contains(fd.Message, "its error counters rose during the run") {
+		t.Fatalf("no corroborated link finding: %+v", fd)
+	}
+	var got []string
+	for _, e := range fd.Evidence {
+		if strings.HasPrefix(e.What, "counters of ") {
+			got = append(got, e.What+": "+e.Value)
+		}
+	}
+	want := []string{"counters of leaf02 port 5 over the run: SymbolErrorCounter +37", "counters of spine01 port 2 over the run: no error or discard counter rose"}
+	if !slices.Equal(got, want) {
+		t.Errorf("counter evidence %q, want %q", got, want)
+	}
+	// a port the scans do not list is unknown, never clean
+	ev, rose := counterEvidence(&fabric.Snapshot{}, scan(1), rep.Cover.Fault.Ends)
+	if rose || len(ev) != 2 || !strings.Contains(ev[0].Value, "unknown") {
+		t.Errorf("missing ports: %+v, rose %v", ev, rose)
 	}
 }

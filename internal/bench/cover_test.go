@@ -144,6 +144,14 @@ launcher:
 		t.Errorf("cable: %d follow-ups, fault %+v", cv.FollowUps, cv.Fault)
 	}
 	t.Logf("cable: %d cover round(s) + %d follow-up(s), %s, %s", cv.InitialRounds, cv.FollowUps, cv.State, cv.Confidence)
+	for _, fd := range fs {
+		if fd.Outcome == check.Fail { // docs/schedule.md quotes this
+			t.Logf("%s %s: %s", fd.Check, fd.Subject, fd.Message)
+			for _, e := range fd.Evidence {
+				t.Logf("  %s: %s", e.What, e.Value)
+			}
+		}
+	}
 
 	// one slow node, both ways (its sending class and its receiving veth)
 	base() // a new root qdisc: the filters are gone
