@@ -120,6 +120,9 @@ func (o *Options) Validate() error {
 	}
 	switch o.Schedule {
 	case "", "circle":
+		if o.Fabric.FabricFile != "" || o.Fabric.RoutesFile != "" {
+			return &UsageError{errors.New("--fabric and --routes plan the rounds of --schedule cover: add --schedule cover")}
+		}
 	case "cover":
 		if o.Rounds != "" {
 			return &UsageError{errors.New("--schedule cover plans its own rounds: leave out --rounds")}

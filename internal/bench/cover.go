@@ -151,8 +151,8 @@ func (r *Runner) runCover(ctx context.Context, cp *coverPlan, prior []Record) ([
 	if cp.live != nil {
 		cp.before, cp.scanErr = fabric.Scan(ctx, cp.live, fabric.ScanOptions{})
 		defer func() {
-			if cp.scanErr == nil {
-				cp.after, cp.scanErr = fabric.Scan(context.WithoutCancel(ctx), cp.live, fabric.ScanOptions{})
+			if cp.scanErr == nil && ctx.Err() == nil { // an interrupt does not wait for a scan
+				cp.after, cp.scanErr = fabric.Scan(ctx, cp.live, fabric.ScanOptions{})
 			}
 		}()
 	}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/cluster"
@@ -204,5 +205,39 @@ func TestCoverCounterEvidence(t *testing.T) {
 	ev, rose := counterEvidence(&fabric.Snapshot{}, scan(1), rep.Cover.Fault.Ends)
 	if rose || len(ev) != 2 || !strings.Contains(ev[0].Value, "unknown") {
 		t.Errorf("missing ports: %+v, rose %v", ev, rose)
+	}
+}
+
+// --schedule cover's flags are refused before any work when they
+// contradict, and a fabric whose CA ports are not the cluster's nodes is
+// refused naming them.
+func TestCoverRefusals(t *testing.T) {
+	good := Options{ClusterFile: "c.yaml", Engine: "tcp", Seconds: 2, Samples: 1, Timeout: time.Minute, Schedule: "cover"}
+	if err := good.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		edit func(*Options)
+		want string
+	}{
+		{func(o *Options) { o.Schedule = "fastest" }, `--schedule "fastest": want cover or circle`},
+		{func(o *Options) { o.Rounds = "r.txt" }, "--schedule cover plans its own rounds"},
+		{func(o *Options) { o.Schedule, o.Fabric.RoutesFile = "", "lfts.dump" }, "add --schedule cover"},
+	} {
+		o := good
+		c.edit(&o)
+		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v, want %q", err, c.want)
+		}
+	}
+	td := filepath.Join("..", "route", "testdata")
+	in := route.Input{FabricFile: filepath.Join(td, "fattree-2x4x4.net"), RoutesFile: filepath.Join(td, "fattree-2x4x4-ftree.opensm-lfts.dump")}
+	c, err := cluster.Parse([]byte("launcher: {type: local}\nnodes:\n  - {name: node0001, data: 10.9.0.1}\n  - {name: gpu01, data: 10.9.0.2}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = planCover(context.Background(), in, c)
+	if err == nil || !strings.Contains(err.Error(), `CA ports "node0002" (host node0002)`) || !strings.Contains(err.Error(), "and 10 more") {
+		t.Errorf("unmapped CAs: %v", err)
 	}
 }

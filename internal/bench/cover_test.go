@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -88,16 +89,28 @@ launcher:
 			tc(i, "class", "replace", "dev", dev, "parent", "1:", "classid", "1:20", "htb", "rate", "10mbit")
 		}
 	}
-	run := func(name string) (fs []check.Finding, cover *Cover, out string) {
+	files := []string{"--fabric", netFile, "--routes", dump}
+	runWith := func(name string, from []string, env []string, onLine func(string)) (fs []check.Finding, cover *Cover, out string) {
 		t.Helper()
 		results := filepath.Join(c.Dir, name+".jsonl")
-		cmd := exec.Command(bin, "bench", "--cluster", cluster, "--engine", "tcp", "--schedule", "cover",
-			"--fabric", netFile, "--routes", dump, "--seconds", "1", "--samples", "1", "--timeout", "40s",
-			"--results", results, "--output", "json")
+		cmd := exec.Command(bin, append([]string{"bench", "--cluster", cluster, "--engine", "tcp", "--schedule", "cover",
+			"--seconds", "1", "--samples", "1", "--timeout", "40s", "--results", results, "--output", "json"}, from...)...)
+		cmd.Env = append(os.Environ(), env...)
 		var stdout, stderr strings.Builder
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		cmd.Stdout = &stdout
+		pipe, _ := cmd.StderrPipe()
 		start := time.Now()
-		err := cmd.Run()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			stderr.WriteString(sc.Text() + "\n")
+			if onLine != nil {
+				onLine(sc.Text())
+			}
+		}
+		err := cmd.Wait()
 		t.Logf("%s: exit %d in %s", name, exitCode(err), time.Since(start).Round(time.Second))
 		var doc struct {
 			Findings []check.Finding `json:"findings"`
@@ -108,6 +121,7 @@ launcher:
 		}
 		return doc.Findings, doc.Payload.Cover, stderr.String()
 	}
+	run := func(name string) ([]check.Finding, *Cover, string) { return runWith(name, files, nil, nil) }
 	named := func(fs []check.Finding) []string {
 		var out []string
 		for _, f := range fs {
@@ -125,16 +139,19 @@ launcher:
 	}
 
 	// the cable: every pair whose route crosses it, slowed at its sender
-	slowed := 0
-	for s := range n {
-		for d := range n {
-			if s != d && (crossesAny(p.Path(s, d), []int{cable}) || crossesAny(p.Path(s, d), []int{back})) {
-				tc(s, "filter", "add", "dev", c.Inner[s], "parent", "1:", "protocol", "ip", "prio", "1", "u32",
-					"match", "ip", "dst", c.Addrs[d]+"/32", "flowid", "1:20")
-				slowed++
+	slowCable := func() (slowed int) {
+		for s := range n {
+			for d := range n {
+				if s != d && (crossesAny(p.Path(s, d), []int{cable}) || crossesAny(p.Path(s, d), []int{back})) {
+					tc(s, "filter", "add", "dev", c.Inner[s], "parent", "1:", "protocol", "ip", "prio", "1", "u32",
+						"match", "ip", "dst", c.Addrs[d]+"/32", "flowid", "1:20")
+					slowed++
+				}
 			}
 		}
+		return slowed
 	}
+	slowed := slowCable()
 	fs, cv, progress = run("cable")
 	want := fmt.Sprintf("bench.cover.link leaf02 port %d ↔ spine03 port 2", perLeaf+3)
 	if got := named(fs); len(got) != 1 || got[0] != want {
@@ -167,4 +184,49 @@ launcher:
 		t.Errorf("node: %d follow-ups, fault %+v", cv.FollowUps, cv.Fault)
 	}
 	t.Logf("node: %d cover round(s) + %d follow-up(s), %s, %s", cv.InitialRounds, cv.FollowUps, cv.State, cv.Confidence)
+
+	// The same cable with the fabric read live (ibsim through its umad
+	// shim, for the diagnostic tools only: wrappers first in PATH), and its
+	// leaf port's SymbolErrorCounter raised once round 1 runs: the counters
+	// join the evidence as a second witness.
+	base()
+	exec.Command("tc", "qdisc", "del", "dev", c.Veths[slowNode], "root").Run()
+	slowCable()
+	wrappers := t.TempDir()
+	for _, tool := range []string{"ibnetdiscover", "iblinkinfo", "ibqueryerrors", "sminfo", "saquery", "dump_fts"} {
+		real, err := exec.LookPath(tool)
+		if err != nil {
+			t.Fatalf("%s: %v", tool, err)
+		}
+		script := "#!/bin/sh\nexport " + strings.Join(sim.Env(), " ") + "\ncd " + sim.Dir + "\nexec " + real + ` "$@"` + "\n"
+		os.WriteFile(filepath.Join(wrappers, tool), []byte(script), 0o755)
+	}
+	raised := false
+	fs, cv, progress = runWith("live", nil, []string{"PATH=" + wrappers + ":" + os.Getenv("PATH")}, func(line string) {
+		if !raised && strings.HasPrefix(line, "round 1/") {
+			raised = true
+			sim.Console(fmt.Sprintf(`PerformanceSet "leaf02"[%d] PortCounters.SymbolErrorCounter=50`, perLeaf+3))
+		}
+	})
+	want = fmt.Sprintf("bench.cover.link leaf02 port %d ↔ spine03 port 2", perLeaf+3)
+	if got := named(fs); len(got) != 1 || got[0] != want {
+		t.Fatalf("live: named %v, want [%s]\n%s", got, want, progress)
+	}
+	var counters []string
+	for _, fd := range fs {
+		if fd.Check == "bench.cover.link" {
+			for _, e := range fd.Evidence {
+				if strings.HasPrefix(e.What, "counters of ") {
+					counters = append(counters, e.What+": "+e.Value)
+				}
+			}
+			if !strings.Contains(fd.Message, "its error counters rose during the run") {
+				t.Errorf("live: the counters did not corroborate: %s", fd.Message)
+			}
+		}
+	}
+	t.Logf("live: %s; %s", cv.Source, strings.Join(counters, "; "))
+	if len(counters) != 2 || !strings.Contains(counters[0]+counters[1], fmt.Sprintf("leaf02 port %d over the run: SymbolErrorCounter +50", perLeaf+3)) {
+		t.Errorf("live: counter evidence %q", counters)
+	}
 }
