@@ -440,6 +440,9 @@ func portCounters(s *fabric.Snapshot, e schedule.PortRef) (map[string]uint64, bo
 // deltas between the scans before and after the run (ibqueryerrors lists
 // only what is non-zero: absent is zero). rose is true when any rose.
 func counterEvidence(before, after *fabric.Snapshot, ends []schedule.PortRef) (ev []check.Evidence, rose bool) {
+	if why := cmpOr(before.CounterError, after.CounterError); why != "" { // e.g. no SM to answer ibqueryerrors' SA query
+		return []check.Evidence{{What: "counters", Value: "unknown: " + why, Source: "ibqueryerrors before and after the run"}}, false
+	}
 	for _, e := range ends {
 		a, okA := portCounters(after, e)
 		b, okB := portCounters(before, e)

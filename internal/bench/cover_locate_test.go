@@ -206,6 +206,13 @@ func TestCoverCounterEvidence(t *testing.T) {
 	if rose || len(ev) != 2 || !strings.Contains(ev[0].Value, "unknown") {
 		t.Errorf("missing ports: %+v, rose %v", ev, rose)
 	}
+	// counters a scan could not read are unknown, never "none rose"
+	noSM := scan(47)
+	noSM.CounterError = "ibqueryerrors printed no summary: the counters are unknown"
+	ev, rose = counterEvidence(scan(10), noSM, rep.Cover.Fault.Ends)
+	if rose || len(ev) != 1 || !strings.HasPrefix(ev[0].Value, "unknown: ibqueryerrors printed no summary") {
+		t.Errorf("unreadable counters: %+v, rose %v", ev, rose)
+	}
 }
 
 // --schedule cover's flags are refused before any work when they

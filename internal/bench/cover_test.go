@@ -37,8 +37,8 @@ func TestCoverNamesTheCable(t *testing.T) {
 	const n = leaves * perLeaf
 	netlist := testhost.FatTree(spines, leaves, perLeaf)
 	sim := testhost.StartIBSim(t, netlist)
+	// the SM stays (it does not sweep again): ibqueryerrors asks its SA
 	dump := sim.StartRoutingSM("ftree", spines+leaves, 2*time.Minute)
-	sim.StopSMs()
 	netFile := filepath.Join(sim.Dir, "net")
 	f, _, err := route.Load(context.Background(), route.Input{FabricFile: netFile, RoutesFile: dump})
 	if err != nil {
@@ -203,11 +203,14 @@ launcher:
 	}
 	raised := false
 	fs, cv, progress = runWith("live", nil, []string{"PATH=" + wrappers + ":" + os.Getenv("PATH")}, func(line string) {
-		if !raised && strings.HasPrefix(line, "round 1/") {
+		if !raised && strings.Contains(line, "round 1/") {
 			raised = true
 			sim.Console(fmt.Sprintf(`PerformanceSet "leaf02"[%d] PortCounters.SymbolErrorCounter=50`, perLeaf+3))
 		}
 	})
+	if out, err := sim.Run(time.Minute, "ibqueryerrors"); !raised || err != nil || !strings.Contains(out, "SymbolErrorCounter == 50") {
+		t.Logf("live: counter raised %v; ibqueryerrors after the run (%v):\n%s", raised, err, out)
+	}
 	want = fmt.Sprintf("bench.cover.link leaf02 port %d ↔ spine03 port 2", perLeaf+3)
 	if got := named(fs); len(got) != 1 || got[0] != want {
 		t.Fatalf("live: named %v, want [%s]\n%s", got, want, progress)
