@@ -198,7 +198,8 @@ launcher:
 		if err != nil {
 			t.Fatalf("%s: %v", tool, err)
 		}
-		script := "#!/bin/sh\nexport " + strings.Join(sim.Env(), " ") + "\ncd " + sim.Dir + "\nexec " + real + ` "$@"` + "\n"
+		// attached at a host: ftree's tables need not route a spine to every switch LID
+		script := "#!/bin/sh\nexport " + strings.Join(append(sim.Env(), "SIM_HOST=node0001"), " ") + "\ncd " + sim.Dir + "\nexec " + real + ` "$@"` + "\n"
 		os.WriteFile(filepath.Join(wrappers, tool), []byte(script), 0o755)
 	}
 	raised := false
@@ -208,8 +209,8 @@ launcher:
 			sim.Console(fmt.Sprintf(`PerformanceSet "leaf02"[%d] PortCounters.SymbolErrorCounter=50`, perLeaf+3))
 		}
 	})
-	if out, err := sim.Run(time.Minute, "ibqueryerrors"); !raised || err != nil || !strings.Contains(out, "SymbolErrorCounter == 50") {
-		t.Logf("live: counter raised %v; ibqueryerrors after the run (%v):\n%s", raised, err, out)
+	if !raised {
+		t.Fatalf("live: round 1 never started:\n%s", progress)
 	}
 	want = fmt.Sprintf("bench.cover.link leaf02 port %d ↔ spine03 port 2", perLeaf+3)
 	if got := named(fs); len(got) != 1 || got[0] != want {
@@ -219,7 +220,7 @@ launcher:
 	for _, fd := range fs {
 		if fd.Check == "bench.cover.link" {
 			for _, e := range fd.Evidence {
-				if strings.HasPrefix(e.What, "counters of ") {
+				if strings.HasPrefix(e.What, "counters") {
 					counters = append(counters, e.What+": "+e.Value)
 				}
 			}
