@@ -309,10 +309,11 @@ type BenchView struct {
 	Counts    map[string]int // good, bad, above ceiling, failed, timed out, not measured, missing
 	Summaries []bench.NodeSummary
 	Suspects  []SuspectRow
+	Good      []string // nodes healthy both ways, best first
+	Findings  FindingsView
+
 	// Cover is --schedule cover's verdict and every link's measurements.
-	Cover    *bench.Cover
-	Good     []string // nodes healthy both ways, best first
-	Findings FindingsView
+	Cover *bench.Cover
 }
 
 // Cell states.
@@ -400,7 +401,8 @@ func findingKey(f check.Finding) string {
 func newBenchView(r BenchRun) BenchView {
 	rep := r.Report
 	v := BenchView{Engine: rep.Engine, Test: rep.Test, Latency: rep.Latency, Source: r.Source, RateDeclared: rep.RateDeclared,
-		Link: rep.Link, MedianValue: rep.MedianValue, Summaries: rep.Nodes, Good: rep.Good, Findings: NewFindingsView(r.Findings), Cover: rep.Cover}
+		Link: rep.Link, MedianValue: rep.MedianValue, Summaries: rep.Nodes, Good: rep.Good, Findings: NewFindingsView(r.Findings)}
+	v.Cover = rep.Cover
 	switch {
 	case rep.Latency:
 		v.Against = "the peers' median p50 latency of each link class"

@@ -68,10 +68,11 @@ type page struct {
 type benchPage struct {
 	report.BenchView
 	Heats []heatmap // bandwidth: one; latency: p50 and p99.9
+	Rows  []dirRow  // every direction, for the table
+	Sides []sideRow
+
 	// Fabric is --schedule cover's links drawing (nil without a cover).
 	Fabric *fabricDrawing
-	Rows   []dirRow // every direction, for the table
-	Sides  []sideRow
 }
 
 // dirRow is one direction as the accessible table prints it.
@@ -159,7 +160,8 @@ var stateBadge = map[string]string{report.CellGood: "pass", report.CellBad: "fai
 	report.CellTimedOut: "fail", report.CellNotMeasured: "unknown", report.CellMissing: "unknown"}
 
 func newBenchPage(b report.BenchView) benchPage {
-	p := benchPage{BenchView: b, Fabric: newFabricDrawing(b.Cover)}
+	p := benchPage{BenchView: b}
+	p.Fabric = newFabricDrawing(b.Cover)
 	value := func(v float64) string {
 		if b.Latency {
 			return fmt.Sprintf("p50 %.2f µs", v)
