@@ -93,13 +93,19 @@ func ParseLFTs(r io.Reader) ([]LFT, error) {
 		}
 		n++
 		line := strings.TrimSpace(string(raw)) // one small copy per line
-		if t, size, ok, perr := parseHeader(line); ok {
+		if t, ok, perr := parseHeader(line); ok {
 			if perr != "" {
 				return nil, &ParseError{n, line, perr}
 			}
 			t.Name = intern(t.Name)
+			// Tables of one dump are alike: size this one like the last,
+			// never by the header's LID range, which input could inflate.
+			if len(out) > 0 {
+				curSize = len(out[len(out)-1].Out)
+				t.Out = make(map[int]int, curSize)
+			}
 			out = append(out, t)
-			cur, curSize = len(out)-1, size
+			cur = len(out) - 1
 			continue
 		}
 		if !strings.HasPrefix(line, "0x") {
@@ -143,30 +149,24 @@ func ParseLFTs(r io.Reader) ([]LFT, error) {
 // parseHeader reads `Unicast lids [..] of switch <how> guid 0xHEX (<name>):`.
 // ok is false when the line is no header; msg says what is wrong with a
 // header whose GUID does not parse.
-func parseHeader(line string) (t LFT, size int, ok bool, msg string) {
+func parseHeader(line string) (t LFT, ok bool, msg string) {
 	rest, found := strings.CutPrefix(line, "Unicast lids [")
 	if !found {
-		return t, 0, false, ""
+		return t, false, ""
 	}
 	i := strings.IndexByte(rest, ']')
 	if i < 0 {
-		return t, 0, false, ""
-	}
-	// the LID range's top sizes the table (capped at the top unicast LID)
-	if _, hi, ok := strings.Cut(rest[:i], "-"); ok {
-		if v, err := strconv.ParseInt(hi, 0, 32); err == nil && v > 0 {
-			size = int(min(v, 0xbfff)) + 1
-		}
+		return t, false, ""
 	}
 	rest, found = strings.CutPrefix(rest[i+1:], " of switch ")
 	if !found || !strings.HasSuffix(rest, "):") {
-		return t, 0, false, ""
+		return t, false, ""
 	}
 	// the first `guid 0xHEX (` decides where the switch's address ends
 	for off := 0; ; {
 		j := strings.Index(rest[off:], "guid 0x")
 		if j < 0 {
-			return t, 0, false, ""
+			return t, false, ""
 		}
 		j += off
 		k := j + len("guid 0x")
@@ -176,14 +176,14 @@ func parseHeader(line string) (t LFT, size int, ok bool, msg string) {
 		if k > j+len("guid 0x") && strings.HasPrefix(rest[k:], " (") && k+2 <= len(rest)-2 {
 			g, err := host.ParseGUID(rest[j+len("guid ") : k])
 			if err != nil {
-				return t, 0, true, err.Error()
+				return t, true, err.Error()
 			}
 			how := strings.TrimRight(rest[:j], spaces)
-			t = LFT{Switch: g, Name: strings.Trim(rest[k+2:len(rest)-2], "'"), Out: make(map[int]int, size)}
+			t = LFT{Switch: g, Name: strings.Trim(rest[k+2:len(rest)-2], "'"), Out: map[int]int{}}
 			if l, found := strings.CutPrefix(how, "Lid "); found && allDigits(l) {
 				t.LID, _ = strconv.Atoi(l)
 			}
-			return t, size, true, ""
+			return t, true, ""
 		}
 		off = j + 1
 	}
