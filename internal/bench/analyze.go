@@ -90,6 +90,7 @@ type Report struct {
 	// CUDA is the same test in GPU memory (--use-cuda), GPUDirect the
 	// per-direction verdicts of GPU against host memory.
 	CUDA      *Report         `json:"cuda,omitempty"`
+	Cover     *Cover          `json:"cover,omitempty"` // --schedule cover: the localiser's verdict
 	GPUDirect []check.Finding `json:"gpudirect,omitempty"`
 	Findings  []check.Finding `json:"-"`
 	// layer is the cluster file's link layer, as written.

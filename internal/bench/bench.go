@@ -16,6 +16,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/gpudirect"
 	"github.com/rdmalab/rdmalab/internal/launch"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
+	"github.com/rdmalab/rdmalab/internal/route"
 	"github.com/rdmalab/rdmalab/internal/schedule"
 	"github.com/rdmalab/rdmalab/internal/slurm"
 )
@@ -55,6 +56,11 @@ type Options struct {
 	// schedule' writes. Only its pairs are measured.
 	Rounds       string
 	RoundsFormat string
+	// Schedule "cover" plans the rounds from the fabric's routes (Fabric:
+	// files, or the live fabric through its Runner), runs them and the
+	// localiser's follow-ups, and names the slow cable or node.
+	Schedule string
+	Fabric   route.Input
 	// UseCUDA measures every pair a second time with perftest's buffers in
 	// GPU memory (--use_cuda) and judges GPU against host memory.
 	UseCUDA bool
@@ -111,6 +117,18 @@ func (o *Options) Validate() error {
 	}
 	if o.UseCUDA && (o.Engine != "perftest" || strings.HasSuffix(o.Test, "_lat")) {
 		return &UsageError{errors.New("--use-cuda needs --engine perftest and a bandwidth test (ib_write_bw, ib_read_bw, ib_send_bw)")}
+	}
+	switch o.Schedule {
+	case "", "circle":
+		if o.Fabric.FabricFile != "" || o.Fabric.RoutesFile != "" {
+			return &UsageError{errors.New("--fabric and --routes plan the rounds of --schedule cover: add --schedule cover")}
+		}
+	case "cover":
+		if o.Rounds != "" {
+			return &UsageError{errors.New("--schedule cover plans its own rounds: leave out --rounds")}
+		}
+	default:
+		return &UsageError{fmt.Errorf("--schedule %q: want cover or circle", o.Schedule)}
 	}
 	if o.Rounds != "" {
 		if _, err := schedule.ParseFormat(o.RoundsFormat); err != nil {
@@ -219,9 +237,17 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return nil, &UsageError{err}
 		}
 	}
+	var cover *coverPlan
+	if o.Schedule == "cover" {
+		if cover, err = planCover(ctx, o.Fabric, c); err != nil {
+			return nil, &UsageError{err}
+		}
+		sched = func(int) [][]Pair { return cover.rounds }
+	}
 	r := &Runner{Cluster: c, Launcher: l, Engine: eng, Schedule: sched, Samples: o.Samples, Timeout: o.Timeout,
 		RunID: NewRunID(), Log: log, KeepFailed: o.KeepFailed, Retest: !o.NoRetest, Progress: o.Progress}
-	unready := Preflight(ctx, l, c.Nodes, eng, 15*time.Second)
+	// a node gets as long to answer the probe as one test may take
+	unready := Preflight(ctx, l, c.Nodes, eng, max(15*time.Second, o.Timeout))
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
@@ -234,8 +260,17 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			r.progress("preflight: running without %s: %s\n", n, why)
 		}
 	}
-	recs, runErr := r.Run(ctx, prior)
+	var recs []Record
+	var runErr error
+	if cover != nil {
+		recs, runErr = r.runCover(ctx, cover, prior)
+	} else {
+		recs, runErr = r.Run(ctx, prior)
+	}
 	rep := Analyze(c, eng.Name(), eng.Test(), eng.Latency(), recs, r.Out(), r.Leftovers())
+	if cover != nil {
+		cover.judgeCover(c, rep, recs)
+	}
 	if !o.UseCUDA || runErr != nil {
 		return rep, runErr
 	}

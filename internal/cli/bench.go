@@ -11,13 +11,15 @@ import (
 	"github.com/rdmalab/rdmalab/internal/bench"
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/envelope"
+	"github.com/rdmalab/rdmalab/internal/fabric"
 	"github.com/rdmalab/rdmalab/internal/report"
 	"github.com/spf13/cobra"
 )
 
 func newBenchCmd() *cobra.Command {
 	var o bench.Options
-	var output string
+	var output, fabricCA string
+	var fabricPort int
 	c := &cobra.Command{
 		Use:   "bench",
 		Short: "Pairwise benchmarks across a cluster, both directions, judged against the link and the peers",
@@ -46,6 +48,16 @@ nodes are SLURM_JOB_NODELIST's, each reached at its NodeAddr (or --data
 NODE=ADDR), and every process is a one-task srun step pinned to its node
 (--nodelist, --overlap), killed through srun on timeout (docs/slurm.md).
 
+--schedule cover replaces the circle method with rounds planned from the
+fabric's real routes (the live fabric read from this node, or --fabric and
+--routes files, as 'bench schedule' reads them) that together cross every
+link host traffic reaches (on a fat tree one or two rounds). Each CA port is
+the cluster node named by the first word of its description. When directions
+are slow, up to 3 follow-up rounds the localiser chooses split the suspects,
+and the finding names the cable by both ends (switch GUID, name and port), or
+the node whose HCA or cable is slow with every partner, with the pairs that
+crossed it slow and at speed and how sure (docs/schedule.md).
+
 Exit codes: 0 nothing failed, 1 a node, pair or direction failed, 2 could not
 run (bad flag or file, unready nodes), 130 interrupted (finished work is saved).`,
 		Example: `  rdmalab bench --cluster cluster.yaml --engine perftest --test ib_write_bw
@@ -55,8 +67,8 @@ run (bad flag or file, unready nodes), 130 interrupted (finished work is saved).
   rdmalab bench --cluster cluster.yaml --engine tcp --results run1.jsonl --resume
   rdmalab bench --cluster cluster.yaml --without-unready --output json
   salloc -N 8 rdmalab bench --engine tcp             # the allocation's nodes, through srun
-  rdmalab bench schedule --fabric fabric.json --rounds cover.txt   # rounds that cross every link
-  rdmalab bench --cluster cluster.yaml --rounds cover.txt         # measure only those`,
+  rdmalab bench --cluster cluster.yaml --schedule cover         # cover rounds from the live fabric's routes; name the slow cable
+  rdmalab bench --cluster cluster.yaml --schedule cover --fabric fabric.json --routes opensm-lfts.dump`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(output); err != nil {
@@ -68,6 +80,7 @@ run (bad flag or file, unready nodes), 130 interrupted (finished work is saved).
 			}
 			defer cleanup()
 			o.ControlDir, o.Progress = dir, cmd.ErrOrStderr()
+			o.Fabric.Runner = fabric.Exec{CA: fabricCA, Port: fabricPort, Timeout: 2 * time.Minute}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 			defer stop()
 			rep, err := bench.Run(ctx, o)
@@ -116,8 +129,13 @@ run (bad flag or file, unready nodes), 130 interrupted (finished work is saved).
 	f.StringArrayVar(&o.PerftestArgs, "perftest-arg", nil, "extra perftest argument, repeatable: -s 65536, -q 4, --use_cuda=0 (GPUDirect)")
 	f.StringVar(&o.Rdmalab, "rdmalab", "", "rdmalab binary on the nodes (tcp engine; default: launcher.rdmalab, else this binary)")
 	f.BoolVar(&o.UseCUDA, "use-cuda", false, "measure every pair again with perftest's buffers in GPU memory (--use_cuda=<node's cuda_gpu>) and judge GPU against host memory: GPUDirect RDMA proven or not")
-	f.StringVar(&o.Rounds, "rounds", "", "measure the pairs of this round file instead of every pair (e.g. 'rdmalab bench schedule --rounds FILE')")
+	f.StringVar(&o.Rounds, "rounds", "", "measure the pairs of this round file (SuperBench's or ClusterKit's) instead of every pair")
 	f.StringVar(&o.RoundsFormat, "rounds-format", "clusterkit", "the round file's format: clusterkit (<round> <node1> <node2>) or superbench (i,j;k,l by node index)")
+	f.StringVar(&o.Schedule, "schedule", "circle", "circle (every pair) or cover (rounds from the fabric's routes that cross every link, then the localiser's follow-ups)")
+	f.StringVar(&o.Fabric.FabricFile, "fabric", "", "--schedule cover: cabling, ibnetdiscover output or a fabric snapshot (default: scan the live fabric)")
+	f.StringVar(&o.Fabric.RoutesFile, "routes", "", "--schedule cover: forwarding tables, dump_fts/ibroute output or opensm-lfts.dump (default: run dump_fts)")
+	f.StringVar(&fabricCA, "ca", "", "--schedule cover: local HCA to read the live fabric from, e.g. mlx5_0")
+	f.IntVar(&fabricPort, "port", 0, "port of --ca")
 	f.StringVarP(&output, "output", "o", "table", "table or json")
 	c.AddCommand(newBenchAgentCmd(), newBenchScheduleCmd())
 	return c

@@ -198,7 +198,7 @@ func catalogs() []catalog {
 	return []catalog{
 		{"doctor", "rdmalab doctor (and judge on ibstat, ibstatus, ibv_devinfo; slurm health)", hostcheck.Catalog()},
 		{"fabric", "rdmalab fabric check (and judge on the fabric tools' outputs)", fabriccheck.Catalog},
-		{"bench", "rdmalab bench, report on a results log, judge on perftest output", append(slices.Clone(bench.Catalog), gpudirect.BenchEntry)},
+		{"bench", "rdmalab bench, report on a results log, judge on perftest output", append(append(slices.Clone(bench.Catalog), bench.CoverCatalog...), gpudirect.BenchEntry)},
 		{"nccl", "rdmalab nccl env / run / judge, and judge on nccl-tests and NCCL_DEBUG logs", nccl.Catalog},
 		{"schedule", "rdmalab bench --schedule, schedule locate", schedule.Catalog},
 		{"plan", "rdmalab plan vms (refusals fail, notes warn)", plan.Catalog},

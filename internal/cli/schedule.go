@@ -31,7 +31,9 @@ reach: on a fat tree one or two rounds, where the circle method (all pairs,
 what ClusterKit FULL and SuperBench pair-wise run) takes N−1. It prints both
 round counts, how many circle rounds pass before every link has carried
 traffic, and the links no host-to-host route crosses (no benchmark between
-hosts can test those; they are listed, not hidden). It does not run anything.
+hosts can test those; they are listed, not hidden). It does not run anything:
+'rdmalab bench --schedule cover' plans, runs and names the slow cable in one
+command.
 
 Inputs, any of them from a file or the live fabric from this node:
   --fabric FILE   ibnetdiscover output (or an ibsim netlist), or a fabric
@@ -45,16 +47,15 @@ describes the formats and the JSON.
 
 --rounds FILE writes the rounds as a round file for other tools (--format
 superbench: one line per round, "i,j;k,l" host indices in node-name order;
-clusterkit: "<round> <node1> <node2>" lines). With --hostnames the nodes are
-named by host, as a cluster file names them, and 'rdmalab bench --cluster
-FILE --rounds ROUNDS' measures exactly those pairs.
+clusterkit: "<round> <node1> <node2>" lines) for other tools. With --hostnames
+the nodes are named by host, as a cluster file names them.
 
 Exit codes: 0 planned, 1 host pairs without a route, 2 could not run.`,
 		Example: `  rdmalab bench schedule                                   # the live fabric
   rdmalab bench schedule --fabric fabric.json --routes opensm-lfts.dump
   rdmalab bench schedule --fabric ibnetdiscover.txt --routes dump_fts.txt --output json
   rdmalab bench schedule --fabric fabric.json --routes lfts.txt --rounds cover.txt --format clusterkit --hostnames
-  rdmalab bench --cluster cluster.yaml --rounds cover.txt                  # then measure only those pairs`,
+  rdmalab bench --cluster cluster.yaml --schedule cover --fabric fabric.json --routes lfts.txt   # plan, run, name the cable`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(output); err != nil {

@@ -23,6 +23,19 @@ func Bench(w io.Writer, rep *bench.Report) {
 		against = "the peers' median p50 latency"
 	}
 	fmt.Fprintf(w, "%s %s: %d direction(s), cluster median %s, judged against %s\n\n", rep.Engine, rep.Test, len(rep.Directions), rep.FormatValue(rep.MedianValue), against)
+	if cv := rep.Cover; cv != nil {
+		what := cv.What
+		if f := cv.Fault; f != nil && f.Kind == "node" {
+			what = fmt.Sprintf("node %s (its HCA, or its cable %s ↔ %s)", f.Node, f.Ends[0].Name, f.Ends[1].Name)
+		} else if f != nil {
+			what = fmt.Sprintf("the cable %s ↔ %s", f.Ends[0].Name, f.Ends[1].Name)
+		}
+		fmt.Fprintf(w, "Cover: %d round(s) planned from the routes (%s), %d follow-up round(s); %s: %s", cv.InitialRounds, cv.Source, cv.FollowUps, cv.State, what)
+		if cv.Confidence != "" {
+			fmt.Fprintf(w, " (confidence %s)", cv.Confidence)
+		}
+		fmt.Fprint(w, "\n\n")
+	}
 
 	t := newTable(w, "Nodes")
 	if rep.Latency {

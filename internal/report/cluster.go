@@ -324,6 +324,9 @@ type BenchView struct {
 	Suspects  []SuspectRow
 	Good      []string // nodes healthy both ways, best first
 	Findings  FindingsView
+
+	// Cover is --schedule cover's verdict and every link's measurements.
+	Cover *bench.Cover
 }
 
 // Cell states.
@@ -412,6 +415,7 @@ func newBenchView(r BenchRun) BenchView {
 	rep := r.Report
 	v := BenchView{Engine: rep.Engine, Test: rep.Test, Latency: rep.Latency, Source: r.Source, RateDeclared: rep.RateDeclared,
 		Link: rep.Link, MedianValue: rep.MedianValue, Summaries: rep.Nodes, Good: rep.Good, Findings: NewFindingsView(r.Findings)}
+	v.Cover = rep.Cover
 	switch {
 	case rep.Latency:
 		v.Against = "the peers' median p50 latency of each link class"

@@ -6,11 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/rdmalab/rdmalab/internal/fabric"
+	"github.com/rdmalab/rdmalab/internal/host"
 )
 
 func readLFTs(t *testing.T, name string) []LFT {
@@ -174,7 +177,7 @@ func TestFromSnapshotJoinsByGUID(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := g.Paths()
-	if !reflect.DeepEqual(f.Links, g.Links) || !reflect.DeepEqual(f.CAs, g.CAs) || !reflect.DeepEqual(p.hops, q.hops) {
+	if !reflect.DeepEqual(f.Links, g.Links) || !reflect.DeepEqual(f.CAs, g.CAs) || !samePaths(p, q) {
 		t.Fatal("snapshot join and topology join disagree")
 	}
 }
@@ -279,4 +282,89 @@ func normalize(l LFT) LFT {
 // sortLFTs orders tables by switch GUID.
 func sortLFTs(lfts []LFT) {
 	slices.SortFunc(lfts, func(a, b LFT) int { return cmp.Compare(a.Switch, b.Switch) })
+}
+
+// The hand-written line reader replaced these regexps (too slow over half
+// a million lines); they stay here as the oracle it must agree with.
+var (
+	oracleHeaderRE = regexp.MustCompile(`^Unicast lids \[[^\]]*\] of switch (.*?)\s*guid (0x[0-9a-fA-F]+) \((.*)\):\s*$`)
+	oracleLidRE    = regexp.MustCompile(`^Lid (\d+)$`)
+	oracleEntryRE  = regexp.MustCompile(`^0x([0-9a-fA-F]{1,4})\s+(\d{1,3})\s*(?::\s*\((.*)\)|#\s*(.*))?$`)
+	oracleDestRE   = regexp.MustCompile(`^(Switch|Channel Adapter|Router) portguid (0x[0-9a-fA-F]+): '(.*)'$`)
+	oracleTailRE   = regexp.MustCompile(`^\d+ (?:valid )?lids dumped\s*$`)
+)
+
+func FuzzLineReadersMatchRegexps(f *testing.F) {
+	for _, s := range []string{
+		"Unicast lids [0x0-0x16] of switch DR path slid 0; dlid 0; 0,1,6 guid 0x0000000000200001 (spine02):",
+		"Unicast lids [0-22] of switch Lid 1 guid 0x0000000000200000 ('spine01'):",
+		"Unicast lids [0-22] of switch Lid 1 guid 0x1 (a) guid 0x2 (b):",
+		"0x0002 001 : (Channel Adapter portguid 0x0000000000100001: 'node0001')",
+		"0x0002 001 # Channel Adapter portguid 0x0000000000100001: 'node0001'",
+		"0x0016 004", "0x00016 004", "0x0001 1234", "21 valid lids dumped ", "7 lids dumped",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		line = strings.TrimSpace(line)
+		if strings.Contains(line, "\n") {
+			return // lines are read one at a time: none holds a newline
+		}
+		m := oracleHeaderRE.FindStringSubmatch(line)
+		tb, ok, msg := parseHeader(line)
+		if (m != nil) != ok {
+			t.Fatalf("header %q: regexp %v, reader %v", line, m != nil, ok)
+		}
+		if ok && msg == "" {
+			lid := 0
+			if l := oracleLidRE.FindStringSubmatch(m[1]); l != nil {
+				lid, _ = strconv.Atoi(l[1])
+			}
+			g, _ := host.ParseGUID(m[2])
+			if tb.Switch != g || tb.Name != strings.Trim(m[3], "'") || tb.LID != lid {
+				t.Fatalf("header %q: reader %+v, regexp %q", line, tb, m)
+			}
+		}
+		if oracleTailRE.MatchString(line) != isTail(line) {
+			t.Fatalf("tail %q: regexp %v", line, oracleTailRE.MatchString(line))
+		}
+		if !strings.HasPrefix(line, "0x") {
+			return
+		}
+		e := oracleEntryRE.FindStringSubmatch(line)
+		lid, port, info, ok := parseEntry(line)
+		if (e != nil) != ok {
+			t.Fatalf("entry %q: regexp %v, reader %v", line, e != nil, ok)
+		}
+		if !ok {
+			return
+		}
+		wl, _ := strconv.ParseInt(e[1], 16, 32)
+		wp, _ := strconv.Atoi(e[2])
+		if lid != int(wl) || port != wp || strings.TrimSpace(info) != strings.TrimSpace(e[3]+e[4]) {
+			t.Fatalf("entry %q: reader %d %d %q, regexp %q", line, lid, port, info, e)
+		}
+		d := oracleDestRE.FindStringSubmatch(strings.TrimSpace(info))
+		got, ok, msg := parseDest(info)
+		if (d != nil) != ok {
+			t.Fatalf("dest %q: regexp %v, reader %v", info, d != nil, ok)
+		}
+		if ok && msg == "" && (got.Type != d[1] || got.Name != d[3]) {
+			t.Fatalf("dest %q: reader %+v, regexp %q", info, got, d)
+		}
+	})
+}
+
+func samePaths(p, q *Paths) bool {
+	if p.N != q.N {
+		return false
+	}
+	for s := range p.N {
+		for d := range p.N {
+			if !slices.Equal(p.Path(s, d), q.Path(s, d)) {
+				return false
+			}
+		}
+	}
+	return true
 }

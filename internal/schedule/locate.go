@@ -30,7 +30,6 @@ type Hypothesis struct {
 // split the standing hypotheses, then one that confirms the survivor.
 type Locator struct {
 	P   *route.Paths
-	idx [][]int32 // link → pair ids (src*N+dst), built on first need
 	obs []Observation
 }
 
@@ -130,13 +129,6 @@ func (l *Locator) NextRound() []IPair {
 	return round
 }
 
-func (l *Locator) index() [][]int32 {
-	if l.idx == nil {
-		l.idx = l.P.Index()
-	}
-	return l.idx
-}
-
 // measured is the set of unordered pairs already measured.
 func (l *Locator) measured() map[[2]int]bool {
 	m := map[[2]int]bool{}
@@ -148,18 +140,16 @@ func (l *Locator) measured() map[[2]int]bool {
 
 // candidates are the unordered pairs whose paths cross any of links.
 func (l *Locator) candidates(links []int) [][2]int {
-	n := l.P.N
 	seen := map[[2]int]bool{}
 	var out [][2]int
 	for _, link := range links {
-		for _, id := range l.index()[link] {
-			s, d := int(id)/n, int(id)%n
+		l.P.EachCrossing(link, func(s, d int) {
 			k := [2]int{min(s, d), max(s, d)}
 			if !seen[k] {
 				seen[k] = true
 				out = append(out, k)
 			}
-		}
+		})
 	}
 	slices.SortFunc(out, func(a, b [2]int) int { return cmpPair(a, b) })
 	return out

@@ -95,7 +95,7 @@ func Plan(f *route.Fabric, source string) *Result {
 	}
 	pl := Payload{SchemaVersion: PayloadVersion, Source: source, Nodes: p.N, Links: len(f.Links),
 		Coverable: c.Coverable, Covered: c.Covered, Uncoverable: []LinkRef{},
-		CircleRounds: len(Circle(order)), CircleRoundsToCover: CircleRoundsToCover(p, order),
+		CircleRounds: CircleRounds(p.N), CircleRoundsToCover: CircleRoundsToCover(p, order),
 		ScheduleSeconds: elapsed.Seconds(), Problems: f.Problems}
 	ref := func(k route.PortKey) PortRef { return PortRef{k.GUID, k.Port, f.PortName(k)} }
 	link := func(l int) LinkRef { return LinkRef{ref(f.Links[l].From), ref(f.Links[l].To)} }

@@ -61,34 +61,52 @@ func CoverRounds(p *route.Paths) *Cover {
 		}
 	}
 	c := &Cover{Coverable: remaining}
-	gain := func(a, b int) int {
-		g := 0
-		for _, l := range p.Path(a, b) {
-			if !covered[l] {
-				g++
-			}
+	var buf []int32
+	count := func(a, b int) int {
+		first, rest, ok := p.Hops(a, b)
+		if !ok {
+			return 0
 		}
-		for _, l := range p.Path(b, a) {
+		g := 0
+		if !covered[first] {
+			g++
+		}
+		for _, l := range rest {
 			if !covered[l] {
 				g++
 			}
 		}
 		return g
 	}
+	gain := func(a, b int) int { return count(a, b) + count(b, a) }
 	used := make([]int, n) // round number+1 a node was last used in
+	gains := make([]uint16, 0, n*(n-1)/2)
 	for round := 1; remaining > 0; round++ {
-		// buckets by gain; a pair is a single int a*n+b, a < b
-		var buckets [][]int32
+		// buckets by gain; a pair is a single int a*n+b, a < b. Gains are
+		// counted first so that every bucket is allocated once, exactly.
+		gains = gains[:0]
+		var sizes []int
 		for a := range n {
 			for b := a + 1; b < n; b++ {
 				g := gain(a, b)
-				if g == 0 {
-					continue
+				for len(sizes) <= g {
+					sizes = append(sizes, 0)
 				}
-				for len(buckets) <= g {
-					buckets = append(buckets, nil)
+				sizes[g]++
+				gains = append(gains, uint16(min(g, 1<<16-1)))
+			}
+		}
+		buckets := make([][]int32, len(sizes))
+		for g := 1; g < len(sizes); g++ {
+			buckets[g] = make([]int32, 0, sizes[g])
+		}
+		k := 0
+		for a := range n {
+			for b := a + 1; b < n; b++ {
+				if g := gains[k]; g > 0 {
+					buckets[g] = append(buckets[g], int32(a*n+b))
 				}
-				buckets[g] = append(buckets[g], int32(a*n+b))
+				k++
 			}
 		}
 		var pairs []IPair
@@ -109,12 +127,10 @@ func CoverRounds(p *route.Paths) *Cover {
 				}
 				used[a], used[b] = round, round
 				pairs = append(pairs, IPair{a, b})
-				for _, path := range [][]int32{p.Path(a, b), p.Path(b, a)} {
-					for _, l := range path {
-						if !covered[l] {
-							covered[l] = true
-							remaining--
-						}
+				for _, l := range p.AppendPath(p.AppendPath(buf[:0], a, b), b, a) {
+					if !covered[l] {
+						covered[l] = true
+						remaining--
 					}
 				}
 			}
@@ -156,18 +172,38 @@ func RoundLinks(p *route.Paths, round []IPair) []int {
 // disjoint pairs, n odd n rounds with one node resting in each. This is
 // what ClusterKit FULL and SuperBench pair-wise run.
 func Circle(order []int) [][]IPair {
+	var rounds [][]IPair
+	eachCircleRound(order, func(r []IPair) bool {
+		rounds = append(rounds, slices.Clone(r))
+		return true
+	})
+	return rounds
+}
+
+// CircleRounds is how many rounds the circle method takes over n nodes.
+func CircleRounds(n int) int {
+	if n < 2 {
+		return 0
+	}
+	return n - 1 + n%2
+}
+
+// eachCircleRound gives the circle method's rounds one at a time (the
+// slice is reused) until fn returns false: all of them at 4,096 nodes
+// would be 8 million pairs.
+func eachCircleRound(order []int, fn func([]IPair) bool) {
 	n := len(order)
 	if n < 2 {
-		return nil
+		return
 	}
 	m := n + n%2 // a bye when odd
 	ring := make([]int, m)
 	for i := range ring {
 		ring[i] = i
 	}
-	var rounds [][]IPair
+	round := make([]IPair, 0, m/2)
 	for range m - 1 {
-		var round []IPair
+		round = round[:0]
 		for i := range m / 2 {
 			a, b := ring[i], ring[m-1-i]
 			if a >= n || b >= n {
@@ -175,12 +211,13 @@ func Circle(order []int) [][]IPair {
 			}
 			round = append(round, IPair{order[a], order[b]})
 		}
-		rounds = append(rounds, round)
+		if !fn(round) {
+			return
+		}
 		last := ring[m-1]
 		copy(ring[2:], ring[1:m-1])
 		ring[1] = last
 	}
-	return rounds
 }
 
 // CircleRoundsToCover counts the circle method's rounds, in this host
@@ -196,22 +233,25 @@ func CircleRoundsToCover(p *route.Paths, order []int) int {
 	if remaining == 0 {
 		return 0
 	}
-	for i, round := range Circle(order) {
+	rounds, done := 0, -1 // -1 is unreachable: all pairs cross every coverable link
+	var buf []int32
+	eachCircleRound(order, func(round []IPair) bool {
+		rounds++
 		for _, pr := range round {
-			for _, path := range [][]int32{p.Path(pr.A, pr.B), p.Path(pr.B, pr.A)} {
-				for _, l := range path {
-					if !covered[l] {
-						covered[l] = true
-						remaining--
-					}
+			for _, l := range p.AppendPath(p.AppendPath(buf[:0], pr.A, pr.B), pr.B, pr.A) {
+				if !covered[l] {
+					covered[l] = true
+					remaining--
 				}
 			}
 		}
 		if remaining == 0 {
-			return i + 1
+			done = rounds
+			return false
 		}
-	}
-	return -1 // unreachable: all pairs cross every coverable link
+		return true
+	})
+	return done
 }
 
 // Named turns index rounds into a Schedule by CA name.

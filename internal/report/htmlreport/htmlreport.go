@@ -76,6 +76,9 @@ type benchPage struct {
 	Heats []heatmap // bandwidth: one; latency: p50 and p99.9
 	Rows  []dirRow  // every direction, for the table
 	Sides []sideRow
+
+	// Fabric is --schedule cover's links drawing (nil without a cover).
+	Fabric *fabricDrawing
 }
 
 // dirRow is one direction as the accessible table prints it.
@@ -164,6 +167,7 @@ var stateBadge = map[string]string{report.CellGood: "pass", report.CellBad: "fai
 
 func newBenchPage(b report.BenchView) benchPage {
 	p := benchPage{BenchView: b}
+	p.Fabric = newFabricDrawing(b.Cover)
 	value := func(v float64) string {
 		if b.Latency {
 			return fmt.Sprintf("p50 %.2f µs", v)
