@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 	"io"
 	"os"
 	"slices"
@@ -123,9 +124,9 @@ func (o *Options) Validate() error {
 // roundsFromFile reads a round file by the cluster's node names and turns
 // it into the runner's pairs of node indices.
 func roundsFromFile(path, format string, c *cluster.Cluster) (func(int) [][]Pair, error) {
-	f, err := os.Open(path)
+	f, err := userfile.Open(path, userfile.Rounds)
 	if err != nil {
-		return nil, fmt.Errorf("--rounds: %w", err)
+		return nil, fmt.Errorf("--rounds %w", err)
 	}
 	defer f.Close()
 	names := make([]string, len(c.Nodes))

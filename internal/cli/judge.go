@@ -1,8 +1,8 @@
 package cli
 
 import (
+	"github.com/rdmalab/rdmalab/internal/userfile"
 	"io"
-	"os"
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/envelope"
@@ -97,10 +97,10 @@ func readInputs(stdin io.Reader, args []string) ([]judge.Input, error) {
 		var b []byte
 		var err error
 		if a == "-" {
-			b, err = io.ReadAll(stdin)
 			a = "(stdin)"
+			b, err = userfile.ReadAll(stdin, a, userfile.ToolOutput)
 		} else {
-			b, err = os.ReadFile(a)
+			b, err = userfile.ReadFile(a, userfile.ToolOutput)
 		}
 		if err != nil {
 			return nil, usageErr("%v", err)

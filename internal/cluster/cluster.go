@@ -9,8 +9,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 	"net/netip"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -146,9 +146,9 @@ func (c *Cluster) Validate() error {
 
 // Load reads and checks a cluster file.
 func Load(path string) (*Cluster, error) {
-	b, err := os.ReadFile(path)
+	b, err := userfile.ReadFile(path, userfile.ClusterFile)
 	if err != nil {
-		return nil, fmt.Errorf("cluster file: %w", err)
+		return nil, fmt.Errorf("cluster file %w", err)
 	}
 	c, err := Parse(b)
 	if err != nil {

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 	"io"
-	"os"
 	"slices"
 	"strings"
 
@@ -19,7 +19,7 @@ import (
 // kind of document (a host snapshot, findings) is refused with one line
 // naming the file and what it is.
 func Load(path string) (*Snapshot, error) {
-	b, err := os.ReadFile(path)
+	b, err := userfile.ReadFile(path, userfile.FabricSnapshot)
 	if err != nil {
 		return nil, err
 	}

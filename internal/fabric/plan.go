@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -29,7 +29,7 @@ var ErrEmptyPlan = errors.New("the plan lists no links")
 // .yml) or anything ibnetdiscover or ibsim reads. A file with no links is
 // an error.
 func LoadTopology(path string) (*Topology, error) {
-	b, err := os.ReadFile(path)
+	b, err := userfile.ReadFile(path, userfile.Topology)
 	if err != nil {
 		return nil, err
 	}

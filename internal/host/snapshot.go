@@ -9,8 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 	"io"
-	"os"
 	"slices"
 	"time"
 
@@ -325,9 +325,9 @@ type AffinityPair struct {
 // of document (a fabric snapshot, a doctor report) is a *WrongKindError
 // naming the file.
 func Load(path string) (*Snapshot, error) {
-	b, err := os.ReadFile(path)
+	b, err := userfile.ReadFile(path, userfile.HostSnapshot)
 	if err != nil {
-		return nil, fmt.Errorf("snapshot: %w", err)
+		return nil, fmt.Errorf("snapshot %w", err)
 	}
 	s, err := DecodeBytes(b)
 	if err != nil {

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,6 +19,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/fabriccheck"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/hostcheck"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 )
 
 // Inputs is everything a cluster report is made of: host snapshots,
@@ -53,9 +52,6 @@ type BenchRun struct {
 	Findings []check.Finding
 }
 
-// maxInputBytes bounds one input file: rdmalab documents are far smaller.
-const maxInputBytes = 256 << 20
-
 // UnknownInputError says an input is no rdmalab output rdmalab can read.
 type UnknownInputError struct {
 	Path, Why string
@@ -83,9 +79,9 @@ func LoadInputs(args []string) (*Inputs, error) {
 			}
 			continue
 		}
-		st, err := os.Stat(a)
+		st, err := userfile.Stat(a)
 		if err != nil {
-			return nil, fmt.Errorf("input %s: %w", a, err)
+			return nil, fmt.Errorf("input %w", err)
 		}
 		if !st.IsDir() {
 			if err := in.file(a); err != nil {
@@ -101,8 +97,14 @@ func LoadInputs(args []string) (*Inputs, error) {
 				return nil
 			}
 			var unknown *UnknownInputError
+			var refused *userfile.Error
 			if err := in.file(p); errors.As(err, &unknown) {
 				in.Skipped = append(in.Skipped, unknown.Path+": "+unknown.Why)
+				return nil
+			} else if errors.As(err, &refused) && refused.Path == p {
+				// A FIFO, device or oversized file inside a named
+				// directory is listed, like any file that is no output.
+				in.Skipped = append(in.Skipped, refused.Error())
 				return nil
 			} else if err != nil {
 				return err
@@ -138,17 +140,9 @@ func (in *Inputs) example(name string) error {
 }
 
 func (in *Inputs) file(path string) error {
-	f, err := os.Open(path)
+	b, err := userfile.ReadFile(path, userfile.Document)
 	if err != nil {
-		return fmt.Errorf("input %s: %w", path, err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxInputBytes+1))
-	if err != nil {
-		return fmt.Errorf("input %s: %w", path, err)
-	}
-	if len(b) > maxInputBytes {
-		return fmt.Errorf("input %s: larger than %d MiB, not an rdmalab output", path, maxInputBytes>>20)
+		return fmt.Errorf("input %w", err)
 	}
 	return in.parse(path, b)
 }
