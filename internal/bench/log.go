@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/userfile"
@@ -81,19 +80,8 @@ func OpenLog(path, clusterFile, fp string, nodes int, mode Mode) (*Log, []Record
 	}
 	// Opened without truncating, locked, and only then read: a second run
 	// on the same log is refused before it reads or changes a byte.
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|syscall.O_NONBLOCK, 0o644)
+	f, err := userfile.OpenLocked(path, os.O_RDWR, userfile.ResultsLog)
 	if err != nil {
-		return nil, nil, fmt.Errorf("results file %w", userfile.Wrap(path, err))
-	}
-	st, err := f.Stat()
-	if err == nil {
-		err = userfile.Check(path, st, userfile.ResultsLog)
-	}
-	if err == nil {
-		err = userfile.Lock(f)
-	}
-	if err != nil {
-		f.Close()
 		return nil, nil, fmt.Errorf("results file %w", err)
 	}
 	l, prior, err := openLocked(f, path, fp, nodes, mode)

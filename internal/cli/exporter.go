@@ -11,6 +11,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/fabric"
 	"github.com/rdmalab/rdmalab/internal/fabriccheck"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 	"github.com/spf13/cobra"
 )
 
@@ -58,7 +59,8 @@ dashboard.`,
   rdmalab exporter --fabric --fabric.interval 5m     # also the fabric, from this node
   rdmalab exporter --fabric --textfile /var/lib/node_exporter/textfile/rdmalab.prom
   curl -s localhost:9879/metrics | grep rdmalab_finding`,
-		Args: cobra.NoArgs,
+		Args:        cobra.NoArgs,
+		Annotations: map[string]string{stopIsSuccess: "a service asked to stop has done its job"},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			expect, err := expectFlags(rate, linkLayer)
 			if err != nil {
@@ -72,8 +74,15 @@ dashboard.`,
 				}
 				fabricExpect = &r
 			}
-			if st, err := os.Stat(o.Root); err != nil || !st.IsDir() {
-				return usageErr("--root %s: not a directory", o.Root)
+			if err := userfile.Dir(o.Root); err != nil {
+				return usageErr("--root %v", err)
+			}
+			if webConfig != "" {
+				// exporter-toolkit reads it again later; this refuses a
+				// FIFO or device before anything blocks on it.
+				if _, err := userfile.ReadFile(webConfig, userfile.Config); err != nil {
+					return usageErr("--web.config.file %v", err)
+				}
 			}
 			o.Expect = expect
 			o.FindingsInterval = findingsInterval

@@ -102,3 +102,26 @@ func cmdline(pid int) string {
 	}
 	return s
 }
+
+// OpenLocked opens a log the user named for writing (flag adds to
+// O_CREATE; O_RDWR or O_WRONLY|O_APPEND), refuses anything but a regular
+// file without blocking on it, and takes its exclusive lock: one run
+// writes one log.
+func OpenLocked(path string, flag int, k Kind) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|os.O_CREATE|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o644)
+	if err != nil {
+		return nil, openError(path, err)
+	}
+	st, err := f.Stat()
+	if err == nil {
+		err = regular(path, st, k)
+	}
+	if err == nil {
+		err = Lock(f)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}

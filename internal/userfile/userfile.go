@@ -257,15 +257,15 @@ func Name(s string) string {
 	return strconv.Quote(s)
 }
 
-// Escape escapes control and unprintable characters inside a line of text
-// (an error message that carries a user's name) and leaves the rest as is.
+// Escape escapes control and unprintable characters (but tab and newline)
+// inside a message that carries a user's name, and leaves the rest as is.
 func Escape(s string) string {
 	if printable(s) {
 		return s
 	}
 	var b strings.Builder
 	for _, r := range s {
-		if r == '\t' || unicode.IsPrint(r) {
+		if r == '\t' || r == '\n' || unicode.IsPrint(r) {
 			b.WriteRune(r)
 			continue
 		}
