@@ -150,6 +150,10 @@ func roundsFromFile(path, format string, c *cluster.Cluster) (func(int) [][]Pair
 		}
 		rounds = append(rounds, out)
 	}
+	if len(rounds) == 0 {
+		// Measuring nothing would end in a verdict on nothing.
+		return nil, fmt.Errorf("--rounds %s: no rounds in it", userfile.Name(path))
+	}
 	return func(int) [][]Pair { return rounds }, nil
 }
 
@@ -190,6 +194,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, &UsageError{err}
 	}
+	// Every input is read before the log is touched or a node is probed.
+	sched := Rounds
+	if o.Rounds != "" {
+		if sched, err = roundsFromFile(o.Rounds, o.RoundsFormat, c); err != nil {
+			return nil, &UsageError{err}
+		}
+	}
 	mode := Create
 	switch {
 	case o.Resume:
@@ -214,12 +225,6 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 	}
 	defer l.Close()
-	sched := Rounds
-	if o.Rounds != "" {
-		if sched, err = roundsFromFile(o.Rounds, o.RoundsFormat, c); err != nil {
-			return nil, &UsageError{err}
-		}
-	}
 	r := &Runner{Cluster: c, Launcher: l, Engine: eng, Schedule: sched, Samples: o.Samples, Timeout: o.Timeout,
 		RunID: NewRunID(), Log: log, KeepFailed: o.KeepFailed, Retest: !o.NoRetest, Progress: o.Progress}
 	unready := Preflight(ctx, l, c.Nodes, eng, 15*time.Second)

@@ -4,12 +4,14 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/exporter"
 	"github.com/rdmalab/rdmalab/internal/fabric"
 	"github.com/rdmalab/rdmalab/internal/fabriccheck"
+	"github.com/rdmalab/rdmalab/internal/inventory"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"github.com/rdmalab/rdmalab/internal/userfile"
 	"github.com/spf13/cobra"
@@ -74,7 +76,7 @@ dashboard.`,
 				}
 				fabricExpect = &r
 			}
-			if err := userfile.Dir(o.Root); err != nil {
+			if err := inventory.CheckRoot(o.Root); err != nil {
 				return usageErr("--root %v", err)
 			}
 			if webConfig != "" {
@@ -107,7 +109,8 @@ dashboard.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if err := e.ListenAndServe(ctx, listen, webConfig); err != nil {
-				return usageErr("%v", err)
+				// exporter-toolkit's YAML errors span lines: one line here.
+				return usageErr("%s", strings.Join(strings.Fields(err.Error()), " "))
 			}
 			return nil
 		},

@@ -440,9 +440,13 @@ func explain(b []byte, err error) *Error {
 		return &Error{Line: line, Msg: fmt.Sprintf("unknown field %q (docs/cluster-file.md lists the fields)", u[1])}
 	}
 	if t := typeErrRE.FindStringSubmatch(what); t != nil {
+		if t[3] == "cluster.Cluster" {
+			return &Error{Line: line, Msg: fmt.Sprintf("a cluster file is a mapping with nodes:, link: and launcher: (docs/cluster-file.md), got %s %q", plainKind[t[1]], t[2])}
+		}
 		want := plainTypeFor[t[3]]
 		if want == "" {
-			want = "a " + t[3]
+			// Never a Go type name: users know the file, not the code.
+			want = "a mapping (docs/cluster-file.md)"
 		}
 		return &Error{Line: line, Msg: fmt.Sprintf("%s wants %s, got %s %q", keyOf(b, line, t[2]), want, plainKind[t[1]], t[2])}
 	}

@@ -113,31 +113,60 @@ func openDir(dir, name string, opt Options) (*host.Snapshot, error) {
 	if opt.Recorder != nil {
 		fsys.Record(opt.Recorder)
 	}
+	if err := checkRoot(fsys, dir, name); err != nil {
+		return nil, err
+	}
+	s := Collect(fsys, opt)
+	s.Source = name
+	return s, nil
+}
+
+// CheckRoot says why dir is no host root rdmalab can read (see Open), or
+// nil; for commands that read a root later and over and over (exporter).
+func CheckRoot(dir string) error {
+	if dir == "" || dir == "/" {
+		return nil
+	}
+	if err := userfile.Dir(dir); err != nil {
+		return err
+	}
+	fsys, err := hostfs.New(dir)
+	if err != nil {
+		return &SourceError{dir, err}
+	}
+	return checkRoot(fsys, dir, dir)
+}
+
+// checkRoot refuses a directory that holds no host: reading it would give
+// an empty host every rule passes. A copy of /sys/class/infiniband alone
+// is mounted where it belongs.
+func checkRoot(fsys *hostfs.FS, dir, name string) error {
+	if _, err := os.ReadDir(dir); err != nil {
+		// Unreadable is not empty: say so, not "no sys/ inside".
+		return userfile.Wrap(name, err)
+	}
 	switch {
 	case fsys.IsDir("/sys"):
 		ents, err := fsys.ReadDir("/sys")
 		if err == nil && len(ents) == 0 {
-			return nil, &SourceError{name, ErrEmptySys}
+			return &SourceError{name, ErrEmptySys}
 		}
 		if err == nil && !anyResolves(fsys, "/sys", ents) {
-			// Every entry a symlink loop or a dangling link: reading it
-			// would give an empty host that every rule passes.
-			return nil, &SourceError{name, fmt.Errorf("%w (%d entries, all symlink loops or dangling links)", ErrUnreadableSys, len(ents))}
+			// Every entry a symlink loop or a dangling link.
+			return &SourceError{name, fmt.Errorf("%w (%d entries, all symlink loops or dangling links)", ErrUnreadableSys, len(ents))}
 		}
 	case isIBClassDir(dir):
 		// A copy of /sys/class/infiniband alone (as gpud and others keep
 		// them): read it as that directory of an otherwise empty host.
 		if err := fsys.Mount("/sys/class/infiniband", dir); err != nil {
-			return nil, &SourceError{name, err}
+			return &SourceError{name, err}
 		}
 	case fsys.Exists("/proc"):
-		return nil, &SourceError{name, fmt.Errorf("has proc/ but %w", ErrNoSys)}
+		return &SourceError{name, fmt.Errorf("has proc/ but %w", ErrNoSys)}
 	default:
-		return nil, &SourceError{name, ErrNoSys}
+		return &SourceError{name, ErrNoSys}
 	}
-	s := Collect(fsys, opt)
-	s.Source = name
-	return s, nil
+	return nil
 }
 
 // anyResolves reports whether any entry of dir resolves to a file or a

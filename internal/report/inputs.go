@@ -115,8 +115,24 @@ func LoadInputs(args []string) (*Inputs, error) {
 			return nil, fmt.Errorf("input %s: %w", a, err)
 		}
 	}
+	if len(in.Hosts)+len(in.Fabrics)+len(in.Bench)+len(in.logs)+len(in.Findings) == 0 && len(in.Judged) == 0 {
+		// A report of nothing would read as a verdict on nothing.
+		why := "no rdmalab output in " + strings.Join(quoted(args), ", ")
+		if len(in.Skipped) > 0 {
+			why += fmt.Sprintf(" (%d file(s) skipped: %s)", len(in.Skipped), in.Skipped[0])
+		}
+		return nil, errors.New(why)
+	}
 	in.judge()
 	return in, nil
+}
+
+func quoted(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = userfile.Name(n)
+	}
+	return out
 }
 
 func (in *Inputs) example(name string) error {

@@ -1,0 +1,209 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rdmalab/rdmalab/internal/testhost"
+	"github.com/rdmalab/rdmalab/internal/userfile"
+)
+
+// hostileFiles makes every kind of file a user can hand rdmalab by
+// mistake or on purpose, in a directory any user may enter. The keys name
+// the cases; the values are paths.
+func hostileFiles(t *testing.T) (string, map[string]string) {
+	dir := testhost.TempDir(t)
+	os.Chmod(dir, 0o755)
+	p := func(name string) string { return filepath.Join(dir, name) }
+	files := map[string]string{
+		"fifo":         p("fifo"),
+		"/dev/zero":    "/dev/zero",
+		"/dev/urandom": "/dev/urandom",
+		"300MB":        p("big.json"),
+		"empty":        p("empty.json"),
+		"loop":         p("loop"),
+		"directory":    p("adir"),
+		"unreadable":   p("secret.json"),
+		"control":      p("bad\x1b[31mname\x07.json"),
+	}
+	if err := syscall.Mkfifo(files["fifo"], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	big, err := os.Create(files["300MB"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Sparse: 300 MB to stat and to read, nothing on disk.
+	big.Truncate(300 << 20)
+	big.Close()
+	os.WriteFile(files["empty"], nil, 0o644)
+	os.Symlink("loop", files["loop"])
+	os.Mkdir(files["directory"], 0o755)
+	os.WriteFile(files["unreadable"], []byte(`{"schema_version": 2}`), 0o000)
+	os.WriteFile(files["control"], []byte("hello\n"), 0o644)
+	return dir, files
+}
+
+// peak is a command's peak resident set in bytes: the highest VmHWM read
+// from /proc while it ran, and the kernel's own maximum at exit (the last
+// growth before exit happens between two reads).
+type peak struct {
+	mu  sync.Mutex
+	max int64
+}
+
+func (p *peak) watch(pid int, done <-chan struct{}) {
+	for {
+		if kb := vmHWM(pid); kb > 0 {
+			p.mu.Lock()
+			p.max = max(p.max, kb<<10)
+			p.mu.Unlock()
+		}
+		select {
+		case <-done:
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+func vmHWM(pid int) int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb
+		}
+	}
+	return 0
+}
+
+type ran struct {
+	code    int
+	stderr  string
+	elapsed time.Duration
+	peak    int64
+}
+
+// runBinary runs the built rdmalab (as nobody when asUser and root), with
+// a hard stop at 10 s so a hang fails the test instead of hanging it.
+func runBinary(t *testing.T, dir string, asNobody bool, args ...string) ran {
+	t.Helper()
+	bin := testhost.Rdmalab(t)
+	name, argv := bin, args
+	if asNobody && os.Getuid() == 0 {
+		name, argv = "setpriv", append([]string{"--reuid=65534", "--regid=65534", "--clear-groups", bin}, args...)
+	}
+	cmd := exec.Command(name, argv...)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.Stdin = nil
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var p peak
+	done := make(chan struct{})
+	go p.watch(cmd.Process.Pid, done)
+	timer := time.AfterFunc(10*time.Second, func() { cmd.Process.Kill() })
+	cmd.Wait()
+	timer.Stop()
+	close(done)
+	r := ran{code: cmd.ProcessState.ExitCode(), stderr: stderr.String(), elapsed: time.Since(start)}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		r.peak = max(p.max, ru.Maxrss<<10)
+	}
+	return r
+}
+
+// Every command that takes a file, over every hostile file: one line
+// naming the input, exit 2, within 2 s, under 100 MB resident.
+func TestHostileInputs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the built binary")
+	}
+	dir, files := hostileFiles(t)
+	seed := testhost.WriteTree(t, testhost.Seed000())
+	os.Chmod(seed, 0o755)
+	cluster := filepath.Join(dir, "cluster.yaml")
+	os.WriteFile(cluster, []byte("nodes:\n  - {name: n1, data: 127.0.0.1}\n  - {name: n2, data: 127.0.0.2}\nlink: {layer: TCP, rate_gbps: 1, mtu_bytes: 1500}\nlauncher: {type: local}\n"), 0o644)
+	out := filepath.Join(dir, "out")
+	os.Mkdir(out, 0o777)
+	commands := []struct {
+		args []string // %s is the hostile file
+		skip []string // cases this input legitimately accepts
+	}{
+		{args: []string{"inventory", "--root", "%s"}},
+		{args: []string{"inventory", "--snapshot", "%s"}},
+		{args: []string{"doctor", "--snapshot", "%s"}},
+		{args: []string{"doctor", "--root", "%s"}},
+		{args: []string{"plan", "vms", "--snapshot", "%s"}},
+		{args: []string{"nccl", "env", "--snapshot", "%s"}},
+		{args: []string{"gather", filepath.Join(out, "h.tar.gz"), "--root", "%s"}},
+		{args: []string{"judge", "%s"}},
+		{args: []string{"nccl", "judge", "%s"}},
+		{args: []string{"report", "%s"}},
+		{args: []string{"fabric", "check", "--snapshot", "%s"}},
+		{args: []string{"fabric", "check", "--snapshot", "example:qdr-lab", "--topology", "%s"}},
+		{args: []string{"bench", "--cluster", "%s", "--results", filepath.Join(out, "r.jsonl")}},
+		{args: []string{"bench", "--cluster", cluster, "--rounds", "%s", "--results", filepath.Join(out, "r.jsonl")}},
+		{args: []string{"bench", "schedule", "--fabric", "%s", "--routes", "%s"}},
+		{args: []string{"nccl", "run", "--cluster", "%s", "--dir", out}},
+		{args: []string{"exporter", "--root", seed, "--listen", "127.0.0.1:0", "--web.config.file", "%s"}, skip: []string{"empty"}},
+		{args: []string{"exporter", "--root", "%s", "--listen", "127.0.0.1:0"}},
+	}
+	cases := []string{"fifo", "/dev/zero", "/dev/urandom", "300MB", "empty", "loop", "directory", "unreadable", "control"}
+	for _, c := range commands {
+		for _, k := range cases {
+			if strings.Contains(strings.Join(c.skip, " "), k) {
+				continue
+			}
+			path := files[k]
+			args := make([]string, len(c.args))
+			for i, a := range c.args {
+				args[i] = strings.ReplaceAll(a, "%s", path)
+			}
+			name := strings.Join(c.args, " ") + " / " + k
+			t.Run(name, func(t *testing.T) {
+				r := runBinary(t, dir, k == "unreadable", args...)
+				lines := strings.Split(strings.TrimRight(r.stderr, "\n"), "\n")
+				// A control character reaches the terminal escaped,
+				// quoted or not.
+				shown := userfile.Escape(filepath.Base(path))
+				if r.code != ExitUsage || len(lines) != 1 || !strings.Contains(lines[0], shown) || strings.ContainsRune(r.stderr, '\x1b') {
+					t.Errorf("exit %d, want 2 and one line naming %s:\n%s", r.code, shown, r.stderr)
+				}
+				if r.elapsed > 2*time.Second {
+					t.Errorf("took %s, want under 2 s", r.elapsed)
+				}
+				if r.peak > 100<<20 {
+					t.Errorf("peak RSS %d MB, want under 100 MB", r.peak>>20)
+				}
+			})
+		}
+	}
+}
+
+// report and doctor given the same file twice, and judge given a name with
+// control characters, never echo raw control bytes.
+func TestHostileNamesEscaped(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "x\x1b]0;owned\x07.txt")
+	_, errOut, code := run(t, "judge", name)
+	if code != ExitUsage || strings.ContainsAny(errOut, "\x1b\x07") || !strings.Contains(errOut, `\x1b]0;owned\a`) {
+		t.Errorf("exit %d: %q", code, errOut)
+	}
+}
