@@ -21,7 +21,13 @@ type SourceError struct {
 	Err    error
 }
 
-func (e *SourceError) Error() string { return userfile.Name(e.Source) + ": " + e.Err.Error() }
+func (e *SourceError) Error() string {
+	var ue *userfile.Error
+	if errors.As(e.Err, &ue) && ue.Path == e.Source {
+		return ue.Error() // already names the source
+	}
+	return userfile.Name(e.Source) + ": " + e.Err.Error()
+}
 func (e *SourceError) Unwrap() error { return e.Err }
 
 // Why a source is refused; test with errors.Is.
@@ -51,7 +57,7 @@ func Open(source string, opt Options) (*host.Snapshot, error) {
 	}
 	st, err := userfile.Stat(source)
 	if err != nil {
-		return nil, err
+		return nil, &SourceError{source, err}
 	}
 	if !st.IsDir() {
 		// Checked before anything opens it: a FIFO or device must not
@@ -61,7 +67,7 @@ func Open(source string, opt Options) (*host.Snapshot, error) {
 			kind = userfile.Capture
 		}
 		if err := userfile.Check(source, st, kind); err != nil {
-			return nil, err
+			return nil, &SourceError{source, err}
 		}
 		switch {
 		case capture.IsArchive(source):
@@ -128,7 +134,7 @@ func CheckRoot(dir string) error {
 		return nil
 	}
 	if err := userfile.Dir(dir); err != nil {
-		return err
+		return &SourceError{dir, err}
 	}
 	fsys, err := hostfs.New(dir)
 	if err != nil {
@@ -143,7 +149,7 @@ func CheckRoot(dir string) error {
 func checkRoot(fsys *hostfs.FS, dir, name string) error {
 	if _, err := os.ReadDir(dir); err != nil {
 		// Unreadable is not empty: say so, not "no sys/ inside".
-		return userfile.Wrap(name, err)
+		return &SourceError{name, userfile.Wrap(name, err)}
 	}
 	switch {
 	case fsys.IsDir("/sys"):

@@ -1,0 +1,222 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rdmalab/rdmalab/internal/testhost"
+)
+
+// blocked is a long-running command and how to tell it is blocked.
+type blocked struct {
+	name  string
+	args  []string
+	env   []string
+	dir   string
+	ready string        // a stderr line containing this means it is blocked
+	wait  time.Duration // or: this long after start
+	want  map[syscall.Signal]int
+	// pipeStdin: standard input is a pipe whose writer stays open.
+	pipeStdin bool
+	// after checks what the command printed once stopped.
+	after func(t *testing.T, stdout, stderr string)
+}
+
+var interruptCodes = map[syscall.Signal]int{syscall.SIGINT: ExitInterrupted, syscall.SIGTERM: ExitTerminated}
+
+// Each long-running command, blocked on what it waits for, ends within a
+// second of SIGTERM (143) and SIGINT (130) — the exporter, a service,
+// with 0 — and leaves no process behind.
+func TestSignalsEndEveryCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the built binary")
+	}
+	bin := testhost.Rdmalab(t)
+	dir := testhost.TempDir(t)
+	seed := testhost.WriteTree(t, testhost.Seed000())
+	// A marker in every process the command starts (environment or
+	// arguments) finds what it left behind.
+	marker := fmt.Sprintf("rdmalab-signal-test-%d", os.Getpid())
+	cluster := filepath.Join(dir, "cluster.yaml")
+	os.WriteFile(cluster, []byte(`nodes:
+  - {name: n1, data: 127.0.0.1}
+  - {name: n2, data: 127.0.0.2}
+link: {layer: TCP, rate_gbps: 1, mtu_bytes: 1500}
+launcher: {type: local, rdmalab: `+bin+`, base_port: 23700}
+`), 0o644)
+	noVerdict := func(t *testing.T, stdout, stderr string) {
+		if !strings.Contains(stderr, "--resume") || strings.Contains(stdout+stderr, "within the thresholds") || strings.Contains(stdout, "median") {
+			t.Errorf("an interrupted bench must say how to resume and judge nothing:\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
+		}
+	}
+	cases := []blocked{
+		{name: "bench", args: []string{"bench", "--cluster", cluster, "--engine", "tcp", "--seconds", "30", "--samples", "1", "--no-retest", "--results", filepath.Join(dir, "r-%s.jsonl")},
+			ready: "round 1/", wait: 700 * time.Millisecond, want: interruptCodes, after: noVerdict},
+		{name: "judge on a pipe", args: []string{"judge", "-"}, wait: 300 * time.Millisecond, want: interruptCodes, pipeStdin: true},
+		{name: "exporter", args: []string{"exporter", "--root", seed, "--listen", "127.0.0.1:0", "--findings.interval", "0"}, ready: "istening",
+			want: map[syscall.Signal]int{syscall.SIGINT: 0, syscall.SIGTERM: 0}},
+	}
+	if sim := startSimIfAny(t); sim != nil {
+		cases = append(cases, blocked{name: "fabric check --interval", args: []string{"fabric", "check", "--interval", "60s", "--timeout", "30s"},
+			env: sim.Env(), dir: sim.Dir, wait: 2 * time.Second, want: interruptCodes})
+	}
+	if nc := ncclRunCase(t, marker); nc != nil {
+		cases = append(cases, *nc)
+	}
+	for _, c := range cases {
+		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+			t.Run(c.name+"/"+sig.String(), func(t *testing.T) {
+				args := make([]string, len(c.args))
+				for i, a := range c.args {
+					args[i] = strings.ReplaceAll(a, "%s", fmt.Sprint(int(sig)))
+				}
+				cmd := exec.Command(bin, args...)
+				cmd.Env = append(append(os.Environ(), "RDMALAB_SIGNAL_TEST="+marker), c.env...)
+				cmd.Dir = c.dir
+				if c.pipeStdin {
+					r, w, err := os.Pipe()
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer w.Close()
+					defer r.Close()
+					cmd.Stdin = r
+				}
+				var stdout bytes.Buffer
+				var stderr syncBuffer
+				cmd.Stdout = &stdout
+				pr, pw := io.Pipe()
+				cmd.Stderr = pw
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				ready := make(chan struct{})
+				go func() {
+					sc := bufio.NewScanner(pr)
+					once := sync.Once{}
+					for sc.Scan() {
+						stderr.WriteString(sc.Text() + "\n")
+						if c.ready != "" && strings.Contains(sc.Text(), c.ready) {
+							once.Do(func() { close(ready) })
+						}
+					}
+				}()
+				hard := time.AfterFunc(60*time.Second, func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Process.Kill() })
+				defer hard.Stop()
+				if c.ready != "" {
+					select {
+					case <-ready:
+					case <-time.After(30 * time.Second):
+						t.Fatalf("never blocked:\n%s", stderr.String())
+					}
+				}
+				time.Sleep(c.wait)
+				sent := time.Now()
+				cmd.Process.Signal(sig)
+				err := cmd.Wait()
+				took := time.Since(sent)
+				pw.Close()
+				code := cmd.ProcessState.ExitCode()
+				if _, ok := err.(*exec.ExitError); err != nil && !ok {
+					t.Fatal(err)
+				}
+				if code != c.want[sig] || took > time.Second {
+					t.Errorf("exit %d after %s, want %d within 1 s\n%s", code, took.Round(time.Millisecond), c.want[sig], stderr.String())
+				}
+				if left := leftBehind(marker, time.Second); len(left) > 0 {
+					t.Errorf("left running: %s", strings.Join(left, "; "))
+				}
+				if c.after != nil {
+					c.after(t, stdout.String(), stderr.String())
+				}
+			})
+		}
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) WriteString(v string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.b.WriteString(v)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// leftBehind lists processes (not zombies) that carry marker in their
+// environment or arguments, waiting up to d for them to go.
+func leftBehind(marker string, d time.Duration) []string {
+	deadline := time.Now().Add(d)
+	for {
+		var left []string
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			if e.Name()[0] < '0' || e.Name()[0] > '9' || e.Name() == fmt.Sprint(os.Getpid()) {
+				continue
+			}
+			p := filepath.Join("/proc", e.Name())
+			stat, _ := os.ReadFile(filepath.Join(p, "stat"))
+			if _, after, ok := bytes.Cut(stat, []byte(") ")); ok && bytes.HasPrefix(after, []byte("Z")) {
+				continue
+			}
+			env, _ := os.ReadFile(filepath.Join(p, "environ"))
+			args, _ := os.ReadFile(filepath.Join(p, "cmdline"))
+			if bytes.Contains(env, []byte(marker)) || bytes.Contains(args, []byte(marker)) {
+				left = append(left, e.Name()+" "+strings.ReplaceAll(string(args), "\x00", " "))
+			}
+		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			return left
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func startSimIfAny(t *testing.T) *testhost.IBSim {
+	sim := testhost.StartIBSim(t, testhost.QDRLab)
+	sim.StartSM("lab01 HCA-1", 0)
+	sim.WaitUp(30 * time.Second)
+	return sim
+}
+
+// ncclRunCase is nccl run over real mpirun and sshd in namespaces, its
+// ranks a stand-in for all_reduce_perf (no GPU here) that blocks; nil
+// where mpirun is missing.
+func ncclRunCase(t *testing.T, marker string) *blocked {
+	testhost.RequireTool(t, "mpirun")
+	c := testhost.StartNetCluster(t, "sig", 2)
+	standIn := filepath.Join(c.Dir, "all_reduce_perf")
+	// The marker in sleep's arguments finds a rank left running.
+	os.WriteFile(standIn, []byte("#!/bin/sh\necho started\nexec sleep 600 "+marker+"\n"), 0o755)
+	var nodes strings.Builder
+	for i, a := range c.Addrs {
+		fmt.Fprintf(&nodes, "  - {name: n%d, ssh: root@%s, data: %s}\n", i+1, a, a)
+	}
+	cl := filepath.Join(c.Dir, "cluster.yaml")
+	os.WriteFile(cl, []byte("nodes:\n"+nodes.String()+fmt.Sprintf(`link: {layer: RoCE, rate_gbps: 100, mtu_bytes: 1024}
+launcher:
+  type: ssh
+  known_hosts: %s
+  ssh_options: ["-F", "/dev/null", "-i", "%s"]
+`, c.KnownHosts(), c.KeyFile())), 0o644)
+	return &blocked{name: "nccl run", args: []string{"nccl", "run", "--cluster", cl, "--test", standIn, "--nodes", "2", "--dir", filepath.Join(c.Dir, "runs-%s"),
+		"--mpi-arg=--mca", "--mpi-arg=oob_tcp_if_include", "--mpi-arg=" + c.Subnet + ".0/24"}, wait: 3 * time.Second, want: interruptCodes}
+}
