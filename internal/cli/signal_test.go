@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmalab/rdmalab/internal/bench"
 	"github.com/rdmalab/rdmalab/internal/testhost"
 )
 
@@ -219,4 +220,64 @@ launcher:
 `, c.KnownHosts(), c.KeyFile())), 0o644)
 	return &blocked{name: "nccl run", args: []string{"nccl", "run", "--cluster", cl, "--test", standIn, "--nodes", "2", "--dir", filepath.Join(c.Dir, "runs-%s"),
 		"--mpi-arg=--mca", "--mpi-arg=oob_tcp_if_include", "--mpi-arg=" + c.Subnet + ".0/24"}, wait: 3 * time.Second, want: interruptCodes}
+}
+
+// Two bench runs on one results log: the second is refused naming the
+// first's PID before it touches the file or a node; the first, stopped,
+// leaves a log whose every line parses.
+func TestBenchResultsLogExclusive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the built binary")
+	}
+	bin := testhost.Rdmalab(t)
+	dir := testhost.TempDir(t)
+	cluster := filepath.Join(dir, "cluster.yaml")
+	os.WriteFile(cluster, []byte(`nodes:
+  - {name: n1, data: 127.0.0.1}
+  - {name: n2, data: 127.0.0.2}
+  - {name: n3, data: 127.0.0.3}
+link: {layer: TCP, rate_gbps: 1, mtu_bytes: 1500}
+launcher: {type: local, rdmalab: `+bin+`, base_port: 23800}
+`), 0o644)
+	results := filepath.Join(dir, "results.jsonl")
+	args := []string{"bench", "--cluster", cluster, "--engine", "tcp", "--seconds", "1", "--samples", "1", "--no-retest", "--results", results}
+	first := exec.Command(bin, args...)
+	stderr, _ := first.StderrPipe()
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer first.Process.Kill()
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() && !strings.HasPrefix(sc.Text(), "round 2/") {
+	}
+	go io.Copy(io.Discard, stderr)
+	for _, extra := range [][]string{nil, {"--resume"}, {"--overwrite"}} {
+		start := time.Now()
+		out, err := exec.Command(bin, append(args, extra...)...).CombinedOutput()
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		want := fmt.Sprintf("in use by process %d", first.Process.Pid)
+		if code := exitCode(err); code != ExitUsage || len(lines) != 1 || !strings.Contains(lines[0], want) || time.Since(start) > 2*time.Second {
+			t.Errorf("second run %v: exit %d, want 2 and one line with %q:\n%s", extra, code, want, out)
+		}
+	}
+	first.Process.Signal(os.Interrupt)
+	first.Wait()
+	b, err := os.ReadFile(results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, recs, valid, err := bench.ParseLog(b)
+	if err != nil || valid != len(b) || len(recs) < 2 {
+		t.Errorf("the first run's log: %d records, %d of %d bytes valid, %v\n%s", len(recs), valid, len(b), err, b)
+	}
+}
+
+func exitCode(err error) int {
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
 }
