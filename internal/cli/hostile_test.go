@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmalab/rdmalab/examples"
+	"github.com/rdmalab/rdmalab/internal/envelope"
+	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/testhost"
 	"github.com/rdmalab/rdmalab/internal/userfile"
 )
@@ -205,5 +209,54 @@ func TestHostileNamesEscaped(t *testing.T) {
 	_, errOut, code := run(t, "judge", name)
 	if code != ExitUsage || strings.ContainsAny(errOut, "\x1b\x07") || !strings.Contains(errOut, `\x1b]0;owned\a`) {
 		t.Errorf("exit %d: %q", code, errOut)
+	}
+}
+
+// Verdicts not fooled by shape: a host with no RDMA device is never
+// ready, and copies of one input are named with their count, once.
+func TestShapeDoesNotFoolVerdicts(t *testing.T) {
+	dir := t.TempDir()
+	s, err := examples.Load("hgx-h200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.RDMADevices = nil
+	var pci []host.PCIDevice
+	for _, d := range s.PCIDevices {
+		if !strings.HasPrefix(d.Class, "0x02") { // no network or InfiniBand controller left
+			pci = append(pci, d)
+		}
+	}
+	s.PCIDevices = pci
+	noRDMA := filepath.Join(dir, "nordma.json")
+	f, _ := os.Create(noRDMA)
+	if err := envelope.Write(f, envelope.HostSnapshot, nil, s); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	out, errOut, code := run(t, "report", noRDMA)
+	if first, _, _ := strings.Cut(out, "\n"); strings.HasPrefix(first, "READY") || !(strings.HasPrefix(first, "NOT READY") || strings.HasPrefix(first, "UNPROVEN")) {
+		t.Errorf("a host with no RDMA device: exit %d, %q\n%s", code, first, errOut)
+	}
+
+	// 1,000 copies of one snapshot, and one file named twice.
+	one, _, _ := run(t, "inventory", "--snapshot", "example:seed000-epyc", "-o", "json")
+	copies := filepath.Join(dir, "copies")
+	os.Mkdir(copies, 0o755)
+	for i := range 1000 {
+		os.WriteFile(filepath.Join(copies, fmt.Sprintf("n%04d.json", i)), []byte(one), 0o644)
+	}
+	out, _, _ = run(t, "report", copies)
+	if n := strings.Count(out, "given 1000 times"); n != 1 || !strings.Contains(out, "epyc-lab: the same snapshot given 1000 times") {
+		t.Errorf("1,000 copies: named %d times, want once naming 1000\n%s", n, out)
+	}
+	file := filepath.Join(copies, "n0000.json")
+	out, _, _ = run(t, "report", file, file, filepath.Join(dir, "copies", ".", "n0000.json"))
+	if !strings.Contains(out, "n0000.json: given 3 times; read once") {
+		t.Errorf("one file named three times is not named:\n%s", out)
+	}
+	out, _, _ = run(t, "doctor", "--snapshot", file, "--snapshot", file)
+	if strings.Count(out, "input.duplicate") != 1 || !strings.Contains(out, "given 2 times") {
+		t.Errorf("doctor on one snapshot twice:\n%s", out)
 	}
 }

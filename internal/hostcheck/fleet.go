@@ -294,6 +294,7 @@ func Doctor(all []*host.Snapshot, opt Options) []check.Finding {
 	}
 	fs = append(fs, RunDeltas(all)...)
 	fs = append(fs, RunFleet(all)...)
+	fs = append(fs, RunDuplicates(all)...)
 	check.Sort(fs)
 	return fs
 }
@@ -309,5 +310,6 @@ func Catalog() []check.Entry {
 	for _, k := range FleetRules {
 		out = append(out, k.Entry)
 	}
+	out = append(out, DuplicateEntry)
 	return out
 }

@@ -20,11 +20,14 @@ type ClusterView struct {
 	Counts  Counts
 	Sources []string
 	Skipped []string
-	Derived []string
-	Nodes   []NodeView // worst first
-	Fleet   FindingsView
-	Fabrics []FabricView
-	Benches []BenchView
+	// Repeated names inputs given more than once (a file twice, copies of
+	// one snapshot), each once with its count.
+	Repeated []string
+	Derived  []string
+	Nodes    []NodeView // worst first
+	Fleet    FindingsView
+	Fabrics  []FabricView
+	Benches  []BenchView
 }
 
 // Verdict states whether the cluster is ready and the findings that decide it.
@@ -102,6 +105,19 @@ type LinkRow struct {
 func NewClusterView(in *Inputs) *ClusterView {
 	v := &ClusterView{Sources: in.Sources, Skipped: in.Skipped, Derived: in.Derived, Counts: CountOf(in.Findings)}
 	v.Verdict = verdictOf(in.Findings, v.Counts)
+	for _, s := range in.Skipped {
+		if strings.Contains(s, " times; read once") {
+			v.Repeated = append(v.Repeated, s)
+		}
+	}
+	for _, f := range in.Findings {
+		if f.Check == hostcheck.DuplicateID {
+			v.Repeated = append(v.Repeated, f.Host+": "+f.Message)
+		}
+	}
+	if v.Verdict.State == Ready {
+		v.Verdict = provenHosts(v.Verdict, hostcheck.Latest(in.Hosts), in.Findings)
+	}
 
 	var hostFs, fleet []check.Finding
 	for _, f := range in.Findings {
@@ -190,6 +206,8 @@ func verdictOf(fs []check.Finding, c Counts) Verdict {
 		v.Why = fmt.Sprintf("nothing failed, but %d check(s) could not be judged: unknown is not pass", c.Unknown)
 	case c.Total() == 0:
 		v.State, v.Why = Unproven, "nothing was checked"
+	case c.Pass == 0:
+		v.State, v.Why = Unproven, fmt.Sprintf("no check passed: %d warning(s) only", c.Warn)
 	default:
 		v.State = Ready
 		v.Why = fmt.Sprintf("%d check(s) passed, none failed or unknown", c.Pass)
@@ -215,6 +233,24 @@ func verdictOf(fs []check.Finding, c Counts) Verdict {
 	}
 	v.Deciding = ds
 	return v
+}
+
+// provenHosts keeps "ready" only when every host given was proven to have
+// RDMA (rdma.present passed): findings that all passed on a host with no
+// RDMA device say nothing about the cluster it should serve.
+func provenHosts(v Verdict, hosts []*host.Snapshot, fs []check.Finding) Verdict {
+	var unproven []string
+	for _, h := range hosts {
+		if !slices.ContainsFunc(fs, func(f check.Finding) bool {
+			return f.Check == "rdma.present" && f.Host == h.Hostname && f.Outcome == check.Pass
+		}) {
+			unproven = append(unproven, h.Hostname)
+		}
+	}
+	if len(unproven) == 0 {
+		return v
+	}
+	return Verdict{State: Unproven, Why: fmt.Sprintf("nothing failed, but %d host(s) were not proven to have RDMA (rdma.present did not pass): %s", len(unproven), strings.Join(unproven, ", "))}
 }
 
 func hostSummary(s *host.Snapshot) string {

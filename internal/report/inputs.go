@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -26,7 +27,7 @@ import (
 // fabric snapshots, bench results and the findings of any rdmalab document.
 type Inputs struct {
 	Sources []string // what the user named, in order
-	Skipped []string // files in named directories that are no rdmalab output, with why
+	Skipped []string // files in named directories that are no rdmalab output, with why; files given more than once
 	Hosts   []*host.Snapshot
 	Fabrics []*fabric.Snapshot
 	Bench   []BenchRun
@@ -38,6 +39,7 @@ type Inputs struct {
 	// inputs without them, the report runs the same rules itself (Derived).
 	Judged  map[envelope.Kind]bool
 	Derived []string
+	dups    []dupFile
 }
 
 // BenchRun is one judged bench test (one engine and test over a cluster):
@@ -123,8 +125,37 @@ func LoadInputs(args []string) (*Inputs, error) {
 		}
 		return nil, errors.New(why)
 	}
+	for _, d := range in.dups {
+		if d.n > 1 {
+			in.Skipped = append(in.Skipped, fmt.Sprintf("%s: given %d times; read once", userfile.Name(d.path), d.n))
+		}
+	}
 	in.judge()
 	return in, nil
+}
+
+// dupFile is a file and how many times the inputs named it.
+type dupFile struct {
+	path string
+	info os.FileInfo
+	n    int
+}
+
+// seen reports a file already read (the same file by another name, a
+// directory and a file in it), counting it.
+func (in *Inputs) seen(path string) bool {
+	st, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	for i := range in.dups {
+		if os.SameFile(in.dups[i].info, st) {
+			in.dups[i].n++
+			return true
+		}
+	}
+	in.dups = append(in.dups, dupFile{path, st, 1})
+	return false
 }
 
 func quoted(names []string) []string {
@@ -156,6 +187,9 @@ func (in *Inputs) example(name string) error {
 }
 
 func (in *Inputs) file(path string) error {
+	if in.seen(path) {
+		return nil
+	}
 	b, err := userfile.ReadFile(path, userfile.Document)
 	if err != nil {
 		return fmt.Errorf("input %w", err)
