@@ -34,7 +34,7 @@ const (
 // children and save what it did before Main ends the process anyway: a
 // read of a pipe or a terminal cannot be cancelled, and a command must
 // end within a second of a signal whatever it is blocked on.
-const stopGrace = 700 * time.Millisecond
+const stopGrace = 600 * time.Millisecond
 
 // signalled is the cause of a context cancelled by a signal.
 type signalled struct{ sig os.Signal }
@@ -78,8 +78,11 @@ var Version = "dev"
 //
 // The first SIGINT or SIGTERM cancels the command's context; commands stop
 // their children (process groups) and save what they did. One still
-// running stopGrace later, or any second signal, ends the process.
+// running stopGrace later, or any second signal, ends the process; either
+// way nothing it started outlives it (adoptOrphans).
 func Main(args []string, stdout, stderr io.Writer) int {
+	killAll := adoptOrphans()
+	defer killAll()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	sigs := make(chan os.Signal, 2)
@@ -102,6 +105,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		case <-sigs:
 		}
 		fmt.Fprintln(stderr, "rdmalab: interrupted")
+		killAll()
 		os.Exit(interruptCode(ctx))
 	}()
 	return runCtx(ctx, args, stdout, stderr)
@@ -170,9 +174,7 @@ Exit codes: 0 ran and nothing failed, 1 ran and found failures, 2 could not run.
 	root.Flags().Bool("version", false, "print rdmalab's version")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usageErr("%v (see '%s --help')", err, c.CommandPath())
-	})
+	root.SetFlagErrorFunc(plainFlagError)
 	root.AddCommand(newInventoryCmd(), newDoctorCmd(), newGatherCmd(), newPlanCmd(), newFabricCmd(), newBenchCmd(), newSlurmCmd(), newReportCmd(), newExporterCmd(), newJudgeCmd(), newNCCLCmd(), newDesignCmd(), newDemoCmd())
 	addOutputFlags(root, stdout)
 	return root

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,8 @@ import (
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/testhost"
 	"github.com/rdmalab/rdmalab/internal/userfile"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // hostileFiles makes every kind of file a user can hand rdmalab by
@@ -258,5 +261,44 @@ func TestShapeDoesNotFoolVerdicts(t *testing.T) {
 	out, _, _ = run(t, "doctor", "--snapshot", file, "--snapshot", file)
 	if strings.Count(out, "input.duplicate") != 1 || !strings.Contains(out, "given 2 times") {
 		t.Errorf("doctor on one snapshot twice:\n%s", out)
+	}
+}
+
+// Every numeric flag of every command has a range, and a value outside it
+// or one that does not parse is one line naming the flag, the value and
+// the range.
+func TestNumericFlagsValidated(t *testing.T) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			switch f.Value.Type() {
+			case "int", "float64", "duration", "intSlice", "uint", "int64":
+				if _, ok := rangeOf(c, f.Name); !ok {
+					t.Errorf("%s --%s: no range in flagRanges", c.CommandPath(), f.Name)
+				}
+			}
+		})
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(newRoot(io.Discard, io.Discard))
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"nccl", "judge", "x.log", "--rails", "-1"}, "--rails -1: want a whole number from 1 to 64 (NICs per node)"},
+		{[]string{"nccl", "run", "--cluster", "c.yaml", "--gpus-per-node", "0"}, "--gpus-per-node 0: want a whole number from 1 to 64"},
+		{[]string{"nccl", "run", "--cluster", "c.yaml", "--nodes", "2,1"}, "--nodes 1: want a whole number from 2 to 100000 (nodes per run)"},
+		{[]string{"design", "fabric", "--hosts", "0", "--rate", "200"}, "--hosts 0: want a whole number from 1 to 1000000 (fabric endpoints)"},
+		{[]string{"plan", "vms", "--snapshot", "example:hgx-h200", "--vms", "99999999999999999999"}, `--vms "99999999999999999999": want a whole number from 1 to 4096 (VMs)`},
+		{[]string{"exporter", "--findings.interval", "-1s"}, "--findings.interval -1s: want 0s to 24h0m0s (0 turns findings off)"},
+		{[]string{"exporter", "--scrape-timeout", "0"}, "--scrape-timeout 0s: want 100ms to 10m0s"},
+		{[]string{"bench", "--seconds", "x"}, `--seconds "x": want a whole number from 1 to 3600`},
+	} {
+		_, errOut, code := run(t, c.args...)
+		if code != ExitUsage || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.want) || strings.Contains(errOut, "strconv") {
+			t.Errorf("%v: exit %d %q, want %q", c.args, code, errOut, c.want)
+		}
 	}
 }

@@ -20,6 +20,9 @@ func addOutputFlags(root *cobra.Command, stdout io.Writer) {
 	f.IntVar(&req.Width, "width", 0, "fit tables to this many columns (default: the terminal's width, else $COLUMNS, else no limit)")
 	f.BoolVarP(&req.Quiet, "quiet", "q", false, "summary and failures only")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if err := checkRanges(cmd); err != nil {
+			return err
+		}
 		req.Color = report.ColorMode(color)
 		st, err := report.DetectStyle(stdout, req, os.Getenv)
 		if err != nil {

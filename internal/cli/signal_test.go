@@ -27,6 +27,9 @@ type blocked struct {
 	ready string        // a stderr line containing this means it is blocked
 	wait  time.Duration // or: this long after start
 	want  map[syscall.Signal]int
+	// readyProc: blocked once a process with the marker in its
+	// arguments runs (a rank started on a node).
+	readyProc bool
 	// pipeStdin: standard input is a pipe whose writer stays open.
 	pipeStdin bool
 	// after checks what the command printed once stopped.
@@ -119,6 +122,11 @@ launcher: {type: local, rdmalab: `+bin+`, base_port: 23700}
 					case <-ready:
 					case <-time.After(30 * time.Second):
 						t.Fatalf("never blocked:\n%s", stderr.String())
+					}
+				}
+				for deadline := time.Now().Add(30 * time.Second); c.readyProc && len(leftBehind(marker, 0)) == 0; time.Sleep(50 * time.Millisecond) {
+					if time.Now().After(deadline) || cmd.ProcessState != nil {
+						t.Fatalf("no rank ever started:\n%s", stderr.String())
 					}
 				}
 				time.Sleep(c.wait)
@@ -219,7 +227,7 @@ launcher:
   ssh_options: ["-F", "/dev/null", "-i", "%s"]
 `, c.KnownHosts(), c.KeyFile())), 0o644)
 	return &blocked{name: "nccl run", args: []string{"nccl", "run", "--cluster", cl, "--test", standIn, "--nodes", "2", "--dir", filepath.Join(c.Dir, "runs-%s"),
-		"--mpi-arg=--mca", "--mpi-arg=oob_tcp_if_include", "--mpi-arg=" + c.Subnet + ".0/24"}, wait: 3 * time.Second, want: interruptCodes}
+		"--mpi-arg=--mca", "--mpi-arg=oob_tcp_if_include", "--mpi-arg=" + c.Subnet + ".0/24"}, readyProc: true, wait: 200 * time.Millisecond, want: interruptCodes}
 }
 
 // Two bench runs on one results log: the second is refused naming the

@@ -291,7 +291,7 @@ func runOne(ctx context.Context, o RunOptions, j Job, algo string) RunResult {
 }
 
 // killAfter is how long a cancelled launch has after SIGTERM.
-const killAfter = 400 * time.Millisecond
+const killAfter = 250 * time.Millisecond
 
 func progress(w io.Writer, format string, a ...any) {
 	if w != nil {
