@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -298,6 +299,44 @@ func TestNumericFlagsValidated(t *testing.T) {
 	} {
 		_, errOut, code := run(t, c.args...)
 		if code != ExitUsage || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.want) || strings.Contains(errOut, "strconv") {
+			t.Errorf("%v: exit %d %q, want %q", c.args, code, errOut, c.want)
+		}
+	}
+}
+
+// goTypeRE finds a Go type or struct path in a message.
+var goTypeRE = regexp.MustCompile(`Go struct|\b(host|fabric|cluster|web)\.[A-Z]`)
+
+// Type errors in snapshots, cluster files and topology files name the
+// file, the line and the field in the document's own words, never a Go
+// type.
+func TestTypeErrorsInDocumentWords(t *testing.T) {
+	dir := t.TempDir()
+	one, _, _ := run(t, "inventory", "--snapshot", "example:seed000-epyc", "-o", "json")
+	lines := strings.Split(one, "\n")
+	rateLine := 0
+	for i, l := range lines {
+		if strings.Contains(l, `"rate": {`) {
+			lines[i], rateLine = strings.Replace(l, `"rate": {`, `"rate": 5, "x": {`, 1), i+1
+			break
+		}
+	}
+	snap := filepath.Join(dir, "snap.json")
+	os.WriteFile(snap, []byte(strings.Join(lines, "\n")), 0o644)
+	topo := filepath.Join(dir, "topo.yaml")
+	os.WriteFile(topo, []byte("links:\n  - {a: {node: x, port: 1}, b: {node: y, port: 1}}\n  - {a: 5, b: {node: z, port: 1}}\n"), 0o644)
+	clusterFile := filepath.Join(dir, "cluster.yaml")
+	os.WriteFile(clusterFile, []byte("nodes:\n  - {name: n1, data: 10.0.0.1}\n  - {name: n2, data: 10.0.0.2}\nlink: [1]\n"), 0o644)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"inventory", "--snapshot", snap}, fmt.Sprintf("snap.json: not a snapshot: line %d: rdma_devices.ports.rate wants an object {…}, got a number", rateLine)},
+		{[]string{"fabric", "check", "--snapshot", "example:qdr-lab", "--topology", topo}, "topo.yaml: line 3: field links.a: got a number, want an end {node: NAME, port: N}"},
+		{[]string{"bench", "--cluster", clusterFile}, "cluster.yaml:4: field \"link\" wants a mapping"},
+	} {
+		_, errOut, code := run(t, c.args...)
+		if code != ExitUsage || !strings.Contains(errOut, c.want) || goTypeRE.MatchString(errOut) {
 			t.Errorf("%v: exit %d %q, want %q", c.args, code, errOut, c.want)
 		}
 	}

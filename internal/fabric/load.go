@@ -52,7 +52,7 @@ func Decode(r io.Reader) (*Snapshot, error) {
 		RDMA          json.RawMessage `json:"rdma"`
 	}
 	if err := json.Unmarshal(payload, &head); err != nil {
-		return nil, fmt.Errorf("not a fabric snapshot: %w", err)
+		return nil, fmt.Errorf("not a fabric snapshot: %w", envelope.Explain(b, payload, err))
 	}
 	if head.Ports == nil && (head.Hostname != nil || head.RDMA != nil) {
 		return nil, errors.New("this is a host snapshot (rdmalab inventory), not a fabric snapshot")
@@ -61,7 +61,7 @@ func Decode(r io.Reader) (*Snapshot, error) {
 	case SchemaVersion:
 		var s Snapshot
 		if err := json.Unmarshal(payload, &s); err != nil {
-			return nil, fmt.Errorf("not a fabric snapshot: %w", err)
+			return nil, fmt.Errorf("not a fabric snapshot: %w", envelope.Explain(b, payload, err))
 		}
 		return &s, nil
 	case 1:

@@ -376,7 +376,7 @@ func DecodeBytes(b []byte) (*Snapshot, error) {
 	}
 	var keys map[string]json.RawMessage
 	if err := json.Unmarshal(payload, &keys); err != nil {
-		return nil, fmt.Errorf("not a snapshot (JSON): %w", err)
+		return nil, fmt.Errorf("not a snapshot: %w", envelope.Explain(b, payload, err))
 	}
 	if _, ok := keys["hostname"]; !ok {
 		// A bare fabric snapshot from before documents had a kind.
@@ -386,7 +386,7 @@ func DecodeBytes(b []byte) (*Snapshot, error) {
 	}
 	var s Snapshot
 	if err := json.Unmarshal(payload, &s); err != nil {
-		return nil, fmt.Errorf("not a snapshot (JSON): %w", err)
+		return nil, fmt.Errorf("not a snapshot: %w", envelope.Explain(b, payload, err))
 	}
 	if s.SchemaVersion == 0 {
 		return nil, fmt.Errorf("not a snapshot: no schema_version (make one with `rdmalab inventory --output json`)")
