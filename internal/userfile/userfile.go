@@ -42,6 +42,9 @@ var (
 	Config         = Kind{"configuration file", 1 << 20}
 )
 
+// Kinds lists every kind, for docs/inputs.md (a test keeps it equal).
+var Kinds = []Kind{HostSnapshot, FabricSnapshot, Capture, ResultsLog, Document, ToolOutput, ClusterFile, Topology, Rounds, Routes, Config}
+
 // MiB renders a bound for messages.
 func (k Kind) MiB() string { return fmt.Sprintf("%d MiB", k.Max>>20) }
 
