@@ -81,7 +81,10 @@ var Version = "dev"
 // running stopGrace later, or any second signal, ends the process; either
 // way nothing it started outlives it (adoptOrphans).
 func Main(args []string, stdout, stderr io.Writer) int {
-	killAll := adoptOrphans()
+	killAll := func() {}
+	if !isService(args) {
+		killAll = adoptOrphans()
+	}
 	defer killAll()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)

@@ -109,8 +109,10 @@ dashboard.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if err := e.ListenAndServe(ctx, listen, webConfig); err != nil {
-				// exporter-toolkit's YAML errors span lines: one line here.
-				return usageErr("%s", strings.Join(strings.Fields(err.Error()), " "))
+				// exporter-toolkit's YAML errors span lines and name its Go
+				// type: one line, in the file's words.
+				msg := strings.Join(strings.Fields(err.Error()), " ")
+				return usageErr("%s", strings.ReplaceAll(msg, "into web.Config", "as a web configuration (tls_server_config, basic_auth_users, http_server_config)"))
 			}
 			return nil
 		},

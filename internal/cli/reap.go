@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -39,6 +40,18 @@ func adoptOrphans() (killAll func()) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
+}
+
+// isService reports the exporter, which runs for days: orphans adopted
+// there would pile up as zombies (os/exec reaps only its own children), and
+// its scans bound their tools themselves.
+func isService(args []string) bool {
+	for _, a := range args {
+		if !strings.HasPrefix(a, "-") {
+			return a == "exporter"
+		}
+	}
+	return false
 }
 
 // children lists the live processes (not zombies: they are gone, and
