@@ -341,3 +341,20 @@ func TestTypeErrorsInDocumentWords(t *testing.T) {
 		}
 	}
 }
+
+// A --root whose sys/ is made of symlink loops is refused, not read as an
+// empty host that every rule passes.
+func TestRootOfSymlinkLoopsRefused(t *testing.T) {
+	root := t.TempDir()
+	sys := filepath.Join(root, "sys")
+	os.Mkdir(sys, 0o755)
+	for _, l := range []string{"class", "devices", "bus"} {
+		os.Symlink(l, filepath.Join(sys, l)) // each one a loop
+	}
+	for _, args := range [][]string{{"inventory", "--root", root}, {"doctor", "--root", root}, {"exporter", "--root", root, "--listen", "127.0.0.1:0"}} {
+		_, errOut, code := run(t, args...)
+		if code != ExitUsage || !strings.Contains(errOut, "nothing under sys/ can be read (3 entries, all symlink loops or dangling links)") {
+			t.Errorf("%v: exit %d %q", args, code, errOut)
+		}
+	}
+}
