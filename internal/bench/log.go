@@ -17,9 +17,10 @@ import (
 // The results log: JSON lines, a header that binds the file to its
 // cluster, then one record per measured direction. It is the only record
 // of hours of measurement, so it is never truncated unless asked, never
-// mixed with another cluster's results, a torn last line (a crash while
-// writing) is cut before appending, and every append is synced and its
-// error returned.
+// mixed with another cluster's results, written by one run at a time (an
+// flock held for the run), never resumed past a line that does not parse
+// (a torn write is named for the user to cut), and every append is synced
+// and its error returned.
 
 // Format names a results log in its header.
 const Format = "rdmalab-bench-results"
