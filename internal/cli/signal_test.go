@@ -50,7 +50,7 @@ func TestSignalsEndEveryCommand(t *testing.T) {
 	seed := testhost.WriteTree(t, testhost.Seed000())
 	// A marker in every process the command starts (environment or
 	// arguments) finds what it left behind.
-	marker := fmt.Sprintf("rdmalab-signal-test-%d", os.Getpid())
+	base := fmt.Sprintf("rdmalab-signal-test-%d", os.Getpid())
 	cluster := filepath.Join(dir, "cluster.yaml")
 	os.WriteFile(cluster, []byte(`nodes:
   - {name: n1, data: 127.0.0.1}
@@ -74,15 +74,18 @@ launcher: {type: local, rdmalab: `+bin+`, base_port: 23700}
 		cases = append(cases, blocked{name: "fabric check --interval", args: []string{"fabric", "check", "--interval", "60s", "--timeout", "30s"},
 			env: sim.Env(), dir: sim.Dir, wait: 2 * time.Second, want: interruptCodes})
 	}
-	if nc := ncclRunCase(t, marker); nc != nil {
+	if nc := ncclRunCase(t); nc != nil {
 		cases = append(cases, *nc)
 	}
 	for _, c := range cases {
 		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 			t.Run(c.name+"/"+sig.String(), func(t *testing.T) {
+				// One marker per run: what an earlier run left is not
+				// taken for this one's.
+				marker := fmt.Sprintf("%s-%d-%d", base, int(sig), time.Now().UnixNano())
 				args := make([]string, len(c.args))
 				for i, a := range c.args {
-					args[i] = strings.ReplaceAll(a, "%s", fmt.Sprint(int(sig)))
+					args[i] = strings.NewReplacer("%s", fmt.Sprint(int(sig)), "%m", marker).Replace(a)
 				}
 				cmd := exec.Command(bin, args...)
 				cmd.Env = append(append(os.Environ(), "RDMALAB_SIGNAL_TEST="+marker), c.env...)
@@ -209,12 +212,13 @@ func startSimIfAny(t *testing.T) *testhost.IBSim {
 // ncclRunCase is nccl run over real mpirun and sshd in namespaces, its
 // ranks a stand-in for all_reduce_perf (no GPU here) that blocks; nil
 // where mpirun is missing.
-func ncclRunCase(t *testing.T, marker string) *blocked {
+func ncclRunCase(t *testing.T) *blocked {
 	testhost.RequireTool(t, "mpirun")
 	c := testhost.StartNetCluster(t, "sig", 2)
 	standIn := filepath.Join(c.Dir, "all_reduce_perf")
-	// The marker in sleep's arguments finds a rank left running.
-	os.WriteFile(standIn, []byte("#!/bin/sh\necho started\nexec sleep 600 "+marker+"\n"), 0o755)
+	// The run's marker (--env, through mpirun -x) in sleep's arguments
+	// finds a rank left running.
+	os.WriteFile(standIn, []byte("#!/bin/sh\necho started\nexec sleep 600 \"$RDMALAB_SIGNAL_TEST\"\n"), 0o755)
 	var nodes strings.Builder
 	for i, a := range c.Addrs {
 		fmt.Fprintf(&nodes, "  - {name: n%d, ssh: root@%s, data: %s}\n", i+1, a, a)
@@ -227,7 +231,7 @@ launcher:
   ssh_options: ["-F", "/dev/null", "-i", "%s"]
 `, c.KnownHosts(), c.KeyFile())), 0o644)
 	return &blocked{name: "nccl run", args: []string{"nccl", "run", "--cluster", cl, "--test", standIn, "--nodes", "2", "--dir", filepath.Join(c.Dir, "runs-%s"),
-		"--mpi-arg=--mca", "--mpi-arg=oob_tcp_if_include", "--mpi-arg=" + c.Subnet + ".0/24"}, readyProc: true, wait: 200 * time.Millisecond, want: interruptCodes}
+		"--mpi-arg=--mca", "--mpi-arg=oob_tcp_if_include", "--mpi-arg=" + c.Subnet + ".0/24", "--env", "RDMALAB_SIGNAL_TEST=%m"}, readyProc: true, wait: 200 * time.Millisecond, want: interruptCodes}
 }
 
 // Two bench runs on one results log: the second is refused naming the
