@@ -214,6 +214,22 @@ func TestHostileNamesEscaped(t *testing.T) {
 	if code != ExitUsage || strings.ContainsAny(errOut, "\x1b\x07") || !strings.Contains(errOut, `\x1b]0;owned\a`) {
 		t.Errorf("exit %d: %q", code, errOut)
 	}
+	// A snapshot's hostname is the user's too: every renderer escapes it.
+	s, err := examples.Load("seed000-epyc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Hostname = "evil\x1b]0;owned\x07\x1b[2J"
+	snap := filepath.Join(t.TempDir(), "evil.json")
+	f, _ := os.Create(snap)
+	envelope.Write(f, envelope.HostSnapshot, nil, s)
+	f.Close()
+	for _, args := range [][]string{{"inventory", "--snapshot", snap}, {"doctor", "--snapshot", snap}, {"report", snap}, {"plan", "vms", "--snapshot", snap}, {"nccl", "env", "--snapshot", snap}} {
+		out, errOut, _ := run(t, args...)
+		if strings.ContainsAny(out+errOut, "\x07") || strings.Contains(out+errOut, "\x1b]") || strings.Contains(out+errOut, "\x1b[2J") || !strings.Contains(out, `evil\x1b]0;owned\x07\x1b[2J`) {
+			t.Errorf("%v: a control character reached the terminal raw, or the name is missing:\n%q", args, out)
+		}
+	}
 }
 
 // Verdicts not fooled by shape: a host with no RDMA device is never

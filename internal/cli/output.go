@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/rdmalab/rdmalab/internal/report"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 	"github.com/spf13/cobra"
 )
 
@@ -28,7 +29,9 @@ func addOutputFlags(root *cobra.Command, stdout io.Writer) {
 		if err != nil {
 			return usageErr("%v", err)
 		}
-		root.SetOut(&report.Terminal{Writer: stdout, Style: st})
+		// Snapshot data (hostnames, device names) is the user's: its
+		// control characters never reach the terminal raw.
+		root.SetOut(&report.Terminal{Writer: userfile.TerminalWriter(stdout), Style: st})
 		return nil
 	}
 }

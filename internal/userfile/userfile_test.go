@@ -114,3 +114,16 @@ func TestInputsDocBounds(t *testing.T) {
 		}
 	}
 }
+
+func TestTerminalWriter(t *testing.T) {
+	var b strings.Builder
+	w := TerminalWriter(&b)
+	in := "host evil\x1b]0;title\x07 \x1b[2J \u009b2J ok \x1b[1;31mred\x1b[0m │ ·\n"
+	if n, err := io.WriteString(w, in); n != len(in) || err != nil {
+		t.Fatal(n, err)
+	}
+	want := "host evil\\x1b]0;title\\x07 \\x1b[2J \\u009b2J ok \x1b[1;31mred\x1b[0m │ ·\n"
+	if b.String() != want {
+		t.Errorf("got %q\nwant %q", b.String(), want)
+	}
+}
