@@ -18,6 +18,14 @@ import (
 	"github.com/rdmalab/rdmalab/internal/testhost"
 )
 
+// processTax is how long starting and reaping rdmalab --version takes on
+// this machine now, at most 2 s.
+func processTax(bin string) time.Duration {
+	start := time.Now()
+	exec.Command(bin, "--version").Run()
+	return min(time.Since(start), 2*time.Second)
+}
+
 // blocked is a long-running command and how to tell it is blocked.
 type blocked struct {
 	name  string
@@ -142,8 +150,11 @@ launcher: {type: local, rdmalab: `+bin+`, base_port: 23700}
 				if _, ok := err.(*exec.ExitError); err != nil && !ok {
 					t.Fatal(err)
 				}
-				if code != c.want[sig] || took > time.Second {
-					t.Errorf("exit %d after %s, want %d within 1 s\n%s", code, took.Round(time.Millisecond), c.want[sig], stderr.String())
+				// A second for the command; what this machine takes to
+				// start and reap a process that does nothing is the
+				// machine's, not the command's (eight builds share 2 cores).
+				if tax := processTax(bin); code != c.want[sig] || took > time.Second+tax {
+					t.Errorf("exit %d after %s, want %d within 1 s (+%s to start and reap a process here)\n%s", code, took.Round(time.Millisecond), c.want[sig], tax.Round(time.Millisecond), stderr.String())
 				}
 				if left := leftBehind(marker, time.Second); len(left) > 0 {
 					t.Errorf("left running: %s", strings.Join(left, "; "))
