@@ -75,9 +75,14 @@ func LoadInputs(args []string) (*Inputs, error) {
 	}
 	for _, a := range args {
 		in.Sources = append(in.Sources, a)
-		if name, ok := strings.CutPrefix(a, "example:"); ok {
-			if err := in.example(name); err != nil {
+		if h, f, ok, err := examples.Either(a); ok {
+			if err != nil {
 				return nil, err
+			}
+			if h != nil {
+				in.Hosts = append(in.Hosts, h)
+			} else {
+				in.Fabrics = append(in.Fabrics, f)
 			}
 			continue
 		}
@@ -164,26 +169,6 @@ func quoted(names []string) []string {
 		out[i] = userfile.Name(n)
 	}
 	return out
-}
-
-func (in *Inputs) example(name string) error {
-	if slices.Contains(examples.Names(), name) {
-		s, err := examples.Load(name)
-		if err != nil {
-			return err
-		}
-		in.Hosts = append(in.Hosts, s)
-		return nil
-	}
-	if slices.Contains(examples.FabricNames(), name) {
-		s, err := examples.LoadFabric(name)
-		if err != nil {
-			return err
-		}
-		in.Fabrics = append(in.Fabrics, s)
-		return nil
-	}
-	return fmt.Errorf("no example %q (hosts: %s; fabrics: %s)", name, strings.Join(examples.Names(), ", "), strings.Join(examples.FabricNames(), ", "))
 }
 
 func (in *Inputs) file(path string) error {
