@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -107,22 +106,24 @@ launcher: {type: local, rdmalab: `+bin+`, base_port: 23700}
 					defer r.Close()
 					cmd.Stdin = r
 				}
-				var stdout bytes.Buffer
-				var stderr syncBuffer
-				cmd.Stdout = &stdout
-				pr, pw := io.Pipe()
-				cmd.Stderr = pw
+				// Files, not pipes: Wait then returns when rdmalab ends,
+				// not when the last process holding its stderr does
+				// (leftovers are leftBehind's to find).
+				outFile, _ := os.Create(filepath.Join(t.TempDir(), "stdout"))
+				errFile, _ := os.Create(filepath.Join(t.TempDir(), "stderr"))
+				defer outFile.Close()
+				defer errFile.Close()
+				cmd.Stdout, cmd.Stderr = outFile, errFile
+				stderr := fileText(errFile.Name())
 				if err := cmd.Start(); err != nil {
 					t.Fatal(err)
 				}
 				ready := make(chan struct{})
 				go func() {
-					sc := bufio.NewScanner(pr)
-					once := sync.Once{}
-					for sc.Scan() {
-						stderr.WriteString(sc.Text() + "\n")
-						if c.ready != "" && strings.Contains(sc.Text(), c.ready) {
-							once.Do(func() { close(ready) })
+					for deadline := time.Now().Add(30 * time.Second); c.ready != "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+						if strings.Contains(stderr.String(), c.ready) {
+							close(ready)
+							return
 						}
 					}
 				}()
@@ -145,7 +146,6 @@ launcher: {type: local, rdmalab: `+bin+`, base_port: 23700}
 				cmd.Process.Signal(sig)
 				err := cmd.Wait()
 				took := time.Since(sent)
-				pw.Close()
 				code := cmd.ProcessState.ExitCode()
 				if _, ok := err.(*exec.ExitError); err != nil && !ok {
 					t.Fatal(err)
@@ -160,28 +160,19 @@ launcher: {type: local, rdmalab: `+bin+`, base_port: 23700}
 					t.Errorf("left running: %s", strings.Join(left, "; "))
 				}
 				if c.after != nil {
-					c.after(t, stdout.String(), stderr.String())
+					c.after(t, fileText(outFile.Name()).String(), stderr.String())
 				}
 			})
 		}
 	}
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+// fileText is a file's current text, read when printed.
+type fileText string
 
-func (s *syncBuffer) WriteString(v string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.b.WriteString(v)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+func (f fileText) String() string {
+	b, _ := os.ReadFile(string(f))
+	return string(b)
 }
 
 // leftBehind lists processes (not zombies) that carry marker in their
