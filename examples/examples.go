@@ -68,3 +68,50 @@ func LoadFabric(name string) (*fabric.Snapshot, error) {
 	}
 	return s, nil
 }
+
+// Prefix names a built-in example where a file is expected: example:NAME.
+const Prefix = "example:"
+
+// Host reads example:NAME where a host is expected; ok is false for any
+// other argument (a file, to open as one).
+func Host(arg string) (s *host.Snapshot, ok bool, err error) {
+	name, ok := strings.CutPrefix(arg, Prefix)
+	switch {
+	case !ok:
+		return nil, false, nil
+	case slices.Contains(FabricNames(), name):
+		return nil, true, fmt.Errorf("%s is a fabric example; this reads a host (fabric check --snapshot %s)", arg, arg)
+	}
+	s, err = Load(name)
+	return s, true, err
+}
+
+// Fabric reads example:NAME where a fabric is expected; ok is false for
+// any other argument.
+func Fabric(arg string) (s *fabric.Snapshot, ok bool, err error) {
+	name, ok := strings.CutPrefix(arg, Prefix)
+	switch {
+	case !ok:
+		return nil, false, nil
+	case slices.Contains(Names(), name):
+		return nil, true, fmt.Errorf("%s is a host example; this reads a fabric", arg)
+	}
+	s, err = LoadFabric(name)
+	return s, true, err
+}
+
+// Either reads example:NAME where a host or a fabric will do (report).
+func Either(arg string) (h *host.Snapshot, f *fabric.Snapshot, ok bool, err error) {
+	name, ok := strings.CutPrefix(arg, Prefix)
+	switch {
+	case !ok:
+		return nil, nil, false, nil
+	case slices.Contains(Names(), name):
+		h, err = Load(name)
+	case slices.Contains(FabricNames(), name):
+		f, err = LoadFabric(name)
+	default:
+		err = fmt.Errorf("no example %q (hosts: %s; fabrics: %s)", name, strings.Join(Names(), ", "), strings.Join(FabricNames(), ", "))
+	}
+	return h, f, true, err
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 	"io"
 	"os"
 	"slices"
@@ -141,9 +142,9 @@ func (o *Options) Validate() error {
 // roundsFromFile reads a round file by the cluster's node names and turns
 // it into the runner's pairs of node indices.
 func roundsFromFile(path, format string, c *cluster.Cluster) (func(int) [][]Pair, error) {
-	f, err := os.Open(path)
+	f, err := userfile.Open(path, userfile.Rounds)
 	if err != nil {
-		return nil, fmt.Errorf("--rounds: %w", err)
+		return nil, fmt.Errorf("--rounds %w", err)
 	}
 	defer f.Close()
 	names := make([]string, len(c.Nodes))
@@ -166,6 +167,10 @@ func roundsFromFile(path, format string, c *cluster.Cluster) (func(int) [][]Pair
 			out = append(out, Pair{a, b})
 		}
 		rounds = append(rounds, out)
+	}
+	if len(rounds) == 0 {
+		// Measuring nothing would end in a verdict on nothing.
+		return nil, fmt.Errorf("--rounds %s: no rounds in it", userfile.Name(path))
 	}
 	return func(int) [][]Pair { return rounds }, nil
 }
@@ -207,6 +212,20 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, &UsageError{err}
 	}
+	// Every input is read before the log is touched or a node is probed.
+	sched := Rounds
+	if o.Rounds != "" {
+		if sched, err = roundsFromFile(o.Rounds, o.RoundsFormat, c); err != nil {
+			return nil, &UsageError{err}
+		}
+	}
+	var cover *coverPlan
+	if o.Schedule == "cover" {
+		if cover, err = planCover(ctx, o.Fabric, c); err != nil {
+			return nil, &UsageError{err}
+		}
+		sched = func(int) [][]Pair { return cover.rounds }
+	}
 	mode := Create
 	switch {
 	case o.Resume:
@@ -231,19 +250,6 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 	}
 	defer l.Close()
-	sched := Rounds
-	if o.Rounds != "" {
-		if sched, err = roundsFromFile(o.Rounds, o.RoundsFormat, c); err != nil {
-			return nil, &UsageError{err}
-		}
-	}
-	var cover *coverPlan
-	if o.Schedule == "cover" {
-		if cover, err = planCover(ctx, o.Fabric, c); err != nil {
-			return nil, &UsageError{err}
-		}
-		sched = func(int) [][]Pair { return cover.rounds }
-	}
 	r := &Runner{Cluster: c, Launcher: l, Engine: eng, Schedule: sched, Samples: o.Samples, Timeout: o.Timeout,
 		RunID: NewRunID(), Log: log, KeepFailed: o.KeepFailed, Retest: !o.NoRetest, Progress: o.Progress}
 	// a node gets as long to answer the probe as one test may take

@@ -10,14 +10,17 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/rdmalab/rdmalab/internal/userfile"
 )
 
 // The results log: JSON lines, a header that binds the file to its
 // cluster, then one record per measured direction. It is the only record
 // of hours of measurement, so it is never truncated unless asked, never
-// mixed with another cluster's results, a torn last line (a crash while
-// writing) is cut before appending, and every append is synced and its
-// error returned.
+// mixed with another cluster's results, written by one run at a time (an
+// flock held for the run), never resumed past a line that does not parse
+// (a torn write is named for the user to cut), and every append is synced
+// and its error returned.
 
 // Format names a results log in its header.
 const Format = "rdmalab-bench-results"
@@ -76,9 +79,29 @@ func OpenLog(path, clusterFile, fp string, nodes int, mode Mode) (*Log, []Record
 			return nil, nil, &RefusedError{path, "not a regular file"}
 		}
 	}
-	b, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, nil, fmt.Errorf("results file: %w", err)
+	// Opened without truncating, locked, and only then read: a second run
+	// on the same log is refused before it reads or changes a byte.
+	f, err := userfile.OpenLocked(path, os.O_RDWR, userfile.ResultsLog)
+	if err != nil {
+		return nil, nil, fmt.Errorf("results file %w", err)
+	}
+	l, prior, err := openLocked(f, path, fp, nodes, mode)
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return l, prior, nil
+}
+
+// openLocked decides what happens to a locked results file: parsed,
+// refused, cut to its valid records or started with a header.
+func openLocked(f *os.File, path, fp string, nodes int, mode Mode) (*Log, []Record, error) {
+	b, err := io.ReadAll(io.LimitReader(f, userfile.ResultsLog.Max+1))
+	if err != nil {
+		return nil, nil, fmt.Errorf("results file %s: %w", path, err)
+	}
+	if int64(len(b)) > userfile.ResultsLog.Max {
+		return nil, nil, &RefusedError{path, "more than " + userfile.ResultsLog.MiB() + ", the bound for a results log"}
 	}
 	var prior []Record
 	keep := int64(0) // bytes of the file that stay
@@ -97,32 +120,33 @@ func OpenLog(path, clusterFile, fp string, nodes int, mode Mode) (*Log, []Record
 			if h.Cluster != fp {
 				return nil, nil, &RefusedError{path, fmt.Sprintf("it was measured on another cluster (fingerprint %s, this cluster file is %s: nodes, addresses, devices or ports differ); use another --results", h.Cluster, fp)}
 			}
+			if valid < len(b) && len(bytes.TrimSpace(b[valid:])) > 0 {
+				// Never skipped silently: a line that does not parse is
+				// a result lost, and the user decides what to do with it.
+				line := bytes.Count(b[:valid], []byte("\n")) + 1
+				return nil, nil, &RefusedError{path, fmt.Sprintf("line %d is not a complete result (a write cut short?); delete it (sed -i '%d,$d' %s) to resume from the %d result(s) before it", line, line, userfile.Name(path), len(recs))}
+			}
 			prior, keep = recs, int64(valid)
 		}
 	}
-	flags := os.O_CREATE | os.O_WRONLY
-	if keep == 0 {
-		flags |= os.O_TRUNC
-	}
-	f, err := os.OpenFile(path, flags, 0o644)
-	if err != nil {
-		return nil, nil, fmt.Errorf("results file: %w", err)
-	}
 	l := &Log{path: path, f: f}
 	if keep > 0 {
-		// Cut a torn tail so the next record starts on its own line.
+		// Blank lines after the last record go, so records stay one a line.
 		if err := f.Truncate(keep); err != nil {
-			f.Close()
-			return nil, nil, fmt.Errorf("results file %s: cut the torn last line: %w", path, err)
+			return nil, nil, fmt.Errorf("results file %s: %w", path, err)
 		}
 		if _, err := f.Seek(keep, io.SeekStart); err != nil {
-			f.Close()
 			return nil, nil, err
 		}
 		return l, prior, nil
 	}
+	if err := f.Truncate(0); err != nil {
+		return nil, nil, fmt.Errorf("results file %s: %w", path, err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, nil, err
+	}
 	if err := l.write(Header{Format: Format, Version: LogVersion, Cluster: fp, Nodes: nodes, Created: time.Now().UTC()}); err != nil {
-		f.Close()
 		return nil, nil, err
 	}
 	return l, prior, nil

@@ -460,17 +460,33 @@ func TestResultsLogSafety(t *testing.T) {
 	if b, _ := os.ReadFile(other); string(b) != "my notes\n" {
 		t.Error("changed notes.txt")
 	}
-	// A torn last line is cut, the next record starts on its own line.
-	os.WriteFile(path, append(before, []byte(`{"from":"a","to":"c","eng`)...), 0o644)
+	// A torn last line is refused by name, never skipped in silence; the
+	// file stays as it is.
+	torn := append(before, []byte(`{"from":"a","to":"c","eng`)...)
+	os.WriteFile(path, torn, 0o644)
+	if _, _, err := OpenLog(path, clusterFile, "fp1", 2, Resume); err == nil || !strings.Contains(err.Error(), "line 3 is not a complete result") {
+		t.Errorf("resumed a log with a torn line: %v", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != string(torn) {
+		t.Error("a refused resume changed the file")
+	}
+	// Blank lines after the last record are no loss: resume, one record a line.
+	os.WriteFile(path, append(before, "\n\n"...), 0o644)
 	l, prior, err := OpenLog(path, clusterFile, "fp1", 2, Resume)
 	if err != nil || len(prior) != 1 {
 		t.Fatalf("%v %v", prior, err)
 	}
 	l.Append(Record{From: "b", To: "a", Engine: "tcp", Test: "bw", Gbps: 8})
+	// A second opener, in any mode, is refused while the first holds it.
+	for _, m := range []Mode{Create, Resume, Overwrite} {
+		if _, _, err := OpenLog(path, clusterFile, "fp1", 2, m); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("in use by process %d", os.Getpid())) {
+			t.Errorf("mode %d: a second open of a held log: %v", m, err)
+		}
+	}
 	l.Close()
 	b, _ := os.ReadFile(path)
-	if _, recs, _, err := ParseLog(b); err != nil || len(recs) != 2 {
-		t.Errorf("after the torn tail: %v %v\n%s", recs, err, b)
+	if _, recs, valid, err := ParseLog(b); err != nil || len(recs) != 2 || valid != len(b) {
+		t.Errorf("after resuming: %v %v\n%s", recs, err, b)
 	}
 }
 

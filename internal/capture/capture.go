@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 	"io"
 	"os"
 	"path"
@@ -159,9 +160,9 @@ type Refused []string
 // go through os.Root, so no entry or symlink in the archive can place a file
 // outside dir; entries that try are skipped and returned.
 func Extract(archive, dir string) (Refused, error) {
-	f, err := os.Open(archive)
+	f, err := userfile.Open(archive, userfile.Capture)
 	if err != nil {
-		return nil, fmt.Errorf("capture: %w", err)
+		return nil, fmt.Errorf("capture %w", err)
 	}
 	defer f.Close()
 	r, err := decompress(f)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/signal"
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/bench"
@@ -13,6 +11,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/envelope"
 	"github.com/rdmalab/rdmalab/internal/fabric"
 	"github.com/rdmalab/rdmalab/internal/report"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 	"github.com/spf13/cobra"
 )
 
@@ -81,15 +80,18 @@ run (bad flag or file, unready nodes), 130 interrupted (finished work is saved).
 			defer cleanup()
 			o.ControlDir, o.Progress = dir, cmd.ErrOrStderr()
 			o.Fabric.Runner = fabric.Exec{CA: fabricCA, Port: fabricPort, Timeout: 2 * time.Minute}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
-			defer stop()
+			ctx := cmd.Context()
 			rep, err := bench.Run(ctx, o)
-			interrupted := ctx.Err() != nil && errors.Is(err, context.Canceled)
-			if err != nil && !interrupted {
-				return usageErr("%v", err)
+			if ctx.Err() != nil {
+				// No report: the verdict of a run cut short would judge
+				// what it did not measure. The log holds what it did.
+				if rep == nil {
+					return &exitError{code: ExitInterrupted, err: errors.New("interrupted before round 1; nothing was measured")}
+				}
+				return &exitError{code: ExitInterrupted, err: fmt.Errorf("interrupted; the directions finished are saved in %s: run the same command with --resume to measure the rest", userfile.Name(o.Results))}
 			}
-			if rep == nil { // interrupted before anything ran
-				return &exitError{code: ExitInterrupted, err: errors.New("interrupted before round 1; nothing was measured")}
+			if err != nil {
+				return usageErr("%v", err)
 			}
 			w := cmd.OutOrStdout()
 			if output == "json" {
@@ -98,9 +100,6 @@ run (bad flag or file, unready nodes), 130 interrupted (finished work is saved).
 				}
 			} else {
 				report.Bench(w, rep)
-			}
-			if interrupted {
-				return &exitError{code: ExitInterrupted, err: fmt.Errorf("interrupted; finished directions are in %s: run again with --resume", o.Results)}
 			}
 			if check.Failed(rep.Findings) {
 				return errFindings

@@ -11,7 +11,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
+	"github.com/rdmalab/rdmalab/internal/userfile"
 	"github.com/spf13/cobra"
 )
 
@@ -23,7 +25,34 @@ const (
 	// ExitInterrupted is what shells and schedulers expect after SIGINT
 	// (128 + 2); what finished before it is saved.
 	ExitInterrupted = 130
+	// ExitTerminated is 128 + SIGTERM, what systemd and Slurm expect of a
+	// process they asked to stop.
+	ExitTerminated = 143
 )
+
+// stopGrace is how long a command has, after a signal, to stop its
+// children and save what it did before Main ends the process anyway: a
+// read of a pipe or a terminal cannot be cancelled, and a command must
+// end within a second of a signal whatever it is blocked on.
+const stopGrace = 600 * time.Millisecond
+
+// signalled is the cause of a context cancelled by a signal.
+type signalled struct{ sig os.Signal }
+
+func (s *signalled) Error() string { return "stopped by " + s.sig.String() }
+
+// interruptCode is the exit code for the signal that cancelled ctx.
+func interruptCode(ctx context.Context) int {
+	var s *signalled
+	if errors.As(context.Cause(ctx), &s) && s.sig == syscall.SIGTERM {
+		return ExitTerminated
+	}
+	return ExitInterrupted
+}
+
+// stopIsSuccess marks a command (a service) for which a requested stop is
+// its normal end: it exits 0 on SIGINT/SIGTERM.
+const stopIsSuccess = "rdmalab/stop-is-success"
 
 // exitError carries an exit code with a message for the user.
 type exitError struct {
@@ -46,21 +75,63 @@ var errFindings = &exitError{code: ExitFindings, err: errors.New("failures found
 var Version = "dev"
 
 // Main runs rdmalab with args and returns the process exit code.
+//
+// The first SIGINT or SIGTERM cancels the command's context; commands stop
+// their children (process groups) and save what they did. One still
+// running stopGrace later, or any second signal, ends the process; either
+// way nothing it started outlives it (adoptOrphans).
 func Main(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	killAll := func() {}
+	if !isService(args) {
+		killAll = adoptOrphans()
+	}
+	defer killAll()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		var sig os.Signal
+		select {
+		case sig = <-sigs:
+		case <-done:
+			return
+		}
+		cancel(&signalled{sig})
+		select {
+		case <-done:
+			return
+		case <-time.After(stopGrace):
+		case <-sigs:
+		}
+		fmt.Fprintln(stderr, "rdmalab: interrupted")
+		killAll()
+		os.Exit(interruptCode(ctx))
+	}()
 	return runCtx(ctx, args, stdout, stderr)
 }
 
 // runCtx executes one command line; an interrupt (ctx cancelled) wins over
-// whatever the command returned, so scripts see 130.
+// whatever the command returned, so scripts see 130 (143 for SIGTERM). A
+// command's own message for it (where its work was saved) is printed.
 func runCtx(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRoot(stdout, stderr)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	ran, err := root.ExecuteContextC(ctx)
 	if ctx.Err() != nil {
-		fmt.Fprintln(stderr, "rdmalab: interrupted")
-		return ExitInterrupted
+		if ran != nil && ran.Annotations[stopIsSuccess] != "" && err == nil {
+			return ExitOK
+		}
+		var ee *exitError
+		if errors.As(err, &ee) && ee.code == ExitInterrupted {
+			fmt.Fprintf(stderr, "rdmalab: %s\n", userfile.Escape(ee.err.Error()))
+		} else {
+			fmt.Fprintln(stderr, "rdmalab: interrupted")
+		}
+		return interruptCode(ctx)
 	}
 	if err == nil {
 		return ExitOK
@@ -68,12 +139,12 @@ func runCtx(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee != errFindings {
-			fmt.Fprintf(stderr, "rdmalab: %v\n", ee.err)
+			fmt.Fprintf(stderr, "rdmalab: %s\n", userfile.Escape(ee.err.Error()))
 		}
 		return ee.code
 	}
 	// cobra's own errors are flag and argument mistakes.
-	fmt.Fprintf(stderr, "rdmalab: %v\nRun 'rdmalab --help' for usage.\n", err)
+	fmt.Fprintf(stderr, "rdmalab: %s\nRun 'rdmalab --help' for usage.\n", userfile.Escape(err.Error()))
 	return ExitUsage
 }
 
@@ -106,9 +177,7 @@ Exit codes: 0 ran and nothing failed, 1 ran and found failures, 2 could not run.
 	root.Flags().Bool("version", false, "print rdmalab's version")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usageErr("%v (see '%s --help')", err, c.CommandPath())
-	})
+	root.SetFlagErrorFunc(plainFlagError)
 	root.AddCommand(newInventoryCmd(), newDoctorCmd(), newGatherCmd(), newPlanCmd(), newFabricCmd(), newBenchCmd(), newSlurmCmd(), newReportCmd(), newExporterCmd(), newJudgeCmd(), newNCCLCmd(), newDesignCmd(), newDemoCmd(), newCompareCmd())
 	addOutputFlags(root, stdout)
 	return root

@@ -1,12 +1,11 @@
 package cli
 
 import (
-	"os"
-
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/compare"
 	"github.com/rdmalab/rdmalab/internal/envelope"
 	"github.com/rdmalab/rdmalab/internal/report"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 	"github.com/spf13/cobra"
 )
 
@@ -36,7 +35,8 @@ Exit codes: 0 nothing got worse, 1 something got worse, 2 could not run.`,
 			}
 			var in [2][]byte
 			for i, a := range args {
-				b, err := os.ReadFile(a)
+				// A results log or a saved nccl-tests output: the larger bound.
+				b, err := userfile.ReadFile(a, userfile.ResultsLog)
 				if err != nil {
 					return usageErr("%v", err)
 				}

@@ -4,13 +4,16 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/exporter"
 	"github.com/rdmalab/rdmalab/internal/fabric"
 	"github.com/rdmalab/rdmalab/internal/fabriccheck"
+	"github.com/rdmalab/rdmalab/internal/inventory"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 	"github.com/spf13/cobra"
 )
 
@@ -58,7 +61,8 @@ dashboard.`,
   rdmalab exporter --fabric --fabric.interval 5m     # also the fabric, from this node
   rdmalab exporter --fabric --textfile /var/lib/node_exporter/textfile/rdmalab.prom
   curl -s localhost:9879/metrics | grep rdmalab_finding`,
-		Args: cobra.NoArgs,
+		Args:        cobra.NoArgs,
+		Annotations: map[string]string{stopIsSuccess: "a service asked to stop has done its job"},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			expect, err := expectFlags(rate, linkLayer)
 			if err != nil {
@@ -68,8 +72,15 @@ dashboard.`,
 			if err != nil {
 				return usageErr("--fabric.expect-rate: %v", err)
 			}
-			if st, err := os.Stat(o.Root); err != nil || !st.IsDir() {
-				return usageErr("--root %s: not a directory", o.Root)
+			if err := inventory.CheckRoot(o.Root); err != nil {
+				return usageErr("--root %v", err)
+			}
+			if webConfig != "" {
+				// exporter-toolkit reads it again later; this refuses a
+				// FIFO or device before anything blocks on it.
+				if _, err := userfile.ReadFile(webConfig, userfile.Config); err != nil {
+					return usageErr("--web.config.file %v", err)
+				}
 			}
 			o.Expect = expect
 			o.FindingsInterval = findingsInterval
@@ -94,7 +105,10 @@ dashboard.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if err := e.ListenAndServe(ctx, listen, webConfig); err != nil {
-				return usageErr("%v", err)
+				// exporter-toolkit's YAML errors span lines and name its Go
+				// type: one line, in the file's words.
+				msg := strings.Join(strings.Fields(err.Error()), " ")
+				return usageErr("%s", strings.ReplaceAll(msg, "into web.Config", "as a web configuration (tls_server_config, basic_auth_users, http_server_config)"))
 			}
 			return nil
 		},

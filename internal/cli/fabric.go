@@ -66,8 +66,7 @@ func (in *fabricInput) validate(c *cobra.Command) error {
 
 func (in *fabricInput) load(ctx context.Context, stderr io.Writer) (*fabric.Snapshot, error) {
 	if in.snapshot != "" {
-		if name, ok := strings.CutPrefix(in.snapshot, "example:"); ok {
-			s, err := examples.LoadFabric(name)
+		if s, ok, err := examples.Fabric(in.snapshot); ok {
 			if err != nil {
 				return nil, usageErr("%v", err)
 			}

@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"strings"
-
 	"github.com/rdmalab/rdmalab/examples"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/inventory"
@@ -33,11 +31,8 @@ func (in *hostInput) load() ([]*host.Snapshot, error) {
 	}
 	var out []*host.Snapshot
 	for _, p := range sources {
-		var s *host.Snapshot
-		var err error
-		if name, ok := strings.CutPrefix(p, "example:"); ok {
-			s, err = examples.Load(name)
-		} else {
+		s, ok, err := examples.Host(p)
+		if !ok {
 			s, err = inventory.Open(p, inventory.Options{})
 		}
 		if err != nil {

@@ -1,12 +1,12 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/inventory"
 	"github.com/rdmalab/rdmalab/internal/report"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 	"github.com/spf13/cobra"
 )
 
@@ -68,14 +68,11 @@ reading them (sysfs cannot be tarred directly). Send the file to anyone:
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, n, err := inventory.Gather(root, args[0], time.Now())
-			var se *inventory.SourceError
-			if errors.As(err, &se) {
+			if err != nil {
+				// The root or the output path: what the user named.
 				return usageErr("gather %v", err)
 			}
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: %d paths from %s (%d GPUs, %d RDMA devices, %d errors)\n", args[0], n, s.Hostname, len(s.GPUs), len(s.RDMADevices), len(s.Errors))
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: %d paths from %s (%d GPUs, %d RDMA devices, %d errors)\n", userfile.Name(args[0]), n, userfile.Name(s.Hostname), len(s.GPUs), len(s.RDMADevices), len(s.Errors))
 			return nil
 		},
 	}

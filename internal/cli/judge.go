@@ -1,8 +1,8 @@
 package cli
 
 import (
+	"github.com/rdmalab/rdmalab/internal/userfile"
 	"io"
-	"os"
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/envelope"
@@ -100,17 +100,18 @@ Exit codes: 0 no failures, 1 failures found, 2 could not run.`,
 	return c
 }
 
-// readInputs reads each named file, or standard input for "-".
+// readInputs reads each named file, or standard input for "-" (or
+// /dev/stdin, which the file door would refuse as a pipe or a terminal).
 func readInputs(stdin io.Reader, args []string) ([]judge.Input, error) {
 	var in []judge.Input
 	for _, a := range args {
 		var b []byte
 		var err error
-		if a == "-" {
-			b, err = io.ReadAll(stdin)
+		if a == "-" || a == "/dev/stdin" {
 			a = "(stdin)"
+			b, err = userfile.ReadAll(stdin, a, userfile.ToolOutput)
 		} else {
-			b, err = os.ReadFile(a)
+			b, err = userfile.ReadFile(a, userfile.ToolOutput)
 		}
 		if err != nil {
 			return nil, usageErr("%v", err)

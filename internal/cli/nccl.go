@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"github.com/rdmalab/rdmalab/internal/nccl"
 	"github.com/rdmalab/rdmalab/internal/report"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 	"github.com/spf13/cobra"
 )
 
@@ -273,18 +273,17 @@ run, 130 interrupted.`,
 			if err := os.MkdirAll(filepath.Dir(results), 0o755); err != nil {
 				return usageErr("--results: %v", err)
 			}
-			rf, err := os.OpenFile(results, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+			rf, err := userfile.OpenLocked(results, os.O_APPEND|os.O_WRONLY, userfile.ResultsLog)
 			if err != nil {
-				return usageErr("--results: %v", err)
+				return usageErr("--results %v", err)
 			}
 			defer rf.Close()
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
-			defer stop()
+			ctx := cmd.Context()
 			rs, err := nccl.Run(ctx, nccl.RunOptions{Cluster: cl, NodeCounts: o.nodes, Tests: o.tests, TestArgs: o.testArgs,
 				RanksPerNode: o.ranks, Env: vars, Timeout: o.timeout, Dir: dir, Launcher: l, Results: rf, Progress: cmd.ErrOrStderr(),
 				Judge: judge})
 			if errors.Is(err, context.Canceled) {
-				return &exitError{code: 130, err: errors.New("interrupted; finished runs are in " + results)}
+				return &exitError{code: ExitInterrupted, err: errors.New("interrupted; finished runs are in " + userfile.Name(results))}
 			}
 			if err != nil {
 				return usageErr("%v", err)

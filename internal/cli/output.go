@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/rdmalab/rdmalab/internal/report"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 	"github.com/spf13/cobra"
 )
 
@@ -20,12 +21,17 @@ func addOutputFlags(root *cobra.Command, stdout io.Writer) {
 	f.IntVar(&req.Width, "width", 0, "fit tables to this many columns (default: the terminal's width, else $COLUMNS, else no limit)")
 	f.BoolVarP(&req.Quiet, "quiet", "q", false, "summary and failures only")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if err := checkRanges(cmd); err != nil {
+			return err
+		}
 		req.Color = report.ColorMode(color)
 		st, err := report.DetectStyle(stdout, req, os.Getenv)
 		if err != nil {
 			return usageErr("%v", err)
 		}
-		root.SetOut(&report.Terminal{Writer: stdout, Style: st})
+		// Snapshot data (hostnames, device names) is the user's: its
+		// control characters never reach the terminal raw.
+		root.SetOut(&report.Terminal{Writer: userfile.TerminalWriter(stdout), Style: st})
 		return nil
 	}
 }

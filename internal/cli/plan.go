@@ -154,6 +154,9 @@ Exit codes: 0 planned, 1 refused (the nearest plan is shown), 2 bad input.`,
 			if err != nil {
 				return err
 			}
+			if err := reserveFits(s, req.HostReserveBytes, reserve); err != nil {
+				return err
+			}
 			if err := plan.CheckGroups(s, req.Groups); err != nil {
 				return usageErr("--vm %v", err)
 			}
@@ -250,4 +253,19 @@ func planDemo(w io.Writer, s *host.Snapshot, vms int) {
 		return
 	}
 	report.Plan(w, p)
+}
+
+// reserveFits refuses a --host-reserve no NUMA node of the host can keep:
+// the planner would otherwise suggest a VM of no memory.
+func reserveFits(s *host.Snapshot, reserve int64, given string) error {
+	var largest int64
+	for _, n := range s.NUMANodes {
+		if n.GPUMemoryOf == "" {
+			largest = max(largest, n.MemTotalBytes)
+		}
+	}
+	if largest > 0 && reserve >= largest {
+		return usageErr("--host-reserve %s: want less than %s, the memory of this host's largest NUMA node", given, units.FormatBytes(largest))
+	}
+	return nil
 }

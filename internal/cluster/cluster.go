@@ -9,8 +9,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 	"net/netip"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -150,9 +150,9 @@ func (c *Cluster) Validate() error {
 
 // Load reads and checks a cluster file.
 func Load(path string) (*Cluster, error) {
-	b, err := os.ReadFile(path)
+	b, err := userfile.ReadFile(path, userfile.ClusterFile)
 	if err != nil {
-		return nil, fmt.Errorf("cluster file: %w", err)
+		return nil, fmt.Errorf("cluster file %w", err)
 	}
 	c, err := Parse(b)
 	if err != nil {
@@ -233,6 +233,7 @@ var (
 	yamlLineRE   = regexp.MustCompile(`^line (\d+): (.*)`)
 	unknownRE    = regexp.MustCompile(`field (\S+) not found in type`)
 	typeErrRE    = regexp.MustCompile("cannot unmarshal (!!\\w+) `([^`]*)` into (\\S+)")
+	collErrRE    = regexp.MustCompile(`cannot unmarshal (!!seq|!!map) into (\S+)`)
 	keyLineRE    = regexp.MustCompile(`(?:^|[\s{,-])([A-Za-z_]+):\s*("[^"]*"|'[^']*'|[^,{}\s]*)`)
 	plainTypeFor = map[string]string{"int": "a whole number", "float64": "a number", "string": "text", "bool": "true or false", "[]string": "a list of text", "[]cluster.Node": "a list of nodes"}
 	plainKind    = map[string]string{"!!str": "the text", "!!int": "the number", "!!float": "the number", "!!bool": "the boolean", "!!seq": "a list", "!!map": "a mapping", "!!null": "nothing"}
@@ -452,13 +453,39 @@ func explain(b []byte, err error) *Error {
 		return &Error{Line: line, Msg: fmt.Sprintf("unknown field %q (docs/cluster-file.md lists the fields)", u[1])}
 	}
 	if t := typeErrRE.FindStringSubmatch(what); t != nil {
+		if t[3] == "cluster.Cluster" {
+			return &Error{Line: line, Msg: fmt.Sprintf("a cluster file is a mapping with nodes:, link: and launcher: (docs/cluster-file.md), got %s %q", plainKind[t[1]], t[2])}
+		}
 		want := plainTypeFor[t[3]]
 		if want == "" {
-			want = "a " + t[3]
+			// Never a Go type name: users know the file, not the code.
+			want = "a mapping (docs/cluster-file.md)"
 		}
 		return &Error{Line: line, Msg: fmt.Sprintf("%s wants %s, got %s %q", keyOf(b, line, t[2]), want, plainKind[t[1]], t[2])}
 	}
+	if t := collErrRE.FindStringSubmatch(what); t != nil {
+		want := plainTypeFor[t[2]]
+		if want == "" && strings.HasPrefix(t[2], "[]") {
+			want = "a list"
+		} else if want == "" {
+			want = "a mapping (docs/cluster-file.md)"
+		}
+		key := "this field"
+		if m := keyLineRE.FindStringSubmatch(lineOf(b, line)); m != nil {
+			key = fmt.Sprintf("field %q", m[1])
+		}
+		return &Error{Line: line, Msg: fmt.Sprintf("%s wants %s, got %s", key, want, plainKind[t[1]])}
+	}
 	return &Error{Line: line, Msg: "not valid YAML: " + what}
+}
+
+// lineOf is line n (from 1) of b, or "".
+func lineOf(b []byte, n int) string {
+	ls := strings.SplitN(string(b), "\n", n+1)
+	if n < 1 || n > len(ls) {
+		return ""
+	}
+	return ls[n-1]
 }
 
 var (

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 	"io"
-	"os"
 	"slices"
 	"strings"
 
@@ -19,7 +19,7 @@ import (
 // kind of document (a host snapshot, findings) is refused with one line
 // naming the file and what it is.
 func Load(path string) (*Snapshot, error) {
-	b, err := os.ReadFile(path)
+	b, err := userfile.ReadFile(path, userfile.FabricSnapshot)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +52,7 @@ func Decode(r io.Reader) (*Snapshot, error) {
 		RDMA          json.RawMessage `json:"rdma"`
 	}
 	if err := json.Unmarshal(payload, &head); err != nil {
-		return nil, fmt.Errorf("not a fabric snapshot: %w", err)
+		return nil, fmt.Errorf("not a fabric snapshot: %w", envelope.Explain(b, payload, err))
 	}
 	if head.Ports == nil && (head.Hostname != nil || head.RDMA != nil) {
 		return nil, errors.New("this is a host snapshot (rdmalab inventory), not a fabric snapshot")
@@ -61,7 +61,7 @@ func Decode(r io.Reader) (*Snapshot, error) {
 	case SchemaVersion:
 		var s Snapshot
 		if err := json.Unmarshal(payload, &s); err != nil {
-			return nil, fmt.Errorf("not a fabric snapshot: %w", err)
+			return nil, fmt.Errorf("not a fabric snapshot: %w", envelope.Explain(b, payload, err))
 		}
 		return &s, nil
 	case 1:

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -29,7 +29,7 @@ var ErrEmptyPlan = errors.New("the plan lists no links")
 // .yml) or anything ibnetdiscover or ibsim reads. A file with no links is
 // an error.
 func LoadTopology(path string) (*Topology, error) {
-	b, err := os.ReadFile(path)
+	b, err := userfile.ReadFile(path, userfile.Topology)
 	if err != nil {
 		return nil, err
 	}
@@ -74,11 +74,13 @@ func ParseCabling(b []byte) (*Topology, error) {
 			return nil, fmt.Errorf("line %d: unknown field %q (an end is {node: NAME, port: N} or {guid: \"0x…\", port: N})", line, m[1])
 		}
 		if m := typeErrRE.FindStringSubmatch(msg); m != nil {
-			want := map[string]string{"int": "a whole number", "host.GUID": "a GUID in quotes (guid: \"0x7cfe900300a5f7c0\")", "string": "text"}[m[3]]
+			want := map[string]string{"int": "a whole number", "host.GUID": "a GUID in quotes (guid: \"0x7cfe900300a5f7c0\")", "string": "text",
+				"fabric.TopoEnd": "an end {node: NAME, port: N} or {guid: \"0x…\", port: N}", "[]fabric.TopoLink": "a list of links {a: END, b: END}"}[m[3]]
 			if want == "" {
-				want = m[3]
+				want = "a mapping" // never a Go type name
 			}
-			return nil, fmt.Errorf("field %s: got a %s, want %s", strings.TrimPrefix(m[2], "cablingFile."), m[1], want)
+			field := strings.TrimPrefix(m[2], "cablingFile.")
+			return nil, fmt.Errorf("line %d: field %s: got a %s, want %s", keyLine(b, field, m[1]), field, m[1], want)
 		}
 		return nil, err
 	}
@@ -95,4 +97,48 @@ func ParseCabling(b []byte) (*Topology, error) {
 		}
 	}
 	return &Topology{Links: f.Links}, nil
+}
+
+// keyLine is the line (from 1) where the last key of a dotted field path
+// holds a value of the kind got (number, string, array, object), else the
+// first where the key appears, else 0: type errors come through JSON and
+// carry no line of their own.
+func keyLine(b []byte, field, got string) int {
+	key := field[strings.LastIndex(field, ".")+1:]
+	first := 0
+	for i, l := range strings.Split(string(b), "\n") {
+		at := -1 // where the key starts
+		for _, lead := range []string{" ", "{", ",", "-"} {
+			if j := strings.Index(l, lead+key+":"); j >= 0 {
+				at = j + 1
+				break
+			}
+		}
+		if strings.HasPrefix(l, key+":") {
+			at = 0
+		}
+		if at < 0 {
+			continue
+		}
+		if first == 0 {
+			first = i + 1
+		}
+		if v := strings.TrimSpace(l[at+len(key)+1:]); v != "" && kindOf(v[0]) == got {
+			return i + 1
+		}
+	}
+	return first
+}
+
+// kindOf is the JSON kind a YAML value starting with c has.
+func kindOf(c byte) string {
+	switch {
+	case c >= '0' && c <= '9' || c == '-':
+		return "number"
+	case c == '[':
+		return "array"
+	case c == '{':
+		return "object"
+	}
+	return "string"
 }

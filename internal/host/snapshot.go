@@ -9,8 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 	"io"
-	"os"
 	"slices"
 	"time"
 
@@ -337,9 +337,9 @@ type AffinityPair struct {
 // of document (a fabric snapshot, a doctor report) is a *WrongKindError
 // naming the file.
 func Load(path string) (*Snapshot, error) {
-	b, err := os.ReadFile(path)
+	b, err := userfile.ReadFile(path, userfile.HostSnapshot)
 	if err != nil {
-		return nil, fmt.Errorf("snapshot: %w", err)
+		return nil, fmt.Errorf("snapshot %w", err)
 	}
 	s, err := DecodeBytes(b)
 	if err != nil {
@@ -388,7 +388,7 @@ func DecodeBytes(b []byte) (*Snapshot, error) {
 	}
 	var keys map[string]json.RawMessage
 	if err := json.Unmarshal(payload, &keys); err != nil {
-		return nil, fmt.Errorf("not a snapshot (JSON): %w", err)
+		return nil, fmt.Errorf("not a snapshot: %w", envelope.Explain(b, payload, err))
 	}
 	if _, ok := keys["hostname"]; !ok {
 		// A bare fabric snapshot from before documents had a kind.
@@ -398,7 +398,7 @@ func DecodeBytes(b []byte) (*Snapshot, error) {
 	}
 	var s Snapshot
 	if err := json.Unmarshal(payload, &s); err != nil {
-		return nil, fmt.Errorf("not a snapshot (JSON): %w", err)
+		return nil, fmt.Errorf("not a snapshot: %w", envelope.Explain(b, payload, err))
 	}
 	if s.SchemaVersion == 0 {
 		return nil, fmt.Errorf("not a snapshot: no schema_version (make one with `rdmalab inventory --output json`)")

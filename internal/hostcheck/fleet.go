@@ -334,6 +334,7 @@ func Doctor(all []*host.Snapshot, opt Options) []check.Finding {
 	}
 	fs = append(fs, RunDeltas(all)...)
 	fs = append(fs, RunFleet(all, opt)...)
+	fs = append(fs, RunDuplicates(all)...)
 	fs = slices.DeleteFunc(fs, func(f check.Finding) bool { return !opt.runs(f.Check) })
 	check.Sort(fs)
 	return fs
@@ -354,6 +355,7 @@ func Catalog() []check.Entry {
 	}
 	out = append(out, VMHostCatalog...)
 	out = append(out, DomainCatalog...)
+	out = append(out, DuplicateEntry)
 	return out
 }
 

@@ -3,6 +3,7 @@ package inventory
 import (
 	"errors"
 	"fmt"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,7 +21,13 @@ type SourceError struct {
 	Err    error
 }
 
-func (e *SourceError) Error() string { return e.Source + ": " + e.Err.Error() }
+func (e *SourceError) Error() string {
+	var ue *userfile.Error
+	if errors.As(e.Err, &ue) && ue.Path == e.Source {
+		return ue.Error() // already names the source
+	}
+	return userfile.Name(e.Source) + ": " + e.Err.Error()
+}
 func (e *SourceError) Unwrap() error { return e.Err }
 
 // Why a source is refused; test with errors.Is.
@@ -31,6 +38,8 @@ var (
 	ErrNoSys = errors.New("no sys/ inside; point it at the directory that holds sys/ and proc/, or at a copy of /sys/class/infiniband")
 	// ErrEmptySys: sys/ exists but holds nothing.
 	ErrEmptySys = errors.New("sys/ is empty: nothing to read")
+	// ErrUnreadableSys: sys/ has entries but none of them leads anywhere.
+	ErrUnreadableSys = errors.New("nothing under sys/ can be read")
 	// ErrNotHost: a regular file that is neither a capture archive nor a
 	// snapshot.
 	ErrNotHost = errors.New("not a directory, a capture (.tar.gz, .tar.bz2) or a host snapshot (.json)")
@@ -46,11 +55,20 @@ func Open(source string, opt Options) (*host.Snapshot, error) {
 	if source == "" {
 		source = "/"
 	}
-	st, err := os.Stat(source)
+	st, err := userfile.Stat(source)
 	if err != nil {
 		return nil, &SourceError{source, err}
 	}
 	if !st.IsDir() {
+		// Checked before anything opens it: a FIFO or device must not
+		// block or exhaust the sniffing below.
+		kind := userfile.HostSnapshot
+		if capture.IsArchive(source) {
+			kind = userfile.Capture
+		}
+		if err := userfile.Check(source, st, kind); err != nil {
+			return nil, &SourceError{source, err}
+		}
 		switch {
 		case capture.IsReadable(source):
 			if opt.Recorder != nil {
@@ -61,7 +79,8 @@ func Open(source string, opt Options) (*host.Snapshot, error) {
 			s, err := host.Load(source)
 			if err != nil {
 				var wk *host.WrongKindError
-				if errors.As(err, &wk) {
+				var ue *userfile.Error
+				if errors.As(err, &wk) || errors.As(err, &ue) {
 					return nil, err
 				}
 				return nil, &SourceError{source, errors.Unwrap(err)}
@@ -80,7 +99,7 @@ func Open(source string, opt Options) (*host.Snapshot, error) {
 // looksLikeJSON reports a file whose first non-blank byte opens a JSON
 // object, whatever its name.
 func looksLikeJSON(p string) bool {
-	f, err := os.Open(p)
+	f, err := userfile.Open(p, userfile.HostSnapshot)
 	if err != nil {
 		return strings.HasSuffix(p, ".json")
 	}
@@ -100,25 +119,71 @@ func openDir(dir, name string, opt Options) (*host.Snapshot, error) {
 	if opt.Recorder != nil {
 		fsys.Record(opt.Recorder)
 	}
+	if err := checkRoot(fsys, dir, name); err != nil {
+		return nil, err
+	}
+	s := Collect(fsys, opt)
+	s.Source = name
+	return s, nil
+}
+
+// CheckRoot says why dir is no host root rdmalab can read (see Open), or
+// nil; for commands that read a root later and over and over (exporter).
+func CheckRoot(dir string) error {
+	if dir == "" || dir == "/" {
+		return nil
+	}
+	if err := userfile.Dir(dir); err != nil {
+		return &SourceError{dir, err}
+	}
+	fsys, err := hostfs.New(dir)
+	if err != nil {
+		return &SourceError{dir, err}
+	}
+	return checkRoot(fsys, dir, dir)
+}
+
+// checkRoot refuses a directory that holds no host: reading it would give
+// an empty host every rule passes. A copy of /sys/class/infiniband alone
+// is mounted where it belongs.
+func checkRoot(fsys *hostfs.FS, dir, name string) error {
+	if _, err := os.ReadDir(dir); err != nil {
+		// Unreadable is not empty: say so, not "no sys/ inside".
+		return &SourceError{name, userfile.Wrap(name, err)}
+	}
 	switch {
 	case fsys.IsDir("/sys"):
-		if ents, err := fsys.ReadDir("/sys"); err == nil && len(ents) == 0 {
-			return nil, &SourceError{name, ErrEmptySys}
+		ents, err := fsys.ReadDir("/sys")
+		if err == nil && len(ents) == 0 {
+			return &SourceError{name, ErrEmptySys}
+		}
+		if err == nil && !anyResolves(fsys, "/sys", ents) {
+			// Every entry a symlink loop or a dangling link.
+			return &SourceError{name, fmt.Errorf("%w (%d entries, all symlink loops or dangling links)", ErrUnreadableSys, len(ents))}
 		}
 	case isIBClassDir(dir):
 		// A copy of /sys/class/infiniband alone (as gpud and others keep
 		// them): read it as that directory of an otherwise empty host.
 		if err := fsys.Mount("/sys/class/infiniband", dir); err != nil {
-			return nil, &SourceError{name, err}
+			return &SourceError{name, err}
 		}
 	case fsys.Exists("/proc"):
-		return nil, &SourceError{name, fmt.Errorf("has proc/ but %w", ErrNoSys)}
+		return &SourceError{name, fmt.Errorf("has proc/ but %w", ErrNoSys)}
 	default:
-		return nil, &SourceError{name, ErrNoSys}
+		return &SourceError{name, ErrNoSys}
 	}
-	s := Collect(fsys, opt)
-	s.Source = name
-	return s, nil
+	return nil
+}
+
+// anyResolves reports whether any entry of dir resolves to a file or a
+// directory.
+func anyResolves(fsys *hostfs.FS, dir string, ents []string) bool {
+	for _, e := range ents {
+		if fsys.Exists(dir + "/" + e) {
+			return true
+		}
+	}
+	return false
 }
 
 // openArchive unpacks a capture into a scratch directory and reads it.

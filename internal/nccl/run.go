@@ -261,7 +261,15 @@ func runOne(ctx context.Context, o RunOptions, j Job, algo string) RunResult {
 	// its own process group, so a timeout kills every local piece of the
 	// launch (mpirun, its ssh sessions); mpirun forwards TERM to the ranks
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+	cmd.Cancel = func() error {
+		group := -cmd.Process.Pid
+		err := syscall.Kill(group, syscall.SIGTERM)
+		// What has not ended shortly after is killed, so a stop (a
+		// timeout or a user's ^C) ends within a second; the ranks have
+		// their own deadline on the node (timeout -k in Command).
+		time.AfterFunc(killAfter, func() { _ = syscall.Kill(group, syscall.SIGKILL) })
+		return err
+	}
 	cmd.WaitDelay = 5 * time.Second
 	start := time.Now()
 	err = cmd.Run()
@@ -281,6 +289,9 @@ func runOne(ctx context.Context, o RunOptions, j Job, algo string) RunResult {
 	progress(o.Progress, "  %s on %d nodes: %s", test, len(j.Nodes), verdictLine(r))
 	return r
 }
+
+// killAfter is how long a cancelled launch has after SIGTERM.
+const killAfter = 250 * time.Millisecond
 
 func progress(w io.Writer, format string, a ...any) {
 	if w != nil {

@@ -21,11 +21,14 @@ type ClusterView struct {
 	Counts  Counts
 	Sources []string
 	Skipped []string
-	Derived []string
-	Nodes   []NodeView // worst first
-	Fleet   FindingsView
-	Fabrics []FabricView
-	Benches []BenchView
+	// Repeated names inputs given more than once (a file twice, copies of
+	// one snapshot), each once with its count.
+	Repeated []string
+	Derived  []string
+	Nodes    []NodeView // worst first
+	Fleet    FindingsView
+	Fabrics  []FabricView
+	Benches  []BenchView
 	// Compare is the first results log given against the second, when
 	// exactly two runs of the same test were given (rdmalab compare's
 	// result); two logs of different tests are not two runs of one
@@ -115,6 +118,19 @@ func NewClusterView(in *Inputs) *ClusterView {
 			v.Compare = r
 		}
 	}
+	for _, s := range in.Skipped {
+		if strings.Contains(s, " times; read once") {
+			v.Repeated = append(v.Repeated, s)
+		}
+	}
+	for _, f := range in.Findings {
+		if f.Check == hostcheck.DuplicateID {
+			v.Repeated = append(v.Repeated, f.Host+": "+f.Message)
+		}
+	}
+	if v.Verdict.State == Ready {
+		v.Verdict = provenHosts(v.Verdict, hostcheck.Latest(in.Hosts), in.Findings)
+	}
 
 	var hostFs, fleet []check.Finding
 	for _, f := range in.Findings {
@@ -203,6 +219,8 @@ func verdictOf(fs []check.Finding, c Counts) Verdict {
 		v.Why = fmt.Sprintf("nothing failed, but %d check(s) could not be judged: unknown is not pass", c.Unknown)
 	case c.Total() == 0:
 		v.State, v.Why = Unproven, "nothing was checked"
+	case c.Pass == 0:
+		v.State, v.Why = Unproven, fmt.Sprintf("no check passed: %d warning(s) only", c.Warn)
 	default:
 		v.State = Ready
 		v.Why = fmt.Sprintf("%d check(s) passed, none failed or unknown", c.Pass)
@@ -228,6 +246,24 @@ func verdictOf(fs []check.Finding, c Counts) Verdict {
 	}
 	v.Deciding = ds
 	return v
+}
+
+// provenHosts keeps "ready" only when every host given was proven to have
+// RDMA (rdma.present passed): findings that all passed on a host with no
+// RDMA device say nothing about the cluster it should serve.
+func provenHosts(v Verdict, hosts []*host.Snapshot, fs []check.Finding) Verdict {
+	var unproven []string
+	for _, h := range hosts {
+		if !slices.ContainsFunc(fs, func(f check.Finding) bool {
+			return f.Check == "rdma.present" && f.Host == h.Hostname && f.Outcome == check.Pass
+		}) {
+			unproven = append(unproven, h.Hostname)
+		}
+	}
+	if len(unproven) == 0 {
+		return v
+	}
+	return Verdict{State: Unproven, Why: fmt.Sprintf("nothing failed, but %d host(s) were not proven to have RDMA (rdma.present did not pass): %s", len(unproven), strings.Join(unproven, ", "))}
 }
 
 func hostSummary(s *host.Snapshot) string {

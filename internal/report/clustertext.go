@@ -31,6 +31,13 @@ func Cluster(w io.Writer, v *ClusterView) {
 		p.Printf("  … and %d more failing check(s)\n", v.Verdict.More)
 	}
 	p.Printf("%s\n\n", p.counts(v.Counts))
+	if len(v.Repeated) > 0 {
+		p.Printf("Inputs given more than once:\n")
+		for _, r := range v.Repeated {
+			p.Wrapped("  ", "    ", r)
+		}
+		p.Printf("\n")
+	}
 	if p.St.Quiet {
 		return
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -21,13 +20,14 @@ import (
 	"github.com/rdmalab/rdmalab/internal/fabriccheck"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/hostcheck"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 )
 
 // Inputs is everything a cluster report is made of: host snapshots,
 // fabric snapshots, bench results and the findings of any rdmalab document.
 type Inputs struct {
 	Sources []string // what the user named, in order
-	Skipped []string // files in named directories that are no rdmalab output, with why
+	Skipped []string // files in named directories that are no rdmalab output, with why; files given more than once
 	Hosts   []*host.Snapshot
 	Fabrics []*fabric.Snapshot
 	Bench   []BenchRun
@@ -39,6 +39,7 @@ type Inputs struct {
 	// inputs without them, the report runs the same rules itself (Derived).
 	Judged  map[envelope.Kind]bool
 	Derived []string
+	dups    []dupFile
 	// RunLogs are the results logs given, as read: two of them are also
 	// compared (the compare section).
 	RunLogs []RunLog
@@ -62,9 +63,6 @@ type BenchRun struct {
 	Findings []check.Finding
 }
 
-// maxInputBytes bounds one input file: rdmalab documents are far smaller.
-const maxInputBytes = 256 << 20
-
 // UnknownInputError says an input is no rdmalab output rdmalab can read.
 type UnknownInputError struct {
 	Path, Why string
@@ -86,15 +84,20 @@ func LoadInputs(args []string) (*Inputs, error) {
 	}
 	for _, a := range args {
 		in.Sources = append(in.Sources, a)
-		if name, ok := strings.CutPrefix(a, "example:"); ok {
-			if err := in.example(name); err != nil {
+		if h, f, ok, err := examples.Either(a); ok {
+			if err != nil {
 				return nil, err
+			}
+			if h != nil {
+				in.Hosts = append(in.Hosts, h)
+			} else {
+				in.Fabrics = append(in.Fabrics, f)
 			}
 			continue
 		}
-		st, err := os.Stat(a)
+		st, err := userfile.Stat(a)
 		if err != nil {
-			return nil, fmt.Errorf("input %s: %w", a, err)
+			return nil, fmt.Errorf("input %w", err)
 		}
 		if !st.IsDir() {
 			if err := in.file(a); err != nil {
@@ -110,8 +113,14 @@ func LoadInputs(args []string) (*Inputs, error) {
 				return nil
 			}
 			var unknown *UnknownInputError
+			var refused *userfile.Error
 			if err := in.file(p); errors.As(err, &unknown) {
 				in.Skipped = append(in.Skipped, unknown.Path+": "+unknown.Why)
+				return nil
+			} else if errors.As(err, &refused) && refused.Path == p {
+				// A FIFO, device or oversized file inside a named
+				// directory is listed, like any file that is no output.
+				in.Skipped = append(in.Skipped, refused.Error())
 				return nil
 			} else if err != nil {
 				return err
@@ -122,42 +131,62 @@ func LoadInputs(args []string) (*Inputs, error) {
 			return nil, fmt.Errorf("input %s: %w", a, err)
 		}
 	}
+	if len(in.Hosts)+len(in.Fabrics)+len(in.Bench)+len(in.logs)+len(in.Findings) == 0 && len(in.Judged) == 0 {
+		// A report of nothing would read as a verdict on nothing.
+		why := "no rdmalab output in " + strings.Join(quoted(args), ", ")
+		if len(in.Skipped) > 0 {
+			why += fmt.Sprintf(" (%d file(s) skipped: %s)", len(in.Skipped), in.Skipped[0])
+		}
+		return nil, errors.New(why)
+	}
+	for _, d := range in.dups {
+		if d.n > 1 {
+			in.Skipped = append(in.Skipped, fmt.Sprintf("%s: given %d times; read once", userfile.Name(d.path), d.n))
+		}
+	}
 	in.judge()
 	return in, nil
 }
 
-func (in *Inputs) example(name string) error {
-	if slices.Contains(examples.Names(), name) {
-		s, err := examples.Load(name)
-		if err != nil {
-			return err
-		}
-		in.Hosts = append(in.Hosts, s)
-		return nil
+// dupFile is a file and how many times the inputs named it.
+type dupFile struct {
+	path string
+	info os.FileInfo
+	n    int
+}
+
+// seen reports a file already read (the same file by another name, a
+// directory and a file in it), counting it.
+func (in *Inputs) seen(path string) bool {
+	st, err := os.Stat(path)
+	if err != nil {
+		return false
 	}
-	if slices.Contains(examples.FabricNames(), name) {
-		s, err := examples.LoadFabric(name)
-		if err != nil {
-			return err
+	for i := range in.dups {
+		if os.SameFile(in.dups[i].info, st) {
+			in.dups[i].n++
+			return true
 		}
-		in.Fabrics = append(in.Fabrics, s)
-		return nil
 	}
-	return fmt.Errorf("no example %q (hosts: %s; fabrics: %s)", name, strings.Join(examples.Names(), ", "), strings.Join(examples.FabricNames(), ", "))
+	in.dups = append(in.dups, dupFile{path, st, 1})
+	return false
+}
+
+func quoted(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = userfile.Name(n)
+	}
+	return out
 }
 
 func (in *Inputs) file(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("input %s: %w", path, err)
+	if in.seen(path) {
+		return nil
 	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxInputBytes+1))
+	b, err := userfile.ReadFile(path, userfile.Document)
 	if err != nil {
-		return fmt.Errorf("input %s: %w", path, err)
-	}
-	if len(b) > maxInputBytes {
-		return fmt.Errorf("input %s: larger than %d MiB, not an rdmalab output", path, maxInputBytes>>20)
+		return fmt.Errorf("input %w", err)
 	}
 	return in.parse(path, b)
 }

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 
 	"github.com/rdmalab/rdmalab/internal/envelope"
 	"github.com/rdmalab/rdmalab/internal/fabric"
@@ -29,7 +29,7 @@ func Load(ctx context.Context, in Input) (*Fabric, string, error) {
 	var lfts []LFT
 	var routesSrc string
 	if in.RoutesFile != "" {
-		fd, err := os.Open(in.RoutesFile)
+		fd, err := userfile.Open(in.RoutesFile, userfile.Routes)
 		if err != nil {
 			return nil, "", err
 		}
@@ -62,7 +62,7 @@ func Load(ctx context.Context, in Input) (*Fabric, string, error) {
 		f, err := FromSnapshot(s, lfts)
 		return f, "live scan; routes " + routesSrc, err
 	}
-	b, err := os.ReadFile(in.FabricFile)
+	b, err := userfile.ReadFile(in.FabricFile, userfile.FabricSnapshot)
 	if err != nil {
 		return nil, "", err
 	}
