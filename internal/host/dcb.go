@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -45,23 +44,8 @@ func ParseDCB(b []byte, src string) ([]RoCEQoS, error) {
 	if t := bytes.TrimSpace(b); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
 		return parseDCBJSON(t, src)
 	}
-	var out []RoCEQoS
-	cur := -1
-	get := func(netdev string) *RoCEQoS {
-		i := slices.IndexFunc(out, func(q RoCEQoS) bool { return q.Netdev == netdev })
-		if i < 0 {
-			out = append(out, RoCEQoS{Netdev: netdev})
-			i = len(out) - 1
-		}
-		cur = i
-		return &out[i]
-	}
-	q := func() *RoCEQoS {
-		if cur < 0 {
-			return get("")
-		}
-		return &out[cur]
-	}
+	var l qosList
+	get, q := l.get, l.current
 	found := false
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	n := 0
@@ -182,7 +166,7 @@ func ParseDCB(b []byte, src string) ([]RoCEQoS, error) {
 	if !found {
 		return nil, ErrNoQoS
 	}
-	return slices.DeleteFunc(out, func(q RoCEQoS) bool { return q.Empty() }), nil
+	return l.readings(), nil
 }
 
 func orEmpty(s []int) []int {

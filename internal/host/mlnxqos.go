@@ -42,23 +42,8 @@ func SniffMlnxQos(b []byte) bool {
 // each change) the later reading wins. Values are sourced to src and the
 // line they were read on.
 func ParseMlnxQos(b []byte, src string) ([]RoCEQoS, error) {
-	var out []RoCEQoS
-	cur := -1
-	get := func(netdev string) *RoCEQoS {
-		i := slices.IndexFunc(out, func(q RoCEQoS) bool { return q.Netdev == netdev })
-		if i < 0 {
-			out = append(out, RoCEQoS{Netdev: netdev})
-			i = len(out) - 1
-		}
-		cur = i
-		return &out[i]
-	}
-	q := func() *RoCEQoS {
-		if cur < 0 {
-			return get("")
-		}
-		return &out[cur]
-	}
+	var l qosList
+	get, q := l.get, l.current
 	section := ""
 	var pfcPrios []int
 	curTC := 0
@@ -196,8 +181,7 @@ func ParseMlnxQos(b []byte, src string) ([]RoCEQoS, error) {
 	if !found {
 		return nil, ErrNoQoS
 	}
-	out = slices.DeleteFunc(out, func(q RoCEQoS) bool { return q.Empty() })
-	return out, nil
+	return l.readings(), nil
 }
 
 // netdevOfPath names the netdev of a /sys/class/net/IF/… path.
@@ -208,4 +192,34 @@ func netdevOfPath(p string) string {
 	}
 	nd, _, _ := strings.Cut(rest, "/")
 	return nd
+}
+
+// qosList collects a text's readings per netdev in the order it shows
+// them; the current one is the netdev named last (an unnamed one until a
+// name appears).
+type qosList struct {
+	out []RoCEQoS
+	cur int // index+1 of the current reading; 0: none yet
+}
+
+func (l *qosList) get(netdev string) *RoCEQoS {
+	i := slices.IndexFunc(l.out, func(q RoCEQoS) bool { return q.Netdev == netdev })
+	if i < 0 {
+		l.out = append(l.out, RoCEQoS{Netdev: netdev})
+		i = len(l.out) - 1
+	}
+	l.cur = i + 1
+	return &l.out[i]
+}
+
+func (l *qosList) current() *RoCEQoS {
+	if l.cur == 0 {
+		return l.get("")
+	}
+	return &l.out[l.cur-1]
+}
+
+// readings drops netdevs the text named but showed nothing of.
+func (l *qosList) readings() []RoCEQoS {
+	return slices.DeleteFunc(l.out, func(q RoCEQoS) bool { return q.Empty() })
 }
