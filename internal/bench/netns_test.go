@@ -54,19 +54,7 @@ func TestBenchOverSSHInNamespaces(t *testing.T) {
 	known := filepath.Join(c.Dir, "bench_known_hosts")
 	os.WriteFile(known, []byte(strings.Join(bad, "\n")+"\n"), 0o600)
 
-	var nodes strings.Builder
-	for i := range n {
-		fmt.Fprintf(&nodes, "  - {name: n%d, ssh: root@%s, data: %s}\n", i+1, c.Addrs[i], data[i])
-	}
-	cluster := filepath.Join(c.Dir, "cluster.yaml")
-	os.WriteFile(cluster, []byte("nodes:\n"+nodes.String()+fmt.Sprintf(`link: {layer: TCP}
-launcher:
-  type: ssh
-  known_hosts: %s
-  ssh_options: ["-F", "/dev/null", "-i", "%s"]
-  rdmalab: %s
-  base_port: 24400
-`, known, c.KeyFile(), bin)), 0o644)
+	cluster := c.ClusterFile(bin, 24400, data, known)
 	results := filepath.Join(c.Dir, "results.jsonl")
 	args := []string{"bench", "--cluster", cluster, "--engine", "tcp", "--seconds", "1", "--samples", "1", "--timeout", "4s", "--results", results}
 

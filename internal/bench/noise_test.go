@@ -1,8 +1,6 @@
 package bench
 
 import (
-	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -26,19 +24,7 @@ func TestBenchNoiseOnlyInNamespaces(t *testing.T) {
 	const n = 4
 	c := testhost.StartNetCluster(t, "noise", n)
 	bin := testhost.Rdmalab(t)
-	var nodes strings.Builder
-	for i := range n {
-		fmt.Fprintf(&nodes, "  - {name: n%d, ssh: root@%s, data: %s}\n", i+1, c.Addrs[i], c.Addrs[i])
-	}
-	cluster := filepath.Join(c.Dir, "cluster.yaml")
-	os.WriteFile(cluster, []byte("nodes:\n"+nodes.String()+fmt.Sprintf(`link: {layer: TCP}
-launcher:
-  type: ssh
-  known_hosts: %s
-  ssh_options: ["-F", "/dev/null", "-i", "%s"]
-  rdmalab: %s
-  base_port: 25200
-`, c.KnownHosts(), c.KeyFile(), bin)), 0o644)
+	cluster := c.ClusterFile(bin, 25200, nil, "")
 	bench := func(name string) (string, int) {
 		out, err := exec.Command(bin, "bench", "--cluster", cluster, "--engine", "tcp", "--seconds", "1", "--samples", "3",
 			"--timeout", "10s", "--results", filepath.Join(c.Dir, name+".jsonl")).CombinedOutput()

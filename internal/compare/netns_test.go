@@ -1,7 +1,6 @@
 package compare
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,19 +27,7 @@ func TestCompareInNamespaces(t *testing.T) {
 		c.Shape(i, "200mbit")
 	}
 	bin := testhost.Rdmalab(t)
-	var nodes strings.Builder
-	for i := range n {
-		fmt.Fprintf(&nodes, "  - {name: n%d, ssh: root@%s, data: %s}\n", i+1, c.Addrs[i], c.Addrs[i])
-	}
-	cluster := filepath.Join(c.Dir, "cluster.yaml")
-	os.WriteFile(cluster, []byte("nodes:\n"+nodes.String()+fmt.Sprintf(`link: {layer: TCP}
-launcher:
-  type: ssh
-  known_hosts: %s
-  ssh_options: ["-F", "/dev/null", "-i", "%s"]
-  rdmalab: %s
-  base_port: 24800
-`, c.KnownHosts(), c.KeyFile(), bin)), 0o644)
+	cluster := c.ClusterFile(bin, 24800, nil, "")
 	bench := func(name string) string {
 		t.Helper()
 		results := filepath.Join(c.Dir, name+".jsonl")

@@ -244,6 +244,33 @@ func (c *NetCluster) ShapeDir(i int, rate string, send, recv bool) {
 	}
 }
 
+// ClusterFile writes a cluster file for rdmalab bench over this cluster:
+// node i is "n<i+1>", reached over ssh at its address, measured on data[i]
+// (its address when data is nil), through the ssh launcher with this
+// cluster's key and known_hosts (knownHosts, when not "", replaces them),
+// the rdmalab binary bin and ports from basePort; it returns the path.
+func (c *NetCluster) ClusterFile(bin string, basePort int, data []string, knownHosts string) string {
+	c.t.Helper()
+	if knownHosts == "" {
+		knownHosts = c.KnownHosts()
+	}
+	var nodes strings.Builder
+	for i, a := range c.Addrs {
+		d := a
+		if data != nil {
+			d = data[i]
+		}
+		fmt.Fprintf(&nodes, "  - {name: n%d, ssh: root@%s, data: %s}\n", i+1, a, d)
+	}
+	path := filepath.Join(c.Dir, "cluster.yaml")
+	doc := fmt.Sprintf("nodes:\n%slink: {layer: TCP}\nlauncher:\n  type: ssh\n  known_hosts: %s\n  ssh_options: [\"-F\", \"/dev/null\", \"-i\", \"%s\"]\n  rdmalab: %s\n  base_port: %d\n",
+		nodes.String(), knownHosts, c.KeyFile(), bin, basePort)
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		c.t.Fatal(err)
+	}
+	return path
+}
+
 // PIDs lists the processes running in node i's namespace.
 func (c *NetCluster) PIDs(i int) []string {
 	out, err := exec.Command("ip", "netns", "pids", c.NS[i]).Output()
