@@ -32,7 +32,7 @@ var skip = map[string]string{
 	"rdmalab fabric scan -o json > fabric.json":   "live fabric (the fixture fabric.json stands in for its output)",
 	`rdmalab fabric check --expect-rate "4X HDR"`: "live fabric (internal/fabriccheck runs it on ibsim)",
 	"rdmalab fabric check --topology ibnetdiscover-at-install.txt --interval 30s":         "live fabric, runs until stopped",
-	`ssh node017 ibstat | rdmalab judge --expect-rate 200 --expect-link-layer IB -`:            "needs a node017 to ssh to",
+	`ssh node017 ibstat | rdmalab judge --expect-rate 200 --expect-link-layer IB -`:       "needs a node017 to ssh to",
 	"salloc -N 8 rdmalab bench --engine tcp":                                              "needs a Slurm allocation (internal/slurm runs it on a real one-machine cluster)",
 	"sudo bench/tcp-vs-iperf3.sh":                                                         "a benchmark (minutes), not a test",
 	"rdmalab exporter --listen :9879 --expect-rate 400":                                   "a server that runs until stopped (internal/exporter serves and stops it)",
