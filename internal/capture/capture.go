@@ -1,7 +1,7 @@
 // Package capture writes and reads host captures: a tar.gz of exactly the
 // sysfs/procfs files inventory read, laid out as a root tree, so anyone can
 // replay a host with --root. Reading also takes a tar.bz2 (hwloc-gather-
-// topology's captures), recognised by content, not by name.
+// topology's captures) and a tar.xz, recognised by content, not by name.
 package capture
 
 import (
@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/rdmalab/rdmalab/internal/userfile"
 	"io"
 	"os"
 	"path"
@@ -22,6 +21,10 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/hostfs"
+
+	"github.com/ulikunitz/xz"
+
+	"github.com/rdmalab/rdmalab/internal/userfile"
 )
 
 // ManifestName is the file at the top of every capture that says what it is.
@@ -115,8 +118,7 @@ func IsArchive(p string) bool {
 }
 
 // IsReadable reports whether p names an archive Extract may be given: what
-// gather writes, a tar.bz2 (hwloc-gather-topology) or a tar.xz (refused by
-// Extract with the reason, so the user hears why rather than "not a host").
+// gather writes, a tar.bz2 (hwloc-gather-topology) or a tar.xz.
 func IsReadable(p string) bool {
 	for _, ext := range []string{".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tbz", ".tar.xz", ".txz"} {
 		if strings.HasSuffix(p, ext) {
@@ -125,10 +127,6 @@ func IsReadable(p string) bool {
 	}
 	return false
 }
-
-// ErrXZ is an xz-compressed archive: no xz decoder is among the pinned
-// dependencies (docs/DEPENDENCIES.md), and the standard library has none.
-var ErrXZ = errors.New("xz-compressed archives are not read (no xz decoder is pinned): unpack it with 'tar xJf' and pass the directory, or recompress with gzip or bzip2")
 
 // decompress picks the decoder by the stream's magic bytes, whatever the
 // file is called.
@@ -145,9 +143,14 @@ func decompress(r io.Reader) (io.Reader, error) {
 	case bytes.HasPrefix(magic, []byte("BZh")):
 		return bzip2.NewReader(br), nil
 	case bytes.Equal(magic, []byte{0xfd, '7', 'z', 'X', 'Z', 0}):
-		return nil, ErrXZ
+		// The standard library has no xz; ulikunitz/xz is pure Go.
+		x, err := xz.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("not an xz file: %w", err)
+		}
+		return x, nil
 	}
-	return nil, errors.New("not a gzip or bzip2 compressed tar")
+	return nil, errors.New("not a gzip, bzip2 or xz compressed tar")
 }
 
 // Refused lists archive entries Extract did not write because they would

@@ -2,13 +2,20 @@ package inventory
 
 import (
 	"archive/tar"
+	"bytes"
+	"cmp"
+	"compress/bzip2"
 	"compress/gzip"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ulikunitz/xz"
 
 	"github.com/rdmalab/rdmalab/internal/envelope"
 	"github.com/rdmalab/rdmalab/internal/host"
@@ -170,14 +177,58 @@ func TestOpenBzip2Captures(t *testing.T) {
 	}
 }
 
-// An xz archive is refused with the reason (no xz decoder is pinned), not
-// called "not a host".
-func TestOpenXZRefused(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "host.tar.xz")
-	os.WriteFile(p, []byte{0xfd, '7', 'z', 'X', 'Z', 0, 0, 4}, 0o644)
-	_, err := Open(p, Options{})
-	var se *SourceError
-	if !errors.As(err, &se) || se.Source != p || !strings.Contains(err.Error(), "tar xJf") {
-		t.Fatalf("%v", err)
+// A capture recompressed with xz (tar cJf) reads as the same host as its
+// bzip2 original; a truncated xz stream is refused naming the file.
+func TestOpenXZCapture(t *testing.T) {
+	archives, _ := filepath.Glob(filepath.Join(testhost.SharedTestdata(t), "sysfs", "hwloc", "*.tar.bz2"))
+	if len(archives) == 0 {
+		t.Fatal("no hwloc captures")
 	}
+	slices.SortFunc(archives, func(a, b string) int { return cmp.Compare(size(a), size(b)) })
+	src := archives[0]
+	f, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var buf bytes.Buffer
+	w, err := xz.NewWriter(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(w, bzip2.NewReader(f)); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	p := filepath.Join(t.TempDir(), "host.tar.xz")
+	os.WriteFile(p, buf.Bytes(), 0o644)
+	fixed := Options{Now: func() time.Time { return time.Unix(0, 0) }}
+	got, err := Open(p, fixed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Open(src, fixed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Source, want.Source = "", ""
+	var gb, wb strings.Builder
+	got.Encode(&gb)
+	want.Encode(&wb)
+	if gb.String() != wb.String() || len(got.PCIDevices) == 0 {
+		t.Errorf("%s recompressed with xz reads differently", filepath.Base(src))
+	}
+	cut := filepath.Join(t.TempDir(), "cut.tar.xz")
+	os.WriteFile(cut, buf.Bytes()[:buf.Len()/2], 0o644)
+	if _, err := Open(cut, fixed); err == nil || !strings.Contains(err.Error(), cut) {
+		t.Errorf("truncated xz: %v", err)
+	}
+}
+
+func size(p string) int64 {
+	st, err := os.Stat(p)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
 }
