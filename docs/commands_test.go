@@ -99,6 +99,7 @@ func fixtures(t *testing.T, dir, rdmalab string) {
 	link("some/captured/tree", caps["32em64t-2n8c+dax+nvme+mic+dimms"].Root)
 	link("sys-class-infiniband", caps["sys-class-infiniband-h100.0"].Root)
 	link("captured-host", caps["32em64t-2n8c+dax+nvme+mic+dimms"].Root)
+	link("machine.tar.bz2", filepath.Join(shared, "sysfs/hwloc/32em64t-2n8c+dax+nvme+mic+dimms.tar.bz2"))
 	for _, n := range []string{"n1.json", "node1.json", "n2.json", "node2.json"} {
 		write(n, "inventory", "--snapshot", "example:hgx-h200", "-o", "json")
 	}
