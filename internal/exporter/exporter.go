@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rdmalab/rdmalab/internal/inventory"
 )
 
 // Namespace prefixes every metric.
@@ -34,6 +35,7 @@ type Exporter struct {
 	collectors map[string]collector
 	timeout    time.Duration
 	log        *slog.Logger
+	cleanup    func()
 }
 
 var (
@@ -43,12 +45,19 @@ var (
 		"Whether a collector succeeded during this scrape (1) or failed (0); a failed collector's other metrics may be missing.", []string{"collector"}, nil)
 )
 
-// New builds an exporter from options. It does not read anything yet.
+// New builds an exporter from options. It opens o.Root the way inventory
+// does (a tree, a copy of /sys/class/infiniband, a capture archive, which
+// is unpacked until Close) and reads nothing else yet. Errors are
+// *inventory.SourceError.
 func New(o Options) (*Exporter, error) {
 	o = o.withDefaults()
-	e := &Exporter{collectors: map[string]collector{}, timeout: o.ScrapeTimeout, log: o.Logger}
-	e.collectors["host"] = &hostCollector{opt: o}
-	topo := newTopologyCache(o)
+	fsys, cleanup, err := inventory.OpenFS(o.Root)
+	if err != nil {
+		return nil, err
+	}
+	e := &Exporter{collectors: map[string]collector{}, timeout: o.ScrapeTimeout, log: o.Logger, cleanup: cleanup}
+	e.collectors["host"] = newHostCollector(fsys, o)
+	topo := newTopologyCache(fsys, o)
 	e.collectors["topology"] = &topologyCollector{cache: topo}
 	if !o.NoFindings {
 		e.collectors["findings"] = &findingsCollector{cache: topo}
@@ -61,6 +70,9 @@ func New(o Options) (*Exporter, error) {
 	}
 	return e, nil
 }
+
+// Close removes what New unpacked. Scrapes after it fail.
+func (e *Exporter) Close() { e.cleanup() }
 
 // Describe sends nothing: the exporter is an unchecked collector, since
 // the metrics a host has depend on its devices and drivers.

@@ -8,6 +8,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/hostcheck"
+	"github.com/rdmalab/rdmalab/internal/hostfs"
 )
 
 var (
@@ -27,14 +28,11 @@ type topology struct {
 	findings []check.Finding
 }
 
-func newTopologyCache(o Options) *cached[topology] {
+func newTopologyCache(fsys *hostfs.FS, o Options) *cached[topology] {
 	return &cached[topology]{
 		interval: o.FindingsInterval, wait: o.ScrapeTimeout, now: o.Now, evalTimeout: o.ScrapeTimeout,
 		eval: func(context.Context) (topology, error) {
-			s, err := readHost(o)
-			if err != nil {
-				return topology{}, err
-			}
+			s := readHost(fsys, o)
 			return topology{snap: s, findings: hostcheck.Run(s, o.Expect)}, nil
 		},
 	}

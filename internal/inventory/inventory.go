@@ -31,6 +31,9 @@ type Options struct {
 type collector struct {
 	fs   *hostfs.FS
 	snap *host.Snapshot
+	// at, when set, is told each file before it is read (DeviceReader
+	// names the file a hung read is stuck on).
+	at func(string)
 }
 
 // Collect reads the host under fsys into a snapshot. It does not fail: what
@@ -67,6 +70,9 @@ func (c *collector) fail(subject, p string, err error) {
 // str reads an optional attribute: ok is false when it is absent or
 // unreadable, and only the unreadable case is recorded.
 func (c *collector) str(subject, p string) (string, bool) {
+	if c.at != nil {
+		c.at(p)
+	}
 	s, err := c.fs.ReadString(p)
 	if err != nil {
 		if !hostfs.IsNotExist(err) {
