@@ -180,7 +180,7 @@ func (c *hostCollector) collect() (*host.Snapshot, error) {
 		if s.stale {
 			if s.dev != nil {
 				s.dev.Close()
-				s.dev = inventory.NewDeviceReader(c.fs, name)
+				s.dev = inventory.NewDeviceReader(c.fs, name, knownCounter)
 			} else if s.huge != nil {
 				s.huge.Close()
 			}
@@ -196,7 +196,7 @@ func (c *hostCollector) collect() (*host.Snapshot, error) {
 	for _, n := range names {
 		s := c.devices[n]
 		if s == nil {
-			s = &slot{dev: inventory.NewDeviceReader(c.fs, n)}
+			s = &slot{dev: inventory.NewDeviceReader(c.fs, n, knownCounter)}
 			c.devices[n] = s
 		}
 		if s.busy {
@@ -276,6 +276,13 @@ func (c *hostCollector) read(name string, dev *inventory.DeviceReader, huge *inv
 	if s.gone && dev != nil {
 		dev.Close()
 	}
+}
+
+// knownCounter keeps open only the counters the table names: the others
+// are never exported.
+func knownCounter(f counters.Family, name string) bool {
+	_, ok := counters.BySysfs(f, name)
+	return ok
 }
 
 func unavailable(d host.RDMADevice) bool {

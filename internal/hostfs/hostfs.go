@@ -245,7 +245,9 @@ func openFile(hp string, flags int) (int, error) {
 
 // readAt reads fd to its end (at most maxFileBytes) into buf; with pread it
 // reads from offset 0 whatever was read before, as a sysfs attribute kept
-// open is re-read.
+// open is re-read, and a short read is the end (a sysfs attribute comes
+// whole in one read, a regular file short only at its end), saving the
+// read that would return 0.
 func readAt(fd int, hp string, buf []byte, pread bool) ([]byte, error) {
 	for len(buf) < maxFileBytes {
 		if len(buf) == cap(buf) {
@@ -267,7 +269,11 @@ func readAt(fd int, hp string, buf []byte, pread bool) ([]byte, error) {
 		if n == 0 {
 			break
 		}
+		short := len(buf)+n < cap(buf)
 		buf = buf[:len(buf)+n]
+		if pread && short {
+			break
+		}
 	}
 	return buf, nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/rdmalab/rdmalab/internal/counters"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/hostfs"
 )
@@ -38,6 +39,7 @@ type DeviceReader struct {
 	openErrs []host.CollectError
 	buf      []byte
 	current  atomic.Pointer[string]
+	want     func(counters.Family, string) bool
 }
 
 type portAttrs struct {
@@ -56,9 +58,11 @@ type namedAttr struct {
 }
 
 // NewDeviceReader returns a reader of device name; it opens its files on
-// the first Read.
-func NewDeviceReader(fsys *hostfs.FS, name string) *DeviceReader {
-	return &DeviceReader{fs: fsys, name: name, buf: make([]byte, 0, 256)}
+// the first Read. want, when not nil, picks the counter files to keep
+// open (a caller that can only use the counters it knows need not read
+// the others on every scrape).
+func NewDeviceReader(fsys *hostfs.FS, name string, want func(counters.Family, string) bool) *DeviceReader {
+	return &DeviceReader{fs: fsys, name: name, buf: make([]byte, 0, 256), want: want}
 }
 
 // Name is the device's name.
@@ -112,8 +116,8 @@ func (r *DeviceReader) open() {
 		p.state = c.attr(p.subject, pdir+"/state")
 		p.physState = c.attr(p.subject, pdir+"/phys_state")
 		p.rate = c.attr(p.subject, pdir+"/rate")
-		p.counters = r.openCounters(c, p, pdir+"/counters", "")
-		p.hwCounters = r.openCounters(c, p, pdir+"/hw_counters", "hw_counters/")
+		p.counters = r.openCounters(c, p, pdir+"/counters", counters.PortCounters)
+		p.hwCounters = r.openCounters(c, p, pdir+"/hw_counters", counters.HWCounters)
 		r.ports = append(r.ports, p)
 	}
 	slices.SortFunc(r.ports, func(a, b *portAttrs) int { return cmp.Compare(a.num, b.num) })
@@ -122,10 +126,14 @@ func (r *DeviceReader) open() {
 
 // openCounters opens every file of a counters directory, skipping
 // subdirectories and lifespan as Collect does.
-func (r *DeviceReader) openCounters(c *collector, p *portAttrs, dir, prefix string) []namedAttr {
+func (r *DeviceReader) openCounters(c *collector, p *portAttrs, dir string, family counters.Family) []namedAttr {
+	prefix := ""
+	if family == counters.HWCounters {
+		prefix = "hw_counters/"
+	}
 	var out []namedAttr
 	for _, n := range c.list(p.subject, dir) {
-		if n == "lifespan" {
+		if n == "lifespan" || (r.want != nil && !r.want(family, n)) {
 			continue
 		}
 		f := dir + "/" + n
