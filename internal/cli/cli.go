@@ -58,6 +58,9 @@ func runCtx(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRoot(stdout, stderr)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
+	if errors.Is(err, errStopRequested) {
+		return ExitOK // a service told to stop did what it was asked
+	}
 	if ctx.Err() != nil {
 		fmt.Fprintln(stderr, "rdmalab: interrupted")
 		return ExitInterrupted

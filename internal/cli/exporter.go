@@ -1,10 +1,8 @@
 package cli
 
 import (
+	"errors"
 	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/exporter"
@@ -13,6 +11,10 @@ import (
 	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"github.com/spf13/cobra"
 )
+
+// errStopRequested is the exporter stopping because it was told to
+// (SIGINT, SIGTERM): exit 0.
+var errStopRequested = errors.New("stopped on request")
 
 func newExporterCmd() *cobra.Command {
 	var (
@@ -72,8 +74,30 @@ dashboard.`,
 				}
 				fabricExpect = &r
 			}
-			if st, err := os.Stat(o.Root); err != nil || !st.IsDir() {
-				return usageErr("--root %s: not a directory", o.Root)
+			for _, d := range []struct {
+				flag    string
+				v       time.Duration
+				lo, hi  time.Duration
+				zeroOff bool
+			}{
+				{"--findings.interval", findingsInterval, time.Second, 24 * time.Hour, true},
+				{"--scrape-timeout", o.ScrapeTimeout, 100 * time.Millisecond, 10 * time.Minute, false},
+				{"--fabric.interval", o.FabricInterval, time.Second, 24 * time.Hour, false},
+				{"--fabric.timeout", fabricTimeout, time.Second, time.Hour, false},
+			} {
+				if d.zeroOff && d.v == 0 {
+					continue
+				}
+				if d.v < d.lo || d.v > d.hi {
+					off := ""
+					if d.zeroOff {
+						off = ", or 0 for off"
+					}
+					return usageErr("%s %s: want a duration from %s to %s%s", d.flag, d.v, d.lo, d.hi, off)
+				}
+			}
+			if fabricPort < 0 || fabricPort > 254 {
+				return usageErr("--fabric.port %d: want a port number from 1 to 254, or 0 for the tools' default", fabricPort)
 			}
 			o.Expect = expect
 			o.FindingsInterval = findingsInterval
@@ -87,18 +111,25 @@ dashboard.`,
 			}
 			e, err := exporter.New(o)
 			if err != nil {
-				return usageErr("%v", err)
+				return usageErr("--root %v", err)
 			}
+			defer e.Close()
 			if textfile != "" {
 				if err := e.WriteTextfile(textfile); err != nil {
 					return usageErr("%v", err)
 				}
 				return nil
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
+			// Main's context ends on SIGINT or SIGTERM: the server then
+			// finishes the scrapes in flight and the exporter exits 0,
+			// since a service told to stop is not a failure.
+			ctx := cmd.Context()
 			if err := e.ListenAndServe(ctx, listen, webConfig); err != nil {
 				return usageErr("%v", err)
+			}
+			if ctx.Err() != nil {
+				o.Logger.Info("stopped on request")
+				return errStopRequested
 			}
 			return nil
 		},
@@ -106,7 +137,7 @@ dashboard.`,
 	f := c.Flags()
 	f.StringVar(&listen, "listen", ":9879", "address to serve /metrics on")
 	f.StringVar(&webConfig, "web.config.file", "", "exporter-toolkit web configuration (TLS, basic auth)")
-	f.StringVar(&o.Root, "root", "/", "read the host from this root directory (a captured tree)")
+	f.StringVar(&o.Root, "root", "/", "read the host from this root: a captured tree, a copy of /sys/class/infiniband, or a capture .tar.gz")
 	f.StringVar(&rate, "expect-rate", "", `rate every active RDMA port should run at, for the findings: "200", "4X HDR", "25GbE"`)
 	f.StringVar(&linkLayer, "expect-link-layer", "", "InfiniBand or Ethernet, for the findings")
 	f.DurationVar(&findingsInterval, "findings.interval", exporter.DefaultFindingsInterval, "read the whole host (PCIe links, GPU paths) and evaluate doctor's findings at most this often (0: no findings, topology every 60s)")
