@@ -109,19 +109,7 @@ func ScanFabric(ctx context.Context, r fabric.Runner, o fabriccheck.Options) (fa
 		s.Errors = append(s.Errors, "data counters: "+err.Error())
 	}
 	res.took = time.Since(start)
-	ch := make(chan prometheus.Metric, 1024)
-	done := make(chan struct{})
-	go func() {
-		for m := range ch {
-			res.metrics = append(res.metrics, m)
-		}
-		close(done)
-	}()
-	m := &emitter{ch: ch}
-	emitFabric(m, res)
-	close(ch)
-	<-done
-	res.emitErr = m.err
+	res.metrics, res.emitErr = build(func(m *emitter) { emitFabric(m, res) })
 	return res, nil
 }
 

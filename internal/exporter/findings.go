@@ -22,10 +22,13 @@ var (
 )
 
 // topology is the full inventory of the host and doctor's findings on it,
-// evaluated at most once per FindingsInterval and served cached.
+// evaluated at most once per FindingsInterval and served cached, with
+// their metrics made once per evaluation.
 type topology struct {
-	snap     *host.Snapshot
-	findings []check.Finding
+	snap                     *host.Snapshot
+	findings                 []check.Finding
+	topoMetrics, findMetrics []prometheus.Metric
+	topoErr, findErr         error
 }
 
 func newTopologyCache(fsys *hostfs.FS, o Options) *cached[topology] {
@@ -33,7 +36,13 @@ func newTopologyCache(fsys *hostfs.FS, o Options) *cached[topology] {
 		interval: o.FindingsInterval, wait: o.ScrapeTimeout, now: o.Now, evalTimeout: o.ScrapeTimeout,
 		eval: func(context.Context) (topology, error) {
 			s := readHost(fsys, o)
-			return topology{snap: s, findings: hostcheck.Run(s, o.Expect)}, nil
+			t := topology{snap: s}
+			t.topoMetrics, t.topoErr = build(func(m *emitter) { emitTopology(m, s) })
+			if !o.NoFindings {
+				t.findings = hostcheck.Run(s, o.Expect)
+				t.findMetrics, t.findErr = build(func(m *emitter) { emitFindings(m, "host", t.findings) })
+			}
+			return t, nil
 		},
 	}
 }
@@ -44,11 +53,12 @@ type topologyCollector struct{ cache *cached[topology] }
 
 func (c *topologyCollector) update(ctx context.Context, ch chan<- prometheus.Metric) error {
 	r := c.cache.get(ctx)
-	m := &emitter{ch: ch}
 	if r.Have {
-		emitTopology(m, r.Value.snap)
+		for _, m := range r.Value.topoMetrics {
+			ch <- m
+		}
 	}
-	return firstErr(r.Err, r.Have, "topology", m.err)
+	return firstErr(r.Err, r.Have, "topology", r.Value.topoErr)
 }
 
 // findingsCollector serves doctor's host findings of the last evaluation.
@@ -58,10 +68,16 @@ func (c *findingsCollector) update(ctx context.Context, ch chan<- prometheus.Met
 	r := c.cache.get(ctx)
 	m := &emitter{ch: ch}
 	if r.Have {
-		emitFindings(m, "host", r.Value.findings)
+		for _, metric := range r.Value.findMetrics {
+			ch <- metric
+		}
 		m.gauge(findingsAtDesc, float64(r.At.UnixNano())/1e9, "host")
 	}
-	return firstErr(r.Err, r.Have, "findings", m.err)
+	err := m.err
+	if r.Value.findErr != nil {
+		err = r.Value.findErr
+	}
+	return firstErr(r.Err, r.Have, "findings", err)
 }
 
 // firstErr is a cached collector's error for this scrape: the last

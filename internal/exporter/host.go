@@ -71,6 +71,8 @@ type hostCollector struct {
 	reopenEvery   time.Duration
 	deviceTimeout time.Duration
 
+	labels labelCache
+
 	mu       sync.Mutex
 	inflight *collection
 	devices  map[string]*slot
@@ -118,7 +120,7 @@ func (c *hostCollector) update(ctx context.Context, ch chan<- prometheus.Metric)
 	if f.err != nil {
 		return f.err
 	}
-	m := &emitter{ch: ch}
+	m := &emitter{ch: ch, labels: &c.labels}
 	emitPorts(m, f.snap)
 	return m.err
 }
@@ -167,6 +169,7 @@ func (c *hostCollector) collect() (*host.Snapshot, error) {
 	}
 	for n, s := range c.devices {
 		if !present[n] {
+			c.labels.reset()
 			delete(c.devices, n)
 			s.gone = true
 			if !s.busy {
