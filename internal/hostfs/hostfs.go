@@ -122,14 +122,27 @@ func (f *FS) resolve(p string) (string, error) {
 	return f.walk(base, rdir.path)
 }
 
-// resolveDir resolves a clean directory path once and caches it.
+// resolveDir resolves a clean directory path once and caches it: from its
+// parent's resolution (itself cached), so each directory costs one lstat of
+// its own name, however deep.
 func (f *FS) resolveDir(dir string) (resolvedDir, error) {
 	if v, ok := f.dirs.Load(dir); ok {
 		return v.(resolvedDir), nil
 	}
-	r, err := f.walk(dir, "/")
-	if err != nil {
-		return resolvedDir{}, err
+	parent := "/"
+	if dir != "/" {
+		p, err := f.resolveDir(path.Dir(dir))
+		if err != nil {
+			return resolvedDir{}, err
+		}
+		parent = p.path
+	}
+	r := parent
+	if dir != "/" {
+		var err error
+		if r, err = f.walk(path.Base(dir), parent); err != nil {
+			return resolvedDir{}, err
+		}
 	}
 	d := resolvedDir{path: r, host: f.hostPath(r)}
 	f.dirs.Store(dir, d)
@@ -159,11 +172,20 @@ func (f *FS) walk(p, cur string) (string, error) {
 			cur = next
 			continue
 		}
+		// A link's target often runs through directories already resolved
+		// (../../devices/pci0000:00/...): take them from the cache.
+		if v, ok := f.dirs.Load(next); ok {
+			cur = v.(resolvedDir).path
+			continue
+		}
 		st, err := os.Lstat(f.hostPath(next))
 		if err != nil {
 			return "", err
 		}
 		if st.Mode()&fs.ModeSymlink == 0 {
+			if st.IsDir() {
+				f.dirs.Store(next, resolvedDir{path: next, host: f.hostPath(next)})
+			}
 			cur = next
 			continue
 		}
