@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -243,5 +244,26 @@ func scrapeVsNodeExporter(t *testing.T, ne, treeName, root string, rounds int) {
 		m := median(times[i])
 		fmt.Printf("%-18s %-44s median %7.3f ms over %d alternating scrapes, %4d port samples, ratio to node_exporter %.2f\n",
 			treeName, tg.name, float64(m.Microseconds())/1000, rounds, len(portSamples(bodies[i], tg.prefix)), float64(m)/float64(base))
+	}
+}
+
+// One /metrics request of the HGX tree through the handler (gzip
+// accepted, as Prometheus asks), without the network:
+//
+//	go test ./internal/exporter -run '^$' -bench ScrapeHTTP -benchmem
+func BenchmarkScrapeHTTP(b *testing.B) {
+	e := newExporter(b, Options{Root: testhost.WriteTree(b, testhost.HGX()), NoFindings: true})
+	h, err := e.Handler()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		r := httptest.NewRequest("GET", "/metrics", nil)
+		r.Header.Set("Accept-Encoding", "gzip")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != 200 {
+			b.Fatalf("HTTP %d", w.Code)
+		}
 	}
 }
