@@ -44,30 +44,37 @@ func TestInventoryVsLstopoProcesses(t *testing.T) {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	run := func(name string, args ...string) time.Duration {
+	// Wall time, and CPU time (user + system), which a machine shared
+	// with other jobs disturbs less.
+	run := func(name string, args ...string) (wall, cpu time.Duration) {
 		cmd := exec.Command(name, args...)
 		start := time.Now()
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("%s %v: %v\n%.500s", name, args, err, out)
 		}
-		return time.Since(start)
+		return time.Since(start), cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	}
-	var ratios []float64
+	var ratios, cpuRatios []float64
 	for _, name := range names {
 		root := roots[name]
-		var ours, theirs []time.Duration
+		var ours, theirs, oursCPU, theirsCPU []time.Duration
 		for range rounds {
-			ours = append(ours, run(bin, "inventory", "--root", root))
-			theirs = append(theirs, run(lstopo, "-i", root, "--of", "xml"))
+			w, c := run(bin, "inventory", "--root", root)
+			ours, oursCPU = append(ours, w), append(oursCPU, c)
+			w, c = run(lstopo, "-i", root, "--of", "xml")
+			theirs, theirsCPU = append(theirs, w), append(theirsCPU, c)
 		}
 		mo, mt := medianOf(ours), medianOf(theirs)
-		r := float64(mo) / float64(mt)
-		ratios = append(ratios, r)
-		fmt.Printf("%-48s rdmalab inventory %6.2f ms  lstopo %6.2f ms  ratio %.2f  (%d files, median of %d)\n",
-			name, ms(mo), ms(mt), r, countFiles(root), rounds)
+		co, ct := medianOf(oursCPU), medianOf(theirsCPU)
+		r, cr := float64(mo)/float64(mt), float64(co)/float64(ct)
+		ratios, cpuRatios = append(ratios, r), append(cpuRatios, cr)
+		fmt.Printf("%-44s wall: rdmalab %6.1f ms, lstopo %6.1f ms, ratio %.2f · CPU: %5.1f ms, %5.1f ms, ratio %.2f (%d files, median of %d)\n",
+			name, ms(mo), ms(mt), r, ms(co), ms(ct), cr, countFiles(root), rounds)
 	}
 	slices.Sort(ratios)
-	fmt.Printf("median ratio over %d trees: %.2f (min %.2f, max %.2f)\n", len(ratios), ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1])
+	slices.Sort(cpuRatios)
+	fmt.Printf("median ratio over %d trees: wall %.2f (min %.2f, max %.2f), CPU %.2f (min %.2f, max %.2f)\n", len(ratios),
+		ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1], cpuRatios[len(cpuRatios)/2], cpuRatios[0], cpuRatios[len(cpuRatios)-1])
 }
 
 func medianOf(d []time.Duration) time.Duration {
