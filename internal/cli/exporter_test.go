@@ -133,8 +133,12 @@ func TestExporterStopsCleanlyOnSignals(t *testing.T) {
 			sc := bufio.NewScanner(stderr)
 			for sc.Scan() {
 				log.WriteString(sc.Text() + "\n")
+				// exporter-toolkit logs the address again: take the first.
 				if _, a, ok := strings.Cut(sc.Text(), "address="); ok {
-					addr <- a
+					select {
+					case addr <- a:
+					default:
+					}
 				}
 			}
 		}()
