@@ -72,8 +72,14 @@ func New(o Options) (*Exporter, error) {
 	return e, nil
 }
 
-// Close removes what New unpacked. Scrapes after it fail.
-func (e *Exporter) Close() { e.cleanup() }
+// Close closes the files the host collector keeps open and removes what
+// New unpacked.
+func (e *Exporter) Close() {
+	if h, ok := e.collectors["host"].(*hostCollector); ok {
+		h.close()
+	}
+	e.cleanup()
+}
 
 // Describe sends nothing: the exporter is an unchecked collector, since
 // the metrics a host has depend on its devices and drivers.

@@ -37,6 +37,7 @@ func newExporter(t testing.TB, o Options) *Exporter {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(e.Close)
 	return e
 }
 

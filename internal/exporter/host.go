@@ -133,6 +133,24 @@ func (c *hostCollector) run(f *collection) {
 	close(f.done)
 }
 
+// close closes every reader not in a read; a read still running (hung)
+// closes its own when it returns.
+func (c *hostCollector) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for n, s := range c.devices {
+		s.gone = true
+		if !s.busy {
+			s.dev.Close()
+		}
+		delete(c.devices, n)
+	}
+	if c.huge != nil && !c.huge.busy && c.huge.huge != nil {
+		c.huge.huge.Close()
+	}
+	c.huge = nil
+}
+
 // readResult is what one device's (or the hugepages') read returned.
 type readResult struct {
 	name string
