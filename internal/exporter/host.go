@@ -287,9 +287,10 @@ func (c *hostCollector) read(name string, dev *inventory.DeviceReader, huge *inv
 			r.numa, r.errs = huge.Read()
 		}
 	}()
-	out <- r
+	// Not busy before the result is handed over: the next collection,
+	// which may start as soon as this one has every result, must not take
+	// this device for hung.
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	s.busy = false
 	// Reopen after errors or unavailable counters: a file replaced since
 	// (a device re-plugged) is only seen by opening it again.
@@ -297,6 +298,8 @@ func (c *hostCollector) read(name string, dev *inventory.DeviceReader, huge *inv
 	if s.gone && dev != nil {
 		dev.Close()
 	}
+	c.mu.Unlock()
+	out <- r
 }
 
 // knownCounter keeps open only the counters the table names: the others
