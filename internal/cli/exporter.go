@@ -2,16 +2,12 @@ package cli
 
 import (
 	"log/slog"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/exporter"
 	"github.com/rdmalab/rdmalab/internal/fabric"
 	"github.com/rdmalab/rdmalab/internal/fabriccheck"
-	"github.com/rdmalab/rdmalab/internal/inventory"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"github.com/rdmalab/rdmalab/internal/userfile"
 	"github.com/spf13/cobra"
@@ -72,15 +68,37 @@ dashboard.`,
 			if err != nil {
 				return usageErr("--fabric.expect-rate: %v", err)
 			}
-			if err := inventory.CheckRoot(o.Root); err != nil {
-				return usageErr("--root %v", err)
-			}
 			if webConfig != "" {
 				// exporter-toolkit reads it again later; this refuses a
 				// FIFO or device before anything blocks on it.
 				if _, err := userfile.ReadFile(webConfig, userfile.Config); err != nil {
 					return usageErr("--web.config.file %v", err)
 				}
+			}
+			for _, d := range []struct {
+				flag    string
+				v       time.Duration
+				lo, hi  time.Duration
+				zeroOff bool
+			}{
+				{"--findings.interval", findingsInterval, time.Second, 24 * time.Hour, true},
+				{"--scrape-timeout", o.ScrapeTimeout, 100 * time.Millisecond, 10 * time.Minute, false},
+				{"--fabric.interval", o.FabricInterval, time.Second, 24 * time.Hour, false},
+				{"--fabric.timeout", fabricTimeout, time.Second, time.Hour, false},
+			} {
+				if d.zeroOff && d.v == 0 {
+					continue
+				}
+				if d.v < d.lo || d.v > d.hi {
+					off := ""
+					if d.zeroOff {
+						off = ", or 0 for off"
+					}
+					return usageErr("%s %s: want a duration from %s to %s%s", d.flag, d.v, d.lo, d.hi, off)
+				}
+			}
+			if fabricPort < 0 || fabricPort > 254 {
+				return usageErr("--fabric.port %d: want a port number from 1 to 254, or 0 for the tools' default", fabricPort)
 			}
 			o.Expect = expect
 			o.FindingsInterval = findingsInterval
@@ -94,21 +112,27 @@ dashboard.`,
 			}
 			e, err := exporter.New(o)
 			if err != nil {
-				return usageErr("%v", err)
+				return usageErr("--root %v", err)
 			}
+			defer e.Close()
 			if textfile != "" {
 				if err := e.WriteTextfile(textfile); err != nil {
 					return usageErr("%v", err)
 				}
 				return nil
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
+			// Main's context ends on SIGINT or SIGTERM: the server then
+			// finishes the scrapes in flight and the exporter exits 0,
+			// since a service told to stop is not a failure.
+			ctx := cmd.Context()
 			if err := e.ListenAndServe(ctx, listen, webConfig); err != nil {
 				// exporter-toolkit's YAML errors span lines and name its Go
 				// type: one line, in the file's words.
 				msg := strings.Join(strings.Fields(err.Error()), " ")
 				return usageErr("%s", strings.ReplaceAll(msg, "into web.Config", "as a web configuration (tls_server_config, basic_auth_users, http_server_config)"))
+			}
+			if ctx.Err() != nil {
+				o.Logger.Info("stopped on request") // exits 0: stopIsSuccess
 			}
 			return nil
 		},
@@ -116,7 +140,7 @@ dashboard.`,
 	f := c.Flags()
 	f.StringVar(&listen, "listen", ":9879", "address to serve /metrics on")
 	f.StringVar(&webConfig, "web.config.file", "", "exporter-toolkit web configuration (TLS, basic auth)")
-	f.StringVar(&o.Root, "root", "/", "read the host from this root directory (a captured tree)")
+	f.StringVar(&o.Root, "root", "/", "read the host from this root: a captured tree, a copy of /sys/class/infiniband, or a capture .tar.gz")
 	f.StringVar(&rate, "expect-rate", "", `rate every active RDMA port should run at, for the findings: "200", "4X HDR", "25GbE"`)
 	f.StringVar(&linkLayer, "expect-link-layer", "", "InfiniBand or Ethernet, for the findings")
 	f.DurationVar(&findingsInterval, "findings.interval", exporter.DefaultFindingsInterval, "read the whole host (PCIe links, GPU paths) and evaluate doctor's findings at most this often (0: no findings, topology every 60s)")

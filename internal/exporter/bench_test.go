@@ -6,9 +6,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -86,30 +88,24 @@ func BenchmarkScrapeFabric1024(b *testing.B) {
 	})
 }
 
-// scrapeOnce fetches url and returns how long it took and how many
-// samples it carried whose name starts with prefix.
-func scrapeOnce(url, prefix string) (time.Duration, int, error) {
+// scrapeOnce fetches url (accepting gzip, as Prometheus does) and returns
+// how long it took and the body.
+func scrapeOnce(url string) (time.Duration, string, error) {
 	start := time.Now()
 	resp, err := http.Get(url)
 	if err != nil {
-		return 0, 0, err
+		return 0, "", err
 	}
 	b, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	took := time.Since(start)
 	if err != nil {
-		return 0, 0, err
+		return 0, "", err
 	}
 	if resp.StatusCode != 200 {
-		return 0, 0, fmt.Errorf("%s: HTTP %d", url, resp.StatusCode)
+		return 0, "", fmt.Errorf("%s: HTTP %d", url, resp.StatusCode)
 	}
-	n := 0
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, prefix) {
-			n++
-		}
-	}
-	return took, n, nil
+	return took, string(b), nil
 }
 
 func median(d []time.Duration) time.Duration {
@@ -118,10 +114,39 @@ func median(d []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
+var sampleRE = regexp.MustCompile(`(?m)^(\w+)\{([^}]*)\} `)
+
+// portSamples returns the samples of text whose name starts with prefix
+// and that carry device and port labels, as "suffix device port".
+func portSamples(text, prefix string) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range sampleRE.FindAllStringSubmatch(text, -1) {
+		name, ok := strings.CutPrefix(m[1], prefix)
+		if !ok || name == "info" {
+			continue // info carries other labels in each exporter
+		}
+		var dev, port string
+		for _, l := range strings.Split(m[2], ",") {
+			k, v, _ := strings.Cut(l, "=")
+			switch k {
+			case "device":
+				dev = v
+			case "port":
+				port = v
+			}
+		}
+		if dev != "" && port != "" {
+			out[name+" "+dev+" "+port] = true
+		}
+	}
+	return out
+}
+
 // Scrape time of rdmalab's exporter beside Debian's node_exporter with
-// only its infiniband collector, over HTTP on loopback, on the same HGX
-// tree, alternating, several samples each; prints both medians and the
-// ratio. A measurement, not a pass/fail test:
+// only its infiniband collector, over HTTP on loopback, on the same tree
+// (the 8-HCA HGX and seed-000), alternating, many scrapes each; prints both
+// medians and the ratio, and checks that rdmalab exports every port
+// counter node_exporter does. A measurement, not a pass/fail test:
 //
 //	RDMALAB_BENCH=1 go test ./internal/exporter -run ScrapeVsNodeExporter -v -count=1
 func TestScrapeVsNodeExporter(t *testing.T) {
@@ -129,8 +154,19 @@ func TestScrapeVsNodeExporter(t *testing.T) {
 		t.Skip("a benchmark: set RDMALAB_BENCH=1")
 	}
 	ne := testhost.RequireTool(t, "prometheus-node-exporter")
-	root := testhost.WriteTree(t, testhost.HGX())
+	rounds := 201
+	if s := os.Getenv("RDMALAB_BENCH_ROUNDS"); s != "" {
+		fmt.Sscan(s, &rounds)
+	}
+	for _, tree := range []struct {
+		name string
+		m    testhost.Machine
+	}{{"hgx-h200 (8 HCAs)", testhost.HGX()}, {"seed-000", testhost.Seed000()}} {
+		t.Run(tree.name, func(t *testing.T) { scrapeVsNodeExporter(t, ne, tree.name, testhost.WriteTree(t, tree.m), rounds) })
+	}
+}
 
+func scrapeVsNodeExporter(t *testing.T, ne, treeName, root string, rounds int) {
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	cmd := exec.Command(ne, "--path.sysfs="+filepath.Join(root, "sys"), "--path.procfs="+filepath.Join(root, "proc"),
 		"--collector.disable-defaults", "--collector.infiniband", "--web.listen-address="+addr)
@@ -159,15 +195,17 @@ func TestScrapeVsNodeExporter(t *testing.T) {
 		return "http://" + l.Addr().String() + "/metrics"
 	}
 	targets := []struct{ name, url, prefix string }{
-		{"node_exporter 1.5 (infiniband collector)", "http://" + addr + "/metrics", "node_infiniband_"},
-		{"rdmalab exporter (--findings.interval 0)", serve(Options{Root: root, NoFindings: true}), "rdmalab_"},
-		{"rdmalab exporter (default, findings cached)", serve(Options{Root: root}), "rdmalab_"},
+		{"node_exporter (infiniband collector)", "http://" + addr + "/metrics", "node_infiniband_"},
+		{"rdmalab exporter (--findings.interval 0)", serve(Options{Root: root, NoFindings: true}), "rdmalab_infiniband_"},
+		{"rdmalab exporter (default, findings cached)", serve(Options{Root: root}), "rdmalab_infiniband_"},
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for _, tg := range targets { // warm up; node_exporter may still be starting
+	bodies := make([]string, len(targets))
+	for i, tg := range targets { // warm up; node_exporter may still be starting
 		for {
-			_, _, err := scrapeOnce(tg.url, tg.prefix)
+			_, body, err := scrapeOnce(tg.url)
 			if err == nil {
+				bodies[i] = body
 				break
 			}
 			if time.Now().After(deadline) {
@@ -176,24 +214,56 @@ func TestScrapeVsNodeExporter(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	const rounds = 21
-	times := make([][]time.Duration, len(targets))
-	series := make([]int, len(targets))
-	for range rounds {
-		for i, tg := range targets {
-			d, n, err := scrapeOnce(tg.url, tg.prefix)
-			must(t, err)
-			times[i] = append(times[i], d)
-			series[i] = n
+	neSamples := portSamples(bodies[0], targets[0].prefix)
+	if len(neSamples) == 0 {
+		t.Fatal("node_exporter exported no node_infiniband_ port samples from the tree: nothing to compare")
+	}
+	for i := 1; i < len(targets); i++ {
+		got := portSamples(bodies[i], targets[i].prefix)
+		var missing []string
+		for k := range neSamples {
+			if !got[k] {
+				missing = append(missing, k)
+			}
+		}
+		slices.Sort(missing)
+		if len(missing) > 0 {
+			t.Errorf("%s lacks %d port samples node_exporter has, e.g. %q", targets[i].name, len(missing), missing[:min(5, len(missing))])
 		}
 	}
-	if series[0] == 0 {
-		t.Fatal("node_exporter exported no node_infiniband_ samples from the tree: nothing to compare")
+	times := make([][]time.Duration, len(targets))
+	for range rounds {
+		for i, tg := range targets {
+			d, _, err := scrapeOnce(tg.url)
+			must(t, err)
+			times[i] = append(times[i], d)
+		}
 	}
 	base := median(times[0])
 	for i, tg := range targets {
 		m := median(times[i])
-		fmt.Printf("%-44s median %8.2f ms over %d alternating scrapes, %4d samples, ratio to node_exporter %.2f\n",
-			tg.name, float64(m.Microseconds())/1000, rounds, series[i], float64(m)/float64(base))
+		fmt.Printf("%-18s %-44s median %7.3f ms over %d alternating scrapes, %4d port samples, ratio to node_exporter %.2f\n",
+			treeName, tg.name, float64(m.Microseconds())/1000, rounds, len(portSamples(bodies[i], tg.prefix)), float64(m)/float64(base))
+	}
+}
+
+// One /metrics request of the HGX tree through the handler (gzip
+// accepted, as Prometheus asks), without the network:
+//
+//	go test ./internal/exporter -run '^$' -bench ScrapeHTTP -benchmem
+func BenchmarkScrapeHTTP(b *testing.B) {
+	e := newExporter(b, Options{Root: testhost.WriteTree(b, testhost.HGX()), NoFindings: true})
+	h, err := e.Handler()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		r := httptest.NewRequest("GET", "/metrics", nil)
+		r.Header.Set("Accept-Encoding", "gzip")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != 200 {
+			b.Fatalf("HTTP %d", w.Code)
+		}
 	}
 }

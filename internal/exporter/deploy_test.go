@@ -179,3 +179,28 @@ func TestDashboard(t *testing.T) {
 	}
 	checkExprs(t, "dashboard", exprs)
 }
+
+// The unit stops the exporter the way it stops cleanly (SIGTERM, exit 0)
+// and counts a signal exit as success, so systemctl stop never leaves it
+// failed; systemd-analyze verify checks the rest where it is installed.
+func TestSystemdUnitStopsCleanly(t *testing.T) {
+	unit := filepath.Join("..", "..", "deploy", "systemd", "rdmalab-exporter.service")
+	b, err := os.ReadFile(unit)
+	must(t, err)
+	for _, want := range []string{"KillSignal=SIGTERM", "SuccessExitStatus=130 143", "TimeoutStopSec="} {
+		if !strings.Contains(string(b), "\n"+want) {
+			t.Errorf("%s lacks %s", unit, want)
+		}
+	}
+	sa, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		return
+	}
+	out, err := exec.Command(sa, "verify", unit).CombinedOutput()
+	for _, l := range strings.Split(string(out), "\n") {
+		// The binary is not installed here; everything else must verify.
+		if l != "" && !strings.Contains(l, "/usr/local/bin/rdmalab") && !strings.Contains(l, "ExecStart") {
+			t.Errorf("systemd-analyze verify: %s (%v)", l, err)
+		}
+	}
+}

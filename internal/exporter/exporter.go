@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/rdmalab/rdmalab/internal/inventory"
 )
 
 // Namespace prefixes every metric.
@@ -34,6 +36,7 @@ type Exporter struct {
 	collectors map[string]collector
 	timeout    time.Duration
 	log        *slog.Logger
+	cleanup    func()
 }
 
 var (
@@ -43,12 +46,19 @@ var (
 		"Whether a collector succeeded during this scrape (1) or failed (0); a failed collector's other metrics may be missing.", []string{"collector"}, nil)
 )
 
-// New builds an exporter from options. It does not read anything yet.
+// New builds an exporter from options. It opens o.Root the way inventory
+// does (a tree, a copy of /sys/class/infiniband, a capture archive, which
+// is unpacked until Close) and reads nothing else yet. Errors are
+// *inventory.SourceError.
 func New(o Options) (*Exporter, error) {
 	o = o.withDefaults()
-	e := &Exporter{collectors: map[string]collector{}, timeout: o.ScrapeTimeout, log: o.Logger}
-	e.collectors["host"] = &hostCollector{opt: o}
-	topo := newTopologyCache(o)
+	fsys, cleanup, err := inventory.OpenFS(o.Root)
+	if err != nil {
+		return nil, err
+	}
+	e := &Exporter{collectors: map[string]collector{}, timeout: o.ScrapeTimeout, log: o.Logger, cleanup: cleanup}
+	e.collectors["host"] = newHostCollector(fsys, o)
+	topo := newTopologyCache(fsys, o)
 	e.collectors["topology"] = &topologyCollector{cache: topo}
 	if !o.NoFindings {
 		e.collectors["findings"] = &findingsCollector{cache: topo}
@@ -60,6 +70,15 @@ func New(o Options) (*Exporter, error) {
 		e.collectors["fabric"] = newFabricCollector(o)
 	}
 	return e, nil
+}
+
+// Close closes the files the host collector keeps open and removes what
+// New unpacked.
+func (e *Exporter) Close() {
+	if h, ok := e.collectors["host"].(*hostCollector); ok {
+		h.close()
+	}
+	e.cleanup()
 }
 
 // Describe sends nothing: the exporter is an unchecked collector, since
@@ -110,10 +129,45 @@ func (e *Exporter) Registry() *prometheus.Registry {
 
 // emitter builds const metrics and keeps the first error instead of
 // panicking: a label value a device made invalid drops that one sample.
+// With labels set, the label pairs of short label sets are made once and
+// reused on every scrape (a port's labels never change; NewConstMetric
+// would make and check them again for every sample).
 type emitter struct {
-	ch  chan<- prometheus.Metric
-	err error
-	n   int
+	ch     chan<- prometheus.Metric
+	err    error
+	n      int
+	labels *labelCache
+}
+
+// labelCache holds label pairs by Desc and up to three label values.
+type labelCache struct{ m sync.Map }
+
+type labelKey struct {
+	d       *prometheus.Desc
+	a, b, c string
+}
+
+// reset forgets every label set (the device set changed).
+func (l *labelCache) reset() { l.m.Clear() }
+
+// cachedMetric is a sample whose label pairs come from a labelCache.
+type cachedMetric struct {
+	desc    *prometheus.Desc
+	labels  []*dto.LabelPair
+	counter bool
+	v       float64
+}
+
+func (m *cachedMetric) Desc() *prometheus.Desc { return m.desc }
+
+func (m *cachedMetric) Write(out *dto.Metric) error {
+	out.Label = m.labels
+	if m.counter {
+		out.Counter = &dto.Counter{Value: &m.v}
+	} else {
+		out.Gauge = &dto.Gauge{Value: &m.v}
+	}
+	return nil
 }
 
 func (m *emitter) gauge(d *prometheus.Desc, v float64, labels ...string) {
@@ -125,6 +179,34 @@ func (m *emitter) counter(d *prometheus.Desc, v float64, labels ...string) {
 }
 
 func (m *emitter) send(d *prometheus.Desc, t prometheus.ValueType, v float64, labels []string) {
+	if m.labels != nil && len(labels) <= 3 {
+		k := labelKey{d: d}
+		for i, dst := range []*string{&k.a, &k.b, &k.c}[:len(labels)] {
+			*dst = labels[i]
+		}
+		pairs, ok := m.labels.m.Load(k)
+		if !ok {
+			// The first time: let NewConstMetric check the values.
+			c, err := prometheus.NewConstMetric(d, t, v, labels...)
+			if err != nil {
+				if m.err == nil {
+					m.err = fmt.Errorf("%s: %w", d, err)
+				}
+				return
+			}
+			var dm dto.Metric
+			if err := c.Write(&dm); err != nil {
+				if m.err == nil {
+					m.err = fmt.Errorf("%s: %w", d, err)
+				}
+				return
+			}
+			pairs, _ = m.labels.m.LoadOrStore(k, dm.Label)
+		}
+		m.n++
+		m.ch <- &cachedMetric{desc: d, labels: pairs.([]*dto.LabelPair), counter: t == prometheus.CounterValue, v: v}
+		return
+	}
 	metric, err := prometheus.NewConstMetric(d, t, v, labels...)
 	if err != nil {
 		if m.err == nil {
@@ -134,6 +216,24 @@ func (m *emitter) send(d *prometheus.Desc, t prometheus.ValueType, v float64, la
 	}
 	m.n++
 	m.ch <- metric
+}
+
+// build runs emit once into a slice, for metrics made once per evaluation
+// and replayed on every scrape until the next.
+func build(emit func(m *emitter)) ([]prometheus.Metric, error) {
+	ch := make(chan prometheus.Metric, 256)
+	done := make(chan []prometheus.Metric)
+	go func() {
+		var out []prometheus.Metric
+		for m := range ch {
+			out = append(out, m)
+		}
+		done <- out
+	}()
+	m := &emitter{ch: ch}
+	emit(m)
+	close(ch)
+	return <-done, m.err
 }
 
 // descs lists every metric the exporter can emit, for MetricNames.

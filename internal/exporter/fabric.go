@@ -101,25 +101,15 @@ func ScanFabric(ctx context.Context, r fabric.Runner, o fabriccheck.Options) (fa
 		return fabricResult{}, err
 	}
 	res := fabricResult{snap: s, findings: fs}
-	if dr.err != nil {
-		s.Errors = append(s.Errors, "data counters: "+dr.err.Error())
+	// A port whose PMA did not answer prints no data line: it has no data
+	// counters, and the others still do.
+	if _, err := fabric.CheckQueryErrors(dr.out, dr.err); err != nil {
+		s.Errors = append(s.Errors, "data counters: "+err.Error())
 	} else if res.data, err = fabric.ParseIBQueryErrors(string(dr.out.Stdout)); err != nil {
 		s.Errors = append(s.Errors, "data counters: "+err.Error())
 	}
 	res.took = time.Since(start)
-	ch := make(chan prometheus.Metric, 1024)
-	done := make(chan struct{})
-	go func() {
-		for m := range ch {
-			res.metrics = append(res.metrics, m)
-		}
-		close(done)
-	}()
-	m := &emitter{ch: ch}
-	emitFabric(m, res)
-	close(ch)
-	<-done
-	res.emitErr = m.err
+	res.metrics, res.emitErr = build(func(m *emitter) { emitFabric(m, res) })
 	return res, nil
 }
 
@@ -234,8 +224,10 @@ func emitFabric(m *emitter, r fabricResult) {
 		}
 		counted[p] = true
 		vals := map[string]uint64{}
+		// A port whose error query got no answer has unknown error
+		// counters: only its data counters are served.
 		for _, c := range counters.Table {
-			if c.PMA != "" && c.Kind == counters.Error {
+			if c.PMA != "" && c.Kind == counters.Error && p.CounterError == "" {
 				vals[c.PMA] = 0
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,7 +14,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/fabric"
+	"github.com/rdmalab/rdmalab/internal/fabriccheck"
 	"github.com/rdmalab/rdmalab/internal/testhost"
 )
 
@@ -205,4 +208,48 @@ func gatherText(g interface {
 		}
 	}
 	return b.String(), nil
+}
+
+// One port whose PMA drops every MAD (ibsim's Error command on the
+// PortCounters attribute): that port alone is unknown, with the MAD error
+// in its finding's evidence, and every other port keeps its counters.
+func TestFabricDroppedMADIsOnePortUnknown(t *testing.T) {
+	sim := startFabric(t)
+	sim.Console(`Error "node0002"[1] 100 0x12`)
+	res, err := ScanFabric(context.Background(), simRunner(sim), fabriccheck.Options{})
+	must(t, err)
+	if res.snap.CounterError != "" {
+		t.Fatalf("one dropped MAD failed every port's counters: %s", res.snap.CounterError)
+	}
+	var failed []string
+	for _, p := range res.snap.Ports {
+		if p.CounterError != "" {
+			failed = append(failed, p.NodeDesc+" "+strconv.Itoa(p.Num)+": "+p.CounterError)
+		}
+	}
+	if len(failed) != 1 || !strings.HasPrefix(failed[0], "node0002 1: ") || !strings.Contains(failed[0], "failed") {
+		t.Fatalf("want node0002 port 1 alone unknown, got %q", failed)
+	}
+	t.Logf("%s", failed[0])
+	var unknown []check.Finding
+	for _, f := range res.findings {
+		if f.Check == "fabric.port.errors" && f.Outcome == check.Unknown {
+			unknown = append(unknown, f)
+		}
+	}
+	if len(unknown) != 1 || !strings.Contains(unknown[0].Subject, "node0002") || len(unknown[0].Evidence) == 0 || !strings.Contains(unknown[0].Evidence[0].Value, "failed") {
+		t.Fatalf("want one unknown finding for node0002 with the MAD error: %+v", unknown)
+	}
+	e := newExporter(t, Options{Root: testhost.WriteTree(t, testhost.R730()), NoFindings: true,
+		Fabric: true, FabricRunner: simRunner(sim), FabricWait: time.Minute, ScrapeTimeout: time.Minute})
+	text, _ := exposition(t, e.Registry())
+	if got := lines(text, "rdmalab_fabric_symbol_error_total", `name="node0002"`, `port="1"`); len(got) != 0 {
+		t.Errorf("node0002 port 1's error counters are unknown, yet served: %q", got)
+	}
+	if got := lines(text, "rdmalab_fabric_symbol_error_total", `name="node0003"`, `port="1"`); len(got) != 1 {
+		t.Errorf("node0003 port 1 lost its counters with node0002's dropped MAD: %q", got)
+	}
+	if !strings.Contains(text, `rdmalab_finding{check="fabric.port.errors",severity="unknown",subject="node0002`) {
+		t.Errorf("no unknown finding for node0002:\n%s", grep(text, "rdmalab_finding{"))
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/hostcheck"
+	"github.com/rdmalab/rdmalab/internal/hostfs"
 )
 
 var (
@@ -21,21 +22,27 @@ var (
 )
 
 // topology is the full inventory of the host and doctor's findings on it,
-// evaluated at most once per FindingsInterval and served cached.
+// evaluated at most once per FindingsInterval and served cached, with
+// their metrics made once per evaluation.
 type topology struct {
-	snap     *host.Snapshot
-	findings []check.Finding
+	snap                     *host.Snapshot
+	findings                 []check.Finding
+	topoMetrics, findMetrics []prometheus.Metric
+	topoErr, findErr         error
 }
 
-func newTopologyCache(o Options) *cached[topology] {
+func newTopologyCache(fsys *hostfs.FS, o Options) *cached[topology] {
 	return &cached[topology]{
 		interval: o.FindingsInterval, wait: o.ScrapeTimeout, now: o.Now, evalTimeout: o.ScrapeTimeout,
 		eval: func(context.Context) (topology, error) {
-			s, err := readHost(o)
-			if err != nil {
-				return topology{}, err
+			s := readHost(fsys, o)
+			t := topology{snap: s}
+			t.topoMetrics, t.topoErr = build(func(m *emitter) { emitTopology(m, s) })
+			if !o.NoFindings {
+				t.findings = hostcheck.Run(s, o.Expect)
+				t.findMetrics, t.findErr = build(func(m *emitter) { emitFindings(m, "host", t.findings) })
 			}
-			return topology{snap: s, findings: hostcheck.Run(s, o.Expect)}, nil
+			return t, nil
 		},
 	}
 }
@@ -46,11 +53,12 @@ type topologyCollector struct{ cache *cached[topology] }
 
 func (c *topologyCollector) update(ctx context.Context, ch chan<- prometheus.Metric) error {
 	r := c.cache.get(ctx)
-	m := &emitter{ch: ch}
 	if r.Have {
-		emitTopology(m, r.Value.snap)
+		for _, m := range r.Value.topoMetrics {
+			ch <- m
+		}
 	}
-	return firstErr(r.Err, r.Have, "topology", m.err)
+	return firstErr(r.Err, r.Have, "topology", r.Value.topoErr)
 }
 
 // findingsCollector serves doctor's host findings of the last evaluation.
@@ -60,10 +68,16 @@ func (c *findingsCollector) update(ctx context.Context, ch chan<- prometheus.Met
 	r := c.cache.get(ctx)
 	m := &emitter{ch: ch}
 	if r.Have {
-		emitFindings(m, "host", r.Value.findings)
+		for _, metric := range r.Value.findMetrics {
+			ch <- metric
+		}
 		m.gauge(findingsAtDesc, float64(r.At.UnixNano())/1e9, "host")
 	}
-	return firstErr(r.Err, r.Have, "findings", m.err)
+	err := m.err
+	if r.Value.findErr != nil {
+		err = r.Value.findErr
+	}
+	return firstErr(r.Err, r.Have, "findings", err)
 }
 
 // firstErr is a cached collector's error for this scrape: the last

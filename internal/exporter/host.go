@@ -4,8 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"os/exec"
 	"strconv"
 	"sync"
 	"time"
@@ -58,128 +57,284 @@ var (
 	readErrDesc    = prometheus.NewDesc(Namespace+"_host_read_errors", "Files the host collector could not read or parse during this scrape, by subject (device, port, PCI function); the rest of the host is still reported.", []string{"subject"}, nil)
 )
 
-// hostCollector reads the RDMA ports and NUMA hugepages on every scrape.
-// It runs the inventory code over a view of the root that holds only
-// /sys/class/infiniband, the device tree and the NUMA nodes: the CPUs, PCI
-// bus and kernel state are static enough to be read on the topology
-// cadence, and skipping them makes a scrape several times cheaper. The
-// view (and its cache of resolved sysfs directories) is kept for one
-// topology interval, and dropped at once after a scrape with read errors
-// so a replaced device is seen at the next scrape.
+// hostCollector reads the RDMA ports and NUMA hugepages on every scrape,
+// from files it keeps open (inventory.DeviceReader): a scrape costs one
+// listing of /sys/class/infiniband and one pread per value. Any number of
+// simultaneous scrapes share one collection: a scrape joins the one in
+// flight or starts the next. Each device is read in its own goroutine,
+// bounded by deviceTimeout: a device whose read hangs is reported (with
+// the file it is stuck on) and skipped until that read returns, and every
+// other device is served. A device is reopened when the device set
+// changes, after a read with errors or unavailable counters, and every
+// FindingsInterval, so a replaced NIC is seen.
 type hostCollector struct {
-	opt Options
+	fs            *hostfs.FS
+	now           func() time.Time
+	reopenEvery   time.Duration
+	deviceTimeout time.Duration
 
-	mu      sync.Mutex
-	view    *hostfs.FS
-	built   time.Time
-	reading bool // a read is still running (it outlived its scrape)
+	labels labelCache
+	// tool runs ethtool -S for the RoCE counters (live host only).
+	tool inventory.Tool
+
+	mu       sync.Mutex
+	inflight *collection
+	devices  map[string]*slot
+	huge     *slot
+	opened   time.Time
+}
+
+// slot is one reader and whether a read of it is still running.
+type slot struct {
+	dev   *inventory.DeviceReader
+	huge  *inventory.HugePagesReader
+	busy  bool      // a read is running (maybe hung)
+	since time.Time // when that read started
+	stale bool      // reopen before the next read
+	gone  bool      // the device left: close once the read returns
+}
+
+// collection is one read of the host, shared by every scrape that asked
+// for it while it ran.
+type collection struct {
+	done chan struct{}
+	snap *host.Snapshot
+	err  error
+}
+
+func newHostCollector(fsys *hostfs.FS, o Options) *hostCollector {
+	return &hostCollector{fs: fsys, now: o.Now, reopenEvery: o.FindingsInterval,
+		deviceTimeout: o.ScrapeTimeout / 2, devices: map[string]*slot{}, tool: roceTools(o)}
 }
 
 func (c *hostCollector) update(ctx context.Context, ch chan<- prometheus.Metric) error {
 	c.mu.Lock()
-	if c.reading {
-		c.mu.Unlock()
-		return errors.New("host: the previous read has not finished (a sysfs file that hangs?)")
+	f := c.inflight
+	if f == nil {
+		f = &collection{done: make(chan struct{})}
+		c.inflight = f
+		go c.run(f)
 	}
-	if c.view == nil || c.opt.Now().Sub(c.built) >= c.opt.FindingsInterval {
-		v, err := portsView(c.opt)
-		if err != nil {
-			c.mu.Unlock()
-			return err
-		}
-		c.view, c.built = v, c.opt.Now()
-	}
-	view := c.view
-	c.reading = true
 	c.mu.Unlock()
-
-	// A sysfs read can hang (a wedged driver or firmware); the scrape
-	// gives up at its timeout and the read finishes, or not, on its own.
-	done := make(chan *host.Snapshot, 1)
-	go func() {
-		s := inventory.Collect(view, inventory.Options{Now: c.opt.Now, Tools: roceTools(c.opt)})
-		c.mu.Lock()
-		c.reading = false
-		if len(s.Errors) > 0 {
-			c.view = nil
-		}
-		c.mu.Unlock()
-		done <- s
-	}()
 	select {
-	case s := <-done:
-		m := &emitter{ch: ch}
-		emitPorts(m, s)
-		emitRoCE(m, s)
-		return m.err
+	case <-f.done:
 	case <-ctx.Done():
-		return fmt.Errorf("host: reading the RDMA ports did not finish within the scrape timeout: %w", ctx.Err())
+		return fmt.Errorf("host: the shared read did not finish within the scrape timeout: %w", ctx.Err())
 	}
+	if f.err != nil {
+		return f.err
+	}
+	m := &emitter{ch: ch, labels: &c.labels}
+	emitPorts(m, f.snap)
+	emitRoCE(m, f.snap)
+	return m.err
 }
 
-// newFS opens the configured root.
-func newFS(o Options) (*hostfs.FS, error) {
-	fsys, err := hostfs.New(o.Root)
-	if err != nil {
-		return nil, fmt.Errorf("root %s: %w", o.Root, err)
+func (c *hostCollector) run(f *collection) {
+	f.snap, f.err = c.collect()
+	if f.err == nil {
+		c.roceCounters(f.snap)
 	}
-	if o.IBClassDir != "" {
-		if err := fsys.Mount("/sys/class/infiniband", o.IBClassDir); err != nil {
-			return nil, err
+	c.mu.Lock()
+	c.inflight = nil
+	c.mu.Unlock()
+	close(f.done)
+}
+
+// close closes every reader not in a read; a read still running (hung)
+// closes its own when it returns.
+func (c *hostCollector) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for n, s := range c.devices {
+		s.gone = true
+		if !s.busy {
+			s.dev.Close()
+		}
+		delete(c.devices, n)
+	}
+	if c.huge != nil && !c.huge.busy && c.huge.huge != nil {
+		c.huge.huge.Close()
+	}
+	c.huge = nil
+}
+
+// readResult is what one device's (or the hugepages') read returned.
+type readResult struct {
+	name string
+	dev  host.RDMADevice
+	numa []host.NUMANode
+	errs []host.CollectError
+}
+
+// collect reads every device, each bounded, into a snapshot of the ports.
+func (c *hostCollector) collect() (*host.Snapshot, error) {
+	names, err := inventory.RDMADeviceNames(c.fs)
+	if err != nil {
+		return nil, fmt.Errorf("host: %w", err)
+	}
+	now := c.now()
+	snap := &host.Snapshot{SchemaVersion: host.SchemaVersion, CollectedAt: now.UTC(), Source: c.fs.Root()}
+
+	c.mu.Lock()
+	if c.huge == nil {
+		c.huge = &slot{}
+	}
+	if now.Sub(c.opened) >= c.reopenEvery {
+		// The slow interval: resolve every path and reopen every file anew.
+		c.fs.Forget()
+		c.opened = now
+		for _, s := range c.devices {
+			s.stale = true
+		}
+		c.huge.stale = true
+	}
+	present := map[string]bool{}
+	for _, n := range names {
+		present[n] = true
+	}
+	for n, s := range c.devices {
+		if !present[n] {
+			c.labels.reset()
+			delete(c.devices, n)
+			s.gone = true
+			if !s.busy {
+				s.dev.Close()
+			}
 		}
 	}
-	return fsys, nil
+	results := make(chan readResult, len(names)+1)
+	var started []string
+	startRead := func(name string, s *slot) {
+		if s.stale {
+			if s.dev != nil {
+				s.dev.Close()
+				s.dev = inventory.NewDeviceReader(c.fs, name, knownCounter)
+			} else if s.huge != nil {
+				s.huge.Close()
+			}
+			s.stale = false
+		}
+		if s.dev == nil && s.huge == nil {
+			s.huge = inventory.NewHugePagesReader(c.fs)
+		}
+		s.busy, s.since = true, now
+		started = append(started, name)
+		go c.read(name, s.dev, s.huge, s, results)
+	}
+	for _, n := range names {
+		s := c.devices[n]
+		if s == nil {
+			s = &slot{dev: inventory.NewDeviceReader(c.fs, n, knownCounter)}
+			c.devices[n] = s
+		}
+		if s.busy {
+			snap.Errors = append(snap.Errors, hungError(n, s.dev.Reading(), now.Sub(s.since)))
+			continue
+		}
+		startRead(n, s)
+	}
+	if c.huge.busy {
+		snap.Errors = append(snap.Errors, hungError("numa", "hugepages", now.Sub(c.huge.since)))
+	} else {
+		startRead("", c.huge)
+	}
+	c.mu.Unlock()
+
+	got := map[string]readResult{}
+	timer := time.NewTimer(c.deviceTimeout)
+	defer timer.Stop()
+wait:
+	for len(got) < len(started) {
+		select {
+		case r := <-results:
+			got[r.name] = r
+		case <-timer.C:
+			break wait
+		}
+	}
+	for _, n := range names {
+		if r, ok := got[n]; ok {
+			snap.RDMADevices = append(snap.RDMADevices, r.dev)
+			snap.Errors = append(snap.Errors, r.errs...)
+		}
+	}
+	if r, ok := got[""]; ok {
+		snap.NUMANodes = r.numa
+		snap.Errors = append(snap.Errors, r.errs...)
+	}
+	c.mu.Lock()
+	for _, n := range started {
+		if _, ok := got[n]; ok {
+			continue
+		}
+		if n == "" {
+			snap.Errors = append(snap.Errors, hungError("numa", "hugepages", c.deviceTimeout))
+		} else if s := c.devices[n]; s != nil {
+			snap.Errors = append(snap.Errors, hungError(n, s.dev.Reading(), c.deviceTimeout))
+		}
+	}
+	c.mu.Unlock()
+	return snap, nil
+}
+
+// read reads one device (or the hugepages) and hands the result to
+// whoever still waits; it clears the slot's busy mark when it returns,
+// however late.
+func (c *hostCollector) read(name string, dev *inventory.DeviceReader, huge *inventory.HugePagesReader, s *slot, out chan<- readResult) {
+	r := readResult{name: name}
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				r.errs = append(r.errs, host.CollectError{Subject: name, Error: fmt.Sprintf("panic: %v", p)})
+			}
+		}()
+		if dev != nil {
+			r.dev, r.errs = dev.Read()
+		} else {
+			r.numa, r.errs = huge.Read()
+		}
+	}()
+	// Not busy before the result is handed over: the next collection,
+	// which may start as soon as this one has every result, must not take
+	// this device for hung.
+	c.mu.Lock()
+	s.busy = false
+	// Reopen after errors or unavailable counters: a file replaced since
+	// (a device re-plugged) is only seen by opening it again.
+	s.stale = s.stale || len(r.errs) > 0 || unavailable(r.dev)
+	if s.gone && dev != nil {
+		dev.Close()
+	}
+	c.mu.Unlock()
+	out <- r
+}
+
+// knownCounter keeps open only the counters the table names: the others
+// are never exported.
+func knownCounter(f counters.Family, name string) bool {
+	_, ok := counters.BySysfs(f, name)
+	return ok
+}
+
+func unavailable(d host.RDMADevice) bool {
+	for _, p := range d.Ports {
+		if len(p.Unavailable) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// hungError names the device and the file its read is stuck on.
+func hungError(name, file string, after time.Duration) host.CollectError {
+	return host.CollectError{Subject: name, Path: file,
+		Error: fmt.Sprintf("read of %s has not returned after %s (a hung sysfs file?); the device is skipped until it does", file, after.Round(time.Millisecond))}
 }
 
 // readHost inventories the whole root.
-func readHost(o Options) (*host.Snapshot, error) {
-	fsys, err := newFS(o)
-	if err != nil {
-		return nil, err
-	}
-	return inventory.Collect(fsys, inventory.Options{Now: o.Now}), nil
-}
-
-// portsView is the root as the per-scrape read sees it: nothing but the
-// RDMA class, the device tree it links into (not /sys/devices/system/cpu)
-// and the NUMA nodes, mounted on a root that no longer exists.
-func portsView(o Options) (*hostfs.FS, error) {
-	if _, err := os.Stat(o.Root); err != nil {
-		return nil, fmt.Errorf("root: %w", err)
-	}
-	empty, err := os.MkdirTemp("", "rdmalab-exporter-")
-	if err != nil {
-		return nil, err
-	}
-	fsys, err := hostfs.New(empty)
-	os.Remove(empty) // hostfs only needed it to exist when opened
-	if err != nil {
-		return nil, err
-	}
-	root := o.Root
-	ibClass := filepath.Join(root, "sys/class/infiniband")
-	if o.IBClassDir != "" {
-		ibClass = o.IBClassDir
-	}
-	mounts := map[string]string{
-		"/sys/class/infiniband":    ibClass,
-		"/sys/devices/system/node": filepath.Join(root, "sys/devices/system/node"),
-	}
-	devs, err := os.ReadDir(filepath.Join(root, "sys/devices"))
-	if err != nil && !os.IsNotExist(err) {
-		return nil, fmt.Errorf("root %s: %w", o.Root, err)
-	}
-	for _, d := range devs {
-		if d.Name() != "system" {
-			mounts["/sys/devices/"+d.Name()] = filepath.Join(root, "sys/devices", d.Name())
-		}
-	}
-	for at, dir := range mounts {
-		if err := fsys.Mount(at, dir); err != nil {
-			return nil, err
-		}
-	}
-	return fsys, nil
+func readHost(fsys *hostfs.FS, o Options) *host.Snapshot {
+	return inventory.Collect(fsys, inventory.Options{Now: o.Now})
 }
 
 // emitPorts turns the per-scrape snapshot into the port and hugepage metrics.
@@ -278,6 +433,43 @@ func emitCounters(m *emitter, f counters.Family, vals map[string]uint64, dev, po
 		m.counter(counterDescs[f][name], float64(v)*c.Scale, dev, port)
 		if c.Saturated(v) {
 			m.gauge(saturatedDesc, 1, dev, port, name)
+		}
+	}
+}
+
+// roceCounters adds ethtool -S's pause, storm and discard counters of each
+// active RoCE port's netdevs to the collection, each run bounded like a
+// device read. Only a live host has an ethtool to ask.
+func (c *hostCollector) roceCounters(snap *host.Snapshot) {
+	if c.tool == nil {
+		return
+	}
+	for _, d := range snap.RDMADevices {
+		for _, p := range d.Ports {
+			if p.LinkLayer != "Ethernet" {
+				continue
+			}
+			ents, err := c.fs.ReadDir("/sys/class/infiniband/" + d.Name + "/device/net")
+			if err != nil {
+				continue
+			}
+			for _, nd := range ents {
+				ctx, cancel := context.WithTimeout(context.Background(), c.deviceTimeout)
+				out, err := c.tool(ctx, "ethtool", "-S", nd)
+				cancel()
+				if err != nil {
+					if !errors.Is(err, exec.ErrNotFound) {
+						snap.Errors = append(snap.Errors, host.CollectError{Subject: "netdev " + nd, Path: "ethtool -S " + nd, Error: err.Error()})
+					}
+					continue
+				}
+				rs, err := host.ParseEthtoolS(out)
+				if err != nil || len(rs) == 0 {
+					continue
+				}
+				snap.AddRoCEQoS(host.RoCEQoS{Netdev: nd, Device: d.Name, Port: p.Port,
+					Counters: host.Got(rs[len(rs)-1].Counters, "ethtool -S "+nd)})
+			}
 		}
 	}
 }

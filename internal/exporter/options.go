@@ -12,11 +12,9 @@ import (
 
 // Options configure the exporter; the zero value reads the live host.
 type Options struct {
-	// Root is the directory the host is read from ("/" live, or a capture).
+	// Root is where the host is read from: "/" live, a tree holding sys/,
+	// a copy of /sys/class/infiniband alone, or a capture archive.
 	Root string
-	// IBClassDir, when set, serves /sys/class/infiniband from this directory
-	// (a lone copy of that directory, as some captures are).
-	IBClassDir string
 
 	// Expect are doctor's expectations (rate, link layer) for the findings.
 	Expect hostcheck.Options

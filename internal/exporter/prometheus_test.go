@@ -148,10 +148,15 @@ func TestPrometheusScrapesWhatTheTestWrote(t *testing.T) {
 		wordsPerSecond  = 2.5e9 / 4 // 2.5 GB/s received, as sysfs counts it: 32-bit words
 		symbolErrPerSec = 3.0
 	)
+	// In place, as sysfs changes a counter: the exporter keeps the file
+	// open and re-reads it. Zero-padded to a fixed width, so one write
+	// replaces the whole value.
 	write := func(file string, v uint64) {
-		tmp := file + ".tmp"
-		must(t, os.WriteFile(tmp, []byte(strconv.FormatUint(v, 10)+"\n"), 0o644))
-		must(t, os.Rename(tmp, file))
+		f, err := os.OpenFile(file, os.O_WRONLY, 0)
+		must(t, err)
+		_, err = f.WriteAt([]byte(fmt.Sprintf("%020d\n", v)), 0)
+		must(t, err)
+		must(t, f.Close())
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

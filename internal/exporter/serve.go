@@ -1,13 +1,16 @@
 package exporter
 
 import (
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,9 +23,10 @@ func (e *Exporter) Handler() (http.Handler, error) {
 	mux := http.NewServeMux()
 	// ContinueOnError: a sample that cannot be gathered is dropped and
 	// logged, the rest of the scrape is served.
-	mux.Handle("/metrics", promhttp.HandlerFor(e.Registry(), promhttp.HandlerOpts{
+	mux.Handle("/metrics", fastGzip(promhttp.HandlerFor(e.Registry(), promhttp.HandlerOpts{
 		ErrorHandling: promhttp.ContinueOnError, ErrorLog: slogPrinter{e.log}, Timeout: e.timeout + 5*time.Second,
-	}))
+		DisableCompression: true,
+	})))
 	landing, err := web.NewLandingPage(web.LandingConfig{
 		Name: "rdmalab exporter", Description: "RDMA ports, PCIe links, GPUDirect paths, doctor findings and the InfiniBand fabric",
 		Links: []web.LandingLinks{{Address: "/metrics", Text: "Metrics"}},
@@ -33,6 +37,48 @@ func (e *Exporter) Handler() (http.Handler, error) {
 	mux.Handle("/", landing)
 	return mux, nil
 }
+
+// gzipWriters are reused: a gzip writer's tables are some 800 kB to set up.
+var gzipWriters = sync.Pool{New: func() any {
+	w, _ := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed)
+	return w
+}}
+
+// fastGzip compresses at gzip's fastest level when the scraper accepts
+// gzip. promhttp's default level spent a quarter of a scrape's CPU here;
+// the text format's repetitive lines compress nearly as well at level 1.
+func fastGzip(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !acceptsGzip(r.Header.Get("Accept-Encoding")) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		gz := gzipWriters.Get().(*gzip.Writer)
+		defer gzipWriters.Put(gz)
+		gz.Reset(w)
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Header().Add("Vary", "Accept-Encoding")
+		h.ServeHTTP(gzipResponse{w, gz}, r)
+		gz.Close()
+	})
+}
+
+func acceptsGzip(header string) bool {
+	for _, part := range strings.Split(header, ",") {
+		enc, q, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.TrimSpace(enc) == "gzip" && strings.ReplaceAll(strings.TrimSpace(q), " ", "") != "q=0" {
+			return true
+		}
+	}
+	return false
+}
+
+type gzipResponse struct {
+	http.ResponseWriter
+	gz *gzip.Writer
+}
+
+func (g gzipResponse) Write(b []byte) (int, error) { return g.gz.Write(b) }
 
 type slogPrinter struct{ l *slog.Logger }
 

@@ -148,7 +148,10 @@ type Port struct {
 	CouldBeSpeed string `json:"could_be_speed,omitempty"`
 	Remote       *End   `json:"remote,omitempty"`
 	// Counters are the PortCounters ibqueryerrors reported non-zero.
-	Counters     map[string]uint64  `json:"counters,omitempty"`
+	Counters map[string]uint64 `json:"counters,omitempty"`
+	// CounterError is set when this port's PMA did not answer (a dropped
+	// MAD): its counters are unknown, not zero; other ports are read.
+	CounterError string             `json:"counter_error,omitempty"`
 	CounterRates map[string]float64 `json:"counter_rates_per_s,omitempty"`
 }
 

@@ -213,7 +213,8 @@ func Scan(ctx context.Context, r Runner, o ScanOptions) (*Snapshot, error) {
 	)
 	wg.Add(4)
 	go func() { defer wg.Done(); linkOut, linkErr = r.Run(ctx, "iblinkinfo", "--line", "--load-cache", cache) }()
-	go func() { defer wg.Done(); qeOut, qeErr = queryErrors(ctx, r, cache) }()
+	var qeFails []PMAFailure
+	go func() { defer wg.Done(); qeOut, qeFails, qeErr = queryErrors(ctx, r, cache) }()
 	go func() { defer wg.Done(); smOut, smErr = r.Run(ctx, "sminfo") }()
 	go func() { defer wg.Done(); smirOut, smirErr = r.Run(ctx, "saquery", "SMIR") }()
 	wg.Wait()
@@ -242,12 +243,14 @@ func Scan(ctx context.Context, r Runner, o ScanOptions) (*Snapshot, error) {
 		s.CounterError = qeErr.Error()
 	} else if err := s.applyCounters(qeOut.Stdout, nil, 0); err != nil {
 		s.CounterError = err.Error()
+	} else {
+		s.markPMAFailures(qeFails)
 	}
 	if o.Interval > 0 && s.CounterError == "" {
 		if err := o.wait(ctx, o.Interval); err != nil {
 			return nil, err
 		}
-		again, err := queryErrors(ctx, r, cache)
+		again, fails, err := queryErrors(ctx, r, cache)
 		if err != nil {
 			s.CounterError = "second sample: " + err.Error()
 		} else {
@@ -256,6 +259,7 @@ func Scan(ctx context.Context, r Runner, o ScanOptions) (*Snapshot, error) {
 			if err := s.applyCounters(again.Stdout, before, secs); err != nil {
 				s.CounterError = "second sample: " + err.Error()
 			}
+			s.markPMAFailures(append(qeFails, fails...))
 			s.IntervalSeconds = secs
 		}
 	}
@@ -311,21 +315,31 @@ func (o ScanOptions) wait(ctx context.Context, d time.Duration) error {
 // queryErrors runs ibqueryerrors. It exits 1 when it found errors: that
 // is a result, not a failure, when its summary is there. It also prints
 // errors and exits 0 (no SM: "Query SA failed"): that is a failed read,
-// and the counters are unknown.
-func queryErrors(ctx context.Context, r Runner, cache string) (Output, error) {
+// and the counters are unknown. A MAD to one port that got no answer is
+// that port's failure alone: it is returned, not an error.
+func queryErrors(ctx context.Context, r Runner, cache string) (Output, []PMAFailure, error) {
 	out, err := r.Run(ctx, "ibqueryerrors", "--load-cache", cache)
+	fails, err := CheckQueryErrors(out, err)
+	return out, fails, err
+}
+
+// CheckQueryErrors judges one ibqueryerrors run (its output and the
+// Runner's error): the ports whose PMA did not answer, and an error when
+// the run as a whole failed.
+func CheckQueryErrors(out Output, err error) ([]PMAFailure, error) {
 	summary := bytes.Contains(out.Stdout, []byte("## Summary"))
 	var te *ToolError
 	if err != nil && !(summary && errors.As(err, &te) && te.Exit == 1) {
-		return out, err
+		return nil, err
 	}
-	if f := ToolFailure(out); f != "" {
-		return out, fmt.Errorf("ibqueryerrors printed %q: the counters are unknown", f)
+	fails, rest := splitPMAFailures(out)
+	if f := ToolFailure(rest); f != "" {
+		return nil, fmt.Errorf("ibqueryerrors printed %q: the counters are unknown", f)
 	}
 	if !summary {
-		return out, errors.New("ibqueryerrors printed no summary: the counters are unknown")
+		return nil, errors.New("ibqueryerrors printed no summary: the counters are unknown")
 	}
-	return out, nil
+	return fails, nil
 }
 
 // addPortGUIDs records ibnetdiscover's port GUIDs (a CA's port GUID is not

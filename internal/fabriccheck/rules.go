@@ -236,8 +236,16 @@ func counterRules(s *fabric.Snapshot, o Options, n *fabric.Names) []check.Findin
 		return nil
 	}
 	var fs []check.Finding
-	bad := 0
+	bad, unknown := 0, 0
 	for _, p := range s.Ports {
+		if p.CounterError != "" {
+			// One port's PMA did not answer: unknown for it alone.
+			unknown++
+			f := find("fabric.port.errors", check.Unknown, n.Port(p.Key()), "its PMA did not answer ibqueryerrors, so its error counters are unknown (not zero)%s", peer(p, n))
+			f.Evidence = []check.Evidence{{What: "ibqueryerrors", Value: p.CounterError, Source: "ibqueryerrors"}}
+			fs = append(fs, f)
+			continue
+		}
 		names := make([]string, 0, len(p.Counters))
 		for name := range p.Counters {
 			names = append(names, name)
@@ -271,8 +279,11 @@ func counterRules(s *fabric.Snapshot, o Options, n *fabric.Names) []check.Findin
 			}
 		}
 	}
-	if bad == 0 {
+	switch {
+	case bad == 0 && unknown == 0:
 		fs = append(fs, find("fabric.port.errors", check.Pass, "ports", "no error counter over its threshold on %d ports (ibqueryerrors read them all)", len(s.Ports)))
+	case bad == 0:
+		fs = append(fs, find("fabric.port.errors", check.Pass, "ports", "no error counter over its threshold on the %d ports ibqueryerrors read (%d did not answer)", len(s.Ports)-unknown, unknown))
 	}
 	return fs
 }

@@ -11,7 +11,6 @@ package hostfs
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -20,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // maxFileBytes caps a single read: sysfs attributes are one page, and the
@@ -34,10 +34,15 @@ type FS struct {
 	root   string
 	rec    *Recorder
 	mounts map[string]string // host path -> directory on this machine
-	// dirs caches resolved directories: sysfs paths are deep and share
-	// prefixes, and resolving each component is one lstat.
+	// dirs caches resolved directories (host path → resolvedDir): sysfs
+	// paths are deep and share prefixes, and resolving each component is
+	// one lstat. Forget empties it when the tree may have changed.
 	dirs sync.Map
 }
+
+// resolvedDir is a directory with every symlink followed: its path under
+// the root and where that is on this machine.
+type resolvedDir struct{ path, host string }
 
 // New returns an FS rooted at root ("/" for the live host).
 func New(root string) (*FS, error) {
@@ -110,19 +115,43 @@ func (f *FS) resolve(p string) (string, error) {
 		return p, nil
 	}
 	dir, base := path.Split(p)
-	dir = path.Clean(dir)
-	var rdir string
-	if v, ok := f.dirs.Load(dir); ok {
-		rdir = v.(string)
-	} else {
-		var err error
-		if rdir, err = f.walk(dir, "/"); err != nil {
-			return "", err
-		}
-		f.dirs.Store(dir, rdir)
+	rdir, err := f.resolveDir(path.Clean(dir))
+	if err != nil {
+		return "", err
 	}
-	return f.walk(base, rdir)
+	return f.walk(base, rdir.path)
 }
+
+// resolveDir resolves a clean directory path once and caches it: from its
+// parent's resolution (itself cached), so each directory costs one lstat of
+// its own name, however deep.
+func (f *FS) resolveDir(dir string) (resolvedDir, error) {
+	if v, ok := f.dirs.Load(dir); ok {
+		return v.(resolvedDir), nil
+	}
+	parent := "/"
+	if dir != "/" {
+		p, err := f.resolveDir(path.Dir(dir))
+		if err != nil {
+			return resolvedDir{}, err
+		}
+		parent = p.path
+	}
+	r := parent
+	if dir != "/" {
+		var err error
+		if r, err = f.walk(path.Base(dir), parent); err != nil {
+			return resolvedDir{}, err
+		}
+	}
+	d := resolvedDir{path: r, host: f.hostPath(r)}
+	f.dirs.Store(dir, d)
+	return d, nil
+}
+
+// Forget drops the resolved directories, for a live tree whose devices
+// may have moved (a NIC replaced, a driver rebound).
+func (f *FS) Forget() { f.dirs.Clear() }
 
 // walk resolves the relative path p from the resolved directory cur.
 func (f *FS) walk(p, cur string) (string, error) {
@@ -143,11 +172,20 @@ func (f *FS) walk(p, cur string) (string, error) {
 			cur = next
 			continue
 		}
+		// A link's target often runs through directories already resolved
+		// (../../devices/pci0000:00/...): take them from the cache.
+		if v, ok := f.dirs.Load(next); ok {
+			cur = v.(resolvedDir).path
+			continue
+		}
 		st, err := os.Lstat(f.hostPath(next))
 		if err != nil {
 			return "", err
 		}
 		if st.Mode()&fs.ModeSymlink == 0 {
+			if st.IsDir() {
+				f.dirs.Store(next, resolvedDir{path: next, host: f.hostPath(next)})
+			}
 			cur = next
 			continue
 		}
@@ -178,24 +216,130 @@ func (f *FS) Realpath(p string) (string, error) {
 }
 
 // ReadFile returns the contents of p, read once and capped, the way sysfs
-// wants to be read.
+// wants to be read. The common case costs one open, two reads and a close:
+// the directory comes from the cache and the file itself is opened without
+// following a link; only a file that is a link takes the component walk.
 func (f *FS) ReadFile(p string) ([]byte, error) {
-	r, err := f.resolve(p)
+	p = path.Clean("/" + p)
+	dir, base := path.Split(p)
+	rdir, err := f.resolveDir(path.Clean(dir))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", p, err)
 	}
-	fh, err := os.Open(f.hostPath(r))
+	r, hp := path.Join(rdir.path, base), filepath.Join(rdir.host, base)
+	if _, ok := f.mounts[r]; ok {
+		hp = f.hostPath(r)
+	}
+	fd, err := openFile(hp, syscall.O_NOFOLLOW)
+	if errors.Is(err, syscall.ELOOP) {
+		if r, err = f.walk(base, rdir.path); err == nil {
+			hp = f.hostPath(r)
+			fd, err = openFile(hp, 0)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", p, err)
 	}
-	defer fh.Close()
-	data, err := io.ReadAll(io.LimitReader(fh, maxFileBytes))
+	defer syscall.Close(fd)
+	data, err := readAt(fd, hp, make([]byte, 0, 4096), false)
 	if err != nil && len(data) == 0 {
 		return nil, fmt.Errorf("read %s: %w", p, err)
 	}
 	f.noteData(r, data)
 	return data, nil
 }
+
+// openFile opens a file for reading with the raw system call: sysfs and
+// capture files are never pollable, so os.File's poller registration is
+// pure cost here.
+func openFile(hp string, flags int) (int, error) {
+	for {
+		fd, err := syscall.Open(hp, syscall.O_RDONLY|syscall.O_CLOEXEC|flags, 0)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return -1, &fs.PathError{Op: "open", Path: hp, Err: err}
+		}
+		return fd, nil
+	}
+}
+
+// readAt reads fd to its end (at most maxFileBytes) into buf; with pread it
+// reads from offset 0 whatever was read before, as a sysfs attribute kept
+// open is re-read, and a short read is the end (a sysfs attribute comes
+// whole in one read, a regular file short only at its end), saving the
+// read that would return 0.
+func readAt(fd int, hp string, buf []byte, pread bool) ([]byte, error) {
+	for len(buf) < maxFileBytes {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, cap(buf))
+		}
+		var n int
+		var err error
+		if pread {
+			n, err = syscall.Pread(fd, buf[len(buf):cap(buf)], int64(len(buf)))
+		} else {
+			n, err = syscall.Read(fd, buf[len(buf):cap(buf)])
+		}
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return buf, &fs.PathError{Op: "read", Path: hp, Err: err}
+		}
+		if n == 0 {
+			break
+		}
+		short := len(buf)+n < cap(buf)
+		buf = buf[:len(buf)+n]
+		if pread && short {
+			break
+		}
+	}
+	return buf, nil
+}
+
+// Attr is an attribute file kept open and re-read in place: a sysfs
+// attribute regenerates its value on every read from offset 0, so a
+// collector that reads the same counters every scrape pays one pread per
+// value instead of a path walk, an open and a close.
+type Attr struct {
+	fd   int
+	path string // the host path asked for, for errors
+	host string // where it is on this machine
+}
+
+// OpenAttr opens p (symlinks followed under the root) to be re-read with
+// Read. The caller closes it.
+func (f *FS) OpenAttr(p string) (*Attr, error) {
+	r, err := f.resolve(p)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", p, err)
+	}
+	hp := f.hostPath(r)
+	fd, err := openFile(hp, 0)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", p, err)
+	}
+	return &Attr{fd: fd, path: p, host: hp}, nil
+}
+
+// Path is the host path the attribute was opened as.
+func (a *Attr) Path() string { return a.path }
+
+// Read returns the attribute's current value, white space trimmed, read
+// into buf (which it may grow and returns for reuse).
+func (a *Attr) Read(buf []byte) (string, []byte, error) {
+	data, err := readAt(a.fd, a.host, buf[:0], true)
+	if err != nil && len(data) == 0 {
+		return "", data, fmt.Errorf("read %s: %w", a.path, err)
+	}
+	return strings.Trim(string(data), " \t\r\n\x00"), data, nil
+}
+
+// Close closes the file.
+func (a *Attr) Close() error { return syscall.Close(a.fd) }
 
 // ReadString returns the contents of p with surrounding white space removed.
 func (f *FS) ReadString(p string) (string, error) {

@@ -35,6 +35,9 @@ type collector struct {
 	fs    *hostfs.FS
 	snap  *host.Snapshot
 	tools Tool
+	// at, when set, is told each file before it is read (DeviceReader
+	// names the file a hung read is stuck on).
+	at func(string)
 }
 
 // Collect reads the host under fsys into a snapshot. It does not fail: what
@@ -76,6 +79,9 @@ func (c *collector) fail(subject, p string, err error) {
 // str reads an optional attribute: ok is false when it is absent or
 // unreadable, and only the unreadable case is recorded.
 func (c *collector) str(subject, p string) (string, bool) {
+	if c.at != nil {
+		c.at(p)
+	}
 	s, err := c.fs.ReadString(p)
 	if err != nil {
 		if !hostfs.IsNotExist(err) {
@@ -170,12 +176,15 @@ func (c *collector) cpus() {
 		if v, ok := c.num(subject, dir+"/topology/core_id"); ok {
 			cpu.Core = int(v)
 		}
-		if s, ok := c.str(subject, dir+"/topology/thread_siblings_list"); ok {
+		s, haveSiblings := c.str(subject, dir+"/topology/thread_siblings_list")
+		// One stat, and only when a topology file was missing.
+		hasTopology := cpu.Package >= 0 || haveSiblings || c.fs.IsDir(dir+"/topology")
+		if haveSiblings {
 			cpu.Siblings = canonCPUList(s)
-		} else if cpu.Online && c.fs.IsDir(dir+"/topology") {
+		} else if cpu.Online && hasTopology {
 			cpu.Siblings = strconv.Itoa(id)
 		}
-		if cpu.Online && !c.fs.IsDir(dir+"/topology") && onlineKnown {
+		if cpu.Online && !hasTopology && onlineKnown {
 			// The kernel drops topology/ of offline CPUs; a capture that
 			// lost it is not the same as an offline CPU, so say so.
 			c.fail(subject, dir+"/topology", errors.New("no topology directory for an online CPU"))
@@ -254,9 +263,14 @@ func (c *collector) numa() {
 			}
 		}
 	}
+	// Each node's set parsed once, not once per CPU (hundreds of CPUs).
+	nodeSets := make([]cpuset.CPUSet, len(c.snap.NUMANodes))
+	for i, n := range c.snap.NUMANodes {
+		nodeSets[i], _ = cpuset.Parse(n.CPUs)
+	}
 	for i := range c.snap.CPUs {
-		for _, n := range c.snap.NUMANodes {
-			if set, err := cpuset.Parse(n.CPUs); err == nil && set.Contains(c.snap.CPUs[i].ID) {
+		for j, n := range c.snap.NUMANodes {
+			if nodeSets[j].Contains(c.snap.CPUs[i].ID) {
 				c.snap.CPUs[i].NUMANode = n.ID
 			}
 		}

@@ -112,6 +112,18 @@ func looksLikeJSON(p string) bool {
 
 // openDir reads a root directory; name is what errors call it.
 func openDir(dir, name string, opt Options) (*host.Snapshot, error) {
+	fsys, err := dirFS(dir, name, opt)
+	if err != nil {
+		return nil, err
+	}
+	s := Collect(fsys, opt)
+	s.Source = name
+	return s, nil
+}
+
+// dirFS opens a root directory for reading: a tree holding sys/, or a copy
+// of /sys/class/infiniband alone mounted where it belongs.
+func dirFS(dir, name string, opt Options) (*hostfs.FS, error) {
 	fsys, err := hostfs.New(dir)
 	if err != nil {
 		return nil, &SourceError{name, err}
@@ -122,25 +134,7 @@ func openDir(dir, name string, opt Options) (*host.Snapshot, error) {
 	if err := checkRoot(fsys, dir, name); err != nil {
 		return nil, err
 	}
-	s := Collect(fsys, opt)
-	s.Source = name
-	return s, nil
-}
-
-// CheckRoot says why dir is no host root rdmalab can read (see Open), or
-// nil; for commands that read a root later and over and over (exporter).
-func CheckRoot(dir string) error {
-	if dir == "" || dir == "/" {
-		return nil
-	}
-	if err := userfile.Dir(dir); err != nil {
-		return &SourceError{dir, err}
-	}
-	fsys, err := hostfs.New(dir)
-	if err != nil {
-		return &SourceError{dir, err}
-	}
-	return checkRoot(fsys, dir, dir)
+	return fsys, nil
 }
 
 // checkRoot refuses a directory that holds no host: reading it would give
@@ -186,19 +180,68 @@ func anyResolves(fsys *hostfs.FS, dir string, ents []string) bool {
 	return false
 }
 
+// OpenFS opens a source that is a tree to be read again and again (the
+// exporter's): the live host, a directory holding sys/, a copy of
+// /sys/class/infiniband alone, or a capture archive, which is unpacked into
+// a scratch directory that cleanup removes. It accepts what Open accepts
+// except a snapshot, which has no files to re-read. Errors are
+// *SourceError.
+func OpenFS(source string) (fsys *hostfs.FS, cleanup func(), err error) {
+	if source == "" {
+		source = "/"
+	}
+	st, err := os.Stat(source)
+	if err != nil {
+		return nil, nil, &SourceError{source, err}
+	}
+	if st.IsDir() {
+		fsys, err := dirFS(source, source, Options{})
+		return fsys, func() {}, err
+	}
+	if !capture.IsReadable(source) {
+		if looksLikeJSON(source) {
+			return nil, nil, &SourceError{source, errors.New("a snapshot holds no files to re-read; give the tree or capture it was made from")}
+		}
+		return nil, nil, &SourceError{source, errors.New("not a directory or a capture (.tar.gz, .tar.bz2, .tar.xz)")}
+	}
+	tmp, refused, err := unpack(source)
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup = func() { os.RemoveAll(tmp) }
+	if fsys, err = dirFS(treeRoot(tmp), source, Options{}); err != nil {
+		cleanup()
+		if len(refused) > 0 {
+			return nil, nil, &SourceError{source, fmt.Errorf("%s (%s)", refusedText(refused), errors.Unwrap(err))}
+		}
+		return nil, nil, err
+	}
+	return fsys, cleanup, nil
+}
+
+// unpack extracts a capture into a new scratch directory.
+func unpack(archive string) (string, capture.Refused, error) {
+	tmp, err := os.MkdirTemp("", "rdmalab-capture-")
+	if err != nil {
+		return "", nil, &SourceError{archive, err}
+	}
+	refused, err := capture.Extract(archive, tmp)
+	if err != nil {
+		os.RemoveAll(tmp)
+		return "", nil, &SourceError{archive, errors.Unwrap(err)}
+	}
+	return tmp, refused, nil
+}
+
 // openArchive unpacks a capture into a scratch directory and reads it.
 // Entries refused for escaping the root are reported in the snapshot's
 // errors (and in the error, if nothing readable is left).
 func openArchive(archive string, opt Options) (*host.Snapshot, error) {
-	tmp, err := os.MkdirTemp("", "rdmalab-capture-")
+	tmp, refused, err := unpack(archive)
 	if err != nil {
-		return nil, &SourceError{archive, err}
+		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	refused, err := capture.Extract(archive, tmp)
-	if err != nil {
-		return nil, &SourceError{archive, errors.Unwrap(err)}
-	}
 	s, err := openDir(treeRoot(tmp), archive, opt)
 	if err != nil {
 		if len(refused) > 0 {
