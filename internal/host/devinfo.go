@@ -92,6 +92,16 @@ func ParseDevinfo(b []byte) *Snapshot {
 			}
 		case "link_layer":
 			port.LinkLayer = sysfsLayer(v)
+		case "active_mtu", "max_mtu":
+			// "4096 (5)": bytes, then the IBTA enum.
+			if n, err := strconv.Atoi(strings.Fields(v + " x")[0]); err == nil && n > 0 {
+				r := Got(n, "ibv_devinfo "+k)
+				if k == "active_mtu" {
+					port.ActiveMTU = r
+				} else {
+					port.MaxMTU = r
+				}
+			}
 		case "active_width":
 			width = strings.Fields(v + " x")[0]
 			setRate()
