@@ -3,6 +3,7 @@ package host
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -93,8 +94,9 @@ func ParseDevinfo(b []byte) *Snapshot {
 		case "link_layer":
 			port.LinkLayer = sysfsLayer(v)
 		case "active_mtu", "max_mtu":
-			// "4096 (5)": bytes, then the IBTA enum.
-			if n, err := strconv.Atoi(strings.Fields(v + " x")[0]); err == nil && n > 0 {
+			// "4096 (5)": bytes, then the IBTA enum; anything but an IB
+			// MTU (256…4096) is not a reading.
+			if n, err := strconv.Atoi(strings.Fields(v + " x")[0]); err == nil && slices.Contains([]int{256, 512, 1024, 2048, 4096}, n) {
 				r := Got(n, "ibv_devinfo "+k)
 				if k == "active_mtu" {
 					port.ActiveMTU = r

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/rdmalab/rdmalab/internal/check"
-	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/testhost"
 )
 
@@ -93,29 +92,5 @@ func TestRoCEMTUPath(t *testing.T) {
 				t.Errorf("evidence %+v", f.Evidence)
 			}
 		})
-	}
-}
-
-// The saved captures' active_mtu lands on the port, sourced to the tool.
-func TestDevinfoActiveMTU(t *testing.T) {
-	for _, tc := range []struct {
-		capture, dev string
-		active, max  int
-	}{
-		{deepepDevinfo, "mlx5_2", 4096, 4096},
-		{"ibtools/roce-cx5-sriov-vf-k8s/ibv_devinfo_vf_port_down.txt", "mlx5_1", 1024, 4096},
-	} {
-		b, err := os.ReadFile(filepath.Join(testhost.SharedTestdata(t), tc.capture))
-		if err != nil {
-			t.Fatal(err)
-		}
-		d := host.ParseDevinfo(b).RDMA(tc.dev)
-		if d == nil || len(d.Ports) != 1 {
-			t.Fatalf("%s: %s not parsed", tc.capture, tc.dev)
-		}
-		p := d.Ports[0]
-		if p.ActiveMTU == nil || p.ActiveMTU.Value != tc.active || p.ActiveMTU.Source != "ibv_devinfo active_mtu" || p.MaxMTU == nil || p.MaxMTU.Value != tc.max {
-			t.Errorf("%s: active %+v max %+v", tc.capture, p.ActiveMTU, p.MaxMTU)
-		}
 	}
 }
