@@ -3,6 +3,7 @@ package host
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -92,6 +93,17 @@ func ParseDevinfo(b []byte) *Snapshot {
 			}
 		case "link_layer":
 			port.LinkLayer = sysfsLayer(v)
+		case "active_mtu", "max_mtu":
+			// "4096 (5)": bytes, then the IBTA enum; anything but an IB
+			// MTU (256…4096) is not a reading.
+			if n, err := strconv.Atoi(strings.Fields(v + " x")[0]); err == nil && slices.Contains([]int{256, 512, 1024, 2048, 4096}, n) {
+				r := Got(n, "ibv_devinfo "+k)
+				if k == "active_mtu" {
+					port.ActiveMTU = r
+				} else {
+					port.MaxMTU = r
+				}
+			}
 		case "active_width":
 			width = strings.Fields(v + " x")[0]
 			setRate()

@@ -192,6 +192,11 @@ type RDMAPort struct {
 	// GIDTableMissing is set when gids/ was not in the source (a partial
 	// capture): the GID table is unknown, not empty.
 	GIDTableMissing bool `json:"gid_table_missing,omitempty"`
+	// ActiveMTU and MaxMTU are the RDMA MTU the port runs at and the most
+	// it supports, in bytes. sysfs does not show them on RoCE ports;
+	// ibv_devinfo -v does. nil when not read.
+	ActiveMTU *Read[int] `json:"active_mtu,omitempty"`
+	MaxMTU    *Read[int] `json:"max_mtu,omitempty"`
 	// NetDevs are the netdevs bound to this port (from gid_attrs/ndevs, or
 	// the PCI function's net/ directory).
 	NetDevs []string `json:"netdevs,omitempty"`

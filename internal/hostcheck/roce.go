@@ -9,6 +9,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/host"
+	"github.com/rdmalab/rdmalab/internal/linkrate"
 )
 
 // The RoCE QoS rules follow a packet: the DSCP it carries → the priority
@@ -38,6 +39,12 @@ var roceRules = []rule{
 		Source: "RDMA reference §5.3 (np_cnp_dscp, np_cnp_prio); the spiderpool capture (cnp_dscp 48)",
 		Fixes:  []string{"echo 48 > /sys/class/net/<if>/ecn/roce_np/cnp_dscp", "echo 6 > /sys/class/net/<if>/ecn/roce_np/cnp_802p_prio"},
 		Needs:  "ecn/roce_np/cnp_dscp (or cnp_802p_prio under trust pcp), the trust mode and the data's priority", UnknownWhen: "the CNP's DSCP or priority, or the data's priority, was not read"}, roceCNP},
+	{check.Entry{ID: "roce.mtu.path", Title: "The RDMA port runs at the MTU its netdev allows",
+		Why:         "A RoCE port's RDMA MTU (active_mtu) should be the largest that fits in its netdev's MTU. Below it, the MTU was cut somewhere on the way (a bond or PF with a smaller MTU, or negotiated down to the peer's or a switch's), and perftest and NCCL run at the smaller one: more headers per byte. Above it, RDMA frames are larger than the Ethernet MTU and are dropped.",
+		Source:      "linkrate.RoCEMTU (netdev MTU − 96 → IB MTU), seed 000 (MTU 4200 for 4096), ibv_devinfo -v (active_mtu)",
+		Fixes:       []string{"ip link set <if> mtu 4200 (and the bond, PF, peer and every switch port on the path)", "ibv_devinfo -v | grep -E 'active_mtu|max_mtu' on both ends"},
+		Needs:       "active_mtu of each Active RoCE port (ibv_devinfo -v) and its netdev's MTU",
+		UnknownWhen: "active_mtu was not read (ibv_devinfo not installed, a sysfs capture) or the netdev's MTU is not in the source (a saved ibv_devinfo); a port with neither is not judged"}, roceMTUPath},
 }
 
 // FleetRoCEQoS compares the RoCE QoS of every node.
@@ -550,5 +557,61 @@ func RunRoCE(s *host.Snapshot) []check.Finding {
 		out = append(out, r.run(r, &part, Options{})...)
 	}
 	check.Sort(out)
+	return out
+}
+
+// roceMTUPath compares each active RoCE port's active_mtu with the RDMA
+// MTU its netdev's MTU allows (linkrate's math).
+func roceMTUPath(r rule, s *host.Snapshot, o Options) []check.Finding {
+	var out []check.Finding
+	activePorts(s, func(d host.RDMADevice, p host.RDMAPort) {
+		if p.LinkLayer != "Ethernet" {
+			return
+		}
+		var nds []*host.NetDev
+		for _, name := range p.NetDevs {
+			if n := s.NetDev(name); n != nil {
+				nds = append(nds, n)
+			}
+		}
+		if p.ActiveMTU == nil && len(nds) == 0 {
+			return // nothing of either side in the source
+		}
+		var e []check.Evidence
+		if p.ActiveMTU != nil {
+			e = append(e, ev("active_mtu", strconv.Itoa(p.ActiveMTU.Value), p.ActiveMTU.Source))
+		}
+		if p.MaxMTU != nil {
+			e = append(e, ev("max_mtu", strconv.Itoa(p.MaxMTU.Value), p.MaxMTU.Source))
+		}
+		if len(nds) == 0 {
+			f := r.finding(s, check.Unknown, portSubject(d.Name, p.Port), "active_mtu %d; the netdev's MTU is not in the source, so whether the port carries it is not known", p.ActiveMTU.Value)
+			f.Evidence = e
+			out = append(out, f)
+			return
+		}
+		for _, n := range nds {
+			sub := portSubject(d.Name, p.Port) + " (" + n.Name + ")"
+			allowed := linkrate.RoCEMTU(n.MTUBytes)
+			fe := append(slices.Clone(e), ev("netdev mtu", strconv.Itoa(n.MTUBytes), "/sys/class/net/"+n.Name+"/mtu"),
+				ev("RDMA MTU the netdev allows", strconv.Itoa(allowed), "linkrate.RoCEMTU: the largest IB MTU that fits in the netdev MTU less 96 bytes of headers"))
+			var f check.Finding
+			switch a := p.ActiveMTU; {
+			case a == nil:
+				f = r.finding(s, check.Unknown, sub, "active_mtu not read (ibv_devinfo -v not installed or not captured): netdev MTU %d allows RDMA MTU %d", n.MTUBytes, allowed)
+				f.Fix = []string{"ibv_devinfo -v -d " + d.Name + " | grep -E 'active_mtu|max_mtu'"}
+			case a.Value < allowed:
+				f = r.finding(s, check.Warn, sub, "active_mtu %d below the %d that netdev MTU %d allows: the MTU is not carried end to end (a bond, PF, peer or switch port with a smaller MTU); perftest and NCCL run at %d", a.Value, allowed, n.MTUBytes, a.Value)
+				f.Fix = []string{fmt.Sprintf("ip link show %s; set the same MTU (at least %d) on its bond or PF, the peer and every switch port on the path", n.Name, linkrate.NetdevMTUFor(allowed)), "ibv_devinfo -v -d " + d.Name + " | grep active_mtu   # on both ends, after the change"}
+			case a.Value > allowed:
+				f = r.finding(s, check.Fail, sub, "active_mtu %d above the %d that netdev MTU %d allows: RDMA frames are larger than the Ethernet MTU and are dropped", a.Value, allowed, n.MTUBytes)
+				f.Fix = []string{fmt.Sprintf("ip link set %s mtu %d (nmcli con modify <connection> 802-3-ethernet.mtu %d to keep it), and the same on the peer and every switch port", n.Name, linkrate.NetdevMTUFor(a.Value), linkrate.NetdevMTUFor(a.Value))}
+			default:
+				f = r.finding(s, check.Pass, sub, "active_mtu %d is what netdev MTU %d allows", a.Value, n.MTUBytes)
+			}
+			f.Evidence = fe
+			out = append(out, f)
+		}
+	})
 	return out
 }

@@ -74,10 +74,11 @@ func notPassingRoCE(fs []check.Finding) []check.Finding {
 	return out
 }
 
-// Seed 000's healthy tree reads its full RoCE QoS from sysfs and passes
-// every RoCE rule on every port.
+// Seed 000's healthy tree reads its full RoCE QoS from sysfs (and the
+// ports' active_mtu from a replayed ibv_devinfo -v) and passes every RoCE
+// rule on every port.
 func TestRoCEHealthySeed(t *testing.T) {
-	s := tree(t, testhost.Seed000(), nil)
+	s := roceTree(t, nil, "")
 	if bad := notPassingRoCE(Run(s, Options{})); len(bad) > 0 {
 		t.Fatalf("healthy seed 000: %+v", bad)
 	}
@@ -128,13 +129,23 @@ func roceTree(t *testing.T, edit func(t *testing.T, root string), ethtool string
 	if edit != nil {
 		edit(t, root)
 	}
+	return roceTreeWith(t, root, ethtool, seedDevinfo(t, nil))
+}
+
+// roceTreeWith collects root with stand-ins for ethtool (when set) and
+// ibv_devinfo (when devinfo is not empty).
+func roceTreeWith(t *testing.T, root, ethtool, devinfo string) *host.Snapshot {
+	t.Helper()
 	opt := inventory.Options{Now: func() time.Time { return time.Unix(0, 0) }}
+	bin := t.TempDir()
 	if ethtool != "" {
-		bin := t.TempDir()
 		standIn(t, bin, "ethtool", map[string]string{"enp65s0f0np0": ethtool, "": quietPorts})
-		t.Setenv("PATH", bin) // only the stand-ins: the machine's own dcb or ethtool must not answer
-		opt.Tools = inventory.ExecTool(inventory.ToolTimeout)
 	}
+	if devinfo != "" {
+		standIn(t, bin, "ibv_devinfo", map[string]string{"": devinfo})
+	}
+	t.Setenv("PATH", bin) // only the stand-ins: the machine's own dcb or ethtool must not answer
+	opt.Tools = inventory.ExecTool(inventory.ToolTimeout)
 	fs, err := hostfs.New(root)
 	if err != nil {
 		t.Fatal(err)
@@ -233,6 +244,7 @@ func TestRoCEStandInQoSTools(t *testing.T) {
 			}
 			delete(got, "roce.mode")
 			delete(got, "roce.mtu")
+			delete(got, "roce.mtu.path")
 			delete(got, "roce.pause")
 			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Errorf("got %v, want %v", got, tc.want)

@@ -99,7 +99,7 @@ func (o Options) expectedPort(dev string, port int) (listed, hasList bool) {
 
 // PortRules are the checks a saved port listing (ibstat, ibstatus,
 // ibv_devinfo) can feed: it shows ports, not PCI, kernel or counters.
-var PortRules = []string{"port.state", "port.rate.below-expected", "port.rate.below-nic-max", "port.link-layer", "ib.sm"}
+var PortRules = []string{"port.state", "port.rate.below-expected", "port.rate.below-nic-max", "port.link-layer", "ib.sm", "roce.mtu.path"}
 
 // runs reports whether Only lets the check run.
 func (o Options) runs(id string) bool { return len(o.Only) == 0 || slices.Contains(o.Only, id) }

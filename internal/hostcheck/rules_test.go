@@ -197,6 +197,7 @@ func TestEveryRuleHasBothCases(t *testing.T) {
 	for _, tc := range roceFaults {
 		record(Run(roceTree(t, tc.edit, tc.ethtool), Options{}))
 	}
+	record(Run(roceTreeWith(t, testhost.WriteTree(t, testhost.Seed000()), "", seedDevinfo(t, map[string]string{"mlx5_0": "1024 (3)"})), Options{}))
 	ofed := testhost.Seed000()
 	for i := range ofed.Net {
 		ofed.Net[i].ECN = []int{3}

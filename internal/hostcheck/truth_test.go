@@ -109,7 +109,9 @@ func TestHealthySeeds(t *testing.T) {
 		"hgx-h200": {"unknown gpudirect.acs": 1, "unknown gpudirect.ats": 1},
 		// GPUs on NUMA nodes 0-1, NICs on 2-3 (as the article builds it):
 		// GPUDirect crosses host bridges (so NCCL will not use it).
-		"seed000-epyc": {"warn affinity.gpu-nic": 2, "warn gpudirect.gpu-class": 2, "warn gpudirect.path": 2},
+		// sysfs does not show a RoCE port's active_mtu (ibv_devinfo -v
+		// does), so whether each port carries its netdev MTU is unknown.
+		"seed000-epyc": {"unknown roce.mtu.path": 4, "warn affinity.gpu-nic": 2, "warn gpudirect.gpu-class": 2, "warn gpudirect.path": 2},
 		// The T4 sits on the other socket; the EDR MCX455A runs at QDR on
 		// the lab's QDR switch (seeds 002/003).
 		"r730-qdr": {"warn affinity.gpu-nic": 1, "warn gpudirect.path": 1, "warn port.rate.below-nic-max": 1},
@@ -215,8 +217,9 @@ func unusedPort(t *testing.T) *host.Snapshot {
 // same port fails when --expect-ports names it.
 func TestUnusedPortIsNotAFailure(t *testing.T) {
 	s := unusedPort(t)
-	// What the healthy seed000 reports.
-	healthy := fmt.Sprint(map[string]int{"warn affinity.gpu-nic": 2, "warn gpudirect.gpu-class": 2, "warn gpudirect.path": 2})
+	// What the healthy seed000 reports (its three active RoCE ports'
+	// active_mtu unread: no ibv_devinfo in a sysfs tree).
+	healthy := fmt.Sprint(map[string]int{"unknown roce.mtu.path": 3, "warn affinity.gpu-nic": 2, "warn gpudirect.gpu-class": 2, "warn gpudirect.path": 2})
 	fs := Doctor([]*host.Snapshot{s}, Options{})
 	if got := notPassing(fs); fmt.Sprint(got) != healthy {
 		t.Errorf("uncabled spare port: %v", got)

@@ -26,7 +26,7 @@ type Options struct {
 	Now func() time.Time
 	// Recorder, when set, records every path Open reads (for gather).
 	Recorder *hostfs.Recorder
-	// Tools runs mlnx_qos, dcb and ethtool for RoCE QoS; nil runs them
+	// Tools runs mlnx_qos, dcb, ethtool and ibv_devinfo for RoCE; nil runs them
 	// from PATH on a live host and not at all on any other root.
 	Tools Tool
 }
@@ -63,6 +63,7 @@ func Collect(fsys *hostfs.FS, opt Options) *host.Snapshot {
 	c.rdma()
 	c.netdevs()
 	c.linkNetdevs()
+	c.rdmaMTU()
 	c.roce()
 	c.gpus()
 	c.snap.ComputeAffinity()

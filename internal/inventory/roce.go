@@ -62,6 +62,50 @@ func (c *collector) roce() {
 	}
 }
 
+// rdmaMTU reads each RoCE port's active and maximum RDMA MTU, which
+// sysfs does not show, from ibv_devinfo -v (one run for every device).
+func (c *collector) rdmaMTU() {
+	roce := false
+	for _, d := range c.snap.RDMADevices {
+		for _, p := range d.Ports {
+			roce = roce || p.LinkLayer == "Ethernet"
+		}
+	}
+	if c.tools == nil || !roce {
+		return
+	}
+	const src = "ibv_devinfo -v"
+	out, err := c.tools(context.Background(), "ibv_devinfo", "-v")
+	if err != nil {
+		if !errors.Is(err, exec.ErrNotFound) {
+			c.fail("rdma devices", src, err)
+		}
+		return
+	}
+	read := host.ParseDevinfo(out)
+	for i := range c.snap.RDMADevices {
+		d := &c.snap.RDMADevices[i]
+		rd := read.RDMA(d.Name)
+		if rd == nil {
+			continue
+		}
+		for j := range d.Ports {
+			p := &d.Ports[j]
+			for _, rp := range rd.Ports {
+				if rp.Port != p.Port {
+					continue
+				}
+				if rp.ActiveMTU != nil {
+					p.ActiveMTU = host.Got(rp.ActiveMTU.Value, src)
+				}
+				if rp.MaxMTU != nil {
+					p.MaxMTU = host.Got(rp.MaxMTU.Value, src)
+				}
+			}
+		}
+	}
+}
+
 func (c *collector) roceQoS(dev string, port int, nd string) host.RoCEQoS {
 	q := host.RoCEQoS{Netdev: nd, Device: dev, Port: port}
 	subject := "netdev " + nd

@@ -1,13 +1,18 @@
 package inventory
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/hostfs"
 	"github.com/rdmalab/rdmalab/internal/testhost"
 )
@@ -72,5 +77,47 @@ func TestToolTimeout(t *testing.T) {
 	}
 	if q := s.RoCEQoSOf("enp65s0f0np0"); q == nil || q.Trust != nil || q.TrafficClass == nil {
 		t.Errorf("the hung tool must leave trust unknown and the rest read: %+v", q)
+	}
+}
+
+// A RoCE port's active_mtu comes from ibv_devinfo -v, run once through
+// the tool runner (here a replay of a real CX-7 RoCE capture, its mlx5_2
+// record named for seed 000's mlx5_0); a failing ibv_devinfo is a
+// collection error naming it, and leaves the MTU unknown.
+func TestRoCEActiveMTUFromDevinfo(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(testhost.SharedTestdata(t), "ibtools/ibv_devinfo/deepep-issue-38_H100_CX7-RoCE_multi-hca_excerpt.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	replay := strings.Replace(string(b), "hca_id: mlx5_2", "hca_id: mlx5_0", 1)
+	root := testhost.WriteTree(t, testhost.Seed000())
+	fs, err := hostfs.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs []string
+	tools := func(fail bool) Tool {
+		return func(_ context.Context, name string, args ...string) ([]byte, error) {
+			if name != "ibv_devinfo" {
+				return nil, exec.ErrNotFound
+			}
+			runs = append(runs, name+" "+strings.Join(args, " "))
+			if fail {
+				return nil, errors.New("ibv_devinfo: exit status 255: Failed to get IB devices list")
+			}
+			return []byte(replay), nil
+		}
+	}
+	s := Collect(fs, Options{Tools: tools(false)})
+	p := s.RDMA("mlx5_0").Ports[0]
+	if len(runs) != 1 || runs[0] != "ibv_devinfo -v" || p.ActiveMTU == nil || p.ActiveMTU.Value != 4096 || p.ActiveMTU.Source != "ibv_devinfo -v" || p.MaxMTU == nil {
+		t.Errorf("runs %q, active %+v max %+v", runs, p.ActiveMTU, p.MaxMTU)
+	}
+	if q := s.RDMA("mlx5_1").Ports[0]; q.ActiveMTU != nil {
+		t.Errorf("mlx5_1 is not in the output: %+v", q.ActiveMTU)
+	}
+	s = Collect(fs, Options{Tools: tools(true)})
+	if p := s.RDMA("mlx5_0").Ports[0]; p.ActiveMTU != nil || !slices.ContainsFunc(s.Errors, func(e host.CollectError) bool { return e.Path == "ibv_devinfo -v" }) {
+		t.Errorf("active %+v, errors %+v", p.ActiveMTU, s.Errors)
 	}
 }

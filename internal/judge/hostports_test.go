@@ -41,7 +41,7 @@ func TestJudgeHostPortsEqualDoctor(t *testing.T) {
 		"ibtools/ibstat/nccl-tests-issue-128_CX6-HDR_one-port-Down-Disabled-lid65535_CX4Lx_excerpt.txt": {"unknown port.state mlx5_1 port 1"},
 		"ibtools/ibstat/nccl-tests-issue-350_n013_CX4Lx-eth_CX6-HDR-IB_complete.txt":                    {"unknown port.state mlx5_1 port 1", "unknown port.state mlx5_3 port 1"},
 		"ibtools/ibstat/sglang-issue-6823_H20-3e_CX6Dx-eth-down_CX7_excerpt.txt":                        {"unknown port.state mlx5_0 port 1", "unknown port.state mlx5_1 port 1", "unknown port.state mlx5_10 port 1"},
-		"ibtools/ibv_devinfo/deepep-issue-38_H100_CX7-RoCE_multi-hca_excerpt.txt":                       {"unknown port.state mlx5_3"},
+		"ibtools/ibv_devinfo/deepep-issue-38_H100_CX7-RoCE_multi-hca_excerpt.txt":                       {"unknown port.state mlx5_3", "unknown roce.mtu.path mlx5_2 port 1"},
 		"ibtools/ibv_devinfo/deepep-issue-55_BlueField3-4126_IB_multi-hca_excerpt.txt":                  {"unknown port.state mlx5_4"},
 		"ibtools/ibv_devinfo_v/infinity-issue-5_mlx4_ConnectX-3_ibv_devinfo-v_excerpt.txt":              {"unknown port.state mlx4_2"},
 		"ibtools/ibv_devinfo_v/libfabric-issue-8256_mlx5_2_CX5-4121_ibv_devinfo-v_excerpt.txt":          {"unknown port.state mlx5_2"},

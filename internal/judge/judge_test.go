@@ -55,7 +55,7 @@ func TestJudgeEveryRealOutput(t *testing.T) {
 		{"ibtools/ibstat/nccl-tests-issue-128_CX6-HDR_one-port-Down-Disabled-lid65535_CX4Lx_excerpt.txt", "ibstat", 0, 0, 1, 3},
 		{"ibtools/ibstat/nccl-tests-issue-350_n013_CX4Lx-eth_CX6-HDR-IB_complete.txt", "ibstat", 0, 0, 2, 3},
 		{"ibtools/ibstat/sglang-issue-6823_H20-3e_CX6Dx-eth-down_CX7_excerpt.txt", "ibstat", 0, 0, 3, 0},
-		{"ibtools/ibv_devinfo/deepep-issue-38_H100_CX7-RoCE_multi-hca_excerpt.txt", "ibv_devinfo", 0, 0, 1, 1},
+		{"ibtools/ibv_devinfo/deepep-issue-38_H100_CX7-RoCE_multi-hca_excerpt.txt", "ibv_devinfo", 0, 0, 2, 1},
 		{"ibtools/ibv_devinfo/deepep-issue-55_BlueField3-4126_IB_multi-hca_excerpt.txt", "ibv_devinfo", 0, 0, 1, 2},
 		{"ibtools/ibv_devinfo_v/infinity-issue-5_mlx4_ConnectX-3_ibv_devinfo-v_excerpt.txt", "ibv_devinfo", 0, 0, 1, 0},
 		{"ibtools/ibv_devinfo_v/libfabric-issue-8256_mlx5_2_CX5-4121_ibv_devinfo-v_excerpt.txt", "ibv_devinfo", 0, 0, 1, 0},

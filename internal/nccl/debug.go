@@ -39,6 +39,10 @@ type HostLog struct {
 	Channels []Channel         `json:"channels,omitempty"`
 	Warns    []string          `json:"warns,omitempty"`
 	Env      map[string]string `json:"env,omitempty"` // "X set by environment to Y"
+	// GIN holds the lines that show GPU-initiated networking on the GDAKI
+	// backend (GPU-built DevX QPs): "devCommCreate: GIN backend type 3",
+	// messages from gin_host_gdaki.cc, NCCL_GIN_TYPE=3 from the environment.
+	GIN []string `json:"gin_gdaki,omitempty"`
 	// InitComplete is set once a rank logged "Init COMPLETE".
 	InitComplete bool `json:"init_complete,omitempty"`
 	// Failures are lines where the test itself stopped ("Test NCCL failure").
@@ -91,6 +95,10 @@ var (
 	pluginInitRE  = regexp.MustCompile(`Initialized NET plugin (.+?)\s*$`)
 	p2pPluginRE   = regexp.MustCompile(`P2P plugin (\S+)`)
 	warnRE        = regexp.MustCompile(`NCCL WARN (.*)$`)
+	// NCCL ≥ 2.28's GIN: backend type 3 is GDAKI (NCCL_GIN_TYPE_GDAKI in
+	// nccl_device/core.h); src/gin/gin_host.cc logs the type a device
+	// communicator gets, and the GDAKI backend's own lines name its file.
+	ginGDAKIRE = regexp.MustCompile(`GIN backend type 3\b|gin_host_gdaki\.cc|GIN_IB_GDAKI|NCCL_GIN_TYPE set by environment to 3\b`)
 	// "host: Test NCCL failure common.cu:958 '…'" (nccl-tests aborting)
 	testFailureRE = regexp.MustCompile(`^[^\s:]+: Test NCCL failure`)
 )
@@ -141,6 +149,10 @@ func ParseDebug(b []byte) *DebugLog {
 			if !slices.Contains(*list, v) {
 				*list = append(*list, v)
 			}
+		}
+		if ginGDAKIRE.MatchString(rest) && len(hl.GIN) < 3 {
+			_, l, _ := strings.Cut(rest, "NCCL ")
+			addUnique(&hl.GIN, l)
 		}
 		switch {
 		case warnRE.MatchString(rest):

@@ -22,7 +22,7 @@ func (d *DebugLog) informative() bool {
 
 func (h *HostLog) said() bool {
 	return len(h.NetIB) > 0 || len(h.Networks) > 0 || len(h.Plugins) > 0 || len(h.Channels) > 0 || len(h.GDR) > 0 ||
-		len(h.Warns) > 0 || h.InitComplete || h.Bootstrap != "" || len(h.Failures) > 0 || len(h.NCCLVersions) > 0 || len(h.Env) > 0
+		len(h.Warns) > 0 || h.InitComplete || h.Bootstrap != "" || len(h.Failures) > 0 || len(h.NCCLVersions) > 0 || len(h.Env) > 0 || len(h.GIN) > 0
 }
 
 // JudgeDebug judges an NCCL_DEBUG log per host: which network NCCL chose,
@@ -161,6 +161,8 @@ func JudgeDebug(d *DebugLog, opt JudgeOptions) []check.Finding {
 			gdrLevelFinding(add, h.Host, v, "NCCL_DEBUG log of "+h.Host+": \"NCCL_NET_GDR_LEVEL set by environment\"")
 		}
 
+		ginTCFinding(add, h)
+
 		// every WARN, once per host
 		for _, w := range h.Warns {
 			if strings.Contains(w, "network") && strings.Contains(w, "not found") {
@@ -230,4 +232,35 @@ func gdrLevelFinding(add func(id string, o check.Outcome, host, subject, msg str
 	default:
 		add("nccl.log.gdr-level", check.Warn, host, "NCCL_NET_GDR_LEVEL", fmt.Sprintf("NCCL_NET_GDR_LEVEL=%s: numeric levels changed meaning between NCCL versions; name the level (PIX, PXB, PHB, SYS)", v), e)
 	}
+}
+
+// ginTCFinding: GPU-initiated networking on the GDAKI backend builds its
+// QPs from the GPU side (DevX), which the kernel's per-port traffic_class
+// never touches; without NCCL_GIN_IB_TC or NCCL_IB_TC they carry DSCP 0,
+// the lossy priority of a RoCE fabric lossless on another
+// (NVIDIA/nccl#2383). On InfiniBand-only rails the DSCP does not matter.
+func ginTCFinding(add func(id string, o check.Outcome, host, subject, msg string, ev ...check.Evidence) *check.Finding, h *HostLog) {
+	if len(h.GIN) == 0 {
+		return
+	}
+	roce := len(h.NetIB) == 0 // unknown rails: the caveat may apply
+	for _, d := range h.NetIB {
+		roce = roce || d.Layer == "RoCE"
+	}
+	if !roce {
+		return
+	}
+	src := "NCCL_DEBUG log of " + h.Host
+	e := []check.Evidence{{What: "GPU-initiated networking (GDAKI)", Value: h.GIN[0], Source: src}}
+	for _, name := range []string{"NCCL_GIN_IB_TC", "NCCL_IB_TC"} {
+		if v, ok := h.Env[name]; ok {
+			e = append(e, check.Evidence{What: name, Value: v, Source: src + ": \"" + name + " set by environment\""})
+			add("nccl.log.gin-tc", check.Pass, h.Host, "GPU-initiated networking", fmt.Sprintf("GPU-initiated (GDAKI) QPs carry %s=%s, set by environment", name, v), e...)
+			return
+		}
+	}
+	e = append(e, check.Evidence{What: "NCCL_GIN_IB_TC / NCCL_IB_TC", Value: "not set by environment (no \"set by environment\" line): NCCL uses traffic class 0", Source: src})
+	f := add("nccl.log.gin-tc", check.Warn, h.Host, "GPU-initiated networking",
+		"GPU-initiated networking (GDAKI) is on and NCCL_IB_TC is unset: its GPU-built (DevX) QPs ignore the kernel's per-port traffic_class and send with DSCP 0, on the lossy priority while the host's own QPs may be lossless; under load they drop, retry out and hang the kernel (NVIDIA/nccl#2383)", e...)
+	f.Fix = []string{"export NCCL_IB_TC=<the lossless class> on every rank: rdmalab nccl env --snapshot <host>.json computes it (106 for DSCP 26 on priority 3)", "or NCCL_GIN_IB_TC for GIN traffic alone (NCCL ≥ 2.30.7)"}
 }
