@@ -11,7 +11,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"slices"
 	"sync"
 	"time"
@@ -34,16 +33,17 @@ type collector interface {
 // concurrently on each scrape and reports how each one did.
 type Exporter struct {
 	collectors map[string]collector
+	host       *hostCollector
 	timeout    time.Duration
 	log        *slog.Logger
 	cleanup    func()
 }
 
 var (
-	scrapeDuration = prometheus.NewDesc(Namespace+"_scrape_collector_duration_seconds",
-		"How long a collector took during this scrape.", []string{"collector"}, nil)
-	scrapeSuccess = prometheus.NewDesc(Namespace+"_scrape_collector_success",
-		"Whether a collector succeeded during this scrape (1) or failed (0); a failed collector's other metrics may be missing.", []string{"collector"}, nil)
+	scrapeDuration = newDesc(Namespace+"_scrape_collector_duration_seconds",
+		"How long a collector took during this scrape.", []string{"collector"})
+	scrapeSuccess = newDesc(Namespace+"_scrape_collector_success",
+		"Whether a collector succeeded during this scrape (1) or failed (0); a failed collector's other metrics may be missing.", []string{"collector"})
 )
 
 // New builds an exporter from options. It opens o.Root the way inventory
@@ -57,7 +57,8 @@ func New(o Options) (*Exporter, error) {
 		return nil, err
 	}
 	e := &Exporter{collectors: map[string]collector{}, timeout: o.ScrapeTimeout, log: o.Logger, cleanup: cleanup}
-	e.collectors["host"] = newHostCollector(fsys, o)
+	e.host = newHostCollector(fsys, o)
+	e.collectors["host"] = e.host
 	topo := newTopologyCache(fsys, o)
 	e.collectors["topology"] = &topologyCollector{cache: topo}
 	if !o.NoFindings {
@@ -75,9 +76,7 @@ func New(o Options) (*Exporter, error) {
 // Close closes the files the host collector keeps open and removes what
 // New unpacked.
 func (e *Exporter) Close() {
-	if h, ok := e.collectors["host"].(*hostCollector); ok {
-		h.close()
-	}
+	e.host.close()
 	e.cleanup()
 }
 
@@ -89,66 +88,67 @@ func (e *Exporter) Describe(chan<- *prometheus.Desc) {}
 func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), e.timeout)
 	defer cancel()
+	e.collect(ctx, ch)
+}
+
+// collect runs every collector not in skip concurrently and reports how
+// each did.
+func (e *Exporter) collect(ctx context.Context, ch chan<- prometheus.Metric, skip ...string) {
 	var wg sync.WaitGroup
 	for name, c := range e.collectors {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		if slices.Contains(skip, name) {
+			continue
+		}
+		wg.Go(func() {
 			start := time.Now()
-			err := safeUpdate(ctx, c, ch)
-			ok := 1.0
-			if err != nil {
-				ok = 0
-				e.log.Warn("collector failed", "collector", name, "err", err)
-			}
-			ch <- prometheus.MustNewConstMetric(scrapeDuration, prometheus.GaugeValue, time.Since(start).Seconds(), name)
-			ch <- prometheus.MustNewConstMetric(scrapeSuccess, prometheus.GaugeValue, ok, name)
-		}()
+			err := safely(func() error { return c.update(ctx, ch) })
+			e.report(ch, name, outcome{time.Since(start), err})
+		})
 	}
 	wg.Wait()
 }
 
-// safeUpdate turns a collector's panic into its own failure, so a parser
-// bug on one odd device cannot take the other collectors' metrics with it.
-func safeUpdate(ctx context.Context, c collector, ch chan<- prometheus.Metric) (err error) {
+// report sends a collector's duration and success for this scrape.
+func (e *Exporter) report(ch chan<- prometheus.Metric, name string, o outcome) {
+	ok := 1.0
+	if o.err != nil {
+		ok = 0
+		e.log.Warn("collector failed", "collector", name, "err", o.err)
+	}
+	ch <- prometheus.MustNewConstMetric(scrapeDuration, prometheus.GaugeValue, o.took.Seconds(), name)
+	ch <- prometheus.MustNewConstMetric(scrapeSuccess, prometheus.GaugeValue, ok, name)
+}
+
+// safely turns a collector's panic into its own failure, so a parser bug
+// on one odd device cannot take the other collectors' metrics with it.
+func safely(f func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("panic: %v", r)
 		}
 	}()
-	return c.update(ctx, ch)
+	return f()
 }
 
 // Registry returns a fresh registry holding only the exporter (no Go
 // runtime metrics: they would drown the RDMA ones in the textfile mode).
 func (e *Exporter) Registry() *prometheus.Registry {
-	r := prometheus.NewPedanticRegistry()
+	r := prometheus.NewRegistry()
 	r.MustRegister(e)
 	return r
 }
 
 // emitter builds const metrics and keeps the first error instead of
 // panicking: a label value a device made invalid drops that one sample.
-// With labels set, the label pairs of short label sets are made once and
-// reused on every scrape (a port's labels never change; NewConstMetric
-// would make and check them again for every sample).
+// With labels set, each label set is made once (labelCache); with text
+// set, samples are rendered into it instead of sent to ch.
 type emitter struct {
 	ch     chan<- prometheus.Metric
+	text   *textBlock
 	err    error
 	n      int
 	labels *labelCache
 }
-
-// labelCache holds label pairs by Desc and up to three label values.
-type labelCache struct{ m sync.Map }
-
-type labelKey struct {
-	d       *prometheus.Desc
-	a, b, c string
-}
-
-// reset forgets every label set (the device set changed).
-func (l *labelCache) reset() { l.m.Clear() }
 
 // cachedMetric is a sample whose label pairs come from a labelCache.
 type cachedMetric struct {
@@ -178,40 +178,30 @@ func (m *emitter) counter(d *prometheus.Desc, v float64, labels ...string) {
 	m.send(d, prometheus.CounterValue, v, labels)
 }
 
+func (m *emitter) fail(d *prometheus.Desc, err error) {
+	if m.err == nil {
+		m.err = fmt.Errorf("%s: %w", d, err)
+	}
+}
+
 func (m *emitter) send(d *prometheus.Desc, t prometheus.ValueType, v float64, labels []string) {
-	if m.labels != nil && len(labels) <= 3 {
-		k := labelKey{d: d}
-		for i, dst := range []*string{&k.a, &k.b, &k.c}[:len(labels)] {
-			*dst = labels[i]
-		}
-		pairs, ok := m.labels.m.Load(k)
-		if !ok {
-			// The first time: let NewConstMetric check the values.
-			c, err := prometheus.NewConstMetric(d, t, v, labels...)
-			if err != nil {
-				if m.err == nil {
-					m.err = fmt.Errorf("%s: %w", d, err)
-				}
-				return
-			}
-			var dm dto.Metric
-			if err := c.Write(&dm); err != nil {
-				if m.err == nil {
-					m.err = fmt.Errorf("%s: %w", d, err)
-				}
-				return
-			}
-			pairs, _ = m.labels.m.LoadOrStore(k, dm.Label)
+	if m.labels != nil {
+		s, err := m.labels.get(d, t, labels)
+		if err != nil {
+			m.fail(d, err)
+			return
 		}
 		m.n++
-		m.ch <- &cachedMetric{desc: d, labels: pairs.([]*dto.LabelPair), counter: t == prometheus.CounterValue, v: v}
+		if m.text != nil {
+			m.text.add(d, t, v, s)
+			return
+		}
+		m.ch <- &cachedMetric{desc: d, labels: s.pairs, counter: t == prometheus.CounterValue, v: v}
 		return
 	}
 	metric, err := prometheus.NewConstMetric(d, t, v, labels...)
 	if err != nil {
-		if m.err == nil {
-			m.err = fmt.Errorf("%s: %w", d, err)
-		}
+		m.fail(d, err)
 		return
 	}
 	m.n++
@@ -236,38 +226,6 @@ func build(emit func(m *emitter)) ([]prometheus.Metric, error) {
 	return <-done, m.err
 }
 
-// descs lists every metric the exporter can emit, for MetricNames.
-func descs() []*prometheus.Desc {
-	out := []*prometheus.Desc{scrapeDuration, scrapeSuccess,
-		stateDesc, physStateDesc, rateDesc, infoDesc, unavailableDesc, saturatedDesc,
-		pcieCurSpeed, pcieMaxSpeed, pcieCurWidth, pcieMaxWidth, gpuPathDesc, gpuNearestDesc,
-		hugeTotalDesc, hugeFreeDesc, readErrDesc, devicesDesc,
-		findingDesc, findingsDesc, findingsAtDesc,
-		fabricStateDesc, fabricRateDesc, fabricLinkDesc, fabricSaturatedDesc, fabricSMDesc,
-		fabricNodesDesc, fabricScanAtDesc, fabricScanDurDesc}
-	out = append(out, roceDescs...)
-	for _, m := range counterDescs {
-		for _, d := range m {
-			out = append(out, d)
-		}
-	}
-	for _, d := range fabricCounterDescs {
-		out = append(out, d)
-	}
-	return out
-}
-
-var fqNameRE = regexp.MustCompile(`fqName: "([^"]+)"`)
-
 // MetricNames is every metric name the exporter can emit, sorted: the
 // deploy rules and dashboard are checked against it.
-func MetricNames() []string {
-	var out []string
-	for _, d := range descs() {
-		if m := fqNameRE.FindStringSubmatch(d.String()); m != nil {
-			out = append(out, m[1])
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
+func MetricNames() []string { return metricNames() }

@@ -25,7 +25,7 @@ import (
 var fabricPortLabels = []string{"guid", "name", "port"}
 
 func fabricDesc(name, help string, labels ...string) *prometheus.Desc {
-	return prometheus.NewDesc(prometheus.BuildFQName(Namespace, "fabric", name), help, append(append([]string{}, fabricPortLabels...), labels...), nil)
+	return newDesc(prometheus.BuildFQName(Namespace, "fabric", name), help, append(append([]string{}, fabricPortLabels...), labels...))
 }
 
 var (
@@ -42,10 +42,10 @@ var (
 	fabricRateDesc      = fabricDesc("port_rate_bytes_per_second", "Signalling rate the link trained at (width × lane rate), in bytes per second.")
 	fabricLinkDesc      = fabricDesc("port_link_info", "The port's link: node type, width, speed and the remote end; value is always 1.", "node_type", "width", "speed", "remote_guid", "remote_name", "remote_port")
 	fabricSaturatedDesc = fabricDesc("port_saturated", "A PMA counter sits at its field's maximum and has stopped counting: its true value is unknown. Present only when saturated.", "field")
-	fabricSMDesc        = prometheus.NewDesc(Namespace+"_fabric_subnet_manager_info", "A subnet manager the fabric reports (saquery SMIR, else sminfo); value is always 1.", []string{"guid", "lid", "priority", "state"}, nil)
-	fabricNodesDesc     = prometheus.NewDesc(Namespace+"_fabric_nodes", "Nodes discovered, by type.", []string{"type"}, nil)
-	fabricScanAtDesc    = prometheus.NewDesc(Namespace+"_fabric_scan_timestamp_seconds", "When the fabric result served was gathered (scans are cached between scrapes).", nil, nil)
-	fabricScanDurDesc   = prometheus.NewDesc(Namespace+"_fabric_scan_duration_seconds", "How long the fabric scan served took.", nil, nil)
+	fabricSMDesc        = newDesc(Namespace+"_fabric_subnet_manager_info", "A subnet manager the fabric reports (saquery SMIR, else sminfo); value is always 1.", []string{"guid", "lid", "priority", "state"})
+	fabricNodesDesc     = newDesc(Namespace+"_fabric_nodes", "Nodes discovered, by type.", []string{"type"})
+	fabricScanAtDesc    = newDesc(Namespace+"_fabric_scan_timestamp_seconds", "When the fabric result served was gathered (scans are cached between scrapes).", nil)
+	fabricScanDurDesc   = newDesc(Namespace+"_fabric_scan_duration_seconds", "How long the fabric scan served took.", nil)
 )
 
 // fabricResult is one fabric scan and what the rules made of it.

@@ -12,13 +12,13 @@ import (
 )
 
 var (
-	findingDesc = prometheus.NewDesc(Namespace+"_finding",
+	findingDesc = newDesc(Namespace+"_finding",
 		"A finding that is not a pass (severity fail, warn or unknown), by check id and subject; value is always 1. `rdmalab doctor` explains it.",
-		[]string{"check", "severity", "subject"}, nil)
-	findingsDesc = prometheus.NewDesc(Namespace+"_findings",
-		"Findings of the last evaluation, by source (host, fabric) and outcome.", []string{"source", "outcome"}, nil)
-	findingsAtDesc = prometheus.NewDesc(Namespace+"_findings_evaluated_timestamp_seconds",
-		"When the findings served were evaluated (they are cached between evaluations).", []string{"source"}, nil)
+		[]string{"check", "severity", "subject"})
+	findingsDesc = newDesc(Namespace+"_findings",
+		"Findings of the last evaluation, by source (host, fabric) and outcome.", []string{"source", "outcome"})
+	findingsAtDesc = newDesc(Namespace+"_findings_evaluated_timestamp_seconds",
+		"When the findings served were evaluated (they are cached between evaluations).", []string{"source"})
 )
 
 // topology is the full inventory of the host and doctor's findings on it,
@@ -28,7 +28,9 @@ type topology struct {
 	snap                     *host.Snapshot
 	findings                 []check.Finding
 	topoMetrics, findMetrics []prometheus.Metric
-	topoErr, findErr         error
+	// the same metrics rendered for the text path
+	topoText, findText *textBlock
+	topoErr, findErr   error
 }
 
 func newTopologyCache(fsys *hostfs.FS, o Options) *cached[topology] {
@@ -38,9 +40,11 @@ func newTopologyCache(fsys *hostfs.FS, o Options) *cached[topology] {
 			s := readHost(fsys, o)
 			t := topology{snap: s}
 			t.topoMetrics, t.topoErr = build(func(m *emitter) { emitTopology(m, s) })
+			t.topoText = textOf(t.topoMetrics)
 			if !o.NoFindings {
 				t.findings = hostcheck.Run(s, o.Expect)
 				t.findMetrics, t.findErr = build(func(m *emitter) { emitFindings(m, "host", t.findings) })
+				t.findText = textOf(t.findMetrics)
 			}
 			return t, nil
 		},
@@ -61,6 +65,15 @@ func (c *topologyCollector) update(ctx context.Context, ch chan<- prometheus.Met
 	return firstErr(r.Err, r.Have, "topology", r.Value.topoErr)
 }
 
+func (c *topologyCollector) text(ctx context.Context) ([]*textBlock, error) {
+	r := c.cache.get(ctx)
+	var out []*textBlock
+	if r.Have {
+		out = append(out, r.Value.topoText)
+	}
+	return out, firstErr(r.Err, r.Have, "topology", r.Value.topoErr)
+}
+
 // findingsCollector serves doctor's host findings of the last evaluation.
 type findingsCollector struct{ cache *cached[topology] }
 
@@ -78,6 +91,21 @@ func (c *findingsCollector) update(ctx context.Context, ch chan<- prometheus.Met
 		err = r.Value.findErr
 	}
 	return firstErr(r.Err, r.Have, "findings", err)
+}
+
+func (c *findingsCollector) text(ctx context.Context) ([]*textBlock, error) {
+	r := c.cache.get(ctx)
+	var out []*textBlock
+	var err error
+	if r.Have {
+		at := newTextBlock()
+		err = at.addMetric(prometheus.MustNewConstMetric(findingsAtDesc, prometheus.GaugeValue, float64(r.At.UnixNano())/1e9, "host"))
+		out = append(out, r.Value.findText, at)
+	}
+	if r.Value.findErr != nil {
+		err = r.Value.findErr
+	}
+	return out, firstErr(r.Err, r.Have, "findings", err)
 }
 
 // firstErr is a cached collector's error for this scrape: the last

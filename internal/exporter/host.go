@@ -23,7 +23,7 @@ const ibSubsystem = "infiniband"
 var portLabels = []string{"device", "port"}
 
 func ibDesc(name, help string, labels ...string) *prometheus.Desc {
-	return prometheus.NewDesc(prometheus.BuildFQName(Namespace, ibSubsystem, name), help, append(append([]string{}, portLabels...), labels...), nil)
+	return newDesc(prometheus.BuildFQName(Namespace, ibSubsystem, name), help, append(append([]string{}, portLabels...), labels...))
 }
 
 var (
@@ -45,16 +45,16 @@ var (
 	saturatedDesc   = ibDesc("saturated", "A PMA counter sits at its field's maximum and has stopped counting: its true value is unknown. Present only when saturated.", "file")
 
 	pcieLabels     = []string{"address", "role", "device"}
-	pcieCurSpeed   = prometheus.NewDesc(Namespace+"_pcie_link_current_speed_gigatransfers_per_second", "PCIe link speed the device trained at (current_link_speed).", pcieLabels, nil)
-	pcieMaxSpeed   = prometheus.NewDesc(Namespace+"_pcie_link_max_speed_gigatransfers_per_second", "PCIe link speed the device can do (max_link_speed).", pcieLabels, nil)
-	pcieCurWidth   = prometheus.NewDesc(Namespace+"_pcie_link_current_width_lanes", "PCIe lanes the device trained at (current_link_width).", pcieLabels, nil)
-	pcieMaxWidth   = prometheus.NewDesc(Namespace+"_pcie_link_max_width_lanes", "PCIe lanes the device can use (max_link_width).", pcieLabels, nil)
-	gpuPathDesc    = prometheus.NewDesc(Namespace+"_gpu_nic_path_rank", "PCIe path between a GPU and an RDMA NIC, as nvidia-smi topo -m levels ranked best first: 0 X, 1 PIX, 2 PXB, 3 PHB, 4 NODE, 5 SYS, 6 SYS with a NUMA node unknown.", []string{"gpu", "nic", "device", "level"}, nil)
-	gpuNearestDesc = prometheus.NewDesc(Namespace+"_gpu_nearest_nic_path_rank", "Rank of the best PCIe path from a GPU to any RDMA NIC (see rdmalab_gpu_nic_path_rank); above 3 (PHB) GPUDirect RDMA is slow or off.", []string{"gpu"}, nil)
-	hugeTotalDesc  = prometheus.NewDesc(Namespace+"_node_hugepages", "Huge pages in a NUMA node's pool.", []string{"node", "size_bytes"}, nil)
-	hugeFreeDesc   = prometheus.NewDesc(Namespace+"_node_hugepages_free", "Free huge pages in a NUMA node's pool.", []string{"node", "size_bytes"}, nil)
-	devicesDesc    = prometheus.NewDesc(Namespace+"_infiniband_devices", "RDMA devices under /sys/class/infiniband this scrape: a NIC that fell off the bus or lost its driver shows as a drop.", nil, nil)
-	readErrDesc    = prometheus.NewDesc(Namespace+"_host_read_errors", "Files the host collector could not read or parse during this scrape, by subject (device, port, PCI function); the rest of the host is still reported.", []string{"subject"}, nil)
+	pcieCurSpeed   = newDesc(Namespace+"_pcie_link_current_speed_gigatransfers_per_second", "PCIe link speed the device trained at (current_link_speed).", pcieLabels)
+	pcieMaxSpeed   = newDesc(Namespace+"_pcie_link_max_speed_gigatransfers_per_second", "PCIe link speed the device can do (max_link_speed).", pcieLabels)
+	pcieCurWidth   = newDesc(Namespace+"_pcie_link_current_width_lanes", "PCIe lanes the device trained at (current_link_width).", pcieLabels)
+	pcieMaxWidth   = newDesc(Namespace+"_pcie_link_max_width_lanes", "PCIe lanes the device can use (max_link_width).", pcieLabels)
+	gpuPathDesc    = newDesc(Namespace+"_gpu_nic_path_rank", "PCIe path between a GPU and an RDMA NIC, as nvidia-smi topo -m levels ranked best first: 0 X, 1 PIX, 2 PXB, 3 PHB, 4 NODE, 5 SYS, 6 SYS with a NUMA node unknown.", []string{"gpu", "nic", "device", "level"})
+	gpuNearestDesc = newDesc(Namespace+"_gpu_nearest_nic_path_rank", "Rank of the best PCIe path from a GPU to any RDMA NIC (see rdmalab_gpu_nic_path_rank); above 3 (PHB) GPUDirect RDMA is slow or off.", []string{"gpu"})
+	hugeTotalDesc  = newDesc(Namespace+"_node_hugepages", "Huge pages in a NUMA node's pool.", []string{"node", "size_bytes"})
+	hugeFreeDesc   = newDesc(Namespace+"_node_hugepages_free", "Free huge pages in a NUMA node's pool.", []string{"node", "size_bytes"})
+	devicesDesc    = newDesc(Namespace+"_infiniband_devices", "RDMA devices under /sys/class/infiniband this scrape: a NIC that fell off the bus or lost its driver shows as a drop.", nil)
+	readErrDesc    = newDesc(Namespace+"_host_read_errors", "Files the host collector could not read or parse during this scrape, by subject (device, port, PCI function); the rest of the host is still reported.", []string{"subject"})
 )
 
 // hostCollector reads the RDMA ports and NUMA hugepages on every scrape,
@@ -108,6 +108,17 @@ func newHostCollector(fsys *hostfs.FS, o Options) *hostCollector {
 }
 
 func (c *hostCollector) update(ctx context.Context, ch chan<- prometheus.Metric) error {
+	return c.emit(ctx, &emitter{ch: ch, labels: &c.labels})
+}
+
+func (c *hostCollector) text(ctx context.Context) ([]*textBlock, error) {
+	t := newTextBlock()
+	err := c.emit(ctx, &emitter{text: t, labels: &c.labels})
+	return []*textBlock{t}, err
+}
+
+// emit waits for the shared collection and emits its samples through m.
+func (c *hostCollector) emit(ctx context.Context, m *emitter) error {
 	c.mu.Lock()
 	f := c.inflight
 	if f == nil {
@@ -124,7 +135,6 @@ func (c *hostCollector) update(ctx context.Context, ch chan<- prometheus.Metric)
 	if f.err != nil {
 		return f.err
 	}
-	m := &emitter{ch: ch, labels: &c.labels}
 	emitPorts(m, f.snap)
 	emitRoCE(m, f.snap)
 	return m.err

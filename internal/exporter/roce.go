@@ -3,12 +3,12 @@ package exporter
 import (
 	"context"
 	"os/exec"
-	"regexp"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/inventory"
+	"github.com/rdmalab/rdmalab/internal/lazyre"
 )
 
 // RoCE metrics: the pause, pause-storm and discard counters of `ethtool -S`
@@ -16,13 +16,12 @@ import (
 // in the port metrics).
 var (
 	roceLabels        = []string{"device", "port", "netdev"}
-	rocePauseDesc     = prometheus.NewDesc(Namespace+"_roce_pause_frames_total", "PFC pause frames per priority (ethtool -S rx/tx_prioN_pause): tx rising means this host's receive side cannot drain, rx that the fabric back-pressures it.", append(roceLabels[:3:3], "priority", "direction"), nil)
-	rocePauseDurDesc  = prometheus.NewDesc(Namespace+"_roce_pause_duration_microseconds_total", "Time paused per priority (ethtool -S rx/tx_prioN_pause_duration).", append(roceLabels[:3:3], "priority", "direction"), nil)
-	roceGlobalDesc    = prometheus.NewDesc(Namespace+"_roce_global_pause_frames_total", "802.3x global pause frames (ethtool -S rx/tx_global_pause): they stall every priority and exclude PFC.", append(roceLabels[:3:3], "direction"), nil)
-	roceDiscardDesc   = prometheus.NewDesc(Namespace+"_roce_discards_total", "Packets dropped at the port (rx_discards_phy) or on a priority (rx_prioN_discards, _buf_discard, _cong_discard): a lossless priority must have none.", append(roceLabels[:3:3], "counter", "priority"), nil)
-	roceStormDesc     = prometheus.NewDesc(Namespace+"_roce_pause_storm_events_total", "Pause storm events the NIC detected (tx_pause_storm_warning/error_events); on an error event it stops sending pauses.", append(roceLabels[:3:3], "level"), nil)
-	roceLosslessDesc  = prometheus.NewDesc(Namespace+"_roce_pfc_enabled", "1 for each priority with PFC on (lossless) on a RoCE netdev, where the QoS was read.", append(roceLabels[:3:3], "priority"), nil)
-	rocePrioCounterRE = regexp.MustCompile(`^(rx|tx)_prio(\d)_(pause|pause_duration|discards|buf_discard|cong_discard)$`)
+	rocePauseDesc     = newDesc(Namespace+"_roce_pause_frames_total", "PFC pause frames per priority (ethtool -S rx/tx_prioN_pause): tx rising means this host's receive side cannot drain, rx that the fabric back-pressures it.", append(roceLabels[:3:3], "priority", "direction"))
+	rocePauseDurDesc  = newDesc(Namespace+"_roce_pause_duration_microseconds_total", "Time paused per priority (ethtool -S rx/tx_prioN_pause_duration).", append(roceLabels[:3:3], "priority", "direction"))
+	roceGlobalDesc    = newDesc(Namespace+"_roce_global_pause_frames_total", "802.3x global pause frames (ethtool -S rx/tx_global_pause): they stall every priority and exclude PFC.", append(roceLabels[:3:3], "direction"))
+	roceDiscardDesc   = newDesc(Namespace+"_roce_discards_total", "Packets dropped at the port (rx_discards_phy) or on a priority (rx_prioN_discards, _buf_discard, _cong_discard): a lossless priority must have none.", append(roceLabels[:3:3], "counter", "priority"))
+	roceStormDesc     = newDesc(Namespace+"_roce_pause_storm_events_total", "Pause storm events the NIC detected (tx_pause_storm_warning/error_events); on an error event it stops sending pauses.", append(roceLabels[:3:3], "level"))
+	rocePrioCounterRE = lazyre.New(`^(rx|tx)_prio(\d)_(pause|pause_duration|discards|buf_discard|cong_discard)$`)
 	roceDescs         = []*prometheus.Desc{rocePauseDesc, rocePauseDurDesc, roceGlobalDesc, roceDiscardDesc, roceStormDesc}
 )
 
@@ -51,7 +50,7 @@ func emitRoCE(m *emitter, s *host.Snapshot) {
 		}
 		for name, v := range q.Counters.Value {
 			f := float64(v)
-			if mt := rocePrioCounterRE.FindStringSubmatch(name); mt != nil {
+			if mt := rocePrioCounterRE().FindStringSubmatch(name); mt != nil {
 				dir, prio, kind := mt[1], mt[2], mt[3]
 				switch kind {
 				case "pause":

@@ -30,7 +30,7 @@ func TestEmitRoCE(t *testing.T) {
 		if err := metric.Write(&d); err != nil {
 			t.Fatal(err)
 		}
-		name := fqNameRE.FindStringSubmatch(metric.Desc().String())[1]
+		name := descInfos[metric.Desc()].name
 		var ls []string
 		for _, l := range d.Label {
 			ls = append(ls, l.GetName()+"="+l.GetValue())

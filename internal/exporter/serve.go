@@ -23,10 +23,10 @@ func (e *Exporter) Handler() (http.Handler, error) {
 	mux := http.NewServeMux()
 	// ContinueOnError: a sample that cannot be gathered is dropped and
 	// logged, the rest of the scrape is served.
-	mux.Handle("/metrics", fastGzip(promhttp.HandlerFor(e.Registry(), promhttp.HandlerOpts{
-		ErrorHandling: promhttp.ContinueOnError, ErrorLog: slogPrinter{e.log}, Timeout: e.timeout + 5*time.Second,
+	mux.Handle("/metrics", fastGzip(e.textHandler(promhttp.HandlerFor(e.Registry(), promhttp.HandlerOpts{
+		ErrorHandling: promhttp.ContinueOnError, ErrorLog: slogPrinter{e.log},
 		DisableCompression: true,
-	})))
+	}))))
 	landing, err := web.NewLandingPage(web.LandingConfig{
 		Name: "rdmalab exporter", Description: "RDMA ports, PCIe links, GPUDirect paths, doctor findings and the InfiniBand fabric",
 		Links: []web.LandingLinks{{Address: "/metrics", Text: "Metrics"}},
