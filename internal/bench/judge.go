@@ -2,17 +2,17 @@ package bench
 
 import (
 	"fmt"
-	"regexp"
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/cluster"
+	"github.com/rdmalab/rdmalab/internal/lazyre"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
 )
 
-var perftestHeaderRE = regexp.MustCompile(`(?m)^\s*#bytes\s+#iterations\s`)
+var perftestHeaderRE = lazyre.New(`(?m)^\s*#bytes\s+#iterations\s`)
 
 // SniffPerftest reports whether b looks like saved perftest output.
-func SniffPerftest(b []byte) bool { return perftestHeaderRE.Match(b) }
+func SniffPerftest(b []byte) bool { return perftestHeaderRE().Match(b) }
 
 // JudgePerftestFile judges one saved perftest output against what is
 // expected of its link (nil, or a zero rate: the rate is unknown). The

@@ -7,10 +7,11 @@ package bench
 import (
 	"bufio"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/rdmalab/rdmalab/internal/lazyre"
 )
 
 // PerftestResult is one perftest run's table.
@@ -65,18 +66,18 @@ type PerftestRow struct {
 }
 
 var (
-	rowRE  = regexp.MustCompile(`^\s*\d+\s+\d+\s`)
-	unitRE = regexp.MustCompile(`BW average\[([^\]]+)\]`)
-	mtuRE  = regexp.MustCompile(`^\s*Mtu\s*:\s*(\d+)`)
-	linkRE = regexp.MustCompile(`^\s*Link type\s*:\s*(\S+)`)
+	rowRE  = lazyre.New(`^\s*\d+\s+\d+\s`)
+	unitRE = lazyre.New(`BW average\[([^\]]+)\]`)
+	mtuRE  = lazyre.New(`^\s*Mtu\s*:\s*(\d+)`)
+	linkRE = lazyre.New(`^\s*Link type\s*:\s*(\S+)`)
 	// The banner: "RDMA_Write BW Test", "Send Latency Test".
-	testRE   = regexp.MustCompile(`^\s*([A-Za-z_ ]+ (?:BW|Latency) Test)\s*$`)
-	deviceRE = regexp.MustCompile(`Device\s*:\s*(\S+)`)
+	testRE   = lazyre.New(`^\s*([A-Za-z_ ]+ (?:BW|Latency) Test)\s*$`)
+	deviceRE = lazyre.New(`Device\s*:\s*(\S+)`)
 	// perftest's warnings, however a version spells them: "WARNING: CPU
 	// is not PCIe relaxed ordering compliant.", "Warning: ...",
 	// "Conflicting CPU frequency values detected ... CPU Frequency is not
 	// max.", "... won't be measured".
-	warnRE = regexp.MustCompile(`(?i)^warning\b|conflicting cpu frequency|cpu frequency is not max|won't be measured`)
+	warnRE = lazyre.New(`(?i)^warning\b|conflicting cpu frequency|cpu frequency is not max|won't be measured`)
 )
 
 // ParsePerftest reads the output of any perftest bandwidth or latency test
@@ -111,32 +112,32 @@ func ParsePerftest(text string) (*PerftestResult, error) {
 			header = strings.Join(strings.Fields(trim), " ")
 			if strings.Contains(trim, "BW ") {
 				r.Kind = "bw"
-				if m := unitRE.FindStringSubmatch(trim); m != nil {
+				if m := unitRE().FindStringSubmatch(trim); m != nil {
 					r.Unit = m[1]
 				}
 			} else {
 				r.Kind = "lat"
 			}
 			continue
-		case mtuRE.MatchString(line):
-			r.MTUBytes, _ = strconv.Atoi(mtuRE.FindStringSubmatch(line)[1])
+		case mtuRE().MatchString(line):
+			r.MTUBytes, _ = strconv.Atoi(mtuRE().FindStringSubmatch(line)[1])
 			continue
-		case linkRE.MatchString(line):
-			r.LinkType = linkRE.FindStringSubmatch(line)[1]
+		case linkRE().MatchString(line):
+			r.LinkType = linkRE().FindStringSubmatch(line)[1]
 			continue
-		case cols == nil && testRE.MatchString(line):
-			r.Test = strings.TrimSpace(testRE.FindStringSubmatch(line)[1])
+		case cols == nil && testRE().MatchString(line):
+			r.Test = strings.TrimSpace(testRE().FindStringSubmatch(line)[1])
 			continue
-		case warnRE.MatchString(trim):
+		case warnRE().MatchString(trim):
 			if !slices.Contains(r.Warnings, trim) {
 				r.Warnings = append(r.Warnings, trim)
 			}
 			continue
 		}
-		if m := deviceRE.FindStringSubmatch(line); m != nil && r.Device == "" {
+		if m := deviceRE().FindStringSubmatch(line); m != nil && r.Device == "" {
 			r.Device = m[1]
 		}
-		if cols == nil || !rowRE.MatchString(line) {
+		if cols == nil || !rowRE().MatchString(line) {
 			continue
 		}
 		row, err := parseRow(trim, cols, r.Unit)
@@ -269,7 +270,7 @@ func ParsePerftestRuns(text string) ([]*PerftestResult, error) {
 	header, row := false, false
 	for _, line := range strings.SplitAfter(text, "\n") {
 		plain := strings.ReplaceAll(strings.TrimRight(line, "\r\n"), "\t", " ")
-		if testRE.MatchString(plain) && row {
+		if testRE().MatchString(plain) && row {
 			segs = append(segs, cur.String())
 			cur.Reset()
 			header, row = false, false
@@ -277,7 +278,7 @@ func ParsePerftestRuns(text string) ([]*PerftestResult, error) {
 		switch {
 		case strings.HasPrefix(strings.TrimSpace(plain), "#bytes"):
 			header = true
-		case header && rowRE.MatchString(plain):
+		case header && rowRE().MatchString(plain):
 			row = true
 		}
 		cur.WriteString(line)

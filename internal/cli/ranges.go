@@ -2,11 +2,11 @@ package cli
 
 import (
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/rdmalab/rdmalab/internal/lazyre"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -156,12 +156,12 @@ func (r numRange) describe(typ string) string {
 }
 
 // pflagValueRE is pflag's message for a value it could not parse.
-var pflagValueRE = regexp.MustCompile(`^invalid argument "(.*)" for "(?:-\w, )?--([\w.-]+)" flag: (.*)$`)
+var pflagValueRE = lazyre.New(`^invalid argument "(.*)" for "(?:-\w, )?--([\w.-]+)" flag: (.*)$`)
 
 // plainFlagError rewords pflag's parse errors ("strconv.ParseInt: parsing
 // …: value out of range") as the flag, the value and what it accepts.
 func plainFlagError(c *cobra.Command, err error) error {
-	m := pflagValueRE.FindStringSubmatch(err.Error())
+	m := pflagValueRE().FindStringSubmatch(err.Error())
 	if m == nil {
 		return usageErr("%v (see '%s --help')", err, c.CommandPath())
 	}

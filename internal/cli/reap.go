@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -55,8 +56,56 @@ func isService(args []string) bool {
 }
 
 // children lists the live processes (not zombies: they are gone, and
-// init reaps them once rdmalab exits) whose parent is pid.
+// init reaps them once rdmalab exits) whose parent is pid. The kernel
+// keeps each thread's children in /proc/PID/task/TID/children, a handful
+// of small reads on every exit; only a kernel without that file costs a
+// walk of every process's stat.
 func children(pid int) []int {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	// The main thread lives as long as the process: no file there is a
+	// kernel without them (a thread that has just exited is only skipped).
+	if _, err := os.Stat(fmt.Sprintf("%s/%d/children", dir, pid)); err != nil {
+		return childrenByStat(pid)
+	}
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return childrenByStat(pid)
+	}
+	var out []int
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + "/" + t.Name() + "/children")
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil && !isZombie(n) {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+func isZombie(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true // gone
+	}
+	f := statFields(b)
+	return len(f) < 1 || string(f[0]) == "Z"
+}
+
+// statFields is what follows "pid (comm) " in a stat file: comm may hold
+// spaces and parentheses.
+func statFields(b []byte) [][]byte {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return nil
+	}
+	return bytes.Fields(b[i+1:])
+}
+
+func childrenByStat(pid int) []int {
 	var out []int
 	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, p := range dirs {
@@ -64,12 +113,7 @@ func children(pid int) []int {
 		if err != nil {
 			continue
 		}
-		// "pid (comm) state ppid ...": comm may hold spaces and parentheses.
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := bytes.Fields(b[i+1:])
+		f := statFields(b)
 		if len(f) < 2 || string(f[0]) == "Z" {
 			continue
 		}

@@ -9,9 +9,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/rdmalab/rdmalab/internal/lazyre"
 	"github.com/rdmalab/rdmalab/internal/userfile"
 	"net/netip"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -230,11 +230,11 @@ func (s LinkSpec) Resolved() linkrate.Link {
 }
 
 var (
-	yamlLineRE   = regexp.MustCompile(`^line (\d+): (.*)`)
-	unknownRE    = regexp.MustCompile(`field (\S+) not found in type`)
-	typeErrRE    = regexp.MustCompile("cannot unmarshal (!!\\w+) `([^`]*)` into (\\S+)")
-	collErrRE    = regexp.MustCompile(`cannot unmarshal (!!seq|!!map) into (\S+)`)
-	keyLineRE    = regexp.MustCompile(`(?:^|[\s{,-])([A-Za-z_]+):\s*("[^"]*"|'[^']*'|[^,{}\s]*)`)
+	yamlLineRE   = lazyre.New(`^line (\d+): (.*)`)
+	unknownRE    = lazyre.New(`field (\S+) not found in type`)
+	typeErrRE    = lazyre.New("cannot unmarshal (!!\\w+) `([^`]*)` into (\\S+)")
+	collErrRE    = lazyre.New(`cannot unmarshal (!!seq|!!map) into (\S+)`)
+	keyLineRE    = lazyre.New(`(?:^|[\s{,-])([A-Za-z_]+):\s*("[^"]*"|'[^']*'|[^,{}\s]*)`)
 	plainTypeFor = map[string]string{"int": "a whole number", "float64": "a number", "string": "text", "bool": "true or false", "[]string": "a list of text", "[]cluster.Node": "a list of nodes"}
 	plainKind    = map[string]string{"!!str": "the text", "!!int": "the number", "!!float": "the number", "!!bool": "the boolean", "!!seq": "a list", "!!map": "a mapping", "!!null": "nothing"}
 )
@@ -398,7 +398,7 @@ func indexLines(b []byte) *lines {
 		if t := strings.TrimSpace(l); t == "" || strings.HasPrefix(t, "#") {
 			continue
 		}
-		for _, m := range keyLineRE.FindAllStringSubmatch(l, -1) {
+		for _, m := range keyLineRE().FindAllStringSubmatch(l, -1) {
 			if _, ok := ix.key[m[1]]; !ok {
 				ix.key[m[1]] = i + 1
 			}
@@ -428,7 +428,7 @@ func keyOf(b []byte, line int, value string) string {
 		if i != line-1 {
 			continue
 		}
-		for _, m := range keyLineRE.FindAllStringSubmatch(l, -1) {
+		for _, m := range keyLineRE().FindAllStringSubmatch(l, -1) {
 			if strings.Trim(m[2], `"'`) == value {
 				return fmt.Sprintf("field %q", m[1])
 			}
@@ -443,16 +443,16 @@ func explain(b []byte, err error) *Error {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	msg = strings.TrimSpace(strings.TrimPrefix(msg, "unmarshal errors:"))
 	msg, _, _ = strings.Cut(msg, "\n")
-	m := yamlLineRE.FindStringSubmatch(msg)
+	m := yamlLineRE().FindStringSubmatch(msg)
 	if m == nil {
 		return &Error{Msg: "not valid YAML: " + msg}
 	}
 	line, _ := strconv.Atoi(m[1])
 	what := m[2]
-	if u := unknownRE.FindStringSubmatch(what); u != nil {
+	if u := unknownRE().FindStringSubmatch(what); u != nil {
 		return &Error{Line: line, Msg: fmt.Sprintf("unknown field %q (docs/cluster-file.md lists the fields)", u[1])}
 	}
-	if t := typeErrRE.FindStringSubmatch(what); t != nil {
+	if t := typeErrRE().FindStringSubmatch(what); t != nil {
 		if t[3] == "cluster.Cluster" {
 			return &Error{Line: line, Msg: fmt.Sprintf("a cluster file is a mapping with nodes:, link: and launcher: (docs/cluster-file.md), got %s %q", plainKind[t[1]], t[2])}
 		}
@@ -463,7 +463,7 @@ func explain(b []byte, err error) *Error {
 		}
 		return &Error{Line: line, Msg: fmt.Sprintf("%s wants %s, got %s %q", keyOf(b, line, t[2]), want, plainKind[t[1]], t[2])}
 	}
-	if t := collErrRE.FindStringSubmatch(what); t != nil {
+	if t := collErrRE().FindStringSubmatch(what); t != nil {
 		want := plainTypeFor[t[2]]
 		if want == "" && strings.HasPrefix(t[2], "[]") {
 			want = "a list"
@@ -471,7 +471,7 @@ func explain(b []byte, err error) *Error {
 			want = "a mapping (docs/cluster-file.md)"
 		}
 		key := "this field"
-		if m := keyLineRE.FindStringSubmatch(lineOf(b, line)); m != nil {
+		if m := keyLineRE().FindStringSubmatch(lineOf(b, line)); m != nil {
 			key = fmt.Sprintf("field %q", m[1])
 		}
 		return &Error{Line: line, Msg: fmt.Sprintf("%s wants %s, got %s", key, want, plainKind[t[1]])}
@@ -489,12 +489,12 @@ func lineOf(b []byte, n int) string {
 }
 
 var (
-	hostnameRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$`)
-	nameRE     = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+	hostnameRE = lazyre.New(`^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$`)
+	nameRE     = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 )
 
-func validHostname(s string) bool { return len(s) < 254 && hostnameRE.MatchString(s) }
-func validName(s string) bool     { return len(s) < 128 && nameRE.MatchString(s) }
+func validHostname(s string) bool { return len(s) < 254 && hostnameRE().MatchString(s) }
+func validName(s string) bool     { return len(s) < 128 && nameRE().MatchString(s) }
 
 func or(a, b string) string {
 	if a != "" {

@@ -6,9 +6,10 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/rdmalab/rdmalab/internal/lazyre"
 )
 
 // FRRRequest are the flags of `design frr`, as given.
@@ -83,7 +84,7 @@ func privateASN(a uint32) bool {
 	return a >= privateASN16Low && a <= privateASN16High || a >= privateASN32Low && a <= privateASN32High
 }
 
-var nameRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,30}$`)
+var nameRE = lazyre.New(`^[a-z][a-z0-9-]{0,30}$`)
 
 // ifnameMax is Linux's IFNAMSIZ − 1.
 const ifnameMax = 15
@@ -98,7 +99,7 @@ func PlanFRR(r FRRRequest) (*FRRClos, error) {
 		return nil, inputErr("--leaves", "%d: want 1 to 1024 leaves", r.Leaves)
 	}
 	for _, n := range []struct{ flag, v string }{{"--spine-name", r.SpineName}, {"--leaf-name", r.LeafName}, {"--port-prefix", r.PortPrefix}, {"--host-interface", r.HostInterface}} {
-		if !nameRE.MatchString(n.v) {
+		if !nameRE().MatchString(n.v) {
 			return nil, inputErr(n.flag, "%q: want a lower-case name: a letter, then letters, digits or '-' (at most 31)", n.v)
 		}
 	}

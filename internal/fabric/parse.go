@@ -3,11 +3,11 @@ package fabric
 import (
 	"bufio"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/rdmalab/rdmalab/internal/host"
+	"github.com/rdmalab/rdmalab/internal/lazyre"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
 )
 
@@ -26,11 +26,11 @@ func (e *ParseError) Error() string {
 var (
 	// One port in iblinkinfo's output, default or --line mode:
 	//   [0xGUID "desc"] [0xPortGUID] LID PORT[ext] ==( 4X 53.125 Gbps Active/ LinkUp)==> [0xGUID] [LID] PORT[ext] "desc" ( Could be ...)
-	linkinfoRE   = regexp.MustCompile(`^\s*(?:(0x[0-9a-fA-F]+)\s+"\s*(.*?)"\s+)?(?:(0x[0-9a-fA-F]+)\s+)?(\d+)\s+(\d+)\[[^\]]*\]\s+==\(\s*(.*?)\s*\)==>\s*(?:(0x[0-9a-fA-F]+)\s+)?(?:(\d+)\s+)?(\d+)?\[[^\]]*\]\s+"(.*)"\s+\((.*)\)\s*$`)
-	linkStateRE  = regexp.MustCompile(`^(?:(\d+X)\s+([\d.]+) Gbps\s+)?([A-Za-z]+)/\s*([A-Za-z]+)$`)
-	couldWidthRE = regexp.MustCompile(`Could be (\d+X)`)
-	couldSpeedRE = regexp.MustCompile(`Could be ([\d.]+) Gbps`)
-	linkHeaderRE = regexp.MustCompile(`^(CA|Switch|Router): (?:(0x[0-9a-fA-F]+) )?(.*):\s*$`)
+	linkinfoRE   = lazyre.New(`^\s*(?:(0x[0-9a-fA-F]+)\s+"\s*(.*?)"\s+)?(?:(0x[0-9a-fA-F]+)\s+)?(\d+)\s+(\d+)\[[^\]]*\]\s+==\(\s*(.*?)\s*\)==>\s*(?:(0x[0-9a-fA-F]+)\s+)?(?:(\d+)\s+)?(\d+)?\[[^\]]*\]\s+"(.*)"\s+\((.*)\)\s*$`)
+	linkStateRE  = lazyre.New(`^(?:(\d+X)\s+([\d.]+) Gbps\s+)?([A-Za-z]+)/\s*([A-Za-z]+)$`)
+	couldWidthRE = lazyre.New(`Could be (\d+X)`)
+	couldSpeedRE = lazyre.New(`Could be ([\d.]+) Gbps`)
+	linkHeaderRE = lazyre.New(`^(CA|Switch|Router): (?:(0x[0-9a-fA-F]+) )?(.*):\s*$`)
 )
 
 // ParseIBLinkInfo reads iblinkinfo output, default (per-node blocks) or
@@ -52,21 +52,21 @@ func ParseIBLinkInfo(text string) ([]Port, error) {
 		if trim == "" || strings.HasPrefix(trim, "#") || strings.HasPrefix(trim, "ibwarn:") || trim == "..." {
 			continue
 		}
-		if m := linkHeaderRE.FindStringSubmatch(trim); m != nil && !strings.Contains(trim, "==(") {
+		if m := linkHeaderRE().FindStringSubmatch(trim); m != nil && !strings.Contains(trim, "==(") {
 			curType, curGUID, curDesc = NodeType(m[1]), 0, m[3]
 			if m[2] != "" {
 				curGUID, _ = host.ParseGUID(m[2])
 			}
 			continue
 		}
-		m := linkinfoRE.FindStringSubmatch(line)
+		m := linkinfoRE().FindStringSubmatch(line)
 		if m == nil {
 			if strings.Contains(line, "==(") {
 				return nil, &ParseError{"iblinkinfo", n, line, "not a port line"}
 			}
 			continue // prompts, banners
 		}
-		st := linkStateRE.FindStringSubmatch(m[6])
+		st := linkStateRE().FindStringSubmatch(m[6])
 		if st == nil {
 			return nil, &ParseError{"iblinkinfo", n, line, "cannot read link state " + strconv.Quote(m[6])}
 		}
@@ -103,10 +103,10 @@ func ParseIBLinkInfo(text string) ([]Port, error) {
 			}
 			p.Remote = e
 		}
-		if w := couldWidthRE.FindStringSubmatch(m[11]); w != nil {
+		if w := couldWidthRE().FindStringSubmatch(m[11]); w != nil {
 			p.CouldBeWidth = w[1]
 		}
-		if s := couldSpeedRE.FindStringSubmatch(m[11]); s != nil {
+		if s := couldSpeedRE().FindStringSubmatch(m[11]); s != nil {
 			if sp, ok := linkrate.SpeedBySignal(s[1]); ok {
 				p.CouldBeSpeed = sp.Name
 			}
@@ -168,15 +168,15 @@ type TopoLink struct {
 }
 
 var (
-	topoNodeRE   = regexp.MustCompile(`^(Switch|Ca|Hca|Rt)\s+(\d+)\s+"([^"]+)"\s*(?:#\s*"([^"]*)"(.*))?`)
-	topoPortRE   = regexp.MustCompile(`^\[(\d+)\](?:\(([0-9a-fA-F]+)\))?\s+"([^"]+)"\s*\[(\d+)\](?:\(([0-9a-fA-F]+)\))?(.*)$`)
-	topoLidRE    = regexp.MustCompile(`\blid (\d+)`)
-	topoRateRE   = regexp.MustCompile(`\b(\d+)x([A-Z0-9]+)\b`)
-	topoQuoteRE  = regexp.MustCompile(`"([^"]*)"\s*(?:lid (\d+))?`)
-	topoCALidRE  = regexp.MustCompile(`^\s*#\s*lid (\d+) lmc \d+`)
-	topoIDGUIDRE = regexp.MustCompile(`^[SHR]-([0-9a-fA-F]{1,16})$`)
-	promptRE     = regexp.MustCompile(`^\S+[#$] \S`)
-	topoGUIDRE   = regexp.MustCompile(`^(switchguid|caguid|rtguid|sysimgguid|vendid|devid)=(0x[0-9a-fA-F]+)(?:\(|\s*$)`)
+	topoNodeRE   = lazyre.New(`^(Switch|Ca|Hca|Rt)\s+(\d+)\s+"([^"]+)"\s*(?:#\s*"([^"]*)"(.*))?`)
+	topoPortRE   = lazyre.New(`^\[(\d+)\](?:\(([0-9a-fA-F]+)\))?\s+"([^"]+)"\s*\[(\d+)\](?:\(([0-9a-fA-F]+)\))?(.*)$`)
+	topoLidRE    = lazyre.New(`\blid (\d+)`)
+	topoRateRE   = lazyre.New(`\b(\d+)x([A-Z0-9]+)\b`)
+	topoQuoteRE  = lazyre.New(`"([^"]*)"\s*(?:lid (\d+))?`)
+	topoCALidRE  = lazyre.New(`^\s*#\s*lid (\d+) lmc \d+`)
+	topoIDGUIDRE = lazyre.New(`^[SHR]-([0-9a-fA-F]{1,16})$`)
+	promptRE     = lazyre.New(`^\S+[#$] \S`)
+	topoGUIDRE   = lazyre.New(`^(switchguid|caguid|rtguid|sysimgguid|vendid|devid)=(0x[0-9a-fA-F]+)(?:\(|\s*$)`)
 )
 
 // ParseTopology reads ibnetdiscover's topology output or an ibsim netlist
@@ -204,19 +204,19 @@ func ParseTopology(text string) (*Topology, error) {
 		n++
 		line := strings.TrimSpace(sc.Text())
 		switch {
-		case promptRE.MatchString(line) || strings.HasPrefix(line, "..."):
+		case promptRE().MatchString(line) || strings.HasPrefix(line, "..."):
 			continue // a pasted shell prompt, an elision
 		case line == "" || strings.HasPrefix(line, "#"):
 			if line == "" {
 				cur = -1
 			}
 			continue
-		case topoGUIDRE.MatchString(line):
-			m := topoGUIDRE.FindStringSubmatch(line)
+		case topoGUIDRE().MatchString(line):
+			m := topoGUIDRE().FindStringSubmatch(line)
 			pending[m[1]] = m[2]
 			continue
 		}
-		if m := topoNodeRE.FindStringSubmatch(line); m != nil {
+		if m := topoNodeRE().FindStringSubmatch(line); m != nil {
 			ports, err := strconv.Atoi(m[2])
 			if err != nil {
 				return nil, &ParseError{"topology", n, line, "port count out of range"}
@@ -237,7 +237,7 @@ func ParseTopology(text string) (*Topology, error) {
 			if node.Desc == "" {
 				node.Desc = node.ID
 			}
-			if l := topoLidRE.FindStringSubmatch(m[5]); l != nil {
+			if l := topoLidRE().FindStringSubmatch(m[5]); l != nil {
 				node.LID, _ = strconv.Atoi(l[1])
 			}
 			clear(pending)
@@ -246,7 +246,7 @@ func ParseTopology(text string) (*Topology, error) {
 			continue
 		}
 		if strings.HasPrefix(line, "[") {
-			m := topoPortRE.FindStringSubmatch(line)
+			m := topoPortRE().FindStringSubmatch(line)
 			if m == nil || cur < 0 {
 				return nil, &ParseError{"topology", n, line, "port line outside a node or without a remote \"node\"[port]"}
 			}
@@ -286,7 +286,7 @@ func ParseTopology(text string) (*Topology, error) {
 		}
 		comment := r.comment
 		// CA lines say `# lid 2 lmc 0 "remote" lid 1 4xQDR`: the first lid is the CA port's own.
-		if l := topoCALidRE.FindStringSubmatch(comment); l != nil {
+		if l := topoCALidRE().FindStringSubmatch(comment); l != nil {
 			a.LID, _ = strconv.Atoi(l[1])
 			comment = comment[len(l[0]):]
 		}
@@ -301,7 +301,7 @@ func ParseTopology(text string) (*Topology, error) {
 		}
 		// Real files redact ids, so a port line's own comment
 		// (`# "remote desc" lid 5 4xEDR`) names the far end.
-		if q := topoQuoteRE.FindStringSubmatch(comment); q != nil && q[1] != "" {
+		if q := topoQuoteRE().FindStringSubmatch(comment); q != nil && q[1] != "" {
 			b.Node = q[1]
 			if q[2] != "" {
 				b.LID, _ = strconv.Atoi(q[2])
@@ -319,7 +319,7 @@ func ParseTopology(text string) (*Topology, error) {
 		if a.Node > b.Node || a.Node == b.Node && a.Port > b.Port {
 			l.A, l.B = b, a
 		}
-		if rm := topoRateRE.FindStringSubmatch(comment); rm != nil {
+		if rm := topoRateRE().FindStringSubmatch(comment); rm != nil {
 			l.Width, l.Speed = rm[1]+"X", rm[2]
 		}
 		t.Links = append(t.Links, l)
@@ -329,7 +329,7 @@ func ParseTopology(text string) (*Topology, error) {
 
 // idGUID reads the GUID ibnetdiscover puts in a node id ("S-7cfe900300a5f7c0").
 func idGUID(id string) host.GUID {
-	if m := topoIDGUIDRE.FindStringSubmatch(id); m != nil {
+	if m := topoIDGUIDRE().FindStringSubmatch(id); m != nil {
 		return guid(m[1])
 	}
 	return 0
@@ -344,9 +344,9 @@ type PortErrors struct {
 }
 
 var (
-	qeNodeRE    = regexp.MustCompile(`^Errors for (?:(0x[0-9a-fA-F]+) )?"(.*)"\s*$`)
-	qePortRE    = regexp.MustCompile(`^\s*GUID (0x[0-9a-fA-F]+) port (\d+|ALL):(.*)$`)
-	qeCounterRE = regexp.MustCompile(`\[(\w+) == (\d+)`)
+	qeNodeRE    = lazyre.New(`^Errors for (?:(0x[0-9a-fA-F]+) )?"(.*)"\s*$`)
+	qePortRE    = lazyre.New(`^\s*GUID (0x[0-9a-fA-F]+) port (\d+|ALL):(.*)$`)
+	qeCounterRE = lazyre.New(`\[(\w+) == (\d+)`)
 )
 
 // ParseIBQueryErrors reads ibqueryerrors output: per port, every counter it
@@ -360,11 +360,11 @@ func ParseIBQueryErrors(text string) ([]PortErrors, error) {
 	for sc.Scan() {
 		n++
 		line := sc.Text()
-		if m := qeNodeRE.FindStringSubmatch(line); m != nil {
+		if m := qeNodeRE().FindStringSubmatch(line); m != nil {
 			desc = m[2]
 			continue
 		}
-		m := qePortRE.FindStringSubmatch(line)
+		m := qePortRE().FindStringSubmatch(line)
 		if m == nil {
 			continue
 		}
@@ -373,7 +373,7 @@ func ParseIBQueryErrors(text string) ([]PortErrors, error) {
 		}
 		pe := PortErrors{NodeDesc: desc, GUID: guid(m[1]), Counters: map[string]uint64{}}
 		pe.Port, _ = strconv.Atoi(m[2])
-		for _, c := range qeCounterRE.FindAllStringSubmatch(m[3], -1) {
+		for _, c := range qeCounterRE().FindAllStringSubmatch(m[3], -1) {
 			v, err := strconv.ParseUint(c[2], 10, 64)
 			if err != nil {
 				return nil, &ParseError{"ibqueryerrors", n, line, "counter " + c[1] + " is not a number"}
@@ -388,11 +388,11 @@ func ParseIBQueryErrors(text string) ([]PortErrors, error) {
 	return out, sc.Err()
 }
 
-var sminfoRE = regexp.MustCompile(`sm lid (\d+) sm guid (0x[0-9a-fA-F]+), activity count (\d+) priority (\d+) state (\d+) SMINFO_(\w+)`)
+var sminfoRE = lazyre.New(`sm lid (\d+) sm guid (0x[0-9a-fA-F]+), activity count (\d+) priority (\d+) state (\d+) SMINFO_(\w+)`)
 
 // ParseSMInfo reads `sminfo`'s one line.
 func ParseSMInfo(text string) (SM, error) {
-	m := sminfoRE.FindStringSubmatch(text)
+	m := sminfoRE().FindStringSubmatch(text)
 	if m == nil {
 		return SM{}, &ParseError{"sminfo", 1, strings.TrimSpace(text), "not an sminfo line"}
 	}

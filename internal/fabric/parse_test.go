@@ -235,7 +235,7 @@ func FuzzParseIBLinkInfo(f *testing.F) {
 			t.Fatalf("%d link lines, %d ports", len(arrows), len(ps))
 		}
 		for i, p := range ps {
-			m := linkinfoRE.FindStringSubmatch(arrows[i])
+			m := linkinfoRE().FindStringSubmatch(arrows[i])
 			if m == nil {
 				t.Fatalf("port %d from a line the pattern does not match: %q", i, arrows[i])
 			}

@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/rdmalab/rdmalab/internal/lazyre"
 	"github.com/rdmalab/rdmalab/internal/userfile"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -52,8 +52,8 @@ func LoadTopology(path string) (*Topology, error) {
 }
 
 var (
-	unknownFieldRE = regexp.MustCompile(`unknown field "([^"]+)"`)
-	typeErrRE      = regexp.MustCompile(`cannot unmarshal (\w+) into Go struct field \w+\.([\w.]+) of type ([\w.]+)`)
+	unknownFieldRE = lazyre.New(`unknown field "([^"]+)"`)
+	typeErrRE      = lazyre.New(`cannot unmarshal (\w+) into Go struct field \w+\.([\w.]+) of type ([\w.]+)`)
 )
 
 // ParseCabling reads the YAML cabling list strictly: unknown keys, an end
@@ -63,7 +63,7 @@ func ParseCabling(b []byte) (*Topology, error) {
 	var f cablingFile
 	if err := yaml.UnmarshalStrict(b, &f); err != nil {
 		msg := err.Error()
-		if m := unknownFieldRE.FindStringSubmatch(msg); m != nil {
+		if m := unknownFieldRE().FindStringSubmatch(msg); m != nil {
 			line := 0
 			for i, l := range strings.Split(string(b), "\n") {
 				if strings.Contains(l, m[1]+":") {
@@ -73,7 +73,7 @@ func ParseCabling(b []byte) (*Topology, error) {
 			}
 			return nil, fmt.Errorf("line %d: unknown field %q (an end is {node: NAME, port: N} or {guid: \"0x…\", port: N})", line, m[1])
 		}
-		if m := typeErrRE.FindStringSubmatch(msg); m != nil {
+		if m := typeErrRE().FindStringSubmatch(msg); m != nil {
 			want := map[string]string{"int": "a whole number", "host.GUID": "a GUID in quotes (guid: \"0x7cfe900300a5f7c0\")", "string": "text",
 				"fabric.TopoEnd": "an end {node: NAME, port: N} or {guid: \"0x…\", port: N}", "[]fabric.TopoLink": "a list of links {a: END, b: END}"}[m[3]]
 			if want == "" {

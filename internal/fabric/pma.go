@@ -1,10 +1,11 @@
 package fabric
 
 import (
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/rdmalab/rdmalab/internal/lazyre"
 )
 
 // PMAFailure is a port whose PMA did not answer one of ibqueryerrors'
@@ -21,18 +22,18 @@ type PMAFailure struct {
 
 var (
 	// ibqueryerrors: "IB_GSI_PORT_COUNTERS query failed on sw1, Lid 147 port 3"
-	pmaQueryFailedRE = regexp.MustCompile(`query failed on .*, Lid (\d+) port (\d+)\s*$`)
+	pmaQueryFailedRE = lazyre.New(`query failed on .*, Lid (\d+) port (\d+)\s*$`)
 	// libibmad: "mad_rpc: _do_madrpc failed; dport (Lid 147)"
-	madrpcFailedRE = regexp.MustCompile(`_do_madrpc failed; dport \(Lid (\d+)\)`)
+	madrpcFailedRE = lazyre.New(`_do_madrpc failed; dport \(Lid (\d+)\)`)
 	// libibmad's lower-level line of the same event: "_do_madrpc: recv failed: Connection timed out"
-	madrpcIORE = regexp.MustCompile(`_do_madrpc: (recv|send) failed`)
+	madrpcIORE = lazyre.New(`_do_madrpc: (recv|send) failed`)
 )
 
 // splitPMAFailures takes the per-port MAD failures out of a tool's output
 // and returns them with the output left, so that only a failure of the
 // whole run (no SM, no umad) is taken for one.
 func splitPMAFailures(out Output) ([]PMAFailure, Output) {
-	if !madrpcIORE.Match(out.Stderr) && !madrpcFailedRE.Match(out.Stderr) && !pmaQueryFailedRE.Match(out.Stderr) {
+	if !madrpcIORE().Match(out.Stderr) && !madrpcFailedRE().Match(out.Stderr) && !pmaQueryFailedRE().Match(out.Stderr) {
 		return nil, out
 	}
 	type key struct{ lid, port int }
@@ -51,13 +52,13 @@ func splitPMAFailures(out Output) ([]PMAFailure, Output) {
 	var pending []string // low-level lines, told before the line naming the LID
 	for _, line := range strings.Split(string(out.Stderr), "\n") {
 		l := strings.TrimSpace(line)
-		if m := pmaQueryFailedRE.FindStringSubmatch(l); m != nil {
+		if m := pmaQueryFailedRE().FindStringSubmatch(l); m != nil {
 			lid, _ := strconv.Atoi(m[1])
 			port, _ := strconv.Atoi(m[2])
 			add(key{lid, port}, l)
 			continue
 		}
-		if m := madrpcFailedRE.FindStringSubmatch(l); m != nil {
+		if m := madrpcFailedRE().FindStringSubmatch(l); m != nil {
 			lid, _ := strconv.Atoi(m[1])
 			for _, p := range pending {
 				add(key{lid, 0}, p)
@@ -66,7 +67,7 @@ func splitPMAFailures(out Output) ([]PMAFailure, Output) {
 			add(key{lid, 0}, l)
 			continue
 		}
-		if madrpcIORE.MatchString(l) {
+		if madrpcIORE().MatchString(l) {
 			pending = append(pending, l)
 			continue
 		}

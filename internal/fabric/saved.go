@@ -3,36 +3,37 @@ package fabric
 import (
 	"bytes"
 	"fmt"
-	"regexp"
+
+	"github.com/rdmalab/rdmalab/internal/lazyre"
 )
 
 // Saved outputs of the fabric tools, recognised by content and read into
 // fabric snapshots (judge's registry names them; fabriccheck judges them).
 
 var (
-	linkArrowRE  = regexp.MustCompile(`(?m)==\(.*\)==>`)
-	sniffNodeRE  = regexp.MustCompile(`(?m)^\s*(Switch|Ca|Hca|Rt)\s+\d+\s+"`)
-	sniffPortsRE = regexp.MustCompile(`(?m)^\s*(CA|SW)\s+\d+\s+\d+\s+0x[0-9a-fA-F]+\s+\d+x\s`)
-	qeLineRE     = regexp.MustCompile(`(?m)^\s*GUID 0x[0-9a-fA-F]+ port (\d+|ALL):`)
-	qeSummaryRE  = regexp.MustCompile(`(?m)^## Summary: (\d+) nodes checked`)
-	qeNodeLineRE = regexp.MustCompile(`(?m)^Errors for `)
+	linkArrowRE  = lazyre.New(`(?m)==\(.*\)==>`)
+	sniffNodeRE  = lazyre.New(`(?m)^\s*(Switch|Ca|Hca|Rt)\s+\d+\s+"`)
+	sniffPortsRE = lazyre.New(`(?m)^\s*(CA|SW)\s+\d+\s+\d+\s+0x[0-9a-fA-F]+\s+\d+x\s`)
+	qeLineRE     = lazyre.New(`(?m)^\s*GUID 0x[0-9a-fA-F]+ port (\d+|ALL):`)
+	qeSummaryRE  = lazyre.New(`(?m)^## Summary: (\d+) nodes checked`)
+	qeNodeLineRE = lazyre.New(`(?m)^Errors for `)
 )
 
 // SniffIBLinkInfo reports whether b looks like iblinkinfo's output (either
 // mode) and not ibqueryerrors' (which can quote link lines).
-func SniffIBLinkInfo(b []byte) bool { return linkArrowRE.Match(b) && !qeNodeLineRE.Match(b) }
+func SniffIBLinkInfo(b []byte) bool { return linkArrowRE().Match(b) && !qeNodeLineRE().Match(b) }
 
 // SniffTopology reports whether b looks like an ibnetdiscover topology (or
 // an ibsim netlist).
-func SniffTopology(b []byte) bool { return sniffNodeRE.Match(b) }
+func SniffTopology(b []byte) bool { return sniffNodeRE().Match(b) }
 
 // SniffIBNetDiscoverPorts reports whether b looks like `ibnetdiscover -p`.
-func SniffIBNetDiscoverPorts(b []byte) bool { return sniffPortsRE.Match(b) }
+func SniffIBNetDiscoverPorts(b []byte) bool { return sniffPortsRE().Match(b) }
 
 // SniffIBQueryErrors reports whether b looks like ibqueryerrors' output
 // (its summary, or its port lines), not the older ibcheckerrors'.
 func SniffIBQueryErrors(b []byte) bool {
-	return qeSummaryRE.Match(b) && !bytes.Contains(b, []byte("#warn: counter")) || qeLineRE.Match(b)
+	return qeSummaryRE().Match(b) && !bytes.Contains(b, []byte("#warn: counter")) || qeLineRE().Match(b)
 }
 
 // FromIBQueryErrors reads saved ibqueryerrors output into a snapshot of
@@ -50,7 +51,7 @@ func FromIBQueryErrors(b []byte, source string) (*Snapshot, error) {
 	}
 	if f := ToolFailure(Output{Stdout: b}); f != "" {
 		s.CounterError = fmt.Sprintf("ibqueryerrors printed %q", f)
-	} else if !qeSummaryRE.Match(b) {
+	} else if !qeSummaryRE().Match(b) {
 		s.CounterError = "the output has no \"## Summary\": cut short, or the tool failed"
 	}
 	s.Resolve()

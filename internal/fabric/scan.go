@@ -9,13 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/host"
+	"github.com/rdmalab/rdmalab/internal/lazyre"
 )
 
 // Output is what a tool printed.
@@ -124,7 +124,7 @@ func lastLine(s string) string {
 // failureRE finds the lines by which a tool says it failed even when it
 // exits 0 (ibqueryerrors prints "Query SA failed" and exits 0 when no SM
 // answers). The simulator's own attach notice is not a failure.
-var failureRE = regexp.MustCompile(`(?im)^.*(failed|ibpanic|iberror|timeout|timed out|error:|no sm/sa found).*$`)
+var failureRE = lazyre.New(`(?im)^.*(failed|ibpanic|iberror|timeout|timed out|error:|no sm/sa found).*$`)
 
 // failureWords are what failureRE looks for, as they are spelled: a cheap
 // test before the regular expression runs over a large output.
@@ -143,7 +143,7 @@ func ToolFailure(out Output) string {
 		if !hit {
 			continue
 		}
-		for _, m := range failureRE.FindAll(b, -1) {
+		for _, m := range failureRE().FindAll(b, -1) {
 			l := strings.TrimSpace(string(m))
 			if strings.Contains(l, "sim_connect") || strings.HasPrefix(l, "##") {
 				continue

@@ -2,12 +2,12 @@ package fabric
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/host"
+	"github.com/rdmalab/rdmalab/internal/lazyre"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
 )
 
@@ -92,7 +92,7 @@ func FromIBLinkInfo(text, source string) (*Snapshot, error) {
 	return s, nil
 }
 
-var portsLineRE = regexp.MustCompile(`^\s*(CA|SW|RT)\s+(\d+)\s+(\d+)\s+(0x[0-9a-fA-F]{1,16})\s+(\d+)x\s+(\S+)\s*(?:-\s+(CA|SW|RT)\s+(\d+)\s+(\d+)\s+(0x[0-9a-fA-F]{1,16})\s+\(\s*'(.*?)'\s+-\s+'(.*?)'\s*\)|'(.*?)'|(\S.*?))\s*$`)
+var portsLineRE = lazyre.New(`^\s*(CA|SW|RT)\s+(\d+)\s+(\d+)\s+(0x[0-9a-fA-F]{1,16})\s+(\d+)x\s+(\S+)\s*(?:-\s+(CA|SW|RT)\s+(\d+)\s+(\d+)\s+(0x[0-9a-fA-F]{1,16})\s+\(\s*'(.*?)'\s+-\s+'(.*?)'\s*\)|'(.*?)'|(\S.*?))\s*$`)
 
 var portsType = map[string]NodeType{"CA": CA, "SW": Switch, "RT": Router}
 
@@ -109,7 +109,7 @@ func FromIBNetDiscoverPorts(text, source string) (*Snapshot, error) {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
-		m := portsLineRE.FindStringSubmatch(line)
+		m := portsLineRE().FindStringSubmatch(line)
 		if m == nil {
 			return nil, &ParseError{"ibnetdiscover -p", n, line, "not a port line"}
 		}

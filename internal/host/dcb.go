@@ -5,17 +5,18 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/rdmalab/rdmalab/internal/lazyre"
 )
 
 var (
-	dcbCmdRE     = regexp.MustCompile(`\bdcb\s+(?:-\S+\s+)*(\w+)\s+(\w+)\s+dev\s+(\S+)`)
-	lldptoolRE   = regexp.MustCompile(`\blldptool\b.*\s-i\s+(\S+)`)
-	dcbMapLineRE = regexp.MustCompile(`^(prio-pfc|pg-pfc|prio-tc|dscp-prio|default-prio|requests|indications)\s+(.*)$`)
-	counterRE    = regexp.MustCompile(`^([a-z][a-z0-9_]*):\s+(\d+)$`)
-	stepNumberRE = regexp.MustCompile(`^\(\d+\)\s*`)
+	dcbCmdRE     = lazyre.New(`\bdcb\s+(?:-\S+\s+)*(\w+)\s+(\w+)\s+dev\s+(\S+)`)
+	lldptoolRE   = lazyre.New(`\blldptool\b.*\s-i\s+(\S+)`)
+	dcbMapLineRE = lazyre.New(`^(prio-pfc|pg-pfc|prio-tc|dscp-prio|default-prio|requests|indications)\s+(.*)$`)
+	counterRE    = lazyre.New(`^([a-z][a-z0-9_]*):\s+(\d+)$`)
+	stepNumberRE = lazyre.New(`^\(\d+\)\s*`)
 )
 
 // SniffDCB reports whether b looks like iproute2 `dcb` output (text or
@@ -26,8 +27,8 @@ func SniffDCB(b []byte) bool {
 	}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
-		line := strings.TrimSpace(linePrefixRE.ReplaceAllString(sc.Text(), ""))
-		if dcbMapLineRE.MatchString(line) && !dcbCmdRE.MatchString(line) || strings.HasPrefix(line, "PFC enabled:") {
+		line := strings.TrimSpace(linePrefixRE().ReplaceAllString(sc.Text(), ""))
+		if dcbMapLineRE().MatchString(line) && !dcbCmdRE().MatchString(line) || strings.HasPrefix(line, "PFC enabled:") {
 			return true
 		}
 	}
@@ -51,14 +52,14 @@ func ParseDCB(b []byte, src string) ([]RoCEQoS, error) {
 	n := 0
 	for sc.Scan() {
 		n++
-		line := strings.TrimSpace(linePrefixRE.ReplaceAllString(sc.Text(), ""))
-		line = strings.TrimSpace(stepNumberRE.ReplaceAllString(line, ""))
+		line := strings.TrimSpace(linePrefixRE().ReplaceAllString(sc.Text(), ""))
+		line = strings.TrimSpace(stepNumberRE().ReplaceAllString(line, ""))
 		at := fmt.Sprintf("%s line %d", src, n)
-		if m := dcbCmdRE.FindStringSubmatch(line); m != nil {
+		if m := dcbCmdRE().FindStringSubmatch(line); m != nil {
 			get(m[3]) // a set command (replace, add) names the device too; its arguments are not a reading
 			continue
 		}
-		if m := lldptoolRE.FindStringSubmatch(line); m != nil {
+		if m := lldptoolRE().FindStringSubmatch(line); m != nil {
 			get(m[1])
 			continue
 		}
@@ -78,12 +79,12 @@ func ParseDCB(b []byte, src string) ([]RoCEQoS, error) {
 			found = true
 			continue
 		}
-		if m := counterRE.FindStringSubmatch(line); m != nil && strings.Contains(m[1], "pause") {
+		if m := counterRE().FindStringSubmatch(line); m != nil && strings.Contains(m[1], "pause") {
 			v, _ := strconv.ParseUint(m[2], 10, 64)
 			addCounter(q(), m[1], v, at)
 			continue
 		}
-		m := dcbMapLineRE.FindStringSubmatch(line)
+		m := dcbMapLineRE().FindStringSubmatch(line)
 		if m == nil {
 			continue
 		}

@@ -2,21 +2,21 @@ package host
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/rdmalab/rdmalab/internal/lazyre"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
 )
 
 var (
-	devinfoRE   = regexp.MustCompile(`(?m)^\s*hca_id:\s*\S+`)
-	speedCodeRE = regexp.MustCompile(`\((\d+)\)`)
+	devinfoRE   = lazyre.New(`(?m)^\s*hca_id:\s*\S+`)
+	speedCodeRE = lazyre.New(`\((\d+)\)`)
 )
 
 // SniffDevinfo reports whether b looks like ibv_devinfo's output.
-func SniffDevinfo(b []byte) bool { return devinfoRE.Match(b) }
+func SniffDevinfo(b []byte) bool { return devinfoRE().Match(b) }
 
 // ParseDevinfo reads ibv_devinfo's output, with or without -v, into a
 // partial snapshot. Without -v it shows no rate; with -v the rate is its
@@ -38,7 +38,7 @@ func ParseDevinfo(b []byte) *Snapshot {
 	}
 	sc := lines(b)
 	for sc.Scan() {
-		m := kvRE.FindStringSubmatch(cleanLine(sc.Text()))
+		m := kvRE().FindStringSubmatch(cleanLine(sc.Text()))
 		if m == nil {
 			continue
 		}
@@ -108,7 +108,7 @@ func ParseDevinfo(b []byte) *Snapshot {
 			width = strings.Fields(v + " x")[0]
 			setRate()
 		case "active_speed":
-			if c := speedCodeRE.FindStringSubmatch(v); c != nil {
+			if c := speedCodeRE().FindStringSubmatch(v); c != nil {
 				n, _ := strconv.Atoi(c[1])
 				if sp, ok := linkrate.SpeedByCode(n); ok {
 					speed = sp.Name

@@ -4,21 +4,22 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/rdmalab/rdmalab/internal/lazyre"
 )
 
 var (
-	ethtoolCmdRE  = regexp.MustCompile(`\bethtool\s+(?:-S|--statistics)\s+(\S+)`)
-	ethtoolStatRE = regexp.MustCompile(`^([A-Za-z0-9_.\-\[\]]+):\s+(\d+)$`)
-	roceCounterRE = regexp.MustCompile(`^(?:(?:rx|tx)_prio\d_(?:pause|pause_duration|pause_transition|buf_discard|cong_discard|marked|discards|bytes|packets)|(?:rx|tx)_global_pause(?:_duration|_transition)?|(?:rx|tx)_pause(?:_ctrl_phy)?|rx_discards_phy|tx_discards_phy|rx_out_of_buffer|rx_buffer_passed_thres_phy|tx_pause_storm_(?:warning|error)_events|device_stall_(?:minor|critical)_watchdog)$`)
+	ethtoolCmdRE  = lazyre.New(`\bethtool\s+(?:-S|--statistics)\s+(\S+)`)
+	ethtoolStatRE = lazyre.New(`^([A-Za-z0-9_.\-\[\]]+):\s+(\d+)$`)
+	roceCounterRE = lazyre.New(`^(?:(?:rx|tx)_prio\d_(?:pause|pause_duration|pause_transition|buf_discard|cong_discard|marked|discards|bytes|packets)|(?:rx|tx)_global_pause(?:_duration|_transition)?|(?:rx|tx)_pause(?:_ctrl_phy)?|rx_discards_phy|tx_discards_phy|rx_out_of_buffer|rx_buffer_passed_thres_phy|tx_pause_storm_(?:warning|error)_events|device_stall_(?:minor|critical)_watchdog)$`)
 )
 
 // RoCECounter reports whether an ethtool -S counter is one RoCE QoS
 // judges: per-priority pause, traffic and drops, global pause, physical
 // discards, pause storms.
-func RoCECounter(name string) bool { return roceCounterRE.MatchString(name) }
+func RoCECounter(name string) bool { return roceCounterRE().MatchString(name) }
 
 // SniffEthtoolS reports whether b looks like `ethtool -S` output.
 func SniffEthtoolS(b []byte) bool { return bytes.Contains(b, []byte("NIC statistics:")) }
@@ -42,8 +43,8 @@ func ParseEthtoolS(b []byte) ([]EthtoolReading, error) {
 	n := 0
 	for sc.Scan() {
 		n++
-		line := strings.TrimSpace(linePrefixRE.ReplaceAllString(sc.Text(), ""))
-		if m := ethtoolCmdRE.FindStringSubmatch(line); m != nil {
+		line := strings.TrimSpace(linePrefixRE().ReplaceAllString(sc.Text(), ""))
+		if m := ethtoolCmdRE().FindStringSubmatch(line); m != nil {
 			netdev = m[1]
 			continue
 		}
@@ -51,7 +52,7 @@ func ParseEthtoolS(b []byte) ([]EthtoolReading, error) {
 			out = append(out, EthtoolReading{Netdev: netdev, Line: n, Counters: map[string]uint64{}})
 			continue
 		}
-		m := ethtoolStatRE.FindStringSubmatch(line)
+		m := ethtoolStatRE().FindStringSubmatch(line)
 		if m == nil || len(out) == 0 {
 			continue
 		}

@@ -1,15 +1,16 @@
 package host
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/rdmalab/rdmalab/internal/lazyre"
 )
 
-var ibstatCARE = regexp.MustCompile(`(?m)^[\s│|]*CA '([^']+)'`)
+var ibstatCARE = lazyre.New(`(?m)^[\s│|]*CA '([^']+)'`)
 
 // SniffIBStat reports whether b looks like ibstat's output.
-func SniffIBStat(b []byte) bool { return ibstatCARE.Match(b) }
+func SniffIBStat(b []byte) bool { return ibstatCARE().Match(b) }
 
 // ParseIBStat reads ibstat's output ("CA 'mlx5_0'", "Port 1:", "State:
 // Active", "Rate: 200", ...) into a partial snapshot. An ibpanic or a
@@ -26,7 +27,7 @@ func ParseIBStat(b []byte) *Snapshot {
 			s.Errors = append(s.Errors, CollectError{Subject: "rdma", Path: "ibstat", Error: "ibstat failed part way (" + l + "): devices after the last one listed were not read"})
 			continue
 		}
-		if m := ibstatCARE.FindStringSubmatch(l); m != nil {
+		if m := ibstatCARE().FindStringSubmatch(l); m != nil {
 			s.RDMADevices = append(s.RDMADevices, RDMADevice{Name: m[1], NUMANode: -1})
 			dev, port = &s.RDMADevices[len(s.RDMADevices)-1], nil
 			continue
@@ -41,7 +42,7 @@ func ParseIBStat(b []byte) *Snapshot {
 			}
 			continue
 		}
-		m := kvRE.FindStringSubmatch(l)
+		m := kvRE().FindStringSubmatch(l)
 		if m == nil {
 			continue
 		}

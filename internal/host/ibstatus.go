@@ -1,15 +1,16 @@
 package host
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/rdmalab/rdmalab/internal/lazyre"
 )
 
-var ibstatusRE = regexp.MustCompile(`(?m)^\s*Infiniband device '([^']+)' port (\d+) status:`)
+var ibstatusRE = lazyre.New(`(?m)^\s*Infiniband device '([^']+)' port (\d+) status:`)
 
 // SniffIBStatus reports whether b looks like ibstatus's output.
-func SniffIBStatus(b []byte) bool { return ibstatusRE.Match(b) }
+func SniffIBStatus(b []byte) bool { return ibstatusRE().Match(b) }
 
 // ParseIBStatus reads ibstatus's output ("Infiniband device 'mlx5_0' port
 // 1 status:", "state: 4: ACTIVE", "rate: 200 Gb/sec (4X HDR)") into a
@@ -20,7 +21,7 @@ func ParseIBStatus(b []byte) *Snapshot {
 	sc := lines(b)
 	for sc.Scan() {
 		l := cleanLine(sc.Text())
-		if m := ibstatusRE.FindStringSubmatch(l); m != nil {
+		if m := ibstatusRE().FindStringSubmatch(l); m != nil {
 			n, _ := strconv.Atoi(m[2])
 			d := s.RDMA(m[1])
 			if d == nil {
@@ -31,7 +32,7 @@ func ParseIBStatus(b []byte) *Snapshot {
 			port = &d.Ports[len(d.Ports)-1]
 			continue
 		}
-		m := kvRE.FindStringSubmatch(l)
+		m := kvRE().FindStringSubmatch(l)
 		if m == nil || port == nil {
 			continue
 		}

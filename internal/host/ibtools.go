@@ -3,10 +3,10 @@ package host
 import (
 	"bufio"
 	"bytes"
-	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/rdmalab/rdmalab/internal/lazyre"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
 )
 
@@ -26,8 +26,8 @@ var (
 )
 
 var (
-	stateNumRE = regexp.MustCompile(`^(\d+):|\((\d+)\)$`)
-	kvRE       = regexp.MustCompile(`^\s*([A-Za-z_ ]+?):\s*(.*?)\s*$`)
+	stateNumRE = lazyre.New(`^(\d+):|\((\d+)\)$`)
+	kvRE       = lazyre.New(`^\s*([A-Za-z_ ]+?):\s*(.*?)\s*$`)
 )
 
 // ParsePortState reads a port state as any of the tools prints it into
@@ -42,13 +42,13 @@ func ParsePhysState(s string) (id int, name string, ok bool) { return enumState(
 
 func enumState(s string, names []string, prefix string) (int, string, bool) {
 	s = strings.TrimSpace(s)
-	if m := stateNumRE.FindStringSubmatch(s); m != nil {
+	if m := stateNumRE().FindStringSubmatch(s); m != nil {
 		n, _ := strconv.Atoi(m[1] + m[2])
 		if n > 0 && n < len(names) {
 			return n, names[n], true
 		}
 	}
-	word := strings.Fields(stateNumRE.ReplaceAllString(s, "") + " ")
+	word := strings.Fields(stateNumRE().ReplaceAllString(s, "") + " ")
 	if len(word) == 0 {
 		return 0, "", false
 	}

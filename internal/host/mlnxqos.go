@@ -5,22 +5,23 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/rdmalab/rdmalab/internal/lazyre"
 )
 
 var (
-	mlnxQosCmdRE  = regexp.MustCompile(`mlnx_qos\s+(?:.*\s)?(?:-i|--interface)[\s=]+(\S+)`)
-	qosDeviceRE   = regexp.MustCompile(`configuration for device\s+(\S+)(?:\s*/\s*([A-Za-z0-9_]+))?`)
-	dscp2prioRE   = regexp.MustCompile(`^prio:\s*(\d+)\s+dscp:\s*([\d,\s]*)$`)
-	qosTCRE       = regexp.MustCompile(`^tc:\s*(\d+)\b`)
-	qosTCPrioRE   = regexp.MustCompile(`^priority:\s*(\d+)$`)
-	pathValueRE   = regexp.MustCompile(`(/sys/\S+)\s*=\s*(.*)$`)
-	cmaRoceTosRE  = regexp.MustCompile(`^cma_roce_tos:\s*(\d+)$`)
-	linePrefixRE  = regexp.MustCompile(`^[\s*|│>]*`)
-	tmuxCounterRE = regexp.MustCompile(`\s*\[\d+/\d+\]\s*$`)
+	mlnxQosCmdRE  = lazyre.New(`mlnx_qos\s+(?:.*\s)?(?:-i|--interface)[\s=]+(\S+)`)
+	qosDeviceRE   = lazyre.New(`configuration for device\s+(\S+)(?:\s*/\s*([A-Za-z0-9_]+))?`)
+	dscp2prioRE   = lazyre.New(`^prio:\s*(\d+)\s+dscp:\s*([\d,\s]*)$`)
+	qosTCRE       = lazyre.New(`^tc:\s*(\d+)\b`)
+	qosTCPrioRE   = lazyre.New(`^priority:\s*(\d+)$`)
+	pathValueRE   = lazyre.New(`(/sys/\S+)\s*=\s*(.*)$`)
+	cmaRoceTosRE  = lazyre.New(`^cma_roce_tos:\s*(\d+)$`)
+	linePrefixRE  = lazyre.New(`^[\s*|│>]*`)
+	tmuxCounterRE = lazyre.New(`\s*\[\d+/\d+\]\s*$`)
 )
 
 // ErrNoQoS is a text that holds nothing a QoS parser recognises.
@@ -55,18 +56,18 @@ func ParseMlnxQos(b []byte, src string) ([]RoCEQoS, error) {
 	numbered := src != "" && bytes.Contains(bytes.TrimSpace(b), []byte("\n"))
 	for sc.Scan() {
 		n++
-		raw := tmuxCounterRE.ReplaceAllString(sc.Text(), "")
-		line := strings.TrimSpace(linePrefixRE.ReplaceAllString(raw, ""))
+		raw := tmuxCounterRE().ReplaceAllString(sc.Text(), "")
+		line := strings.TrimSpace(linePrefixRE().ReplaceAllString(raw, ""))
 		at := src
 		if numbered {
 			at = fmt.Sprintf("%s line %d", src, n)
 		}
-		if m := mlnxQosCmdRE.FindStringSubmatch(line); m != nil {
+		if m := mlnxQosCmdRE().FindStringSubmatch(line); m != nil {
 			get(m[1])
 			section = ""
 			continue
 		}
-		if m := qosDeviceRE.FindStringSubmatch(line); m != nil {
+		if m := qosDeviceRE().FindStringSubmatch(line); m != nil {
 			e := get(m[1])
 			if m[2] != "" {
 				e.Device, e.Port = m[2], 1
@@ -93,8 +94,8 @@ func ParseMlnxQos(b []byte, src string) ([]RoCEQoS, error) {
 		case strings.HasPrefix(line, "dscp2prio mapping:"):
 			q().DSCPPrio = Got(map[int]int{}, at)
 			found, section = true, "dscp2prio"
-		case section == "dscp2prio" && dscp2prioRE.MatchString(line):
-			m := dscp2prioRE.FindStringSubmatch(line)
+		case section == "dscp2prio" && dscp2prioRE().MatchString(line):
+			m := dscp2prioRE().FindStringSubmatch(line)
 			p, _ := strconv.Atoi(m[1])
 			if p > 7 {
 				return nil, fmt.Errorf("line %d: priority %d: want 0-7", n, p)
@@ -136,22 +137,22 @@ func ParseMlnxQos(b []byte, src string) ([]RoCEQoS, error) {
 				}
 			}
 			q().PFC = Got(on, at)
-		case qosTCRE.MatchString(line):
-			tc, _ := strconv.Atoi(qosTCRE.FindStringSubmatch(line)[1])
+		case qosTCRE().MatchString(line):
+			tc, _ := strconv.Atoi(qosTCRE().FindStringSubmatch(line)[1])
 			if section != "tc" {
 				q().PrioTC = Got([]int{-1, -1, -1, -1, -1, -1, -1, -1}, at)
 			}
 			section, curTC, found = "tc", tc, true
 			continue
-		case section == "tc" && qosTCPrioRE.MatchString(line):
-			p, _ := strconv.Atoi(qosTCPrioRE.FindStringSubmatch(line)[1])
+		case section == "tc" && qosTCPrioRE().MatchString(line):
+			p, _ := strconv.Atoi(qosTCPrioRE().FindStringSubmatch(line)[1])
 			if p > 7 {
 				return nil, fmt.Errorf("line %d: priority %d: want 0-7", n, p)
 			}
 			q().PrioTC.Value[p] = curTC
 			continue
-		case pathValueRE.MatchString(line):
-			m := pathValueRE.FindStringSubmatch(line)
+		case pathValueRE().MatchString(line):
+			m := pathValueRE().FindStringSubmatch(line)
 			e := q()
 			if e.Netdev == "" {
 				if nd := netdevOfPath(m[1]); nd != "" {
@@ -163,8 +164,8 @@ func ParseMlnxQos(b []byte, src string) ([]RoCEQoS, error) {
 				return nil, fmt.Errorf("line %d: %s: %w", n, m[1], err)
 			}
 			found = found || ok
-		case cmaRoceTosRE.MatchString(line):
-			v, _ := strconv.Atoi(cmaRoceTosRE.FindStringSubmatch(line)[1])
+		case cmaRoceTosRE().MatchString(line):
+			v, _ := strconv.Atoi(cmaRoceTosRE().FindStringSubmatch(line)[1])
 			if v > 255 {
 				return nil, fmt.Errorf("line %d: ToS %d: want 0-255", n, v)
 			}

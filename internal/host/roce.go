@@ -4,10 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/rdmalab/rdmalab/internal/lazyre"
 )
 
 // Read is one value and where it was read: a sysfs or configfs path, or a
@@ -264,13 +265,13 @@ func ParseDSCP(s string) (int, error) {
 }
 
 var (
-	cmaRoceModeCmdRE = regexp.MustCompile(`\bcma_roce_mode\s+(?:.*\s)?-d\s+(\S+)(?:.*\s-p\s+(\d+))?`)
-	ibdev2netdevRE   = regexp.MustCompile(`^(\S+)\s+port\s+(\d+)\s+==>\s+(\S+)`)
-	roceModeRE       = regexp.MustCompile(`^(RoCE v2|IB/RoCE v1|RoCE v1)$`)
+	cmaRoceModeCmdRE = lazyre.New(`\bcma_roce_mode\s+(?:.*\s)?-d\s+(\S+)(?:.*\s-p\s+(\d+))?`)
+	ibdev2netdevRE   = lazyre.New(`^(\S+)\s+port\s+(\d+)\s+==>\s+(\S+)`)
+	roceModeRE       = lazyre.New(`^(RoCE v2|IB/RoCE v1|RoCE v1)$`)
 )
 
 // SniffCMARoCEMode reports whether b shows cma_roce_mode.
-func SniffCMARoCEMode(b []byte) bool { return cmaRoceModeCmdRE.Match(b) }
+func SniffCMARoCEMode(b []byte) bool { return cmaRoceModeCmdRE().Match(b) }
 
 // ParseCMARoCEMode reads `cma_roce_mode -d DEV [-p N]` commands and their
 // one-line answers, with `ibdev2netdev` lines naming each device's netdev.
@@ -288,12 +289,12 @@ func ParseCMARoCEMode(b []byte, src string) ([]RoCEQoS, error) {
 	n := 0
 	for sc.Scan() {
 		n++
-		line := strings.TrimSpace(linePrefixRE.ReplaceAllString(sc.Text(), ""))
-		if m := ibdev2netdevRE.FindStringSubmatch(line); m != nil {
+		line := strings.TrimSpace(linePrefixRE().ReplaceAllString(sc.Text(), ""))
+		if m := ibdev2netdevRE().FindStringSubmatch(line); m != nil {
 			netdev[m[1]] = m[3]
 			continue
 		}
-		if m := cmaRoceModeCmdRE.FindStringSubmatch(line); m != nil {
+		if m := cmaRoceModeCmdRE().FindStringSubmatch(line); m != nil {
 			p := 1
 			if m[2] != "" {
 				p, _ = strconv.Atoi(m[2])
@@ -301,7 +302,7 @@ func ParseCMARoCEMode(b []byte, src string) ([]RoCEQoS, error) {
 			pending = append(pending, cmd{m[1], p})
 			continue
 		}
-		if !roceModeRE.MatchString(line) {
+		if !roceModeRE().MatchString(line) {
 			continue
 		}
 		if len(pending) != 1 {

@@ -4,16 +4,17 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/rdmalab/rdmalab/internal/lazyre"
 )
 
-var showGIDsHeaderRE = regexp.MustCompile(`(?m)^[\s*|]*DEV\s+PORT\s+INDEX\s+GID\b`)
+var showGIDsHeaderRE = lazyre.New(`(?m)^[\s*|]*DEV\s+PORT\s+INDEX\s+GID\b`)
 
 // SniffShowGIDs reports whether b looks like MLNX_OFED's show_gids.
-func SniffShowGIDs(b []byte) bool { return showGIDsHeaderRE.Match(b) }
+func SniffShowGIDs(b []byte) bool { return showGIDsHeaderRE().Match(b) }
 
 // ParseShowGIDs reads show_gids output into RDMA devices with their ports'
 // GID tables, as inventory reads them from gids/ and gid_attrs/. A row
@@ -29,8 +30,8 @@ func ParseShowGIDs(b []byte) ([]RDMADevice, error) {
 	n := 0
 	for sc.Scan() {
 		n++
-		line := strings.TrimSpace(linePrefixRE.ReplaceAllString(sc.Text(), ""))
-		if showGIDsHeaderRE.MatchString(line) {
+		line := strings.TrimSpace(linePrefixRE().ReplaceAllString(sc.Text(), ""))
+		if showGIDsHeaderRE().MatchString(line) {
 			header = true
 			continue
 		}

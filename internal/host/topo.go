@@ -3,10 +3,11 @@ package host
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/rdmalab/rdmalab/internal/lazyre"
 )
 
 // Topo is the GPU↔GPU/NIC matrix `nvidia-smi topo -m` prints, or the one a
@@ -80,11 +81,11 @@ func (t *Topo) HasRow(i int) bool {
 var ErrNotTopo = errors.New("no nvidia-smi topo -m matrix (a GPU0 heading with GPU0's row below it)")
 
 var (
-	topoLabel = regexp.MustCompile(`^(GPU\d+|NIC\d+|mlx\d+_\w+|[a-z]+\d*_\w+)$`)
-	topoLevel = regexp.MustCompile(`^(X|PIX|PXB|PHB|NODE|SYS|SOC|NV\d+)$`)
-	topoRow   = regexp.MustCompile(`^\s*GPU\d+\s+(X|PIX|PXB|PHB|NODE|SYS|SOC|NV\d+)\s`)
-	nicLegend = regexp.MustCompile(`^\s*(NIC\d+)\s*:\s*(\S+)\s*$`)
-	gpuName   = regexp.MustCompile(`^GPU (\d+): (.*)$`)
+	topoLabel = lazyre.New(`^(GPU\d+|NIC\d+|mlx\d+_\w+|[a-z]+\d*_\w+)$`)
+	topoLevel = lazyre.New(`^(X|PIX|PXB|PHB|NODE|SYS|SOC|NV\d+)$`)
+	topoRow   = lazyre.New(`^\s*GPU\d+\s+(X|PIX|PXB|PHB|NODE|SYS|SOC|NV\d+)\s`)
+	nicLegend = lazyre.New(`^\s*(NIC\d+)\s*:\s*(\S+)\s*$`)
+	gpuName   = lazyre.New(`^GPU (\d+): (.*)$`)
 )
 
 // SniffTopo reports whether b holds a `nvidia-smi topo -m` matrix.
@@ -97,7 +98,7 @@ func SniffTopo(b []byte) bool {
 // and blank lines between them skipped).
 func findTopoHeader(lines []string) (head, first int, ok bool) {
 	for i, l := range lines {
-		if !topoRow.MatchString(l + " ") {
+		if !topoRow().MatchString(l + " ") {
 			continue
 		}
 		for h := i - 1; h >= 0 && h >= i-3; h-- {
@@ -132,7 +133,7 @@ func ParseTopo(b []byte) (*Topo, error) {
 	// "GPU0" heading may follow text; start at GPU0.
 	fields = fields[slices.Index(fields, "GPU0"):]
 	n := 0
-	for n < len(fields) && topoLabel.MatchString(fields[n]) {
+	for n < len(fields) && topoLabel().MatchString(fields[n]) {
 		t.Devices = append(t.Devices, TopoDevice{Label: fields[n], GPU: strings.HasPrefix(fields[n], "GPU"), Name: oldNICName(fields[n])})
 		n++
 	}
@@ -165,7 +166,7 @@ func ParseTopo(b []byte) (*Topo, error) {
 		levels := make([]string, len(t.Devices))
 		for j := range t.Devices {
 			lv := f[1+j]
-			if !topoLevel.MatchString(lv) {
+			if !topoLevel().MatchString(lv) {
 				return nil, fmt.Errorf("line %d: row %s column %s: %q is not a topology level", li+1, f[0], t.Devices[j].Label, lv)
 			}
 			if lv == "SOC" { // drivers before NODE/SYS called it SOC
@@ -190,14 +191,14 @@ func ParseTopo(b []byte) (*Topo, error) {
 		return nil, ErrNotTopo
 	}
 	for _, l := range lines[end+1:] {
-		if m := nicLegend.FindStringSubmatch(l); m != nil {
+		if m := nicLegend().FindStringSubmatch(l); m != nil {
 			if i, ok := index[m[1]]; ok && !t.Devices[i].GPU {
 				t.Devices[i].Name = m[2]
 			}
 		}
 	}
 	for _, l := range lines {
-		if m := gpuName.FindStringSubmatch(strings.TrimSpace(l)); m != nil {
+		if m := gpuName().FindStringSubmatch(strings.TrimSpace(l)); m != nil {
 			name, _, _ := strings.Cut(m[2], "(UUID:")
 			name = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(name), "NVIDIA "))
 			if i, ok := index["GPU"+m[1]]; ok && t.Devices[i].Name == "" && name != "" {

@@ -3,9 +3,10 @@ package host
 import (
 	"fmt"
 	"net/netip"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/rdmalab/rdmalab/internal/lazyre"
 )
 
 // PCIAddress is a PCI function address in the kernel's form, 0000:41:00.0.
@@ -93,13 +94,13 @@ type IBRate struct {
 	SpeedName  string  `json:"speed_name"`  // SDR, DDR, QDR, FDR10, FDR, EDR, HDR, NDR, XDR; "" on old kernels for SDR
 }
 
-var rateRE = regexp.MustCompile(`^(\d+(?:\.\d+)?) Gb/sec \((\d+)X(?: ([A-Za-z0-9]+))?\)$`)
+var rateRE = lazyre.New(`^(\d+(?:\.\d+)?) Gb/sec \((\d+)X(?: ([A-Za-z0-9]+))?\)$`)
 
 // ParseIBRate parses "100 Gb/sec (4X EDR)". Old kernels print SDR without a
 // name ("10 Gb/sec (4X)"); that is read as SDR.
 func ParseIBRate(s string) (IBRate, error) {
 	s = strings.TrimSpace(s)
-	m := rateRE.FindStringSubmatch(s)
+	m := rateRE().FindStringSubmatch(s)
 	if m == nil {
 		return IBRate{Raw: s}, fmt.Errorf("rate %q: want like %q", s, "100 Gb/sec (4X EDR)")
 	}

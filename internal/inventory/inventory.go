@@ -9,7 +9,6 @@ import (
 	"errors"
 	"os"
 	"path"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/hostfs"
+	"github.com/rdmalab/rdmalab/internal/lazyre"
 	"k8s.io/utils/cpuset"
 )
 
@@ -138,13 +138,13 @@ func (c *collector) hostname() {
 	}
 }
 
-var numbered = regexp.MustCompile(`^(cpu|node)(\d+)$`)
+var numbered = lazyre.New(`^(cpu|node)(\d+)$`)
 
 // numberedEntries returns the N of the prefixN entries of a directory, sorted.
 func numberedEntries(names []string, prefix string) []int {
 	var ids []int
 	for _, n := range names {
-		if m := numbered.FindStringSubmatch(n); m != nil && m[1] == prefix {
+		if m := numbered().FindStringSubmatch(n); m != nil && m[1] == prefix {
 			id, _ := strconv.Atoi(m[2])
 			ids = append(ids, id)
 		}
@@ -329,12 +329,12 @@ func parseNodeMeminfo(s string) (total, free int64) {
 	return total, free
 }
 
-var hugeDir = regexp.MustCompile(`^hugepages-(\d+)kB$`)
+var hugeDir = lazyre.New(`^hugepages-(\d+)kB$`)
 
 func (c *collector) hugePools(subject, dir string) []host.HugePagePool {
 	pools := []host.HugePagePool{}
 	for _, name := range c.list(subject, dir) {
-		m := hugeDir.FindStringSubmatch(name)
+		m := hugeDir().FindStringSubmatch(name)
 		if m == nil {
 			continue
 		}

@@ -279,7 +279,7 @@ func (h *HugePagesReader) open() {
 		dir := base + "/node" + strconv.Itoa(id) + "/hugepages"
 		n := hugeNode{id: id}
 		for _, name := range c.list(subject, dir) {
-			m := hugeDir.FindStringSubmatch(name)
+			m := hugeDir().FindStringSubmatch(name)
 			if m == nil {
 				continue
 			}

@@ -5,12 +5,12 @@ import (
 	"encoding/binary"
 	"net/netip"
 	"path"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/rdmalab/rdmalab/internal/host"
+	"github.com/rdmalab/rdmalab/internal/lazyre"
 )
 
 const ibClass = "/sys/class/infiniband"
@@ -203,11 +203,11 @@ func (c *collector) counters(subject, dir string) (map[string]uint64, []string) 
 	return vals, unavailable
 }
 
-var digitsRE = regexp.MustCompile(`\d+|\D+`)
+var digitsRE = lazyre.New(`\d+|\D+`)
 
 // naturalCompare orders mlx5_2 before mlx5_10.
 func naturalCompare(a, b string) int {
-	pa, pb := digitsRE.FindAllString(a, -1), digitsRE.FindAllString(b, -1)
+	pa, pb := digitsRE().FindAllString(a, -1), digitsRE().FindAllString(b, -1)
 	for i := 0; i < len(pa) && i < len(pb); i++ {
 		if pa[i] == pb[i] {
 			continue

@@ -4,18 +4,18 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/fabric"
 	"github.com/rdmalab/rdmalab/internal/fabriccheck"
+	"github.com/rdmalab/rdmalab/internal/lazyre"
 )
 
 var (
-	checkWarnFlatRE = regexp.MustCompile(`#warn: counter (\w+) = (\d+) \(threshold (\d+)\)`)
-	checkLineRE     = regexp.MustCompile(`Error check on lid (\d+) \((.*?)\) port\s+(\w+):\s+FAILED`)
+	checkWarnFlatRE = lazyre.New(`#warn: counter (\w+) = (\d+) \(threshold (\d+)\)`)
+	checkLineRE     = lazyre.New(`Error check on lid (\d+) \((.*?)\) port\s+(\w+):\s+FAILED`)
 )
 
 func judgePorts(name string, b []byte, opt Options) ([]check.Finding, any, error) {
@@ -78,9 +78,9 @@ func judgeCheckErrors(name string, b []byte, opt Options) ([]check.Finding, any,
 	flat := strings.Join(strings.Fields(string(b)), " ")
 	var fs []check.Finding
 	prev := 0
-	for _, loc := range checkLineRE.FindAllStringSubmatchIndex(flat, -1) {
+	for _, loc := range checkLineRE().FindAllStringSubmatchIndex(flat, -1) {
 		lid, desc, port := flat[loc[2]:loc[3]], flat[loc[4]:loc[5]], flat[loc[6]:loc[7]]
-		for _, w := range checkWarnFlatRE.FindAllStringSubmatch(flat[prev:loc[0]], -1) {
+		for _, w := range checkWarnFlatRE().FindAllStringSubmatch(flat[prev:loc[0]], -1) {
 			f := check.Finding{Check: "fabric.port.errors", Outcome: check.Fail,
 				Subject:  fmt.Sprintf("lid %s (%s) port %s %s", lid, desc, port, w[1]),
 				Message:  fmt.Sprintf("%s, over ibcheckerrors' threshold %s", w[2], w[3]),

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/cluster"
+	"github.com/rdmalab/rdmalab/internal/lazyre"
 )
 
 // SSH runs commands through the system ssh, so the user's whole
@@ -61,7 +61,7 @@ func (s *SSH) command(ctx context.Context, n cluster.Node, remote string) *exec.
 	return cmd
 }
 
-var pidLineRE = regexp.MustCompile(`^rdmalab-pid (\d+)$`)
+var pidLineRE = lazyre.New(`^rdmalab-pid (\d+)$`)
 
 // Start implements Launcher. The remote shell is the session leader sshd
 // made (its pid is its process group), says its pid on stderr, carries
@@ -110,7 +110,7 @@ func (p *sshProc) readStderr(r io.Reader) {
 	sc := bufio.NewScanner(r)
 	said := false
 	for sc.Scan() {
-		if m := pidLineRE.FindStringSubmatch(sc.Text()); m != nil && !said {
+		if m := pidLineRE().FindStringSubmatch(sc.Text()); m != nil && !said {
 			pid, _ := strconv.Atoi(m[1])
 			p.pid <- pid
 			said = true

@@ -3,10 +3,11 @@ package nccl
 import (
 	"bufio"
 	"bytes"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/rdmalab/rdmalab/internal/lazyre"
 )
 
 // DebugLog is what NCCL_DEBUG=INFO (or TRACE) output says, per host.
@@ -80,27 +81,27 @@ var (
 	// host:pid:tid [dev] rest, behind any launcher prefix: "[rank] "
 	// (mpirun -tag-output styles), Ray/vLLM's "(RayWorkerWrapper pid=627,
 	// ip=…) ", srun --label's "0: ", timestamps
-	ncclLineRE = regexp.MustCompile(`(?:^|[\s)\]>])([^\s:\[\]()]+(?:\[\d+\])?):(\d+):(\d+)\s+\[(\d+)\]\s+(.*)$`)
+	ncclLineRE = lazyre.New(`(?:^|[\s)\]>])([^\s:\[\]()]+(?:\[\d+\])?):(\d+):(\d+)\s+\[(\d+)\]\s+(.*)$`)
 	// NCCL_NET_GDR_LEVEL=X on a command line or export before the run
-	gdrLevelCmdRE = regexp.MustCompile(`(?:^|[\s;])(?:export\s+)?NCCL_NET_GDR_LEVEL=([A-Za-z0-9]+)`)
-	netIBRE       = regexp.MustCompile(`NET/IB\s*:\s*Using\s+(.*?)\s*(?:\[RO\])?\s*;\s*OOB\s+([^:\s]+)`)
-	netDevRE      = regexp.MustCompile(`\[(\d+)\]([^:\s]+):(\d+)/(\w+)`)
-	netSocketRE   = regexp.MustCompile(`NET/Socket\s*:\s*Using\s+\[\d+\]([^:\s]+)`)
-	usingNetRE    = regexp.MustCompile(`Using network (.+?)\s*$`)
-	bootstrapRE   = regexp.MustCompile(`Bootstrap\s*:\s*Using\s+([^:\s]+)`)
-	gdrHCARE      = regexp.MustCompile(`GPU Direct RDMA (Enabled|Disabled) for HCA \d+ '([^']+)'`)
-	channelRE     = regexp.MustCompile(`(?:Channel|Ring) \d+(?:/\d+)?\s*:\s*.*?(?:\[(send|receive)\]\s+)?via\s+(.+?)\s*$`)
-	commRankRE    = regexp.MustCompile(`comm 0x[0-9a-f]+ rank (\d+) nranks \d+`)
-	envSetRE      = regexp.MustCompile(`(NCCL_[A-Z0-9_]+) set (?:by environment )?to (.+?)\.?\s*$`)
-	pluginInitRE  = regexp.MustCompile(`Initialized NET plugin (.+?)\s*$`)
-	p2pPluginRE   = regexp.MustCompile(`P2P plugin (\S+)`)
-	warnRE        = regexp.MustCompile(`NCCL WARN (.*)$`)
+	gdrLevelCmdRE = lazyre.New(`(?:^|[\s;])(?:export\s+)?NCCL_NET_GDR_LEVEL=([A-Za-z0-9]+)`)
+	netIBRE       = lazyre.New(`NET/IB\s*:\s*Using\s+(.*?)\s*(?:\[RO\])?\s*;\s*OOB\s+([^:\s]+)`)
+	netDevRE      = lazyre.New(`\[(\d+)\]([^:\s]+):(\d+)/(\w+)`)
+	netSocketRE   = lazyre.New(`NET/Socket\s*:\s*Using\s+\[\d+\]([^:\s]+)`)
+	usingNetRE    = lazyre.New(`Using network (.+?)\s*$`)
+	bootstrapRE   = lazyre.New(`Bootstrap\s*:\s*Using\s+([^:\s]+)`)
+	gdrHCARE      = lazyre.New(`GPU Direct RDMA (Enabled|Disabled) for HCA \d+ '([^']+)'`)
+	channelRE     = lazyre.New(`(?:Channel|Ring) \d+(?:/\d+)?\s*:\s*.*?(?:\[(send|receive)\]\s+)?via\s+(.+?)\s*$`)
+	commRankRE    = lazyre.New(`comm 0x[0-9a-f]+ rank (\d+) nranks \d+`)
+	envSetRE      = lazyre.New(`(NCCL_[A-Z0-9_]+) set (?:by environment )?to (.+?)\.?\s*$`)
+	pluginInitRE  = lazyre.New(`Initialized NET plugin (.+?)\s*$`)
+	p2pPluginRE   = lazyre.New(`P2P plugin (\S+)`)
+	warnRE        = lazyre.New(`NCCL WARN (.*)$`)
 	// NCCL ≥ 2.28's GIN: backend type 3 is GDAKI (NCCL_GIN_TYPE_GDAKI in
 	// nccl_device/core.h); src/gin/gin_host.cc logs the type a device
 	// communicator gets, and the GDAKI backend's own lines name its file.
-	ginGDAKIRE = regexp.MustCompile(`GIN backend type 3\b|gin_host_gdaki\.cc|GIN_IB_GDAKI|NCCL_GIN_TYPE set by environment to 3\b`)
+	ginGDAKIRE = lazyre.New(`GIN backend type 3\b|gin_host_gdaki\.cc|GIN_IB_GDAKI|NCCL_GIN_TYPE set by environment to 3\b`)
 	// "host: Test NCCL failure common.cu:958 '…'" (nccl-tests aborting)
-	testFailureRE = regexp.MustCompile(`^[^\s:]+: Test NCCL failure`)
+	testFailureRE = lazyre.New(`^[^\s:]+: Test NCCL failure`)
 )
 
 // ParseDebug reads NCCL_DEBUG output, whatever else is mixed in (nccl-tests
@@ -122,15 +123,15 @@ func ParseDebug(b []byte) *DebugLog {
 	for sc.Scan() {
 		line, _ := StripMPIPrefix(sc.Text())
 		line = strings.TrimSpace(line)
-		if testFailureRE.MatchString(line) {
+		if testFailureRE().MatchString(line) {
 			h, _, _ := strings.Cut(line, ":")
 			hl := get(h)
 			hl.Failures = append(hl.Failures, line)
 			continue
 		}
-		m := ncclLineRE.FindStringSubmatch(line)
+		m := ncclLineRE().FindStringSubmatch(line)
 		if m == nil {
-			if g := gdrLevelCmdRE.FindStringSubmatch(line); g != nil {
+			if g := gdrLevelCmdRE().FindStringSubmatch(line); g != nil {
 				if d.LaunchEnv == nil {
 					d.LaunchEnv = map[string]string{}
 				}
@@ -150,44 +151,44 @@ func ParseDebug(b []byte) *DebugLog {
 				*list = append(*list, v)
 			}
 		}
-		if ginGDAKIRE.MatchString(rest) && len(hl.GIN) < 3 {
+		if ginGDAKIRE().MatchString(rest) && len(hl.GIN) < 3 {
 			_, l, _ := strings.Cut(rest, "NCCL ")
 			addUnique(&hl.GIN, l)
 		}
 		switch {
-		case warnRE.MatchString(rest):
-			w := warnRE.FindStringSubmatch(rest)[1]
+		case warnRE().MatchString(rest):
+			w := warnRE().FindStringSubmatch(rest)[1]
 			addUnique(&hl.Warns, w)
 			if strings.Contains(w, "network") && strings.Contains(w, "not found") {
 				addUnique(&hl.Plugins, "failed: "+w)
 			}
-		case versionRE.MatchString(rest):
-			addUnique(&hl.NCCLVersions, versionRE.FindStringSubmatch(rest)[1])
-		case netIBRE.MatchString(rest):
-			mm := netIBRE.FindStringSubmatch(rest)
+		case versionRE().MatchString(rest):
+			addUnique(&hl.NCCLVersions, versionRE().FindStringSubmatch(rest)[1])
+		case netIBRE().MatchString(rest):
+			mm := netIBRE().FindStringSubmatch(rest)
 			hl.NetIB = nil
-			for _, dm := range netDevRE.FindAllStringSubmatch(mm[1], -1) {
+			for _, dm := range netDevRE().FindAllStringSubmatch(mm[1], -1) {
 				i, _ := strconv.Atoi(dm[1])
 				p, _ := strconv.Atoi(dm[3])
 				hl.NetIB = append(hl.NetIB, NetDevice{Index: i, Name: dm[2], Port: p, Layer: dm[4]})
 			}
 			hl.OOB = mm[2]
-		case netSocketRE.MatchString(rest):
-			hl.OOB = netSocketRE.FindStringSubmatch(rest)[1]
+		case netSocketRE().MatchString(rest):
+			hl.OOB = netSocketRE().FindStringSubmatch(rest)[1]
 			addUnique(&hl.Networks, "Socket")
-		case usingNetRE.MatchString(rest):
-			addUnique(&hl.Networks, usingNetRE.FindStringSubmatch(rest)[1])
-		case bootstrapRE.MatchString(rest):
-			hl.Bootstrap = bootstrapRE.FindStringSubmatch(rest)[1]
-		case gdrHCARE.MatchString(rest):
-			mm := gdrHCARE.FindStringSubmatch(rest)
+		case usingNetRE().MatchString(rest):
+			addUnique(&hl.Networks, usingNetRE().FindStringSubmatch(rest)[1])
+		case bootstrapRE().MatchString(rest):
+			hl.Bootstrap = bootstrapRE().FindStringSubmatch(rest)[1]
+		case gdrHCARE().MatchString(rest):
+			mm := gdrHCARE().FindStringSubmatch(rest)
 			if hl.GDR == nil {
 				hl.GDR = map[string]bool{}
 			}
 			hl.GDR[mm[2]] = mm[1] == "Enabled"
 		case strings.Contains(rest, "Init COMPLETE"):
 			hl.InitComplete = true
-			if mm := commRankRE.FindStringSubmatch(rest); mm != nil {
+			if mm := commRankRE().FindStringSubmatch(rest); mm != nil {
 				r, _ := strconv.Atoi(mm[1])
 				if hl.Ranks == nil {
 					hl.Ranks = map[string]int{}
@@ -196,27 +197,27 @@ func ParseDebug(b []byte) *DebugLog {
 			}
 		case strings.Contains(rest, "DMA-BUF is available"):
 			hl.DMABuf = true
-		case channelRE.MatchString(rest):
-			mm := channelRE.FindStringSubmatch(rest)
+		case channelRE().MatchString(rest):
+			mm := channelRE().FindStringSubmatch(rest)
 			hl.Channels = append(hl.Channels, Channel{Line: rest[strings.Index(rest, "NCCL INFO")+len("NCCL INFO "):], Direction: mm[1], Transport: mm[2]})
-		case commRankRE.MatchString(rest):
-			r, _ := strconv.Atoi(commRankRE.FindStringSubmatch(rest)[1])
+		case commRankRE().MatchString(rest):
+			r, _ := strconv.Atoi(commRankRE().FindStringSubmatch(rest)[1])
 			if hl.Ranks == nil {
 				hl.Ranks = map[string]int{}
 			}
 			hl.Ranks[pid] = r
 		case strings.Contains(rest, "No plugin found") || strings.Contains(rest, "Could not find:"):
 			addUnique(&hl.Plugins, "absent")
-		case pluginInitRE.MatchString(rest):
-			addUnique(&hl.Plugins, "loaded "+pluginInitRE.FindStringSubmatch(rest)[1])
-		case p2pPluginRE.MatchString(rest):
-			addUnique(&hl.Plugins, "loaded "+p2pPluginRE.FindStringSubmatch(rest)[1])
-			addUnique(&hl.Networks, p2pPluginRE.FindStringSubmatch(rest)[1])
+		case pluginInitRE().MatchString(rest):
+			addUnique(&hl.Plugins, "loaded "+pluginInitRE().FindStringSubmatch(rest)[1])
+		case p2pPluginRE().MatchString(rest):
+			addUnique(&hl.Plugins, "loaded "+p2pPluginRE().FindStringSubmatch(rest)[1])
+			addUnique(&hl.Networks, p2pPluginRE().FindStringSubmatch(rest)[1])
 		case strings.Contains(rest, "plugin/net.cc") && strings.Contains(rest, "->"),
 			strings.Contains(rest, "NET/OFI Invalid"):
 			addUnique(&hl.Plugins, "failed: "+rest[strings.Index(rest, "NCCL INFO")+len("NCCL INFO "):])
-		case envSetRE.MatchString(rest):
-			mm := envSetRE.FindStringSubmatch(rest)
+		case envSetRE().MatchString(rest):
+			mm := envSetRE().FindStringSubmatch(rest)
 			if hl.Env == nil {
 				hl.Env = map[string]string{}
 			}

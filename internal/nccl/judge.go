@@ -62,9 +62,9 @@ func Sniff(b []byte) bool {
 		t, _ := StripMPIPrefix(line)
 		t = strings.TrimSpace(t)
 		switch {
-		case nthreadRE.MatchString(t), collStartRE.MatchString(t), testFailureRE.MatchString(t), isHeader(t):
+		case nthreadRE().MatchString(t), collStartRE().MatchString(t), testFailureRE().MatchString(t), isHeader(t):
 			return true
-		case ncclLineRE.MatchString(t) && (strings.Contains(t, " NCCL INFO ") || strings.Contains(t, " NCCL WARN ")):
+		case ncclLineRE().MatchString(t) && (strings.Contains(t, " NCCL INFO ") || strings.Contains(t, " NCCL WARN ")):
 			return true
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/cluster"
+	"github.com/rdmalab/rdmalab/internal/lazyre"
 )
 
 // Job is one nccl-tests launch: a binary on the first Nodes of the cluster.
@@ -308,7 +308,7 @@ func verdictLine(r RunResult) string {
 	return s
 }
 
-var ncclHostRE = regexp.MustCompile(`^(\S+?):(\d+:\d+ \[\d+\] NCCL (?:INFO|WARN))`)
+var ncclHostRE = lazyre.New(`^(\S+?):(\d+:\d+ \[\d+\] NCCL (?:INFO|WARN))`)
 
 // attribute rewrites each rank's lines so NCCL_DEBUG lines carry the
 // cluster's node name for that rank (what the launch placed there), not
@@ -322,7 +322,7 @@ func attribute(raw []byte, j Job, l Launcher) []byte {
 		line, rank := StripMPIPrefix(sc.Text())
 		if rank >= 0 {
 			if h := l.RankHost(j, rank); h != "" {
-				line = ncclHostRE.ReplaceAllString(line, h+":$2")
+				line = ncclHostRE().ReplaceAllString(line, h+":$2")
 			}
 		}
 		b.WriteString(line)

@@ -10,9 +10,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/rdmalab/rdmalab/internal/lazyre"
 )
 
 // TestRun is one nccl-tests run as it printed itself.
@@ -101,13 +102,13 @@ func (r *TestRun) Hosts() []string {
 // ompiTag is what `mpirun --tag-output` puts before each line. Open MPI
 // tags each chunk it forwards, so a line that straddles two chunks carries
 // a second tag in its middle: "… 7.96 [1,0]<stdout>:     0 …".
-var ompiTag = regexp.MustCompile(`\[\d+,\d+\]<std(?:out|err)>:`)
+var ompiTag = lazyre.New(`\[\d+,\d+\]<std(?:out|err)>:`)
 
 // StripMPIPrefix removes Open MPI --tag-output tags (at the start and,
 // where a chunk boundary put one, inside the line) and returns the rank
 // the first one named (-1 when none).
 func StripMPIPrefix(line string) (string, int) {
-	loc := ompiTag.FindStringIndex(line)
+	loc := ompiTag().FindStringIndex(line)
 	if loc == nil {
 		return line, -1
 	}
@@ -118,18 +119,18 @@ func StripMPIPrefix(line string) (string, int) {
 	if err != nil || loc[0] != 0 {
 		n = -1
 	}
-	return ompiTag.ReplaceAllString(line, ""), n
+	return ompiTag().ReplaceAllString(line, ""), n
 }
 
 var (
-	rankLineRE  = regexp.MustCompile(`^#\s+Rank\s+(\d+)(?:\s+Group\s+\d+)?\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*)$`)
-	nthreadRE   = regexp.MustCompile(`^#\s*nThread\s+(\d+)\s+nGpus\s+(\d+).*?validation:\s*(\d)`)
-	collStartRE = regexp.MustCompile(`^#\s*Collective test starting:\s*(\S+)`)
-	collEndRE   = regexp.MustCompile(`^#\s*Collective test concluded`)
-	oobRE       = regexp.MustCompile(`^#\s*Out of bounds values\s*:\s*(\d+)\s+(OK|FAILED)`)
-	avgRE       = regexp.MustCompile(`^#\s*Avg bus bandwidth\s*:\s*(\S+)`)
-	versionRE   = regexp.MustCompile(`NCCL version (\S+)`)
-	perfNameRE  = regexp.MustCompile(`\b(all_reduce|all_gather|alltoall|broadcast|reduce_scatter|reduce|sendrecv|gather|scatter|hypercube)_perf\b`)
+	rankLineRE  = lazyre.New(`^#\s+Rank\s+(\d+)(?:\s+Group\s+\d+)?\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*)$`)
+	nthreadRE   = lazyre.New(`^#\s*nThread\s+(\d+)\s+nGpus\s+(\d+).*?validation:\s*(\d)`)
+	collStartRE = lazyre.New(`^#\s*Collective test starting:\s*(\S+)`)
+	collEndRE   = lazyre.New(`^#\s*Collective test concluded`)
+	oobRE       = lazyre.New(`^#\s*Out of bounds values\s*:\s*(\d+)\s+(OK|FAILED)`)
+	avgRE       = lazyre.New(`^#\s*Avg bus bandwidth\s*:\s*(\S+)`)
+	versionRE   = lazyre.New(`NCCL version (\S+)`)
+	perfNameRE  = lazyre.New(`\b(all_reduce|all_gather|alltoall|broadcast|reduce_scatter|reduce|sendrecv|gather|scatter|hypercube)_perf\b`)
 )
 
 // ParseTests reads nccl-tests output (either text layout, or -J/--json
@@ -137,7 +138,7 @@ var (
 // skipped: nccl-tests output is always mixed with launcher and NCCL noise.
 func ParseTests(b []byte) []*TestRun {
 	if bytes.Contains(b, []byte(`"nccl-tests structured output"`)) {
-		b = ompiTag.ReplaceAll(b, nil) // JSON is not line-based: untag it whole
+		b = ompiTag().ReplaceAll(b, nil) // JSON is not line-based: untag it whole
 	}
 	if i := bytes.Index(b, []byte(`"nccl-tests structured output"`)); i >= 0 {
 		if j := bytes.LastIndexByte(b[:i], '{'); j >= 0 {
@@ -159,28 +160,28 @@ func ParseTests(b []byte) []*TestRun {
 	for sc.Scan() {
 		line, _ := StripMPIPrefix(sc.Text())
 		t := strings.TrimSpace(line)
-		if m := perfNameRE.FindStringSubmatch(t); m != nil && !strings.HasPrefix(t, "#") {
+		if m := perfNameRE().FindStringSubmatch(t); m != nil && !strings.HasPrefix(t, "#") {
 			hint = m[1] // a command line before the run
 		}
 		switch {
-		case collStartRE.MatchString(t):
-			name := strings.TrimSuffix(collStartRE.FindStringSubmatch(t)[1], "_perf")
+		case collStartRE().MatchString(t):
+			name := strings.TrimSuffix(collStartRE().FindStringSubmatch(t)[1], "_perf")
 			hint = name
 			newRun()
 			cur.Started = true
 			continue
-		case nthreadRE.MatchString(t):
+		case nthreadRE().MatchString(t):
 			if cur == nil || len(cur.Rows) > 0 || cur.NThread != 0 {
 				newRun()
 			}
-			m := nthreadRE.FindStringSubmatch(t)
+			m := nthreadRE().FindStringSubmatch(t)
 			cur.NThread, _ = strconv.Atoi(m[1])
 			cur.NGPUs, _ = strconv.Atoi(m[2])
 			v := m[3] == "1"
 			cur.Validation = &v
 			continue
 		}
-		if m := versionRE.FindStringSubmatch(t); m != nil && !strings.Contains(t, "NCCL INFO") {
+		if m := versionRE().FindStringSubmatch(t); m != nil && !strings.Contains(t, "NCCL INFO") {
 			version = m[1] // rank 0 prints it bare, before or inside the table
 		}
 		if isHeader(t) && (cur == nil || len(cur.Rows) > 0) {
@@ -193,8 +194,8 @@ func ParseTests(b []byte) []*TestRun {
 			continue
 		}
 		switch {
-		case rankLineRE.MatchString(t):
-			m := rankLineRE.FindStringSubmatch(t)
+		case rankLineRE().MatchString(t):
+			m := rankLineRE().FindStringSubmatch(t)
 			r := TestRank{Host: m[2], BusID: m[4], Name: strings.TrimSpace(m[5])}
 			r.Rank, _ = strconv.Atoi(m[1])
 			r.Device, _ = strconv.Atoi(m[3])
@@ -202,17 +203,17 @@ func ParseTests(b []byte) []*TestRun {
 		case isHeader(t):
 			mid, cur.CheckColumn = headerMiddle(t)
 			inTable = true
-		case oobRE.MatchString(t):
-			m := oobRE.FindStringSubmatch(t)
+		case oobRE().MatchString(t):
+			m := oobRE().FindStringSubmatch(t)
 			n, _ := strconv.Atoi(m[1])
 			cur.OutOfBounds, cur.OOBFailed = &n, m[2] == "FAILED"
 			inTable = false
-		case avgRE.MatchString(t):
-			if v, err := strconv.ParseFloat(avgRE.FindStringSubmatch(t)[1], 64); err == nil {
+		case avgRE().MatchString(t):
+			if v, err := strconv.ParseFloat(avgRE().FindStringSubmatch(t)[1], 64); err == nil {
 				cur.AvgBusbwGBps = &v
 			}
 			inTable = false
-		case collEndRE.MatchString(t):
+		case collEndRE().MatchString(t):
 			cur.Concluded = true
 			inTable = false
 		case inTable && !strings.HasPrefix(t, "#") && t != "":
@@ -323,7 +324,7 @@ func parsePerf(f []string) (Perf, bool) {
 // keeps the sizes that were complete and is marked Truncated.
 func parseJSON(b []byte, before string) *TestRun {
 	r := &TestRun{Format: "json", CheckColumn: "#wrong"}
-	if m := perfNameRE.FindStringSubmatch(before); m != nil {
+	if m := perfNameRE().FindStringSubmatch(before); m != nil {
 		r.Collective = m[1]
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))

@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"strings"
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/hostcheck"
+	"github.com/rdmalab/rdmalab/internal/lazyre"
 	"libvirt.org/go/libvirtxml"
 )
 
@@ -50,7 +50,7 @@ func ReadDomain(path string) (hostcheck.VMDomain, error) {
 	return ParseDomain(path, b)
 }
 
-var dumpxmlName = regexp.MustCompile(`virsh\s+dumpxml\s+(?:--\S+\s+)*([A-Za-z0-9_.:-]+)`)
+var dumpxmlName = lazyre.New(`virsh\s+dumpxml\s+(?:--\S+\s+)*([A-Za-z0-9_.:-]+)`)
 
 // ParseDomain parses domain XML as libvirt writes it, and what people
 // paste of it: indented inside a docstring or a document, after a shell
@@ -66,7 +66,7 @@ func ParseDomain(source string, b []byte) (hostcheck.VMDomain, error) {
 		}
 		text = text[i : j+len("</domain>")]
 	} else {
-		m := dumpxmlName.FindStringSubmatchIndex(text)
+		m := dumpxmlName().FindStringSubmatchIndex(text)
 		if m == nil || !strings.Contains(text[m[1]:], "<") {
 			return hostcheck.VMDomain{}, fmt.Errorf("%s: no libvirt <domain> XML in it (want virsh dumpxml output or /etc/libvirt/qemu/NAME.xml)", source)
 		}

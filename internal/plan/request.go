@@ -2,11 +2,11 @@ package plan
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/rdmalab/rdmalab/internal/host"
+	"github.com/rdmalab/rdmalab/internal/lazyre"
 	size "github.com/rdmalab/rdmalab/internal/units"
 )
 
@@ -21,11 +21,11 @@ type RequestError struct {
 func (e *RequestError) Error() string { return fmt.Sprintf("%s %s: %s", e.Field, e.Value, e.Reason) }
 
 // namePrefix is what may become a file name and a libvirt domain name.
-var namePrefix = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,40}$`)
+var namePrefix = lazyre.New(`^[A-Za-z][A-Za-z0-9_-]{0,40}$`)
 
 // osInfoName is an osinfo short id (linux2022, centos-stream9, rhel9.4,
 // ubuntu24.04): it lands unquoted in virt-install.sh.
-var osInfoName = regexp.MustCompile(`^[a-z][a-z0-9._-]{0,63}$`)
+var osInfoName = lazyre.New(`^[a-z][a-z0-9._-]{0,63}$`)
 
 // Validate refuses a request that cannot mean what was typed. Explicit
 // values are never replaced: zero VMs or zero housekeeping cores are
@@ -55,10 +55,10 @@ func (r Request) Validate() error {
 	if !slices.Contains(Policies, r.Policy) {
 		return bad("policy", string(r.Policy), "want single-numa-node, restricted or best-effort")
 	}
-	if !namePrefix.MatchString(r.NamePrefix) {
+	if !namePrefix().MatchString(r.NamePrefix) {
 		return bad("name_prefix", fmt.Sprintf("%q", r.NamePrefix), "VM names become file names and libvirt names: start with a letter, then letters, digits, - or _ (at most 41)")
 	}
-	if r.OSInfo != "" && !osInfoName.MatchString(r.OSInfo) {
+	if r.OSInfo != "" && !osInfoName().MatchString(r.OSInfo) {
 		return bad("osinfo", fmt.Sprintf("%q", r.OSInfo), "want an osinfo short id such as linux2022, centos-stream9 or ubuntu24.04 (osinfo-query os)")
 	}
 	return nil

@@ -13,6 +13,7 @@ import (
 	"io"
 	"math"
 	"strings"
+	"sync"
 
 	"github.com/rdmalab/rdmalab/internal/bench"
 	"github.com/rdmalab/rdmalab/internal/check"
@@ -41,27 +42,31 @@ func Write(w io.Writer, v *report.ClusterView, o Options) error {
 	for _, b := range v.Benches {
 		d.Benches = append(d.Benches, newBenchPage(b))
 	}
-	return pageTmpl.Execute(w, d)
+	return pageTmpl().Execute(w, d)
 }
 
-var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
-	"upper":   strings.ToUpper,
-	"outcome": func(o check.Outcome) string { return string(o) },
-	"level":   levelClass,
-	"plural":  func(n int, one, many string) string { return map[bool]string{true: one, false: many}[n == 1] },
-	"outcomes": func() []check.Outcome {
-		return report.Outcomes
-	},
-	"count":      func(c report.Counts, o check.Outcome) int { return c.Of(o) },
-	"cellStates": func() []string { return report.CellStates },
-	"stateBadge": func(s string) string { return stateBadge[s] },
-	"state":      func(s report.VerdictState) string { return strings.ReplaceAll(string(s), " ", "-") },
-	"pct":        func(v float64) string { return fmt.Sprintf("%+.0f%%", 100*v) },
-	"hundred":    func(v float64) float64 { return 100 * v },
-	"changeBadge": func(v string) string {
-		return map[string]string{compare.Worse: "fail", compare.Better: "pass", compare.NoChange: "pass"}[v]
-	},
-}).Parse(pageText))
+// pageTmpl is parsed on first use: parsing it costs every other command
+// of rdmalab start-up time.
+var pageTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("page").Funcs(template.FuncMap{
+		"upper":   strings.ToUpper,
+		"outcome": func(o check.Outcome) string { return string(o) },
+		"level":   levelClass,
+		"plural":  func(n int, one, many string) string { return map[bool]string{true: one, false: many}[n == 1] },
+		"outcomes": func() []check.Outcome {
+			return report.Outcomes
+		},
+		"count":      func(c report.Counts, o check.Outcome) int { return c.Of(o) },
+		"cellStates": func() []string { return report.CellStates },
+		"stateBadge": func(s string) string { return stateBadge[s] },
+		"state":      func(s report.VerdictState) string { return strings.ReplaceAll(string(s), " ", "-") },
+		"pct":        func(v float64) string { return fmt.Sprintf("%+.0f%%", 100*v) },
+		"hundred":    func(v float64) float64 { return 100 * v },
+		"changeBadge": func(v string) string {
+			return map[string]string{compare.Worse: "fail", compare.Better: "pass", compare.NoChange: "pass"}[v]
+		},
+	}).Parse(pageText))
+})
 
 type page struct {
 	Title   string
