@@ -125,12 +125,18 @@ func (cp *coverPlan) pairs(r []schedule.IPair) []Pair {
 	return out
 }
 
-// locator turns the records so far into the localiser's observations:
-// every measured direction (not retests), slow when below the threshold
-// share of the run's median (the verdict bench uses for retests).
-func (cp *coverPlan) locator(c *cluster.Cluster, recs []Record, rep *Report) *schedule.Locator {
-	loc := schedule.NewLocator(cp.p)
+// measured is every measured direction of the run (not retests) between
+// two hosts of the fabric, with its CAs and whether it was slow: below the
+// threshold share of the run's median (the verdict bench uses for retests).
+type measured struct {
+	rec      Record
+	src, dst int
+	slow     bool
+}
+
+func (cp *coverPlan) measured(c *cluster.Cluster, recs []Record, rep *Report) []measured {
 	idx := c.Index()
+	var out []measured
 	for _, r := range recs {
 		if r.Retest || r.Failed() || r.Engine != rep.Engine || r.Test != rep.Test {
 			continue
@@ -140,7 +146,16 @@ func (cp *coverPlan) locator(c *cluster.Cluster, recs []Record, rep *Report) *sc
 		if !ok1 || !ok2 {
 			continue
 		}
-		loc.Observe(schedule.Observation{Src: s, Dst: d, Slow: retestBad(r, rep, c.Thresholds, rep.Latency), Round: r.Round})
+		out = append(out, measured{r, s, d, retestBad(r, rep, c.Thresholds, rep.Latency)})
+	}
+	return out
+}
+
+// locator turns the records so far into the localiser's observations.
+func (cp *coverPlan) locator(c *cluster.Cluster, recs []Record, rep *Report) *schedule.Locator {
+	loc := schedule.NewLocator(cp.p)
+	for _, m := range cp.measured(c, recs, rep) {
+		loc.Observe(schedule.Observation{Src: m.src, Dst: m.dst, Slow: m.slow, Round: m.rec.Round})
 	}
 	return loc
 }
@@ -214,23 +229,14 @@ func (cp *coverPlan) judgeCover(c *cluster.Cluster, rep *Report, recs []Record) 
 	}
 	// per directed link: measured directions crossing it, slow and fast
 	slow, fast := make([]int, len(f.Links)), make([]int, len(f.Links))
-	idx := c.Index()
 	type dir struct {
 		rec  Record
 		path []int32
 		slow bool
 	}
 	var dirs []dir
-	for _, r := range recs {
-		if r.Retest || r.Failed() || r.Engine != rep.Engine || r.Test != rep.Test {
-			continue
-		}
-		s, ok1 := cp.nodeCA[idx[r.From]]
-		d, ok2 := cp.nodeCA[idx[r.To]]
-		if !ok1 || !ok2 {
-			continue
-		}
-		dd := dir{r, cp.p.Path(s, d), retestBad(r, rep, c.Thresholds, rep.Latency)}
+	for _, m := range cp.measured(c, recs, rep) {
+		dd := dir{m.rec, cp.p.Path(m.src, m.dst), m.slow}
 		dirs = append(dirs, dd)
 		for _, l := range dd.path {
 			if dd.slow {
