@@ -14,6 +14,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/cluster"
 	"github.com/rdmalab/rdmalab/internal/launch"
+	"github.com/rdmalab/rdmalab/internal/resultslog"
 )
 
 // Record is one measured (or failed, or skipped) direction: one JSON line
@@ -85,7 +86,7 @@ type Runner struct {
 	ProbeTimeout time.Duration
 	// RunID is this run's identity on the nodes.
 	RunID string
-	Log   *Log
+	Log   *resultslog.Log[Record]
 	// KeepFailed keeps failed directions of a resumed log instead of
 	// measuring them again.
 	KeepFailed bool

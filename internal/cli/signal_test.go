@@ -280,7 +280,7 @@ launcher: {type: local, rdmalab: `+bin+`, base_port: 23800}
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, recs, valid, err := bench.ParseLog(b)
+	_, recs, valid, err := bench.Results.Parse(b)
 	if err != nil || valid != len(b) || len(recs) < 2 {
 		t.Errorf("the first run's log: %d records, %d of %d bytes valid, %v\n%s", len(recs), valid, len(b), err, b)
 	}

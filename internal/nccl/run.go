@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +18,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/cluster"
 	"github.com/rdmalab/rdmalab/internal/lazyre"
+	"github.com/rdmalab/rdmalab/internal/resultslog"
 )
 
 // Job is one nccl-tests launch: a binary on the first Nodes of the cluster.
@@ -131,11 +131,22 @@ type RunOptions struct {
 	Dir          string // raw logs, one file per run
 	Launcher     Launcher
 	Judge        JudgeOptions
-	// Results receives one JSON line per run as it finishes.
-	Results io.Writer
+	// Results is the results log (Results' rules): a header bound to the
+	// cluster, then one RunResult a line, appended and synced as each run
+	// finishes. ClusterFile is refused as its path; Mode says what
+	// happens to an existing log (Resume skips the runs it holds that
+	// finished).
+	Results     string
+	ClusterFile string
+	Mode        resultslog.Mode
 	// Progress receives a line per run start and end (may be nil).
 	Progress io.Writer
 }
+
+// Results is nccl run's results log: a header bound to the cluster, then
+// one RunResult per launch.
+var Results = resultslog.Kind[RunResult]{Format: "rdmalab-nccl-results", Version: 1, Tool: "nccl",
+	Valid: func(r RunResult) bool { return r.Test != "" && r.NodeCount > 0 }}
 
 // RunResult is one run's line in the results file.
 type RunResult struct {
@@ -165,10 +176,14 @@ func DefaultNodeCounts(n int) []int {
 	return out
 }
 
+// finished is a result --resume keeps: the launch ended by itself, well.
+func (r RunResult) finished() bool { return !r.TimedOut && r.Error == "" && r.ExitCode == 0 }
+
 // Run runs every test on every cluster size in order, one launch at a
-// time (each uses the nodes whole), and appends each result as it ends. A
-// run that times out is killed (its process group, and each rank by its
-// own timeout on its node) and the next run goes on.
+// time (each uses the nodes whole), and appends each result to the results
+// log as it ends. A run that times out is killed (its process group, and
+// each rank by its own timeout on its node) and the next run goes on. The
+// results returned include those a resumed log already held.
 func Run(ctx context.Context, o RunOptions) ([]RunResult, error) {
 	nodes := o.Cluster.Nodes
 	counts := o.NodeCounts
@@ -192,20 +207,36 @@ func Run(ctx context.Context, o RunOptions) ([]RunResult, error) {
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("results dir: %w", err)
 	}
+	if err := os.MkdirAll(filepath.Dir(o.Results), 0o755); err != nil {
+		return nil, fmt.Errorf("results dir: %w", err)
+	}
+	log, prior, err := Results.Open(o.Results, resultslog.Target{ClusterFile: o.ClusterFile, Cluster: o.Cluster.Fingerprint(), Nodes: len(nodes), Mode: o.Mode})
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close()
+	done := map[string]RunResult{}
+	for _, r := range prior {
+		if r.finished() {
+			done[fmt.Sprint(r.Test, "/", r.NodeCount)] = r
+		}
+	}
 	var out []RunResult
 	for _, k := range counts {
 		for _, test := range tests {
 			if ctx.Err() != nil {
 				return out, ctx.Err()
 			}
+			if r, ok := done[fmt.Sprint(filepath.Base(test), "/", k)]; ok {
+				progress(o.Progress, "%s on %d nodes: in the results log already", r.Test, k)
+				out = append(out, r)
+				continue
+			}
 			j := Job{Nodes: nodes[:k], RanksPerNode: max(o.RanksPerNode, 1), Env: env, Argv: append([]string{test}, targs...), Timeout: o.Timeout, Dir: o.Dir}
 			r := runOne(ctx, o, j, algo)
 			out = append(out, r)
-			if o.Results != nil {
-				b, _ := json.Marshal(r)
-				if _, err := o.Results.Write(append(b, '\n')); err != nil {
-					return out, fmt.Errorf("results: %w", err)
-				}
+			if err := log.Append(r); err != nil {
+				return out, err
 			}
 		}
 	}

@@ -104,10 +104,11 @@ launcher:
 		t.Fatalf("ssh: %v %s", err, out)
 	}
 	timeout := 8*time.Second + 3*time.Since(login)
-	var results, prog bytes.Buffer
+	var prog bytes.Buffer
 	start := time.Now()
+	results := filepath.Join(c.Dir, "runs", "results.jsonl")
 	rs, err := Run(context.Background(), RunOptions{Cluster: cl, NodeCounts: []int{3, 2}, Tests: []string{filepath.Join(bin, "all_reduce_perf")},
-		Timeout: timeout, Dir: filepath.Join(c.Dir, "runs"), Launcher: l, Results: &results, Progress: &prog,
+		Timeout: timeout, Dir: filepath.Join(c.Dir, "runs"), Launcher: l, Results: results, Progress: &prog,
 		Judge: JudgeOptions{NIC: cl.Link.Resolved(), RailsPerNode: 1, NICSource: "cluster file"}})
 	t.Logf("%.1fs (timeout %s)\n%s", time.Since(start).Seconds(), timeout, prog.String())
 	for _, r := range rs {
@@ -116,8 +117,10 @@ launcher:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rs) != 2 || bytes.Count(results.Bytes(), []byte("\n")) != 2 {
-		t.Fatalf("%d results, %d lines", len(rs), bytes.Count(results.Bytes(), []byte("\n")))
+	b, _ := os.ReadFile(results)
+	h, logged, valid, err := Results.Parse(b)
+	if len(rs) != 2 || err != nil || len(logged) != 2 || valid != len(b) || h.Cluster != cl.Fingerprint() || h.Nodes != 3 {
+		t.Fatalf("%d results; the log: %v %+v %d records, %d of %d bytes valid\n%s", len(rs), err, h, len(logged), valid, len(b), b)
 	}
 	has := func(r RunResult, id string, o check.Outcome, host, text string) bool {
 		return slices.ContainsFunc(r.Findings, func(f check.Finding) bool {
