@@ -246,7 +246,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	defer l.Close()
 	r := &Runner{Cluster: c, Launcher: l, Engine: eng, Schedule: sched, Samples: o.Samples, Timeout: o.Timeout,
-		RunID: NewRunID(), Log: log, KeepFailed: o.KeepFailed, Retest: !o.NoRetest, Progress: o.Progress}
+		RunID: launch.NewRunID(), Log: log, KeepFailed: o.KeepFailed, Retest: !o.NoRetest, Progress: o.Progress}
 	// a node gets as long to answer the probe as one test may take
 	unready := Preflight(ctx, l, c.Nodes, eng, max(15*time.Second, o.Timeout))
 	if ctx.Err() != nil {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -528,12 +527,6 @@ func (r *Runner) runOnce(ctx context.Context, from, to cluster.Node) (Measure, *
 		return Measure{}, &runErr{msg: err.Error()}
 	}
 	return m, nil
-}
-
-// NewRunID is a short identity for one run, unique enough to find its
-// processes on the nodes.
-func NewRunID() string {
-	return fmt.Sprintf("rdmalab-%s-%04x", time.Now().UTC().Format("20060102T150405"), rand.IntN(1<<16))
 }
 
 // Median of the values (0 for none).

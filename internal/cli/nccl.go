@@ -11,6 +11,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/cluster"
 	"github.com/rdmalab/rdmalab/internal/envelope"
+	"github.com/rdmalab/rdmalab/internal/launch"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"github.com/rdmalab/rdmalab/internal/nccl"
 	"github.com/rdmalab/rdmalab/internal/report"
@@ -266,10 +267,17 @@ run, 130 interrupted.`,
 				}
 				vars = append(vars, nccl.Var{Name: k, Value: v, Reason: "--env"})
 			}
-			l, err := nccl.NewMPIRun(cl, o.mpiArgs)
+			control, cleanup, err := tempDir()
+			if err != nil {
+				return err
+			}
+			defer cleanup()
+			ssh := &launch.SSH{Options: cl.Launcher.Options, KnownHosts: cl.Launcher.KnownHosts, ControlDir: control}
+			l, err := launch.NewMPIRun(cl, ssh, o.mpiArgs)
 			if err != nil {
 				return usageErr("%v", err)
 			}
+			defer l.Close()
 			dir := o.dir
 			if dir == "" {
 				dir = "nccl-runs-" + time.Now().Format("20060102-150405")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/cluster"
+	"github.com/rdmalab/rdmalab/internal/launch"
 	"github.com/rdmalab/rdmalab/internal/resultslog"
 )
 
@@ -18,12 +19,13 @@ import (
 // records the cluster sizes it was asked for.
 type echoLauncher struct{ sizes []int }
 
-func (e *echoLauncher) Command(ctx context.Context, j Job) (*exec.Cmd, error) {
+func (e *echoLauncher) Command(ctx context.Context, j launch.Job) (*exec.Cmd, error) {
 	e.sizes = append(e.sizes, len(j.Nodes))
 	return exec.CommandContext(ctx, "true"), nil
 }
 
-func (*echoLauncher) RankHost(Job, int) string { return "" }
+func (*echoLauncher) Reap(context.Context, cluster.Node, string) ([]string, error) { return nil, nil }
+func (*echoLauncher) Close() error                                                 { return nil }
 
 // The results log of nccl run follows bench's rules: a second run on a
 // held log is refused naming the holder; a torn last line is named by
