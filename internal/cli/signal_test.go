@@ -266,15 +266,7 @@ launcher: {type: local, rdmalab: `+bin+`, base_port: 23800}
 	for sc.Scan() && !strings.HasPrefix(sc.Text(), "round 2/") {
 	}
 	go io.Copy(io.Discard, stderr)
-	for _, extra := range [][]string{nil, {"--resume"}, {"--overwrite"}} {
-		start := time.Now()
-		out, err := exec.Command(bin, append(args, extra...)...).CombinedOutput()
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		want := fmt.Sprintf("in use by process %d", first.Process.Pid)
-		if code := exitCode(err); code != ExitUsage || len(lines) != 1 || !strings.Contains(lines[0], want) || time.Since(start) > 2*time.Second {
-			t.Errorf("second run %v: exit %d, want 2 and one line with %q:\n%s", extra, code, want, out)
-		}
-	}
+	refusedWhileHeld(t, bin, args, first.Process.Pid)
 	first.Process.Signal(os.Interrupt)
 	first.Wait()
 	b, err := os.ReadFile(results)
@@ -284,6 +276,21 @@ launcher: {type: local, rdmalab: `+bin+`, base_port: 23800}
 	_, recs, valid, err := bench.Results.Parse(b)
 	if err != nil || valid != len(b) || len(recs) < 2 {
 		t.Errorf("the first run's log: %d records, %d of %d bytes valid, %v\n%s", len(recs), valid, len(b), err, b)
+	}
+}
+
+// refusedWhileHeld: the same command again, in every mode, is refused at
+// once with one line naming the holder of the results log.
+func refusedWhileHeld(t *testing.T, bin string, args []string, holder int) {
+	t.Helper()
+	for _, extra := range [][]string{nil, {"--resume"}, {"--overwrite"}} {
+		start := time.Now()
+		out, err := exec.Command(bin, append(args, extra...)...).CombinedOutput()
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		want := fmt.Sprintf("in use by process %d", holder)
+		if code := exitCode(err); code != ExitUsage || len(lines) != 1 || !strings.Contains(lines[0], want) || time.Since(start) > 2*time.Second {
+			t.Errorf("second run %v: exit %d, want 2 and one line with %q:\n%s", extra, code, want, out)
+		}
 	}
 }
 
@@ -323,15 +330,7 @@ func TestNCCLResultsLogExclusive(t *testing.T) {
 			t.Fatal("no rank ever started")
 		}
 	}
-	for _, extra := range [][]string{nil, {"--resume"}, {"--overwrite"}} {
-		start := time.Now()
-		out, err := exec.Command(bin, append(args, extra...)...).CombinedOutput()
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		want := fmt.Sprintf("in use by process %d", first.Process.Pid)
-		if code := exitCode(err); code != ExitUsage || len(lines) != 1 || !strings.Contains(lines[0], want) || time.Since(start) > 2*time.Second {
-			t.Errorf("second run %v: exit %d, want 2 and one line with %q:\n%s", extra, code, want, out)
-		}
-	}
+	refusedWhileHeld(t, bin, args, first.Process.Pid)
 	first.Process.Signal(syscall.SIGTERM)
 	first.Wait()
 	if code := first.ProcessState.ExitCode(); code != ExitTerminated {
