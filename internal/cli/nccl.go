@@ -291,7 +291,7 @@ run, 130 interrupted.`,
 				RanksPerNode: o.ranks, Env: vars, Timeout: o.timeout, Dir: dir, Launcher: l, Progress: cmd.ErrOrStderr(),
 				Results: results, ClusterFile: o.cluster, Mode: mode, Judge: judge})
 			if errors.Is(err, context.Canceled) {
-				return &exitError{code: ExitInterrupted, err: fmt.Errorf("interrupted; the runs finished are saved in %s: run the same command with --resume to run the rest", userfile.Name(results))}
+				return &exitError{code: ExitInterrupted, err: fmt.Errorf("interrupted; the runs finished are saved in %[1]s: run the same command with --results %[1]s --resume to run the rest", userfile.Name(results))}
 			}
 			if err != nil {
 				return usageErr("%v", err)
