@@ -17,6 +17,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/gpudirect"
 	"github.com/rdmalab/rdmalab/internal/launch"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
+	"github.com/rdmalab/rdmalab/internal/resultslog"
 	"github.com/rdmalab/rdmalab/internal/route"
 	"github.com/rdmalab/rdmalab/internal/schedule"
 	"github.com/rdmalab/rdmalab/internal/slurm"
@@ -102,7 +103,7 @@ func (o *Options) Validate() error {
 	case o.Samples <= 0:
 		return &UsageError{fmt.Errorf("--samples %d: must be positive", o.Samples)}
 	case o.Resume && o.Overwrite:
-		return &UsageError{errors.New("--resume and --overwrite contradict each other")}
+		return &UsageError{resultslog.ErrContradict}
 	case time.Duration(o.Seconds)*time.Second >= o.Timeout:
 		return &UsageError{fmt.Errorf("--timeout %s must be longer than --seconds %d (one test)", o.Timeout, o.Seconds)}
 	}
@@ -226,14 +227,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		sched = func(int) [][]Pair { return cover.rounds }
 	}
-	mode := Create
-	switch {
-	case o.Resume:
-		mode = Resume
-	case o.Overwrite:
-		mode = Overwrite
-	}
-	log, prior, err := OpenLog(o.Results, o.ClusterFile, c.Fingerprint(), len(c.Nodes), mode)
+	mode, _ := resultslog.ModeOf(o.Resume, o.Overwrite) // Validate refused both
+	log, prior, err := Results.Open(o.Results, resultslog.Target{ClusterFile: o.ClusterFile, Cluster: c.Fingerprint(), Nodes: len(c.Nodes), Mode: mode})
 	if err != nil {
 		return nil, &UsageError{err}
 	}
@@ -251,7 +246,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	defer l.Close()
 	r := &Runner{Cluster: c, Launcher: l, Engine: eng, Schedule: sched, Samples: o.Samples, Timeout: o.Timeout,
-		RunID: NewRunID(), Log: log, KeepFailed: o.KeepFailed, Retest: !o.NoRetest, Progress: o.Progress}
+		RunID: launch.NewRunID(), Log: log, KeepFailed: o.KeepFailed, Retest: !o.NoRetest, Progress: o.Progress}
 	// a node gets as long to answer the probe as one test may take
 	unready := Preflight(ctx, l, c.Nodes, eng, max(15*time.Second, o.Timeout))
 	if ctx.Err() != nil {

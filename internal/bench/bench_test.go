@@ -204,7 +204,7 @@ func readLog(t *testing.T, path string) []Record {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, recs, _, err := ParseLog(b)
+	_, recs, _, err := Results.Parse(b)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,7 +61,7 @@ func TestUseCUDAReplayNoGPU(t *testing.T) {
 	}
 	// Both memories' results are in the one log, each under its engine.
 	b, _ := os.ReadFile(filepath.Join(dir, "r.jsonl"))
-	_, recs, _, err := ParseLog(b)
+	_, recs, _, err := Results.Parse(b)
 	if err != nil {
 		t.Fatal(err)
 	}

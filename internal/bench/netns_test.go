@@ -236,7 +236,7 @@ launcher:
 		t.Errorf("not the file's two rounds:\n%s", out)
 	}
 	b, _ := os.ReadFile(results)
-	_, recs, _, err := ParseLog(b)
+	_, recs, _, err := Results.Parse(b)
 	if err != nil {
 		t.Fatal(err)
 	}

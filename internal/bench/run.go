@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/cluster"
 	"github.com/rdmalab/rdmalab/internal/launch"
+	"github.com/rdmalab/rdmalab/internal/resultslog"
 )
 
 // Record is one measured (or failed, or skipped) direction: one JSON line
@@ -85,7 +85,7 @@ type Runner struct {
 	ProbeTimeout time.Duration
 	// RunID is this run's identity on the nodes.
 	RunID string
-	Log   *Log
+	Log   *resultslog.Log[Record]
 	// KeepFailed keeps failed directions of a resumed log instead of
 	// measuring them again.
 	KeepFailed bool
@@ -527,12 +527,6 @@ func (r *Runner) runOnce(ctx context.Context, from, to cluster.Node) (Measure, *
 		return Measure{}, &runErr{msg: err.Error()}
 	}
 	return m, nil
-}
-
-// NewRunID is a short identity for one run, unique enough to find its
-// processes on the nodes.
-func NewRunID() string {
-	return fmt.Sprintf("rdmalab-%s-%04x", time.Now().UTC().Format("20060102T150405"), rand.IntN(1<<16))
 }
 
 // Median of the values (0 for none).

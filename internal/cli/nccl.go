@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -12,9 +11,11 @@ import (
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/cluster"
 	"github.com/rdmalab/rdmalab/internal/envelope"
+	"github.com/rdmalab/rdmalab/internal/launch"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"github.com/rdmalab/rdmalab/internal/nccl"
 	"github.com/rdmalab/rdmalab/internal/report"
+	"github.com/rdmalab/rdmalab/internal/resultslog"
 	"github.com/rdmalab/rdmalab/internal/userfile"
 	"github.com/spf13/cobra"
 )
@@ -196,6 +197,7 @@ func newNCCLRunCmd() *cobra.Command {
 		nodes                         []int
 		tests, testArgs, mpiArgs, env []string
 		ranks                         int
+		resume, overwrite             bool
 		timeout                       time.Duration
 		rails                         int
 	}
@@ -211,7 +213,10 @@ NCCL_ALGO=Ring (busbw then measures the network) and NCCL_DEBUG=INFO, plus the
 environment from 'nccl env' when --snapshot is given. Each run has a timeout
 that kills the whole launch and, on every node, the rank itself; a hung run is
 recorded with the nodes that never finished NCCL init, and the next run goes
-on. Results are appended as JSON lines as runs finish; raw logs go to --dir.
+on. Every finished run is appended and synced to --results (a header bound to
+the cluster, then one JSON line a run), which is never truncated: --resume
+continues it (running only what it lacks, and what failed), --overwrite
+replaces it; one run writes it at a time. Raw logs go to --dir.
 busbw is judged against the cluster file's link (rate, layer, MTU) times
 --rails.
 
@@ -227,6 +232,10 @@ run, 130 interrupted.`,
 			}
 			if o.cluster == "" {
 				return usageErr("--cluster FILE is required (the cluster file of rdmalab bench)")
+			}
+			mode, err := resultslog.ModeOf(o.resume, o.overwrite)
+			if err != nil {
+				return usageErr("%v", err)
 			}
 			cl, err := cluster.Load(o.cluster)
 			if err != nil {
@@ -258,10 +267,17 @@ run, 130 interrupted.`,
 				}
 				vars = append(vars, nccl.Var{Name: k, Value: v, Reason: "--env"})
 			}
-			l, err := nccl.NewMPIRun(cl, o.mpiArgs)
+			control, cleanup, err := tempDir()
+			if err != nil {
+				return err
+			}
+			defer cleanup()
+			ssh := &launch.SSH{Options: cl.Launcher.Options, KnownHosts: cl.Launcher.KnownHosts, ControlDir: control}
+			l, err := launch.NewMPIRun(cl, ssh, o.mpiArgs)
 			if err != nil {
 				return usageErr("%v", err)
 			}
+			defer l.Close()
 			dir := o.dir
 			if dir == "" {
 				dir = "nccl-runs-" + time.Now().Format("20060102-150405")
@@ -270,20 +286,12 @@ run, 130 interrupted.`,
 			if results == "" {
 				results = filepath.Join(dir, "results.jsonl")
 			}
-			if err := os.MkdirAll(filepath.Dir(results), 0o755); err != nil {
-				return usageErr("--results: %v", err)
-			}
-			rf, err := userfile.OpenLocked(results, os.O_APPEND|os.O_WRONLY, userfile.ResultsLog)
-			if err != nil {
-				return usageErr("--results %v", err)
-			}
-			defer rf.Close()
 			ctx := cmd.Context()
 			rs, err := nccl.Run(ctx, nccl.RunOptions{Cluster: cl, NodeCounts: o.nodes, Tests: o.tests, TestArgs: o.testArgs,
-				RanksPerNode: o.ranks, Env: vars, Timeout: o.timeout, Dir: dir, Launcher: l, Results: rf, Progress: cmd.ErrOrStderr(),
-				Judge: judge})
+				RanksPerNode: o.ranks, Env: vars, Timeout: o.timeout, Dir: dir, Launcher: l, Progress: cmd.ErrOrStderr(),
+				Results: results, ClusterFile: o.cluster, Mode: mode, Judge: judge})
 			if errors.Is(err, context.Canceled) {
-				return &exitError{code: ExitInterrupted, err: errors.New("interrupted; finished runs are in " + userfile.Name(results))}
+				return &exitError{code: ExitInterrupted, err: fmt.Errorf("interrupted; the runs finished are saved in %[1]s: run the same command with --results %[1]s --resume to run the rest", userfile.Name(results))}
 			}
 			if err != nil {
 				return usageErr("%v", err)
@@ -311,7 +319,9 @@ run, 130 interrupted.`,
 	f.IntVar(&o.ranks, "gpus-per-node", 1, "ranks per node (one per GPU, nccl-tests -g 1)")
 	f.IntVar(&o.rails, "rails", 1, "NICs per node for the busbw expectation (default: the snapshots' rail count, else 1)")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "per run; the whole launch and every rank are killed after it")
-	f.StringVar(&o.results, "results", "", "JSON-lines results file, appended as runs finish (default DIR/results.jsonl)")
+	f.StringVar(&o.results, "results", "", "results log (JSON lines), appended and synced as runs finish (default DIR/results.jsonl)")
+	f.BoolVar(&o.resume, "resume", false, "continue --results: run only what it lacks (and what failed or timed out)")
+	f.BoolVar(&o.overwrite, "overwrite", false, "replace an earlier results log at --results")
 	f.StringVar(&o.dir, "dir", "", "where raw logs go (default nccl-runs-<time>)")
 	f.StringVarP(&o.output, "output", "o", "table", "table or json")
 	f.StringArrayVar(&in.snapshots, "snapshot", nil, "host snapshot(s) of the nodes (example:NAME for a built-in one): every rank gets the environment 'nccl env' derives")

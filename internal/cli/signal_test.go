@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/bench"
+	"github.com/rdmalab/rdmalab/internal/nccl"
 	"github.com/rdmalab/rdmalab/internal/testhost"
 )
 
@@ -265,24 +266,31 @@ launcher: {type: local, rdmalab: `+bin+`, base_port: 23800}
 	for sc.Scan() && !strings.HasPrefix(sc.Text(), "round 2/") {
 	}
 	go io.Copy(io.Discard, stderr)
-	for _, extra := range [][]string{nil, {"--resume"}, {"--overwrite"}} {
-		start := time.Now()
-		out, err := exec.Command(bin, append(args, extra...)...).CombinedOutput()
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		want := fmt.Sprintf("in use by process %d", first.Process.Pid)
-		if code := exitCode(err); code != ExitUsage || len(lines) != 1 || !strings.Contains(lines[0], want) || time.Since(start) > 2*time.Second {
-			t.Errorf("second run %v: exit %d, want 2 and one line with %q:\n%s", extra, code, want, out)
-		}
-	}
+	refusedWhileHeld(t, bin, args, first.Process.Pid)
 	first.Process.Signal(os.Interrupt)
 	first.Wait()
 	b, err := os.ReadFile(results)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, recs, valid, err := bench.ParseLog(b)
+	_, recs, valid, err := bench.Results.Parse(b)
 	if err != nil || valid != len(b) || len(recs) < 2 {
 		t.Errorf("the first run's log: %d records, %d of %d bytes valid, %v\n%s", len(recs), valid, len(b), err, b)
+	}
+}
+
+// refusedWhileHeld: the same command again, in every mode, is refused at
+// once with one line naming the holder of the results log.
+func refusedWhileHeld(t *testing.T, bin string, args []string, holder int) {
+	t.Helper()
+	for _, extra := range [][]string{nil, {"--resume"}, {"--overwrite"}} {
+		start := time.Now()
+		out, err := exec.Command(bin, append(args, extra...)...).CombinedOutput()
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		want := fmt.Sprintf("in use by process %d", holder)
+		if code := exitCode(err); code != ExitUsage || len(lines) != 1 || !strings.Contains(lines[0], want) || time.Since(start) > 2*time.Second {
+			t.Errorf("second run %v: exit %d, want 2 and one line with %q:\n%s", extra, code, want, out)
+		}
 	}
 }
 
@@ -294,4 +302,48 @@ func exitCode(err error) int {
 		return -1
 	}
 	return 0
+}
+
+// Two nccl runs on one results log: the second is refused naming the
+// first's PID before it launches anything; the first, stopped by SIGTERM,
+// leaves no rank behind and a log whose every line parses.
+func TestNCCLResultsLogExclusive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the built binary")
+	}
+	bin := testhost.Rdmalab(t)
+	nc := ncclRunCase(t)
+	marker := fmt.Sprintf("rdmalab-nccl-lock-test-%d-%d", os.Getpid(), time.Now().UnixNano())
+	results := filepath.Join(testhost.TempDir(t), "results.jsonl")
+	args := []string{"--results", results}
+	for _, a := range nc.args {
+		args = append(args, strings.NewReplacer("%s", "lock", "%m", marker).Replace(a))
+	}
+	first := exec.Command(bin, args...)
+	first.Stdout, first.Stderr = io.Discard, io.Discard
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer first.Process.Kill()
+	for deadline := time.Now().Add(30 * time.Second); len(leftBehind(marker, 0)) == 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no rank ever started")
+		}
+	}
+	refusedWhileHeld(t, bin, args, first.Process.Pid)
+	first.Process.Signal(syscall.SIGTERM)
+	first.Wait()
+	if code := first.ProcessState.ExitCode(); code != ExitTerminated {
+		t.Errorf("the first run: exit %d, want %d", code, ExitTerminated)
+	}
+	if left := leftBehind(marker, time.Second); len(left) > 0 {
+		t.Errorf("left running: %s", strings.Join(left, "; "))
+	}
+	b, err := os.ReadFile(results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, valid, err := nccl.Results.Parse(b); err != nil || valid != len(b) {
+		t.Errorf("the first run's log: %d of %d bytes valid, %v\n%s", valid, len(b), err, b)
+	}
 }

@@ -95,7 +95,7 @@ func Run(aName string, a []byte, bName string, b []byte) (*Result, error) {
 }
 
 func isLog(b []byte) bool {
-	return bytes.HasPrefix(bytes.TrimSpace(b), []byte(`{"format":"`+bench.Format+`"`))
+	return bench.Results.Is(bytes.TrimSpace(b))
 }
 
 type key struct{ engine, test, from, to string }
@@ -103,7 +103,7 @@ type key struct{ engine, test, from, to string }
 // finals are the last measurement of each direction (retests are not the
 // run's measurement; failed directions have none).
 func finals(name string, b []byte) (map[key]bench.Record, error) {
-	_, recs, _, err := bench.ParseLog(b)
+	_, recs, _, err := bench.Results.Parse(b)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

@@ -189,7 +189,7 @@ launcher:
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rs, _, err := bench.ParseLog(b)
+	_, rs, _, err := bench.Results.Parse(b)
 	if err != nil {
 		t.Fatal(err)
 	}

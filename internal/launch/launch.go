@@ -1,5 +1,6 @@
-// Package launch starts the processes of a bench run on the nodes and owns
-// them: every process carries the run's identity (RDMALAB_RUN in its
+// Package launch starts the processes of a run (bench's ends, one at a
+// time; nccl run's ranks, all at once through a JobLauncher) on the nodes
+// and owns them: every process carries the run's identity (RDMALAB_RUN in its
 // environment), has a deadline on the node itself, is killed with its whole
 // process group on timeout, failure or interrupt, and whatever of the run
 // is still alive on a node can be found and reaped. Local and SSH launch for
@@ -12,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -22,6 +24,12 @@ import (
 // EnvRun is the environment variable that carries a run's identity on
 // the nodes; Leftovers finds processes by it.
 const EnvRun = "RDMALAB_RUN"
+
+// NewRunID is a short identity for one run, unique enough to find its
+// processes on the nodes.
+func NewRunID() string {
+	return fmt.Sprintf("rdmalab-%s-%04x", time.Now().UTC().Format("20060102T150405"), rand.IntN(1<<16))
+}
 
 // Spec is one process to start.
 type Spec struct {

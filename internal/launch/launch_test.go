@@ -3,6 +3,8 @@ package launch
 import (
 	"context"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -64,5 +66,60 @@ func TestLocalProbeNamesWhatIsMissing(t *testing.T) {
 	}
 	if m.Error() != "n1 lacks no-such-binary-xyz, /no/such/path" {
 		t.Error(m)
+	}
+}
+
+// mpirun's rsh agent is the ssh of SSH (its options, known_hosts, control
+// connection), every rank carries the run identity and a deadline on its
+// node; what mpirun cannot take is refused by node.
+func TestMPIRunCommand(t *testing.T) {
+	c, err := cluster.Parse([]byte(`nodes:
+  - {name: n1, ssh: root@10.0.0.1, data: 10.0.0.1}
+  - {name: n2, ssh: root@10.0.0.2, data: 10.0.0.2}
+launcher: {known_hosts: /k/known_hosts, ssh_options: ["-i", "/k/id"]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &SSH{Options: c.Launcher.Options, KnownHosts: c.Launcher.KnownHosts, ControlDir: "/run/c"}
+	m, err := NewMPIRun(c, s, []string{"--mca", "btl", "tcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cmd, err := m.Command(context.Background(), Job{Nodes: c.Nodes, RanksPerNode: 2, Env: []string{"NCCL_DEBUG=INFO"}, Argv: []string{"all_reduce_perf", "-g", "1"},
+		Run: "r1", Deadline: 65 * time.Second, Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := strings.Join(cmd.Args, " ")
+	agent := "ssh " + strings.Join(s.base(22), " ") + " -l root"
+	for _, want := range []string{"-np 4 -npernode 2", "--mca plm_rsh_agent " + agent, "--mca btl tcp", "-x NCCL_DEBUG=INFO -x RDMALAB_RUN=r1 timeout -k 3 65 all_reduce_perf -g 1"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("%q lacks %q", args, want)
+		}
+	}
+	for _, want := range []string{"ControlPath=/run/c/%C", "UserKnownHostsFile=/k/known_hosts", "-i /k/id", "BatchMode=yes"} {
+		if !strings.Contains(agent, want) {
+			t.Errorf("agent %q lacks %q", agent, want)
+		}
+	}
+	if hf, _ := os.ReadFile(filepath.Join(dir, "hostfile-2")); string(hf) != "10.0.0.1 slots=2\n10.0.0.2 slots=2\n" {
+		t.Errorf("hostfile %q", hf)
+	}
+	for _, bad := range []struct{ yaml, want string }{
+		{"  - {name: n1, ssh: root@a, data: 10.0.0.1}\n  - {name: n2, ssh: root@b, ssh_port: 2222, data: 10.0.0.2}\n", "node n2: ssh port 2222 differs from 22"},
+		{"  - {name: n1, ssh: root@a, data: 10.0.0.1}\n  - {name: n2, ssh: admin@b, data: 10.0.0.2}\n", `node n2: ssh user "admin" differs from "root"`},
+	} {
+		c, err := cluster.Parse([]byte("nodes:\n" + bad.yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := NewMPIRun(c, &SSH{ControlDir: "/run/c"}, nil); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%v, want %q", err, bad.want)
+		}
+	}
+	if _, err := NewMPIRun(c, &SSH{Options: []string{"-o", "ProxyCommand=ssh jump nc %h %p"}, ControlDir: "/run/c"}, nil); err == nil || !strings.Contains(err.Error(), "has a space") {
+		t.Errorf("a space in an ssh option: %v", err)
 	}
 }

@@ -34,14 +34,19 @@ type SSH struct {
 	nodes map[string]cluster.Node // every node a control connection was opened to
 }
 
-func (s *SSH) base(n cluster.Node) []string {
+// base is the one ssh option list of rdmalab, for its own sessions and
+// for mpirun's rsh agent alike: batch mode (never a password prompt),
+// strict host keys, a connect timeout, the control connection of each
+// node, keep-alives, the port, the cluster's known_hosts and options. The
+// nodes are remembered for Close.
+func (s *SSH) base(port int, nodes ...cluster.Node) []string {
 	ct := s.ConnectTimeout
 	if ct <= 0 {
 		ct = 10 * time.Second
 	}
 	args := []string{"-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o", fmt.Sprintf("ConnectTimeout=%d", deadlineSeconds(ct)),
 		"-o", "ControlMaster=auto", "-o", "ControlPersist=300", "-o", "ControlPath=" + filepath.Join(s.ControlDir, "%C"),
-		"-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3", "-p", strconv.Itoa(n.SSHPort)}
+		"-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3", "-p", strconv.Itoa(port)}
 	if s.KnownHosts != "" {
 		args = append(args, "-o", "UserKnownHostsFile="+s.KnownHosts)
 	}
@@ -49,13 +54,15 @@ func (s *SSH) base(n cluster.Node) []string {
 	if s.nodes == nil {
 		s.nodes = map[string]cluster.Node{}
 	}
-	s.nodes[n.Name] = n
+	for _, n := range nodes {
+		s.nodes[n.Name] = n
+	}
 	s.mu.Unlock()
 	return append(args, s.Options...)
 }
 
 func (s *SSH) command(ctx context.Context, n cluster.Node, remote string) *exec.Cmd {
-	args := append(s.base(n), "--", n.SSH, remote)
+	args := append(s.base(n.SSHPort, n), "--", n.SSH, remote)
 	cmd := exec.CommandContext(ctx, "ssh", args...)
 	cmd.WaitDelay = 2 * time.Second
 	return cmd

@@ -4,112 +4,27 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/cluster"
+	"github.com/rdmalab/rdmalab/internal/launch"
 	"github.com/rdmalab/rdmalab/internal/lazyre"
+	"github.com/rdmalab/rdmalab/internal/resultslog"
 )
 
-// Job is one nccl-tests launch: a binary on the first Nodes of the cluster.
-type Job struct {
-	Nodes        []cluster.Node
-	RanksPerNode int
-	Env          []Var
-	Argv         []string // the nccl-tests binary and its arguments
-	Timeout      time.Duration
-	// Dir is where the launcher may write files (a hostfile).
-	Dir string
-}
-
-// Launcher makes the command that starts every rank of a job. Open MPI's
-// mpirun is the one here; Slurm's srun fits the same interface.
-type Launcher interface {
-	Command(ctx context.Context, j Job) (*exec.Cmd, error)
-	// RankHost maps a rank to its node under this launcher's placement.
-	RankHost(j Job, rank int) string
-}
-
-// MPIRun launches through Open MPI's mpirun with a hostfile, over ssh.
-type MPIRun struct {
-	// SSH is the rsh agent (plm_rsh_agent): ssh with the cluster's options.
-	SSH []string
-	// Extra are more mpirun arguments (--mca oob_tcp_if_include …).
-	Extra []string
-}
-
-// NewMPIRun builds the launcher from the cluster file's ssh settings.
-func NewMPIRun(c *cluster.Cluster, extra []string) (*MPIRun, error) {
-	port := c.Nodes[0].SSHPort
-	for _, n := range c.Nodes {
-		if n.SSHPort != port {
-			return nil, fmt.Errorf("node %s: ssh port %d differs from %d: mpirun takes one ssh port for all nodes", n.Name, n.SSHPort, port)
-		}
-	}
-	ssh := []string{"ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o", "ConnectTimeout=10", "-p", fmt.Sprint(port)}
-	if c.Launcher.KnownHosts != "" {
-		ssh = append(ssh, "-o", "UserKnownHostsFile="+c.Launcher.KnownHosts)
-	}
-	ssh = append(ssh, c.Launcher.Options...)
-	if user, _, ok := strings.Cut(c.Nodes[0].SSH, "@"); ok {
-		ssh = append(ssh, "-l", user)
-	}
-	for _, a := range ssh {
-		if strings.ContainsAny(a, " \t") {
-			return nil, fmt.Errorf("ssh option %q has a space: mpirun splits its rsh agent on spaces", a)
-		}
-	}
-	return &MPIRun{SSH: ssh, Extra: extra}, nil
-}
-
-// hostOf is the host part of [user@]host.
-func hostOf(ssh string) string {
-	if _, h, ok := strings.Cut(ssh, "@"); ok {
-		return h
-	}
-	return ssh
-}
-
-// Command implements Launcher: a hostfile of the job's nodes, -npernode
-// ranks on each, the environment through -x, every rank's output tagged
-// with its rank, and every rank bounded by timeout(1) on its node so a
-// killed launch leaves nothing running there.
-func (m *MPIRun) Command(ctx context.Context, j Job) (*exec.Cmd, error) {
-	var hf bytes.Buffer
-	for _, n := range j.Nodes {
-		fmt.Fprintf(&hf, "%s slots=%d\n", hostOf(n.SSH), j.RanksPerNode)
-	}
-	hostfile := filepath.Join(j.Dir, fmt.Sprintf("hostfile-%d", len(j.Nodes)))
-	if err := os.WriteFile(hostfile, hf.Bytes(), 0o644); err != nil {
-		return nil, fmt.Errorf("hostfile: %w", err)
-	}
-	args := []string{"--tag-output", "--hostfile", hostfile, "-np", fmt.Sprint(len(j.Nodes) * j.RanksPerNode), "-npernode", fmt.Sprint(j.RanksPerNode),
-		"--mca", "plm_rsh_agent", strings.Join(m.SSH, " ")}
-	if os.Geteuid() == 0 {
-		args = append([]string{"--allow-run-as-root"}, args...)
-	}
-	args = append(args, m.Extra...)
-	for _, v := range j.Env {
-		args = append(args, "-x", v.Name+"="+v.Value)
-	}
-	remote := int(j.Timeout.Seconds()) + 5
-	args = append(args, "timeout", "-k", "3", fmt.Sprint(remote))
-	args = append(args, j.Argv...)
-	return exec.CommandContext(ctx, "mpirun", args...), nil
-}
-
-// RankHost implements Launcher: -npernode fills each node in hostfile order.
-func (m *MPIRun) RankHost(j Job, rank int) string {
+// rankHost is the node a rank runs on: every JobLauncher fills the job's
+// nodes in order, RanksPerNode ranks each (mpirun -npernode).
+func rankHost(j launch.Job, rank int) string {
 	i := rank / max(j.RanksPerNode, 1)
 	if i < len(j.Nodes) {
 		return j.Nodes[i].Name
@@ -129,26 +44,42 @@ type RunOptions struct {
 	Env          []Var    // NCCL_ALGO=Ring and NCCL_DEBUG=INFO are added when absent
 	Timeout      time.Duration
 	Dir          string // raw logs, one file per run
-	Launcher     Launcher
-	Judge        JudgeOptions
-	// Results receives one JSON line per run as it finishes.
-	Results io.Writer
+	// Launcher starts every rank of a run (launch.MPIRun) and reaps what
+	// of the run is left on the nodes after it.
+	Launcher launch.JobLauncher
+	Judge    JudgeOptions
+	// Results is the results log (Results' rules): a header bound to the
+	// cluster, then one RunResult a line, appended and synced as each run
+	// finishes. ClusterFile is refused as its path; Mode says what
+	// happens to an existing log (Resume skips the runs it holds that
+	// finished).
+	Results     string
+	ClusterFile string
+	Mode        resultslog.Mode
 	// Progress receives a line per run start and end (may be nil).
 	Progress io.Writer
 }
 
+// Results is nccl run's results log: a header bound to the cluster, then
+// one RunResult per launch.
+var Results = resultslog.Kind[RunResult]{Format: "rdmalab-nccl-results", Version: 1, Tool: "nccl",
+	Valid: func(r RunResult) bool { return r.Test != "" && r.NodeCount > 0 }}
+
 // RunResult is one run's line in the results file.
 type RunResult struct {
-	Test      string          `json:"test"`
-	NodeCount int             `json:"node_count"`
-	Nodes     []string        `json:"nodes"`
-	Command   []string        `json:"command"`
-	Log       string          `json:"log"`
-	Started   time.Time       `json:"started"`
-	Seconds   float64         `json:"seconds"`
-	TimedOut  bool            `json:"timed_out,omitempty"`
-	ExitCode  int             `json:"exit_code"`
-	Error     string          `json:"error,omitempty"`
+	Test      string    `json:"test"`
+	NodeCount int       `json:"node_count"`
+	Nodes     []string  `json:"nodes"`
+	Command   []string  `json:"command"`
+	Log       string    `json:"log"`
+	Started   time.Time `json:"started"`
+	Seconds   float64   `json:"seconds"`
+	TimedOut  bool      `json:"timed_out,omitempty"`
+	ExitCode  int       `json:"exit_code"`
+	Error     string    `json:"error,omitempty"`
+	// Leftovers are processes of the run found alive on the nodes after
+	// it ended, and killed ("node: pid command").
+	Leftovers []string        `json:"leftovers,omitempty"`
 	Findings  []check.Finding `json:"findings"`
 	Run       *RunSummary     `json:"run,omitempty"`
 }
@@ -165,10 +96,14 @@ func DefaultNodeCounts(n int) []int {
 	return out
 }
 
+// finished is a result --resume keeps: the launch ended by itself, well.
+func (r RunResult) finished() bool { return !r.TimedOut && r.Error == "" && r.ExitCode == 0 }
+
 // Run runs every test on every cluster size in order, one launch at a
-// time (each uses the nodes whole), and appends each result as it ends. A
-// run that times out is killed (its process group, and each rank by its
-// own timeout on its node) and the next run goes on.
+// time (each uses the nodes whole), and appends each result to the results
+// log as it ends. A run that times out is killed (its process group, and
+// each rank by its own timeout on its node) and the next run goes on. The
+// results returned include those a resumed log already held.
 func Run(ctx context.Context, o RunOptions) ([]RunResult, error) {
 	nodes := o.Cluster.Nodes
 	counts := o.NodeCounts
@@ -184,28 +119,48 @@ func Run(ctx context.Context, o RunOptions) ([]RunResult, error) {
 	targs := cmpOrSlice(o.TestArgs, []string{"-b", "8", "-e", "8G", "-f", "2", "-g", "1"})
 	env := withDefaults(o.Env)
 	algo := ""
+	var exports []string
 	for _, v := range env {
 		if v.Name == "NCCL_ALGO" {
 			algo = v.Value
 		}
+		exports = append(exports, v.Name+"="+v.Value)
 	}
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("results dir: %w", err)
 	}
+	if err := os.MkdirAll(filepath.Dir(o.Results), 0o755); err != nil {
+		return nil, fmt.Errorf("results dir: %w", err)
+	}
+	log, prior, err := Results.Open(o.Results, resultslog.Target{ClusterFile: o.ClusterFile, Cluster: o.Cluster.Fingerprint(), Nodes: len(nodes), Mode: o.Mode})
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close()
+	done := map[string]RunResult{}
+	for _, r := range prior {
+		if r.finished() {
+			done[fmt.Sprint(r.Test, "/", r.NodeCount)] = r
+		}
+	}
+	run := launch.NewRunID()
 	var out []RunResult
 	for _, k := range counts {
 		for _, test := range tests {
 			if ctx.Err() != nil {
 				return out, ctx.Err()
 			}
-			j := Job{Nodes: nodes[:k], RanksPerNode: max(o.RanksPerNode, 1), Env: env, Argv: append([]string{test}, targs...), Timeout: o.Timeout, Dir: o.Dir}
+			if r, ok := done[fmt.Sprint(filepath.Base(test), "/", k)]; ok {
+				progress(o.Progress, "%s on %d nodes: in the results log already", r.Test, k)
+				out = append(out, r)
+				continue
+			}
+			j := launch.Job{Nodes: nodes[:k], RanksPerNode: max(o.RanksPerNode, 1), Env: exports, Argv: append([]string{test}, targs...),
+				Run: run, Deadline: o.Timeout + 5*time.Second, Dir: o.Dir}
 			r := runOne(ctx, o, j, algo)
 			out = append(out, r)
-			if o.Results != nil {
-				b, _ := json.Marshal(r)
-				if _, err := o.Results.Write(append(b, '\n')); err != nil {
-					return out, fmt.Errorf("results: %w", err)
-				}
+			if err := log.Append(r); err != nil {
+				return out, err
 			}
 		}
 	}
@@ -235,7 +190,7 @@ func withDefaults(env []Var) []Var {
 	return out
 }
 
-func runOne(ctx context.Context, o RunOptions, j Job, algo string) RunResult {
+func runOne(ctx context.Context, o RunOptions, j launch.Job, algo string) RunResult {
 	test := filepath.Base(j.Argv[0])
 	r := RunResult{Test: test, NodeCount: len(j.Nodes), Started: time.Now().UTC()}
 	for _, n := range j.Nodes {
@@ -258,23 +213,10 @@ func runOne(ctx context.Context, o RunOptions, j Job, algo string) RunResult {
 	}
 	defer logf.Close()
 	cmd.Stdout, cmd.Stderr = logf, logf
-	// its own process group, so a timeout kills every local piece of the
-	// launch (mpirun, its ssh sessions); mpirun forwards TERM to the ranks
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error {
-		group := -cmd.Process.Pid
-		err := syscall.Kill(group, syscall.SIGTERM)
-		// What has not ended shortly after is killed, so a stop (a
-		// timeout or a user's ^C) ends within a second; the ranks have
-		// their own deadline on the node (timeout -k in Command).
-		time.AfterFunc(killAfter, func() { _ = syscall.Kill(group, syscall.SIGKILL) })
-		return err
-	}
-	cmd.WaitDelay = 5 * time.Second
 	start := time.Now()
 	err = cmd.Run()
 	if cmd.Process != nil {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // whatever ignored TERM
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // whatever of the launch ignored TERM
 	}
 	r.Seconds = time.Since(start).Seconds()
 	r.TimedOut = errors.Is(rctx.Err(), context.DeadlineExceeded)
@@ -284,14 +226,44 @@ func runOne(ctx context.Context, o RunOptions, j Job, algo string) RunResult {
 	if err != nil && !r.TimedOut {
 		r.Error = err.Error()
 	}
+	r.Leftovers = reap(ctx, o.Launcher, j)
 	raw, _ := os.ReadFile(r.Log)
 	r.Findings, r.Run = judgeRun(raw, j, o, algo, r)
 	progress(o.Progress, "  %s on %d nodes: %s", test, len(j.Nodes), verdictLine(r))
 	return r
 }
 
-// killAfter is how long a cancelled launch has after SIGTERM.
-const killAfter = 250 * time.Millisecond
+// reap kills what of the run is still alive on the job's nodes, all at
+// once: a hung rank the launch's kill did not reach. Interrupted, it has
+// a moment (the command must end within a second); else as long as a
+// node takes to answer.
+func reap(ctx context.Context, l launch.JobLauncher, j launch.Job) []string {
+	bound := 15 * time.Second
+	if ctx.Err() != nil {
+		bound = 400 * time.Millisecond
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bound)
+	defer cancel()
+	var mu sync.Mutex
+	var left []string
+	var wg sync.WaitGroup
+	for _, n := range j.Nodes {
+		wg.Go(func() {
+			found, err := l.Reap(rctx, n, j.Run)
+			if err != nil {
+				return // unreachable now: the rank's own deadline ends it there
+			}
+			mu.Lock()
+			for _, f := range found {
+				left = append(left, n.Name+": "+f)
+			}
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	slices.Sort(left)
+	return left
+}
 
 func progress(w io.Writer, format string, a ...any) {
 	if w != nil {
@@ -314,14 +286,14 @@ var ncclHostRE = lazyre.New(`^(\S+?):(\d+:\d+ \[\d+\] NCCL (?:INFO|WARN))`)
 // cluster's node name for that rank (what the launch placed there), not
 // whatever hostname the node reports: hosts are then named as the cluster
 // file names them, and a node that said nothing is missed by name.
-func attribute(raw []byte, j Job, l Launcher) []byte {
+func attribute(raw []byte, j launch.Job) []byte {
 	var b bytes.Buffer
 	sc := bufio.NewScanner(bytes.NewReader(raw))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line, rank := StripMPIPrefix(sc.Text())
 		if rank >= 0 {
-			if h := l.RankHost(j, rank); h != "" {
+			if h := rankHost(j, rank); h != "" {
 				line = ncclHostRE().ReplaceAllString(line, h+":$2")
 			}
 		}
@@ -331,9 +303,9 @@ func attribute(raw []byte, j Job, l Launcher) []byte {
 	return b.Bytes()
 }
 
-func judgeRun(raw []byte, j Job, o RunOptions, algo string, r RunResult) ([]check.Finding, *RunSummary) {
+func judgeRun(raw []byte, j launch.Job, o RunOptions, algo string, r RunResult) ([]check.Finding, *RunSummary) {
 	subject := fmt.Sprintf("%s on %d nodes", r.Test, len(j.Nodes))
-	text := attribute(raw, j, o.Launcher)
+	text := attribute(raw, j)
 	opt := o.Judge
 	opt.Algo, opt.Hosts, opt.Nodes = algo, r.Nodes, len(j.Nodes)
 	var fs []check.Finding
@@ -365,6 +337,10 @@ func judgeRun(raw []byte, j Job, o RunOptions, algo string, r RunResult) ([]chec
 	case r.Error != "":
 		fs = append(fs, check.Finding{Check: "nccl.run.exit", Outcome: check.Fail, Subject: subject, Message: "the launch failed: " + r.Error + " (see the log)",
 			Evidence: []check.Evidence{{What: "log", Value: r.Log, Source: strings.Join(r.Command, " ")}}})
+	}
+	if len(r.Leftovers) > 0 {
+		fs = append(fs, check.Finding{Check: "nccl.run.leftover", Outcome: check.Warn, Subject: subject,
+			Message: fmt.Sprintf("%d process(es) of this run were still alive after it ended and were killed: %s", len(r.Leftovers), strings.Join(r.Leftovers, "; "))})
 	}
 	for i := range fs {
 		if fs[i].Subject == "" {

@@ -10,6 +10,7 @@ import (
 	"github.com/jedib0t/go-pretty/v6/text"
 	"github.com/rdmalab/rdmalab/internal/bench"
 	"github.com/rdmalab/rdmalab/internal/envelope"
+	"github.com/rdmalab/rdmalab/internal/resultslog"
 )
 
 // A results log written as bench writes it comes back whole: no direction
@@ -23,7 +24,7 @@ func FuzzBenchLog(f *testing.F) {
 		if a == "" || b == "" || a == b || !utf8.ValidString(a) || !utf8.ValidString(b) {
 			return // JSON itself replaces invalid UTF-8; bench never measures a node against itself
 		}
-		head, err := json.Marshal(bench.Header{Format: bench.Format, Version: bench.LogVersion, Cluster: "f", Nodes: 2})
+		head, err := json.Marshal(resultslog.Header{Format: bench.Results.Format, Version: bench.Results.Version, Cluster: "f", Nodes: 2})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -195,7 +195,7 @@ func (in *Inputs) file(path string) error {
 // host or fabric snapshot by its keys, a bench results log by its header
 // line, or findings from before envelopes.
 func (in *Inputs) parse(path string, b []byte) error {
-	if isResultsLog(b) {
+	if bench.Results.Is(b) {
 		return in.benchLog(path, b)
 	}
 	kind, err := envelope.Peek(b)
@@ -219,13 +219,6 @@ func (in *Inputs) parse(path string, b []byte) error {
 // no header line) carry neither direction nor samples; judging them again
 // would invent both, so they are named, not read.
 const oldBenchWhy = "bench results from an older rdmalab (one record per pair a/b, no header line): this rdmalab judges measured directions; run rdmalab bench again (its --results log or --output json)"
-
-// isResultsLog: the first line is a results log header.
-func isResultsLog(b []byte) bool {
-	first, _, _ := bytes.Cut(b, []byte("\n"))
-	var h bench.Header
-	return json.Unmarshal(first, &h) == nil && h.Format == bench.Format
-}
 
 // oldBenchLines: the first line is an old pair record ({"a": …, "b": …}).
 func oldBenchLines(b []byte) bool {
@@ -359,7 +352,7 @@ func (in *Inputs) addFindings(fs []check.Finding) {
 // file, so no declared rate and default thresholds (peers only). A torn
 // last line (an interrupted run) is left out, as bench --resume does.
 func (in *Inputs) benchLog(path string, b []byte) error {
-	h, recs, _, err := bench.ParseLog(b)
+	h, recs, _, err := bench.Results.Parse(b)
 	if err != nil {
 		return &UnknownInputError{path, err.Error()}
 	}

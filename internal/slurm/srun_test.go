@@ -35,7 +35,7 @@ func TestBenchThroughSrun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, recs, _, err := bench.ParseLog(b)
+	_, recs, _, err := bench.Results.Parse(b)
 	if err != nil {
 		t.Fatal(err)
 	}
