@@ -354,11 +354,11 @@ func emitPorts(m *emitter, s *host.Snapshot) {
 		for _, p := range d.Ports {
 			port := strconv.Itoa(p.Port)
 			// Unreadable state or rate is absent, not 0: unknown is not down.
-			if p.State != "" {
-				m.gauge(stateDesc, float64(p.StateID), d.Name, port)
+			if p.State.Known() {
+				m.gauge(stateDesc, float64(p.State.ID()), d.Name, port)
 			}
-			if p.PhysState != "" {
-				m.gauge(physStateDesc, float64(p.PhysStateID), d.Name, port)
+			if p.PhysState.Known() {
+				m.gauge(physStateDesc, float64(p.PhysState.ID()), d.Name, port)
 			}
 			if p.RateGbps > 0 {
 				m.gauge(rateDesc, linkrate.BytesPerSecond(p.RateGbps), d.Name, port)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/host"
+	"github.com/rdmalab/rdmalab/internal/portstate"
 )
 
 // DefaultGDRLevel is NCCL's default NCCL_NET_GDR_LEVEL: GPUDirect RDMA is
@@ -152,7 +153,7 @@ func PredictAt(s *host.Snapshot, gdrLevel string) HostPrediction {
 
 func firstActive(r host.RDMADevice) host.RDMAPort {
 	for _, p := range r.Ports {
-		if p.State == "ACTIVE" {
+		if p.State == portstate.Active {
 			return p
 		}
 	}

@@ -1,6 +1,10 @@
 package host
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/rdmalab/rdmalab/internal/portstate"
+)
 
 // Rail is one GPU's nearest RDMA NIC: the one answer doctor, nccl env,
 // plan and the nvidia-smi topo judge all give.
@@ -144,7 +148,7 @@ func RailShared(cands []RailCandidate, chosen []int, gi int) bool {
 // Active reports whether the device has an active port.
 func (r *RDMADevice) Active() bool {
 	for _, p := range r.Ports {
-		if p.State == "ACTIVE" {
+		if p.State == portstate.Active {
 			return true
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/envelope"
+	"github.com/rdmalab/rdmalab/internal/portstate"
 )
 
 // SchemaVersion is bumped on any change that removes or re-types a field.
@@ -169,12 +170,13 @@ type RDMADevice struct {
 
 // RDMAPort is /sys/class/infiniband/<dev>/ports/<n>.
 type RDMAPort struct {
-	Port        int    `json:"port"`
-	State       string `json:"state"` // ACTIVE, DOWN, INIT, ARMED, ...
-	StateID     int    `json:"state_id"`
-	PhysState   string `json:"phys_state"` // LinkUp, Polling, Disabled, ...
-	PhysStateID int    `json:"phys_state_id"`
-	Rate        IBRate `json:"rate"`
+	Port int `json:"port"`
+	// State and PhysState are unknown (zero) when the source does not
+	// say; a snapshot spells them as sysfs does, with their numbers
+	// (MarshalJSON).
+	State     portstate.State `json:"state"`
+	PhysState portstate.Phys  `json:"phys_state"`
+	Rate      IBRate          `json:"rate"`
 	// RateGbps repeats Rate.Gbps at the top level for scripts.
 	RateGbps  float64 `json:"rate_gbps"`
 	LinkLayer string  `json:"link_layer"` // InfiniBand, Ethernet
@@ -206,6 +208,24 @@ type RDMAPort struct {
 	Counters    map[string]uint64 `json:"counters,omitempty"`
 	HWCounters  map[string]uint64 `json:"hw_counters,omitempty"`
 	Unavailable []string          `json:"unavailable_counters,omitempty"`
+}
+
+// MarshalJSON writes a port as a host snapshot always has: the states
+// spelt as sysfs spells them ("ACTIVE", "LinkUp") with their numbers,
+// then the port's other fields (plain shadows none but these). Reading
+// needs no counterpart, so decoding errors keep their field and line: the
+// states parse from any spelling (a tool's, kept by older snapshots) and
+// the numbers, which only repeat them, are skipped.
+func (p RDMAPort) MarshalJSON() ([]byte, error) {
+	type plain RDMAPort // without this method
+	return json.Marshal(struct {
+		Port        int    `json:"port"`
+		State       string `json:"state"`
+		StateID     int    `json:"state_id"`
+		PhysState   string `json:"phys_state"`
+		PhysStateID int    `json:"phys_state_id"`
+		plain
+	}{p.Port, p.State.Sysfs(), p.State.ID(), p.PhysState.String(), p.PhysState.ID(), plain(p)})
 }
 
 // GID is one non-zero GID table entry.

@@ -129,7 +129,8 @@ func (r IBRate) Width() string {
 	return strconv.Itoa(r.WidthLanes) + "X"
 }
 
-// ParseEnumState parses the "%d: %s" form of state, phys_state and node_type.
+// ParseEnumState parses sysfs's "%d: %s" form of node_type (port states
+// are portstate's).
 func ParseEnumState(s string) (int, string, error) {
 	s = strings.TrimSpace(s)
 	num, name, ok := strings.Cut(s, ":")

@@ -296,29 +296,3 @@ func FuzzParseGUID(f *testing.F) {
 		}
 	})
 }
-
-// Port states as each tool spells them read into sysfs's number and name.
-func TestParsePortState(t *testing.T) {
-	for _, c := range []struct {
-		in, name string
-		id       int
-		phys     bool
-	}{
-		{"Active", "ACTIVE", 4, false}, {"4: ACTIVE", "ACTIVE", 4, false}, {"PORT_ACTIVE (4)", "ACTIVE", 4, false},
-		{"Down", "DOWN", 1, false}, {"PORT_DOWN (1)", "DOWN", 1, false}, {"Init", "INIT", 2, false},
-		{"LinkUp", "LinkUp", 5, true}, {"5: LinkUp", "LinkUp", 5, true}, {"LINK_UP (5)", "LinkUp", 5, true},
-		{"Disabled", "Disabled", 3, true}, {"3: Disabled", "Disabled", 3, true}, {"Polling", "Polling", 2, true},
-	} {
-		parse := ParsePortState
-		if c.phys {
-			parse = ParsePhysState
-		}
-		id, name, ok := parse(c.in)
-		if !ok || id != c.id || name != c.name {
-			t.Errorf("%q: %d %q %v, want %d %q", c.in, id, name, ok, c.id, c.name)
-		}
-	}
-	if _, _, ok := ParsePortState("Sleeping beauty"); ok {
-		t.Error("an unknown state was read")
-	}
-}

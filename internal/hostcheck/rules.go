@@ -15,6 +15,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/counters"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
+	"github.com/rdmalab/rdmalab/internal/portstate"
 	"k8s.io/utils/cpuset"
 )
 
@@ -377,7 +378,7 @@ func portState(r rule, s *host.Snapshot, o Options) []check.Finding {
 	noneUp := true
 	for _, d := range s.RDMADevices {
 		for _, p := range d.Ports {
-			noneUp = noneUp && p.State != "ACTIVE" && p.State != ""
+			noneUp = noneUp && p.State != portstate.Active && p.State.Known()
 		}
 	}
 	for _, d := range s.RDMADevices {
@@ -392,22 +393,23 @@ func portState(r rule, s *host.Snapshot, o Options) []check.Finding {
 		}
 		for _, p := range d.Ports {
 			sub := portSubject(d.Name, p.Port)
-			e := []check.Evidence{ev("state", fmt.Sprintf("%d: %s", p.StateID, p.State), portPath(s, d.Name, p.Port, "state")), ev("phys_state", fmt.Sprintf("%d: %s", p.PhysStateID, p.PhysState), portPath(s, d.Name, p.Port, "phys_state"))}
+			e := []check.Evidence{ev("state", fmt.Sprintf("%d: %s", p.State.ID(), p.State.Sysfs()), portPath(s, d.Name, p.Port, "state")), ev("phys_state", fmt.Sprintf("%d: %s", p.PhysState.ID(), p.PhysState), portPath(s, d.Name, p.Port, "phys_state"))}
 			var f check.Finding
 			switch {
-			case p.State == "":
+			case !p.State.Known():
 				f = r.finding(s, check.Unknown, sub, "port state could not be read")
-			case p.State == "ACTIVE" && (p.PhysState == "LinkUp" || p.PhysState == ""):
+			case p.State == portstate.Active && (p.PhysState == portstate.LinkUp || !p.PhysState.Known()):
 				f = r.finding(s, check.Pass, sub, "Active, LinkUp")
-			case p.State == "ACTIVE":
+			case p.State == portstate.Active:
 				// Active needs a physical link, whatever phys_state says.
 				f = r.finding(s, check.Pass, sub, "Active (phys_state reads %q, not LinkUp; Active needs a physical link, so the link is up)", p.PhysState)
-			case p.LinkLayer == "InfiniBand" && p.PhysState == "LinkUp" && (p.State == "INIT" || p.State == "DOWN"):
+			case p.LinkLayer == "InfiniBand" && p.PhysState == portstate.LinkUp && (p.State == portstate.Init || p.State == portstate.Down):
 				smLID := 0
 				if p.SMLID != nil {
 					smLID = *p.SMLID
 				}
-				msg, fix := NotActivated(strings.ToTitle(p.State[:1])+strings.ToLower(p.State[1:]), isVF(s, d), smLID)
+				st := p.State.Sysfs() // "Init", "Down": doctor's word since before the type
+				msg, fix := NotActivated(st[:1]+strings.ToLower(st[1:]), isVF(s, d), smLID)
 				f = r.finding(s, check.Fail, sub, "%s", msg)
 				f.Fix = fix
 			default:
@@ -425,10 +427,10 @@ func portState(r rule, s *host.Snapshot, o Options) []check.Finding {
 					break
 				}
 				if use == unused {
-					f = r.finding(s, check.Pass, sub, "unused: %s / %s, and nothing says it should be up (%s)", p.State, p.PhysState, why[0].Value)
+					f = r.finding(s, check.Pass, sub, "unused: %s / %s, and nothing says it should be up (%s)", p.State.Sysfs(), p.PhysState, why[0].Value)
 					break
 				}
-				f = r.finding(s, check.Fail, sub, "port is %s / %s but is meant to be in use (%s): it carries no traffic", p.State, p.PhysState, why[0].Value)
+				f = r.finding(s, check.Fail, sub, "port is %s / %s but is meant to be in use (%s): it carries no traffic", p.State.Sysfs(), p.PhysState, why[0].Value)
 				f.Fix = []string{"check the cable and the link partner (switch port enabled?)", fmt.Sprintf("ibstat %s %d", d.Name, p.Port)}
 			}
 			f.Evidence = e
@@ -441,10 +443,10 @@ func portState(r rule, s *host.Snapshot, o Options) []check.Finding {
 // stateText is "DOWN / Disabled", or the state alone when the source
 // shows no physical state (ibv_devinfo without -v).
 func stateText(p host.RDMAPort) string {
-	if p.PhysState == "" {
-		return p.State
+	if !p.PhysState.Known() {
+		return p.State.Sysfs()
 	}
-	return p.State + " / " + p.PhysState
+	return p.State.Sysfs() + " / " + p.PhysState.String()
 }
 
 // portInUse decides whether a port that is not up is meant to be: the
@@ -521,7 +523,7 @@ const (
 func activePorts(s *host.Snapshot, fn func(d host.RDMADevice, p host.RDMAPort)) {
 	for _, d := range s.RDMADevices {
 		for _, p := range d.Ports {
-			if p.State == "ACTIVE" {
+			if p.State == portstate.Active {
 				fn(d, p)
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
+	"github.com/rdmalab/rdmalab/internal/portstate"
 	"k8s.io/utils/cpuset"
 )
 
@@ -439,7 +440,7 @@ func portsTable(p *Printer, s *host.Snapshot) {
 			if pt.LinkLayer == "InfiniBand" {
 				lid, sm = optInt(pt.LID), optInt(pt.SMLID)
 			}
-			t.Row(d.Name, pt.Port, p.portState(pt.State), orDash(pt.PhysState), rate, orDash(pt.LinkLayer), lid, sm, orDash(strings.Join(nds, " ")), orDash(d.FWVersion))
+			t.Row(d.Name, pt.Port, p.portState(pt.State), orDash(pt.PhysState.String()), rate, orDash(pt.LinkLayer), lid, sm, orDash(strings.Join(nds, " ")), orDash(d.FWVersion))
 		}
 	}
 	t.Render()
@@ -447,16 +448,16 @@ func portsTable(p *Printer, s *host.Snapshot) {
 
 // portState colours a port state: ACTIVE green, DOWN red, anything between
 // yellow.
-func (p *Printer) portState(state string) string {
-	switch {
-	case state == "":
+func (p *Printer) portState(state portstate.State) string {
+	switch state {
+	case 0:
 		return "-"
-	case strings.Contains(state, "ACTIVE"):
-		return p.Outcome(check.Pass, state)
-	case strings.Contains(state, "DOWN"):
-		return p.Outcome(check.Fail, state)
+	case portstate.Active, portstate.ActiveDefer:
+		return p.Outcome(check.Pass, state.Sysfs())
+	case portstate.Down:
+		return p.Outcome(check.Fail, state.Sysfs())
 	}
-	return p.Outcome(check.Warn, state)
+	return p.Outcome(check.Warn, state.Sysfs())
 }
 
 func gidTable(p *Printer, s *host.Snapshot) {
