@@ -296,10 +296,10 @@ func rdmaDriver(r rule, s *host.Snapshot, o Options) []check.Finding {
 		if !s.RDMACapable(d) {
 			continue
 		}
-		sub := d.Address
+		sub := d.Address.String()
 		e := []check.Evidence{
-			ev("device", fmt.Sprintf("%s %s:%s class %s", orUnread(host.DeviceName(d.Vendor, d.Device)), d.Vendor, d.Device, d.Class), "/sys/bus/pci/devices/"+d.Address),
-			ev("driver", orUnread(d.Driver), "/sys/bus/pci/devices/"+d.Address+"/driver"),
+			ev("device", fmt.Sprintf("%s %s:%s class %s", orUnread(host.DeviceName(d.Vendor, d.Device)), d.Vendor, d.Device, d.Class), "/sys/bus/pci/devices/"+d.Address.String()),
+			ev("driver", orUnread(d.Driver), "/sys/bus/pci/devices/"+d.Address.String()+"/driver"),
 		}
 		devs := s.RDMADevicesOf(d.Address)
 		var f check.Finding
@@ -308,7 +308,7 @@ func rdmaDriver(r rule, s *host.Snapshot, o Options) []check.Finding {
 			f = r.finding(s, check.Pass, sub, "RDMA device %s", strings.Join(devs, ", "))
 		case d.Driver == "vfio-pci":
 			f = r.finding(s, check.Pass, sub, "bound to vfio-pci (passed through): its RDMA device lives in the guest")
-		case d.PhysFn != "" && d.Driver == "":
+		case d.PhysFn.IsValid() && d.Driver == "":
 			f = r.finding(s, check.Pass, sub, "an unbound virtual function of %s: nothing uses it", d.PhysFn)
 		case d.Driver == "":
 			f = r.finding(s, check.Fail, sub, "RDMA-capable %s has no driver bound: no netdev, no RDMA device", orUnread(host.DeviceName(d.Vendor, d.Device)))
@@ -647,9 +647,9 @@ func portLinkLayer(r rule, s *host.Snapshot, o Options) []check.Finding {
 
 func pcieDegraded(r rule, s *host.Snapshot, o Options) []check.Finding {
 	var out []check.Finding
-	var addrs []string
+	var addrs []host.PCIAddress
 	for _, d := range s.RDMADevices {
-		if d.PCIAddress != "" && !slices.Contains(addrs, d.PCIAddress) {
+		if d.PCIAddress.IsValid() && !slices.Contains(addrs, d.PCIAddress) {
 			addrs = append(addrs, d.PCIAddress)
 		}
 	}
@@ -663,10 +663,10 @@ func pcieDegraded(r rule, s *host.Snapshot, o Options) []check.Finding {
 		}
 		isGPU := host.IsGPUClass(d.Class, d.Vendor)
 		gt, w := s.LinkCeiling(d)
-		sub := d.Address
+		sub := d.Address.String()
 		e := []check.Evidence{
-			ev("current", linkValue(d.CurrentLinkSpeedGTps, d.CurrentLinkWidth), "/sys/bus/pci/devices/"+a+"/current_link_{speed,width}"),
-			ev("capable", linkValue(gt, w)+" (device and slot)", "/sys/bus/pci/devices/"+a+"/max_link_{speed,width} and its upstream port"),
+			ev("current", linkValue(d.CurrentLinkSpeedGTps, d.CurrentLinkWidth), "/sys/bus/pci/devices/"+sub+"/current_link_{speed,width}"),
+			ev("capable", linkValue(gt, w)+" (device and slot)", "/sys/bus/pci/devices/"+sub+"/max_link_{speed,width} and its upstream port"),
 		}
 		var f check.Finding
 		switch {
@@ -1160,13 +1160,14 @@ func numaUnknown(r rule, s *host.Snapshot, o Options) []check.Finding {
 		return nil
 	}
 	var out []check.Finding
-	seen := map[string]bool{}
-	check1 := func(addr, what string) {
-		d := s.PCI(addr)
-		if d == nil || seen[addr] {
+	seen := map[host.PCIAddress]bool{}
+	check1 := func(a host.PCIAddress, what string) {
+		d := s.PCI(a)
+		if d == nil || seen[a] {
 			return
 		}
-		seen[addr] = true
+		seen[a] = true
+		addr := a.String()
 		e := []check.Evidence{ev("numa_node", strconv.Itoa(d.NUMANode), "/sys/bus/pci/devices/"+addr+"/numa_node"), ev("local_cpulist", d.LocalCPUs, "/sys/bus/pci/devices/"+addr+"/local_cpulist")}
 		var f check.Finding
 		switch d.LocalitySource {
@@ -1205,9 +1206,9 @@ func gpuNIC(r rule, s *host.Snapshot, o Options) []check.Finding {
 		e := []check.Evidence{ev("nearest NIC", nic+" at "+best, "PCI tree under /sys/devices")}
 		var f check.Finding
 		if host.LevelRank(best) <= host.LevelRank(host.LevelPHB) {
-			f = r.finding(s, check.Pass, rail.GPU, "nearest NIC %s is %s: GPUDirect RDMA path is good", nic, best)
+			f = r.finding(s, check.Pass, rail.GPU.String(), "nearest NIC %s is %s: GPUDirect RDMA path is good", nic, best)
 		} else {
-			f = r.finding(s, check.Warn, rail.GPU, "nearest NIC %s is %s: GPUDirect RDMA will be slow or off (NCCL uses it up to PXB by default)", nic, best)
+			f = r.finding(s, check.Warn, rail.GPU.String(), "nearest NIC %s is %s: GPUDirect RDMA will be slow or off (NCCL uses it up to PXB by default)", nic, best)
 			f.Fix = slices.Clone(r.Fixes)
 		}
 		f.Evidence = e
@@ -1248,7 +1249,7 @@ func Run(s *host.Snapshot, o Options) []check.Finding {
 // isVF reports an SR-IOV virtual function: its PCI function names a
 // physical one, or its device id is a VF's.
 func isVF(s *host.Snapshot, d host.RDMADevice) bool {
-	if pd := s.PCI(d.PCIAddress); pd != nil && (pd.PhysFn != "" || strings.HasSuffix(host.DeviceName(pd.Vendor, pd.Device), " VF")) {
+	if pd := s.PCI(d.PCIAddress); pd != nil && (pd.PhysFn.IsValid() || strings.HasSuffix(host.DeviceName(pd.Vendor, pd.Device), " VF")) {
 		return true
 	}
 	// A saved ibstat has no PCI tree, only its CA type: "MT4120" is the

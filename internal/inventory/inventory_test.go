@@ -72,14 +72,14 @@ func TestCapturesConcreteValues(t *testing.T) {
 				t.Errorf("netdevs %v counters %d", p.NetDevs, len(p.Counters))
 			}
 			d := s.RDMA("mlx4_0")
-			if d.FWVersion != "2.11.500" || d.PCIAddress != "0000:82:00.0" || d.NUMANode != 1 {
+			if d.FWVersion != "2.11.500" || d.PCIAddress.String() != "0000:82:00.0" || d.NUMANode != 1 {
 				t.Errorf("mlx4_0 = fw %q pci %q numa %d", d.FWVersion, d.PCIAddress, d.NUMANode)
 			}
 			if ib := s.NetDev("ib0"); ib == nil || ib.Type != 32 || ib.IPoIBMode != "connected" || ib.MTUBytes != 2044 || ib.RDMADevice != "mlx4_0" {
 				t.Errorf("ib0 = %+v", ib)
 			}
 			// numa_node is -1 for the NVMe at 00:02.0; local_cpulist 0-3 puts it on node 0.
-			if d := s.PCI("0000:00:02.0"); d == nil || d.NUMANode != -1 || d.LocalityNUMANode != 0 || d.LocalitySource != "local_cpulist" {
+			if d := s.PCI(host.MustPCI("0000:00:02.0")); d == nil || d.NUMANode != -1 || d.LocalityNUMANode != 0 || d.LocalitySource != "local_cpulist" {
 				t.Errorf("00:02.0 locality = %+v", d)
 			}
 		}},
@@ -102,11 +102,11 @@ func TestCapturesConcreteValues(t *testing.T) {
 				t.Fatalf("gpus = %+v", s.GPUs)
 			}
 			g := s.GPUs[0]
-			if g.Address != "0000:06:00.0" || g.Device != "0x15f8" || g.Name != "Tesla P100" || g.NUMANode != 0 {
+			if g.Address.String() != "0000:06:00.0" || g.Device != "0x15f8" || g.Name != "Tesla P100" || g.NUMANode != 0 {
 				t.Errorf("gpu = %+v", g)
 			}
 			d := s.PCI(g.Address)
-			if d.NUMANode != -1 || d.LocalitySource != "single_node" || !slices.Contains(d.Parents, "0000:00:01.5") {
+			if d.NUMANode != -1 || d.LocalitySource != "single_node" || !slices.Contains(d.Parents, host.MustPCI("0000:00:01.5")) {
 				t.Errorf("P100 pci = numa %d source %s parents %v", d.NUMANode, d.LocalitySource, d.Parents)
 			}
 		}},
@@ -181,7 +181,7 @@ func TestCapturesConcreteValues(t *testing.T) {
 		}},
 		{"fakepcilocalities", func(t *testing.T, s *host.Snapshot) {
 			d := s.RDMA("qib0")
-			if d == nil || d.PCIAddress != "0000:43:00.0" {
+			if d == nil || d.PCIAddress.String() != "0000:43:00.0" {
 				t.Fatalf("qib0 = %+v", d)
 			}
 			if p := port(t, s, "qib0", 1); !slices.Equal(p.NetDevs, []string{"ib0"}) {
@@ -233,11 +233,11 @@ func TestSeedTrees(t *testing.T) {
 		}
 		want := map[string]int{"0000:06:00.0": 0, "0000:21:00.0": 1, "0000:41:00.0": 2, "0000:61:00.0": 3}
 		for a, n := range want {
-			if d := s.PCI(a); d == nil || d.LocalityNUMANode != n {
+			if d := s.PCI(host.MustPCI(a)); d == nil || d.LocalityNUMANode != n {
 				t.Errorf("%s numa = %+v, want %d", a, d, n)
 			}
 		}
-		if got := s.AffinityOf("0000:06:00.0", "mlx5_0"); got != host.LevelSYS {
+		if got := s.AffinityOf(host.MustPCI("0000:06:00.0"), "mlx5_0"); got != host.LevelSYS {
 			t.Errorf("GPU0↔mlx5_0 = %s, want SYS", got)
 		}
 		p := port(t, s, "mlx5_0", 1)
@@ -282,16 +282,16 @@ func TestSeedTrees(t *testing.T) {
 		if pix != 8 { // 8 switches × 1 GPU × 1 NIC (seed 004's guide)
 			t.Errorf("PIX pairs = %d, want 8", pix)
 		}
-		if got := s.AffinityOf("0000:13:00.0", "mlx5_2"); got != host.LevelNODE {
+		if got := s.AffinityOf(host.MustPCI("0000:13:00.0"), "mlx5_2"); got != host.LevelNODE {
 			t.Errorf("G0↔N2 = %s, want NODE (seed 004: common root complex)", got)
 		}
 		// The NVSwitches (10de:22a3, class 0680 as on a real HGX H100) make
 		// a baseboard with Fabric Manager's 15 default partitions.
 		if b := s.Baseboard; b == nil || b.Name != "HGX H200 SXM 8-GPU" || len(b.NVSwitches) != 4 || len(b.Partitions) != 15 ||
-			!slices.Equal(b.Partitions[1].GPUs, []string{"0000:13:00.0", "0000:23:00.0", "0000:33:00.0", "0000:43:00.0"}) {
+			host.JoinPCI(b.Partitions[1].GPUs, " ") != "0000:13:00.0 0000:23:00.0 0000:33:00.0 0000:43:00.0" {
 			t.Errorf("baseboard %+v", b)
 		}
-		if got := s.AffinityOf("0000:23:00.0", "mlx5_4"); got != host.LevelSYS {
+		if got := s.AffinityOf(host.MustPCI("0000:23:00.0"), "mlx5_4"); got != host.LevelSYS {
 			t.Errorf("G1↔N4 = %s, want SYS", got)
 		}
 	})

@@ -43,7 +43,7 @@ func (c *collector) rdmaDevice(name string) host.RDMADevice {
 	d.HCAType, _ = c.str(subject, dir+"/hca_type")
 	if real, err := c.fs.Realpath(dir + "/device"); err == nil {
 		if a, err := host.ParsePCIAddress(path.Base(real)); err == nil {
-			d.PCIAddress = a.String()
+			d.PCIAddress = a
 			if p := c.snap.PCI(d.PCIAddress); p != nil {
 				d.Driver = p.Driver
 				d.NUMANode = p.LocalityNUMANode

@@ -146,7 +146,7 @@ func numaTable(p *Printer, s *host.Snapshot) {
 		var gpus, rdma []string
 		for _, g := range s.GPUs {
 			if g.NUMANode == n.ID {
-				gpus = append(gpus, shortAddr(g.Address))
+				gpus = append(gpus, g.Address.Short())
 			}
 		}
 		for _, r := range s.RDMADevices {
@@ -199,13 +199,6 @@ func Bytes(b int64) string {
 	return fmt.Sprintf("%.1f %s", v, units[i])
 }
 
-func shortAddr(a string) string {
-	if p, err := host.ParsePCIAddress(a); err == nil {
-		return p.Short()
-	}
-	return a
-}
-
 // interesting picks the devices a locality map shows: GPUs, network
 // controllers, every RDMA-capable function (InfiniBand class 0x0c06, or
 // anything with an RDMA device), NVMe and accelerators; bridges and
@@ -237,7 +230,7 @@ type LocalityRow struct {
 func Locality(s *host.Snapshot) []LocalityRow {
 	var out []LocalityRow
 	for _, d := range s.PCIDevices {
-		if !interesting(d, s) || d.PhysFn != "" {
+		if !interesting(d, s) || d.PhysFn.IsValid() {
 			continue
 		}
 		name := host.DeviceName(d.Vendor, d.Device)
@@ -259,8 +252,8 @@ func Locality(s *host.Snapshot) []LocalityRow {
 			group = strconv.Itoa(*d.IOMMUGroup)
 		}
 		link, degraded := linkText(d, s)
-		out = append(out, LocalityRow{Name: name, GPU: gpu, Address: shortAddr(d.Address), NUMA: numa, Driver: orDash(d.Driver),
-			Attached: orDash(strings.Join(attached(d.Address, s), " ")), Link: link, LinkDegraded: degraded, Switch: orDash(shortAddr(d.Switch)), IOMMU: group})
+		out = append(out, LocalityRow{Name: name, GPU: gpu, Address: d.Address.Short(), NUMA: numa, Driver: orDash(d.Driver),
+			Attached: orDash(strings.Join(attached(d.Address, s), " ")), Link: link, LinkDegraded: degraded, Switch: orDash(d.Switch.Short()), IOMMU: group})
 	}
 	return out
 }
@@ -284,7 +277,7 @@ func localityTable(p *Printer, s *host.Snapshot) {
 }
 
 // attached lists the netdevs and RDMA devices of a PCI function.
-func attached(addr string, s *host.Snapshot) []string {
+func attached(addr host.PCIAddress, s *host.Snapshot) []string {
 	var out []string
 	for _, n := range s.NetDevs {
 		if n.PCIAddress == addr {
@@ -358,7 +351,7 @@ func Affinity(s *host.Snapshot) *AffinityView {
 		}
 	}
 	for i, g := range s.GPUs {
-		r := AffinityRow{GPU: fmt.Sprintf("GPU%d %s", i, shortAddr(g.Address)), NUMA: g.NUMANode}
+		r := AffinityRow{GPU: fmt.Sprintf("GPU%d %s", i, g.Address.Short()), NUMA: g.NUMANode}
 		for _, n := range v.NICs {
 			r.Levels = append(r.Levels, orDash(s.AffinityOf(g.Address, n)))
 		}
