@@ -193,19 +193,18 @@ func (r IBRate) Width() string {
 	return strconv.Itoa(r.WidthLanes) + "X"
 }
 
-// ParseEnumState parses sysfs's "%d: %s" form of node_type (port states
-// are portstate's).
-func ParseEnumState(s string) (int, string, error) {
+// ParseNodeType reads sysfs's node_type, "1: CA", into its name (port
+// states, printed alike, are portstate's).
+func ParseNodeType(s string) (string, error) {
 	s = strings.TrimSpace(s)
 	num, name, ok := strings.Cut(s, ":")
 	if !ok {
-		return 0, "", fmt.Errorf("state %q: want like %q", s, "4: ACTIVE")
+		return "", fmt.Errorf("node type %q: want like %q", s, "1: CA")
 	}
-	n, err := strconv.Atoi(strings.TrimSpace(num))
-	if err != nil {
-		return 0, "", fmt.Errorf("state %q: %w", s, err)
+	if _, err := strconv.Atoi(strings.TrimSpace(num)); err != nil {
+		return "", fmt.Errorf("node type %q: %w", s, err)
 	}
-	return n, strings.TrimSpace(name), nil
+	return strings.TrimSpace(name), nil
 }
 
 // GIDType is the type of a GID table entry (gid_attrs/types/<i>).

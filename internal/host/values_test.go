@@ -68,12 +68,12 @@ func TestParseIBRate(t *testing.T) {
 	}
 }
 
-func TestParseEnumState(t *testing.T) {
-	n, s, err := ParseEnumState("4: ACTIVE")
-	if err != nil || n != 4 || s != "ACTIVE" {
-		t.Errorf("got %d %q %v", n, s, err)
+func TestParseNodeType(t *testing.T) {
+	s, err := ParseNodeType("1: CA\n")
+	if err != nil || s != "CA" {
+		t.Errorf("got %q %v", s, err)
 	}
-	if _, _, err := ParseEnumState("ACTIVE"); err == nil {
+	if _, err := ParseNodeType("CA"); err == nil {
 		t.Error("want an error without the number")
 	}
 }

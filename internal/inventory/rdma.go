@@ -29,7 +29,7 @@ func (c *collector) rdmaDevice(name string) host.RDMADevice {
 	subject := name
 	d := host.RDMADevice{Name: name, NUMANode: -1, Ports: []host.RDMAPort{}}
 	if s, ok := c.str(subject, dir+"/node_type"); ok {
-		if _, n, err := host.ParseEnumState(s); err == nil {
+		if n, err := host.ParseNodeType(s); err == nil {
 			d.NodeType = n
 		} else {
 			c.fail(subject, dir+"/node_type", err)
