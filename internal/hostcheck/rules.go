@@ -408,7 +408,7 @@ func portState(r rule, s *host.Snapshot, o Options) []check.Finding {
 				if p.SMLID != nil {
 					smLID = *p.SMLID
 				}
-				st := p.State.Sysfs() // "Init", "Down": doctor's word since before the type
+				st := p.State.Sysfs() // "INIT" is said "Init", "DOWN" "Down"
 				msg, fix := NotActivated(st[:1]+strings.ToLower(st[1:]), isVF(s, d), smLID)
 				f = r.finding(s, check.Fail, sub, "%s", msg)
 				f.Fix = fix
