@@ -11,6 +11,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/fabric"
 	"github.com/rdmalab/rdmalab/internal/fabriccheck"
 	"github.com/rdmalab/rdmalab/internal/host"
+	"github.com/rdmalab/rdmalab/internal/portstate"
 )
 
 // The textbook fat tree of k-port switches: two tiers hold k²/2 hosts on
@@ -201,7 +202,7 @@ func snapshotOf(top *fabric.Topology) *fabric.Snapshot {
 		for _, e := range [][2]fabric.TopoEnd{{l.A, l.B}, {l.B, l.A}} {
 			near, far := e[0], e[1]
 			s.Ports = append(s.Ports, fabric.Port{NodeGUID: id(near.Node), NodeDesc: near.Node, NodeType: typeOf(near.Node), Num: near.Port,
-				State: fabric.Active, PhysState: fabric.LinkUp, Remote: &fabric.End{NodeGUID: id(far.Node), NodeDesc: far.Node, Port: far.Port}})
+				State: portstate.Active, PhysState: portstate.LinkUp, Remote: &fabric.End{NodeGUID: id(far.Node), NodeDesc: far.Node, Port: far.Port}})
 		}
 	}
 	return s

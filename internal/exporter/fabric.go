@@ -17,6 +17,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/fabriccheck"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
+	"github.com/rdmalab/rdmalab/internal/portstate"
 )
 
 // Fabric port metrics are labelled by node GUID and port: descriptions
@@ -195,13 +196,13 @@ func emitFabric(m *emitter, r fabricResult) {
 		emitted[k] = true
 		port := strconv.Itoa(p.Num)
 		active := 0.0
-		if p.State == fabric.Active {
+		if p.State == portstate.Active {
 			active = 1
 		}
 		// The guid label keeps nodes that share a description apart; the
 		// name is the description as the fabric reports it.
 		guid, name := p.NodeGUID.String(), p.NodeDesc
-		m.gauge(fabricStateDesc, active, guid, name, port, string(p.State))
+		m.gauge(fabricStateDesc, active, guid, name, port, p.State.String())
 		if p.RateGbps > 0 {
 			m.gauge(fabricRateDesc, linkrate.BytesPerSecond(p.RateGbps), guid, name, port)
 		}

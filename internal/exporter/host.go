@@ -354,11 +354,11 @@ func emitPorts(m *emitter, s *host.Snapshot) {
 		for _, p := range d.Ports {
 			port := strconv.Itoa(p.Port)
 			// Unreadable state or rate is absent, not 0: unknown is not down.
-			if p.State != "" {
-				m.gauge(stateDesc, float64(p.StateID), d.Name, port)
+			if p.State.Known() {
+				m.gauge(stateDesc, float64(p.State.ID()), d.Name, port)
 			}
-			if p.PhysState != "" {
-				m.gauge(physStateDesc, float64(p.PhysStateID), d.Name, port)
+			if p.PhysState.Known() {
+				m.gauge(physStateDesc, float64(p.PhysState.ID()), d.Name, port)
 			}
 			if p.RateGbps > 0 {
 				m.gauge(rateDesc, linkrate.BytesPerSecond(p.RateGbps), d.Name, port)
@@ -391,9 +391,9 @@ func emitPorts(m *emitter, s *host.Snapshot) {
 // emitTopology turns a full snapshot into the PCIe link and GPU↔NIC path
 // metrics, which change only when a link retrains or a device goes.
 func emitTopology(m *emitter, s *host.Snapshot) {
-	roles := map[string][2]string{}
+	roles := map[host.PCIAddress][2]string{}
 	for _, d := range s.RDMADevices {
-		if d.PCIAddress != "" {
+		if d.PCIAddress.IsValid() {
 			roles[d.PCIAddress] = [2]string{"nic", d.Name}
 		}
 	}
@@ -405,29 +405,30 @@ func emitTopology(m *emitter, s *host.Snapshot) {
 		if !ok {
 			continue
 		}
+		addr := p.Address.String()
 		if p.CurrentLinkSpeedGTps > 0 {
-			m.gauge(pcieCurSpeed, p.CurrentLinkSpeedGTps, p.Address, r[0], r[1])
+			m.gauge(pcieCurSpeed, p.CurrentLinkSpeedGTps, addr, r[0], r[1])
 		}
 		if p.MaxLinkSpeedGTps > 0 {
-			m.gauge(pcieMaxSpeed, p.MaxLinkSpeedGTps, p.Address, r[0], r[1])
+			m.gauge(pcieMaxSpeed, p.MaxLinkSpeedGTps, addr, r[0], r[1])
 		}
 		if p.CurrentLinkWidth > 0 {
-			m.gauge(pcieCurWidth, float64(p.CurrentLinkWidth), p.Address, r[0], r[1])
+			m.gauge(pcieCurWidth, float64(p.CurrentLinkWidth), addr, r[0], r[1])
 		}
 		if p.MaxLinkWidth > 0 {
-			m.gauge(pcieMaxWidth, float64(p.MaxLinkWidth), p.Address, r[0], r[1])
+			m.gauge(pcieMaxWidth, float64(p.MaxLinkWidth), addr, r[0], r[1])
 		}
 	}
-	nearest := map[string]int{}
+	nearest := map[host.PCIAddress]int{}
 	for _, a := range s.Affinity {
 		rank := host.LevelRank(a.Level)
-		m.gauge(gpuPathDesc, float64(rank), a.GPU, a.NIC, a.RDMA, a.Level)
+		m.gauge(gpuPathDesc, float64(rank), a.GPU.String(), a.NIC.String(), a.RDMA, a.Level)
 		if r, ok := nearest[a.GPU]; !ok || rank < r {
 			nearest[a.GPU] = rank
 		}
 	}
 	for gpu, r := range nearest {
-		m.gauge(gpuNearestDesc, float64(r), gpu)
+		m.gauge(gpuNearestDesc, float64(r), gpu.String())
 	}
 }
 

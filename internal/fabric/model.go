@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/host"
+	"github.com/rdmalab/rdmalab/internal/portstate"
 )
 
 // SchemaVersion is bumped on any change that removes or re-types a field.
@@ -33,27 +34,6 @@ const (
 	Switch NodeType = "Switch"
 	CA     NodeType = "CA"
 	Router NodeType = "Router"
-)
-
-// PortState is the logical port state (PortInfo.PortState).
-type PortState string
-
-// Port states as iblinkinfo prints them.
-const (
-	Down       PortState = "Down"
-	Initialize PortState = "Initialize"
-	Armed      PortState = "Armed"
-	Active     PortState = "Active"
-)
-
-// PhysState is the physical port state (PortInfo.PortPhysicalState).
-type PhysState string
-
-// Physical states as iblinkinfo prints them.
-const (
-	LinkUp   PhysState = "LinkUp"
-	Polling  PhysState = "Polling"
-	Disabled PhysState = "Disabled"
 )
 
 // Tool names a diagnostic whose output a snapshot holds.
@@ -131,10 +111,11 @@ type Port struct {
 	Num      int       `json:"port"`
 	PortGUID host.GUID `json:"port_guid,omitempty"`
 	LID      int       `json:"lid"` // the port's LID (a switch's base LID for its ports)
-	// State and PhysState are empty when the source does not say
-	// (an ibnetdiscover dump lists linked ports without their state).
-	State     PortState `json:"state,omitempty"`
-	PhysState PhysState `json:"phys_state"`
+	// State and PhysState are unknown (zero; absent and "" in the JSON)
+	// when the source does not say (an ibnetdiscover dump lists linked
+	// ports without their state); spelt as iblinkinfo prints them.
+	State     portstate.State `json:"state,omitempty"`
+	PhysState portstate.Phys  `json:"phys_state"`
 	// Width ("4X") and Speed ("HDR") are active values; LaneGbps is the
 	// signalling rate per lane iblinkinfo prints (53.125 for HDR).
 	Width    string  `json:"width,omitempty"`
@@ -183,7 +164,7 @@ type SM struct {
 }
 
 // Linked reports whether the port has a physical link.
-func (p Port) Linked() bool { return p.PhysState == LinkUp && p.Remote != nil }
+func (p Port) Linked() bool { return p.PhysState == portstate.LinkUp && p.Remote != nil }
 
 // Link is a pair of cabled ports, A before B in a stable order (the CA end
 // first; else the lower key).

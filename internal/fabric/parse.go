@@ -9,6 +9,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/lazyre"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
+	"github.com/rdmalab/rdmalab/internal/portstate"
 )
 
 // ParseError names the line a parser could not read.
@@ -70,7 +71,7 @@ func ParseIBLinkInfo(text string) ([]Port, error) {
 		if st == nil {
 			return nil, &ParseError{"iblinkinfo", n, line, "cannot read link state " + strconv.Quote(m[6])}
 		}
-		p := Port{NodeType: curType, NodeGUID: curGUID, NodeDesc: curDesc, State: PortState(st[3]), PhysState: PhysState(st[4]), Width: st[1]}
+		p := Port{NodeType: curType, NodeGUID: curGUID, NodeDesc: curDesc, State: portstate.ParseState(st[3]), PhysState: portstate.ParsePhys(st[4]), Width: st[1]}
 		if m[1] != "" { // --line mode names the node on every line
 			p.PortGUID, p.NodeDesc = guid(m[1]), strings.TrimSpace(m[2])
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rdmalab/rdmalab/internal/portstate"
 	"github.com/rdmalab/rdmalab/internal/testhost"
 )
 
@@ -29,10 +30,10 @@ func TestParseIBLinkInfoReal(t *testing.T) {
 	}{
 		// xCAT: 2 CAs + an SB7700 EDR switch, 16 of its 18 ports Down/Polling.
 		{"ibtools/iblinkinfo/xcat-edr-2node_SB7700_iblinkinfo.txt", 20, 4, 16,
-			Port{NodeType: CA, NodeDesc: "n02 HCA-1", Num: 1, PortGUID: 0xec0d9a03003d62be, LID: 4, State: "Active", PhysState: "LinkUp", Width: "4X", Speed: "EDR", LaneGbps: 25.78125, RateGbps: 100}},
+			Port{NodeType: CA, NodeDesc: "n02 HCA-1", Num: 1, PortGUID: 0xec0d9a03003d62be, LID: 4, State: portstate.Active, PhysState: portstate.LinkUp, Width: "4X", Speed: "EDR", LaneGbps: 25.78125, RateGbps: 100}},
 		// MQM8700 HDR switch: V100 hosts at EDR lane speed, the SHARP aggregation node at HDR.
 		{"ibtools/iblinkinfo/nccl-tests-issue-71_HDR-MQM8700_SHARP-aggnode_iblinkinfo_excerpt.txt", 8, 8, 0,
-			Port{NodeType: CA, NodeDesc: "gpu-v100-3 HCA-1", Num: 1, PortGUID: 0xb88303ffff7f61c4, LID: 6, State: "Active", PhysState: "LinkUp", Width: "4X", Speed: "EDR", LaneGbps: 25.78125, RateGbps: 100}},
+			Port{NodeType: CA, NodeDesc: "gpu-v100-3 HCA-1", Num: 1, PortGUID: 0xb88303ffff7f61c4, LID: 6, State: portstate.Active, PhysState: portstate.LinkUp, Width: "4X", Speed: "EDR", LaneGbps: 25.78125, RateGbps: 100}},
 	}
 	for _, c := range cases {
 		t.Run(filepath.Base(c.file), func(t *testing.T) {
@@ -43,9 +44,9 @@ func TestParseIBLinkInfoReal(t *testing.T) {
 			active, polling := 0, 0
 			for _, p := range ps {
 				switch {
-				case p.State == "Active":
+				case p.State == portstate.Active:
 					active++
-				case p.PhysState == "Polling":
+				case p.PhysState == portstate.Polling:
 					polling++
 				}
 			}
@@ -80,10 +81,10 @@ func TestParseIBLinkInfoLineMode(t *testing.T) {
 		p.Remote.PortGUID != 0x200001 || p.Remote.LID != 3 || p.Remote.Port != 2 || p.Remote.NodeDesc != "Switch2" {
 		t.Errorf("%+v %+v", p, p.Remote)
 	}
-	if p := ps[1]; p.State != "Down" || p.PhysState != "Polling" || p.Remote != nil || p.Linked() {
+	if p := ps[1]; p.State != portstate.Down || p.PhysState != portstate.Polling || p.Remote != nil || p.Linked() {
 		t.Errorf("down port %+v", p)
 	}
-	if p := ps[2]; p.State != "Initialize" || p.LID != 0 || p.CouldBeSpeed != "HDR" || p.CouldBeWidth != "" {
+	if p := ps[2]; p.State != portstate.Init || p.LID != 0 || p.CouldBeSpeed != "HDR" || p.CouldBeWidth != "" {
 		t.Errorf("init port %+v", p)
 	}
 	if _, err := ParseIBLinkInfo("0x1 \"x\" 1 1[ ] ==( 4X 10.0 Gbps Sideways )==> 2 2[ ] \"y\" ( )\n"); err == nil || !strings.Contains(err.Error(), "line 1") {

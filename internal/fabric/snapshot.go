@@ -9,6 +9,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/lazyre"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
+	"github.com/rdmalab/rdmalab/internal/portstate"
 )
 
 // FromTopology makes a snapshot of what an ibnetdiscover dump says: every
@@ -44,7 +45,7 @@ func FromTopology(t *Topology, source string) *Snapshot {
 		for _, pair := range [][2]TopoEnd{{a, b}, {b, a}} {
 			near, far := pair[0], pair[1]
 			g := node(near)
-			p := Port{NodeGUID: g, NodeDesc: near.Node, Num: near.Port, PortGUID: near.PortGUID, LID: near.LID, PhysState: LinkUp,
+			p := Port{NodeGUID: g, NodeDesc: near.Node, Num: near.Port, PortGUID: near.PortGUID, LID: near.LID, PhysState: portstate.LinkUp,
 				Remote: &End{NodeGUID: node(far), PortGUID: far.PortGUID, NodeDesc: far.Node, Port: far.Port, LID: far.LID}}
 			if n := s.Node(g); n != nil {
 				p.NodeType, p.NodeDesc = n.Type, n.Desc
@@ -122,7 +123,7 @@ func FromIBNetDiscoverPorts(text, source string) (*Snapshot, error) {
 		}
 		if m[7] != "" {
 			p.NodeDesc = strings.TrimSpace(m[11])
-			p.PhysState = LinkUp
+			p.PhysState = portstate.LinkUp
 			r := &End{NodeGUID: guid(m[10]), NodeDesc: strings.TrimSpace(m[12])}
 			r.LID, _ = strconv.Atoi(m[8])
 			r.Port, _ = strconv.Atoi(m[9])

@@ -260,7 +260,7 @@ func evidence(s *fabric.Snapshot, nodes map[host.GUID]*fabric.Node, f check.Find
 	}
 	for _, p := range []*fabric.Port{l.A, l.B} {
 		v := fmt.Sprintf("GUID %s port %d, LID %d, %s %s", p.NodeGUID, p.Num, p.LID, p.Width, p.Speed)
-		if p.State != "" {
+		if p.State.Known() {
 			v += fmt.Sprintf(", %s/%s", p.State, p.PhysState)
 		}
 		if p.CouldBeWidth != "" || p.CouldBeSpeed != "" {

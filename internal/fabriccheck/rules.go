@@ -19,6 +19,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/counters"
 	"github.com/rdmalab/rdmalab/internal/fabric"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
+	"github.com/rdmalab/rdmalab/internal/portstate"
 )
 
 // Options are what a fabric is judged against.
@@ -124,7 +125,7 @@ func subnetManager(s *fabric.Snapshot) []check.Finding {
 	}
 	configured := 0
 	for _, p := range s.Ports {
-		if p.State == fabric.Active && p.LID > 0 {
+		if p.State == portstate.Active && p.LID > 0 {
 			configured++
 		}
 	}
@@ -193,13 +194,13 @@ func portsConfigured(s *fabric.Snapshot, n *fabric.Names) []check.Finding {
 	}
 	var noLID, notActive []fabric.Port
 	for _, p := range s.Ports {
-		if p.PhysState != fabric.LinkUp {
+		if p.PhysState != portstate.LinkUp {
 			continue
 		}
 		if p.LID == 0 {
 			noLID = append(noLID, p)
 		}
-		if p.State != fabric.Active {
+		if p.State != portstate.Active {
 			notActive = append(notActive, p)
 		}
 	}

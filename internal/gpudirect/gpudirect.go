@@ -14,6 +14,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/host"
+	"github.com/rdmalab/rdmalab/internal/portstate"
 )
 
 // DefaultGDRLevel is NCCL's default NCCL_NET_GDR_LEVEL: GPUDirect RDMA is
@@ -23,13 +24,13 @@ const DefaultGDRLevel = host.LevelPXB
 
 // Prediction is what NCCL will do for one GPU of a host.
 type Prediction struct {
-	Host string `json:"host"`
-	GPU  string `json:"gpu"` // PCI address
+	Host string          `json:"host"`
+	GPU  host.PCIAddress `json:"gpu"`
 	// Rail is the RDMA device NCCL pairs with the GPU (nearest by PCIe
 	// path, ties to one not yet taken), "" when the host has none.
-	Rail     string `json:"rail,omitempty"`
-	RailPCI  string `json:"rail_pci,omitempty"`
-	RailPort int    `json:"rail_port,omitempty"`
+	Rail     string          `json:"rail,omitempty"`
+	RailPCI  host.PCIAddress `json:"rail_pci,omitzero"`
+	RailPort int             `json:"rail_port,omitempty"`
 	// Level is the path between them as NCCL names it: PIX, PXB, PHB, NODE, SYS.
 	Level string `json:"level,omitempty"`
 	// GDR is whether NCCL will use GPUDirect RDMA for this GPU, and why.
@@ -40,7 +41,7 @@ type Prediction struct {
 	Memory string `json:"memory,omitempty"`
 	// Bridges are the PCIe bridges between GPU and NIC (where ACS must not
 	// redirect peer traffic to the root complex).
-	Bridges []string `json:"bridges,omitempty"`
+	Bridges []host.PCIAddress `json:"bridges,omitempty"`
 }
 
 // HostPrediction is the prediction for a whole host.
@@ -152,7 +153,7 @@ func PredictAt(s *host.Snapshot, gdrLevel string) HostPrediction {
 
 func firstActive(r host.RDMADevice) host.RDMAPort {
 	for _, p := range r.Ports {
-		if p.State == "ACTIVE" {
+		if p.State == portstate.Active {
 			return p
 		}
 	}
@@ -187,11 +188,11 @@ func gdrVerdict(level, memory, gdrLevel string) (bool, string) {
 
 // bridgesBetween lists the bridges on the path from a to b (below their
 // common ancestor, and the ancestor itself), empty across host bridges.
-func bridgesBetween(a, b *host.PCIDevice) []string {
+func bridgesBetween(a, b *host.PCIDevice) []host.PCIAddress {
 	if a.HostBridge != b.HostBridge {
 		return nil
 	}
-	var out []string
+	var out []host.PCIAddress
 	for i, p := range a.Parents {
 		if j := slices.Index(b.Parents, p); j >= 0 {
 			out = append(out, a.Parents[:i+1]...)
@@ -282,8 +283,8 @@ func socketIf(s *host.Snapshot) (string, string) {
 		cands = append(cands, n)
 	}
 	// a physical NIC before bridges, veths and tunnels, which are then not offered
-	if slices.ContainsFunc(cands, func(n host.NetDev) bool { return n.PCIAddress != "" }) {
-		cands = slices.DeleteFunc(cands, func(n host.NetDev) bool { return n.PCIAddress == "" })
+	if slices.ContainsFunc(cands, func(n host.NetDev) bool { return n.PCIAddress.IsValid() }) {
+		cands = slices.DeleteFunc(cands, func(n host.NetDev) bool { return !n.PCIAddress.IsValid() })
 	}
 	if len(cands) == 0 {
 		return "", "no interface is up outside the RDMA ports: NCCL would bootstrap over the fabric (or fail); give the nodes a management NIC or name one explicitly"
@@ -312,7 +313,7 @@ func Readiness(s *host.Snapshot) []check.Finding {
 	}
 	for _, g := range s.GPUs {
 		if ok, why := GPUClass(g.Name); !ok {
-			add("gpudirect.gpu-class", check.Warn, "GPU "+g.Address, why,
+			add("gpudirect.gpu-class", check.Warn, "GPU "+g.Address.String(), why,
 				check.Evidence{What: "GPU model", Value: g.Name, Source: "PCI id " + g.Vendor + ":" + g.Device}).Fix =
 				[]string{"use a data-center or professional GPU for GPUDirect RDMA, or accept staging through host memory"}
 		}
@@ -321,14 +322,15 @@ func Readiness(s *host.Snapshot) []check.Finding {
 		return fs
 	}
 	hp := Predict(s)
-	var bridges, direct []string
+	var bridges []host.PCIAddress
+	var direct []string
 	for _, p := range hp.GPUs {
-		subject := "GPU " + p.GPU
+		subject := "GPU " + p.GPU.String()
 		if p.Rail == "" {
 			add("gpudirect.path", check.Unknown, subject, p.GDRReason)
 			continue
 		}
-		ev := check.Evidence{What: "path " + p.GPU + " ↔ " + p.Rail, Value: p.Level, Source: "PCI tree (like nvidia-smi topo -m)"}
+		ev := check.Evidence{What: "path " + p.GPU.String() + " ↔ " + p.Rail, Value: p.Level, Source: "PCI tree (like nvidia-smi topo -m)"}
 		switch host.LevelRank(p.Level) {
 		case host.LevelRank(host.LevelPIX), host.LevelRank(host.LevelPXB):
 			add("gpudirect.path", check.Pass, subject, fmt.Sprintf("rail %s at %s: within NCCL's GDR level %s", p.Rail, p.Level, DefaultGDRLevel), ev)
@@ -354,14 +356,14 @@ func Readiness(s *host.Snapshot) []check.Finding {
 	// in a snapshot: one unknown per host says so and how to look, for the
 	// GPUs whose path would otherwise allow GPUDirect.
 	if len(direct) > 0 {
-		slices.Sort(bridges)
+		slices.SortFunc(bridges, host.PCIAddress.Compare)
 		bridges = slices.Compact(bridges)
 		add("gpudirect.acs", check.Unknown, "PCIe bridges", fmt.Sprintf("ACS on the %d bridge(s) between GPUs and their rails is not in the snapshot: if ACS redirects peer requests to the root complex, GPUDirect RDMA is slow or fails", len(bridges)),
-			check.Evidence{What: "bridges", Value: strings.Join(bridges, " "), Source: "lspci -vvv (ACSCtl, root only)"}).Fix =
-			[]string{fmt.Sprintf("for b in %s; do lspci -vvv -s $b | grep ACSCtl; done   # want SrcValid- ReqRedir- CmpltRedir- (or setpci to clear)", strings.Join(bridges, " "))}
+			check.Evidence{What: "bridges", Value: host.JoinPCI(bridges, " "), Source: "lspci -vvv (ACSCtl, root only)"}).Fix =
+			[]string{fmt.Sprintf("for b in %s; do lspci -vvv -s $b | grep ACSCtl; done   # want SrcValid- ReqRedir- CmpltRedir- (or setpci to clear)", host.JoinPCI(bridges, " "))}
 		var pcis []string
 		for _, rail := range slices.Compact(slices.Sorted(slices.Values(direct))) {
-			pcis = append(pcis, s.RDMA(rail).PCIAddress)
+			pcis = append(pcis, s.RDMA(rail).PCIAddress.String())
 		}
 		add("gpudirect.ats", check.Unknown, "rail NICs", fmt.Sprintf("ATS on the %d rail NIC(s) is not in the snapshot: with ACS on, peer traffic needs ATS on the NIC to go direct", len(pcis)),
 			check.Evidence{What: "ATSCtl", Value: "not read", Source: "lspci -vvv -s " + strings.Join(pcis, ",")}).Fix =

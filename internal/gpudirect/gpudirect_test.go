@@ -30,7 +30,7 @@ func TestPredictHGX(t *testing.T) {
 	want := map[string]string{"0000:13:00.0": "mlx5_0", "0000:23:00.0": "mlx5_1", "0000:33:00.0": "mlx5_2", "0000:43:00.0": "mlx5_3",
 		"0000:93:00.0": "mlx5_4", "0000:a3:00.0": "mlx5_5", "0000:b3:00.0": "mlx5_6", "0000:c3:00.0": "mlx5_7"}
 	for _, p := range hp.GPUs {
-		if p.Rail != want[p.GPU] || p.Level != "PIX" || !p.GDR || !strings.Contains(p.GDRReason, "nvidia_peermem") {
+		if p.Rail != want[p.GPU.String()] || p.Level != "PIX" || !p.GDR || !strings.Contains(p.GDRReason, "nvidia_peermem") {
 			t.Errorf("%+v", p)
 		}
 		if len(p.Bridges) != 3 { // two downstream ports and the switch's upstream port

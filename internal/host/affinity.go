@@ -25,7 +25,7 @@ func LevelRank(level string) int {
 // PathLevel computes the affinity level between two PCI devices of a
 // snapshot from their place in the PCI tree, the way nvidia-smi and NCCL do:
 // a PCIe switch (upstream port plus its downstream ports) counts as one hop.
-func PathLevel(a, b *PCIDevice, bridges map[string]*PCIDevice) string {
+func PathLevel(a, b *PCIDevice, bridges map[PCIAddress]*PCIDevice) string {
 	if a.Address == b.Address {
 		return LevelSelf
 	}
@@ -39,7 +39,7 @@ func PathLevel(a, b *PCIDevice, bridges map[string]*PCIDevice) string {
 			return LevelSYS
 		}
 	}
-	if pa, pb := mustSlot(a.Address), mustSlot(b.Address); pa != "" && pa == pb {
+	if pa := a.Address.Slot(); pa != "" && pa == b.Address.Slot() {
 		return LevelPIX // functions of one device
 	}
 	ia, ib := -1, -1
@@ -52,7 +52,7 @@ func PathLevel(a, b *PCIDevice, bridges map[string]*PCIDevice) string {
 	if ia < 0 {
 		return LevelPHB
 	}
-	switches := map[string]bool{}
+	switches := map[PCIAddress]bool{}
 	for _, p := range append(slices.Clone(a.Parents[:ia+1]), b.Parents[:ib+1]...) {
 		switches[switchOf(p, bridges)] = true
 	}
@@ -67,24 +67,16 @@ func PathLevel(a, b *PCIDevice, bridges map[string]*PCIDevice) string {
 
 // switchOf names the switch a bridge belongs to: a downstream port belongs
 // to its upstream port's switch; anything else is its own.
-func switchOf(addr string, bridges map[string]*PCIDevice) string {
+func switchOf(addr PCIAddress, bridges map[PCIAddress]*PCIDevice) PCIAddress {
 	if br := bridges[addr]; br != nil && br.BridgeRole == "switch_downstream" && len(br.Parents) > 0 {
 		return br.Parents[0]
 	}
 	return addr
 }
 
-func mustSlot(addr string) string {
-	a, err := ParsePCIAddress(addr)
-	if err != nil {
-		return ""
-	}
-	return a.Slot()
-}
-
 // BridgeIndex maps bridge addresses to their devices.
-func (s *Snapshot) BridgeIndex() map[string]*PCIDevice {
-	m := map[string]*PCIDevice{}
+func (s *Snapshot) BridgeIndex() map[PCIAddress]*PCIDevice {
+	m := map[PCIAddress]*PCIDevice{}
 	for i := range s.PCIDevices {
 		if s.PCIDevices[i].BridgeRole != "" {
 			m[s.PCIDevices[i].Address] = &s.PCIDevices[i]
@@ -114,7 +106,7 @@ func (s *Snapshot) ComputeAffinity() {
 }
 
 // AffinityOf returns the level between a GPU and an RDMA device, or "".
-func (s *Snapshot) AffinityOf(gpu, rdma string) string {
+func (s *Snapshot) AffinityOf(gpu PCIAddress, rdma string) string {
 	for _, p := range s.Affinity {
 		if p.GPU == gpu && p.RDMA == rdma {
 			return p.Level

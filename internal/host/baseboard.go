@@ -8,8 +8,8 @@ type Baseboard struct {
 	// Name is the board by its GPU and switch models: "HGX H200 8-GPU".
 	Name string `json:"name"`
 	// GPUs and NVSwitches are PCI addresses, in PCI order.
-	GPUs       []string `json:"gpus"`
-	NVSwitches []string `json:"nvswitches"`
+	GPUs       []PCIAddress `json:"gpus"`
+	NVSwitches []PCIAddress `json:"nvswitches"`
 	// Partitions is Fabric Manager's default partition table for the
 	// board (shared NVSwitch mode), largest first.
 	Partitions []FMPartition `json:"partitions"`
@@ -24,7 +24,7 @@ type FMPartition struct {
 	// Modules are the GPUs' module (physical) ids, as fmpm -l lists them.
 	Modules []int `json:"modules"`
 	// GPUs are the PCI addresses believed to hold those modules.
-	GPUs []string `json:"gpus"`
+	GPUs []PCIAddress `json:"gpus"`
 }
 
 // IsNVSwitch says whether a PCI function is an NVIDIA NVSwitch: vendor

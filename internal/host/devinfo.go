@@ -8,6 +8,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/lazyre"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
+	"github.com/rdmalab/rdmalab/internal/portstate"
 )
 
 var (
@@ -80,9 +81,9 @@ func ParseDevinfo(b []byte) *Snapshot {
 		}
 		switch k {
 		case "state":
-			setState(port, v)
+			port.State = portstate.ParseState(v)
 		case "phys_state":
-			setPhys(port, v)
+			port.PhysState = portstate.ParsePhys(v)
 		case "port_lid":
 			port.LID = lidValue(v)
 		case "sm_lid":

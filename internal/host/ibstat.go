@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/rdmalab/rdmalab/internal/lazyre"
+	"github.com/rdmalab/rdmalab/internal/portstate"
 )
 
 var ibstatCARE = lazyre.New(`(?m)^[\s│|]*CA '([^']+)'`)
@@ -62,9 +63,9 @@ func ParseIBStat(b []byte) *Snapshot {
 		}
 		switch k {
 		case "State":
-			setState(port, v)
+			port.State = portstate.ParseState(v)
 		case "Physical state":
-			setPhys(port, v)
+			port.PhysState = portstate.ParsePhys(v)
 		case "Rate":
 			// ibstat prints the rate alone, without width or speed.
 			if g, err := strconv.ParseFloat(v, 64); err == nil {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/rdmalab/rdmalab/internal/lazyre"
+	"github.com/rdmalab/rdmalab/internal/portstate"
 )
 
 var ibstatusRE = lazyre.New(`(?m)^\s*Infiniband device '([^']+)' port (\d+) status:`)
@@ -38,9 +39,9 @@ func ParseIBStatus(b []byte) *Snapshot {
 		}
 		switch v := m[2]; m[1] {
 		case "state":
-			setState(port, v)
+			port.State = portstate.ParseState(v)
 		case "phys state":
-			setPhys(port, v)
+			port.PhysState = portstate.ParsePhys(v)
 		case "rate":
 			if r, err := ParseIBRate(v); err == nil {
 				port.Rate, port.RateGbps = r, r.Gbps

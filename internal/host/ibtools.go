@@ -14,52 +14,10 @@ import (
 // partial Snapshot (its Tool says which): RDMA devices and their ports,
 // nothing of PCI, kernel or counters. doctor's rules judge it like any
 // snapshot; the GID table is marked missing, since none of the three
-// prints it whole.
+// prints it whole. Port states are read by portstate, whatever the tool's
+// spelling.
 
-// portStates and physStates are the IBTA port states by number, spelt as
-// sysfs spells them (what inventory reads): the one vocabulary the rules
-// compare against, whatever the tool printed ("Active", "4: ACTIVE",
-// "PORT_ACTIVE (4)").
-var (
-	portStates = []string{1: "DOWN", 2: "INIT", 3: "ARMED", 4: "ACTIVE", 5: "ACTIVE_DEFER"}
-	physStates = []string{1: "Sleep", 2: "Polling", 3: "Disabled", 4: "PortConfigurationTraining", 5: "LinkUp", 6: "LinkErrorRecovery", 7: "PhyTest"}
-)
-
-var (
-	stateNumRE = lazyre.New(`^(\d+):|\((\d+)\)$`)
-	kvRE       = lazyre.New(`^\s*([A-Za-z_ ]+?):\s*(.*?)\s*$`)
-)
-
-// ParsePortState reads a port state as any of the tools prints it into
-// sysfs's number and name; ok is false for a spelling it does not know.
-func ParsePortState(s string) (id int, name string, ok bool) {
-	return enumState(s, portStates, "PORT_")
-}
-
-// ParsePhysState is ParsePortState for the physical state ("LinkUp",
-// "5: LinkUp", "LINK_UP (5)").
-func ParsePhysState(s string) (id int, name string, ok bool) { return enumState(s, physStates, "") }
-
-func enumState(s string, names []string, prefix string) (int, string, bool) {
-	s = strings.TrimSpace(s)
-	if m := stateNumRE().FindStringSubmatch(s); m != nil {
-		n, _ := strconv.Atoi(m[1] + m[2])
-		if n > 0 && n < len(names) {
-			return n, names[n], true
-		}
-	}
-	word := strings.Fields(stateNumRE().ReplaceAllString(s, "") + " ")
-	if len(word) == 0 {
-		return 0, "", false
-	}
-	w := strings.ReplaceAll(strings.TrimPrefix(strings.ToUpper(word[0]), prefix), "_", "")
-	for i, n := range names {
-		if n != "" && strings.ReplaceAll(strings.ToUpper(n), "_", "") == w {
-			return i, n, true
-		}
-	}
-	return 0, "", false
-}
+var kvRE = lazyre.New(`^\s*([A-Za-z_ ]+?):\s*(.*?)\s*$`)
 
 // sysfsLayer spells a link layer as sysfs does (InfiniBand, Ethernet).
 func sysfsLayer(s string) string {
@@ -97,24 +55,6 @@ func toolSnapshot(tool string) *Snapshot {
 
 // newToolPort is a port as a tool lists it: its GID table is not shown.
 func newToolPort(n int) RDMAPort { return RDMAPort{Port: n, GIDTableMissing: true} }
-
-// setState and setPhys fill a port's state from a tool's spelling; one
-// the parser does not know is kept as printed, so the rules see it.
-func setState(p *RDMAPort, v string) {
-	if id, n, ok := ParsePortState(v); ok {
-		p.StateID, p.State = id, n
-		return
-	}
-	p.State = strings.TrimSpace(v)
-}
-
-func setPhys(p *RDMAPort, v string) {
-	if id, n, ok := ParsePhysState(v); ok {
-		p.PhysStateID, p.PhysState = id, n
-		return
-	}
-	p.PhysState = strings.TrimSpace(v)
-}
 
 // finishTool records a device listed without ports (device attributes
 // only, or an output cut short) as not read, and normalises.

@@ -1,14 +1,18 @@
 package host
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/rdmalab/rdmalab/internal/portstate"
+)
 
 // Rail is one GPU's nearest RDMA NIC: the one answer doctor, nccl env,
 // plan and the nvidia-smi topo judge all give.
 type Rail struct {
-	GPU   string `json:"gpu"`             // PCI address (or topo label)
-	RDMA  string `json:"rdma,omitempty"`  // "" when the host has no candidate NIC
-	NIC   string `json:"nic,omitempty"`   // the NIC's PCI address (or topo label)
-	Level string `json:"level,omitempty"` // PIX … SYS
+	GPU   PCIAddress `json:"gpu"`
+	RDMA  string     `json:"rdma,omitempty"` // "" when the host has no candidate NIC
+	NIC   PCIAddress `json:"nic,omitzero"`
+	Level string     `json:"level,omitempty"` // PIX … SYS
 	// Shared is set when every candidate card was already another GPU's
 	// rail, so this GPU shares one.
 	Shared bool `json:"shared,omitempty"`
@@ -86,12 +90,15 @@ func (s *Snapshot) Rails() []Rail {
 	bridges := s.BridgeIndex()
 	dist := s.numaDistance()
 	var cands []RailCandidate
-	var gpus []string
-	type nicRef struct{ rdma, pci string }
+	var gpus []PCIAddress
+	type nicRef struct {
+		rdma string
+		pci  PCIAddress
+	}
 	var nics []nicRef
 	for _, r := range s.RDMADevices {
 		d := s.PCI(r.PCIAddress)
-		if d == nil || (d.PhysFn != "" && s.PCI(d.PhysFn) != nil) {
+		if d == nil || (d.PhysFn.IsValid() && s.PCI(d.PhysFn) != nil) {
 			continue
 		}
 		nics = append(nics, nicRef{r.Name, r.PCIAddress})
@@ -105,11 +112,7 @@ func (s *Snapshot) Rails() []Rail {
 		gpus = append(gpus, g.Address)
 		for ni, n := range nics {
 			nd := s.PCI(n.pci)
-			card := n.pci
-			if a, err := ParsePCIAddress(n.pci); err == nil {
-				card = a.Slot()
-			}
-			cands = append(cands, RailCandidate{GPU: gi, NIC: ni, Level: PathLevel(gd, nd, bridges), Card: card,
+			cands = append(cands, RailCandidate{GPU: gi, NIC: ni, Level: PathLevel(gd, nd, bridges), Card: n.pci.Slot(),
 				Inactive: !s.RDMA(n.rdma).Active(), Distance: dist(gd.LocalityNUMANode, nd.LocalityNUMANode)})
 		}
 	}
@@ -144,7 +147,7 @@ func RailShared(cands []RailCandidate, chosen []int, gi int) bool {
 // Active reports whether the device has an active port.
 func (r *RDMADevice) Active() bool {
 	for _, p := range r.Ports {
-		if p.State == "ACTIVE" {
+		if p.State == portstate.Active {
 			return true
 		}
 	}

@@ -8,7 +8,7 @@ import "strings"
 const ClassInfiniBand = "0x0c06"
 
 // RDMADevicesOf lists the RDMA devices on a PCI function.
-func (s *Snapshot) RDMADevicesOf(address string) []string {
+func (s *Snapshot) RDMADevicesOf(address PCIAddress) []string {
 	var out []string
 	for _, r := range s.RDMADevices {
 		if r.PCIAddress == address {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/envelope"
+	"github.com/rdmalab/rdmalab/internal/portstate"
 )
 
 // SchemaVersion is bumped on any change that removes or re-types a field.
@@ -97,14 +98,14 @@ type CPU struct {
 
 // PCIDevice is one PCI function (/sys/bus/pci/devices/<address>).
 type PCIDevice struct {
-	Address         string `json:"address"` // 0000:41:00.0
-	Class           string `json:"class"`   // 0x020000
-	ClassName       string `json:"class_name"`
-	Vendor          string `json:"vendor"` // 0x15b3
-	Device          string `json:"device"` // 0x1015
-	SubsystemVendor string `json:"subsystem_vendor,omitempty"`
-	SubsystemDevice string `json:"subsystem_device,omitempty"`
-	Driver          string `json:"driver,omitempty"` // "" when no driver is bound
+	Address         PCIAddress `json:"address"` // 0000:41:00.0
+	Class           string     `json:"class"`   // 0x020000
+	ClassName       string     `json:"class_name"`
+	Vendor          string     `json:"vendor"` // 0x15b3
+	Device          string     `json:"device"` // 0x1015
+	SubsystemVendor string     `json:"subsystem_vendor,omitempty"`
+	SubsystemDevice string     `json:"subsystem_device,omitempty"`
+	Driver          string     `json:"driver,omitempty"` // "" when no driver is bound
 	// NUMANode is numa_node as the kernel reports it (-1 = unknown).
 	NUMANode int `json:"numa_node"`
 	// LocalCPUs is local_cpulist.
@@ -125,28 +126,28 @@ type PCIDevice struct {
 	// HostBridge is the pciDDDD:BB directory the device hangs under.
 	HostBridge string `json:"host_bridge"`
 	// Parents lists the upstream bridges, nearest first, up to the root port.
-	Parents []string `json:"parents,omitempty"`
+	Parents []PCIAddress `json:"parents,omitempty"`
 	// BridgeRole is set for class 0x0604: "root_port", "switch_upstream",
 	// "switch_downstream" or "bridge"; it is read from the tree's shape.
 	BridgeRole string `json:"bridge_role,omitempty"`
 	// Switch is the upstream-port address of the PCIe switch the device sits
 	// directly below, if any.
-	Switch string `json:"switch,omitempty"`
+	Switch PCIAddress `json:"switch,omitzero"`
 	// SRIOV is set on physical functions that can make virtual functions.
-	SRIOVTotalVFs int    `json:"sriov_total_vfs,omitempty"`
-	SRIOVNumVFs   int    `json:"sriov_num_vfs,omitempty"`
-	PhysFn        string `json:"physfn,omitempty"` // set on a virtual function
+	SRIOVTotalVFs int        `json:"sriov_total_vfs,omitempty"`
+	SRIOVNumVFs   int        `json:"sriov_num_vfs,omitempty"`
+	PhysFn        PCIAddress `json:"physfn,omitzero"` // set on a virtual function
 }
 
 // GPU is a PCI display or 3D controller or accelerator.
 type GPU struct {
-	Address  string `json:"address"`
-	Vendor   string `json:"vendor"`
-	Device   string `json:"device"`
-	Name     string `json:"name"`
-	Driver   string `json:"driver"`    // nvidia, nouveau, amdgpu, vfio-pci, or "" (unbound)
-	NUMANode int    `json:"numa_node"` // effective locality, -1 unknown
-	Switch   string `json:"switch,omitempty"`
+	Address  PCIAddress `json:"address"`
+	Vendor   string     `json:"vendor"`
+	Device   string     `json:"device"`
+	Name     string     `json:"name"`
+	Driver   string     `json:"driver"`    // nvidia, nouveau, amdgpu, vfio-pci, or "" (unbound)
+	NUMANode int        `json:"numa_node"` // effective locality, -1 unknown
+	Switch   PCIAddress `json:"switch,omitzero"`
 }
 
 // RDMADevice is one /sys/class/infiniband/<name> device.
@@ -159,7 +160,7 @@ type RDMADevice struct {
 	FWVersion    string     `json:"fw_version,omitempty"`
 	BoardID      string     `json:"board_id,omitempty"`
 	HCAType      string     `json:"hca_type,omitempty"`
-	PCIAddress   string     `json:"pci_address,omitempty"`
+	PCIAddress   PCIAddress `json:"pci_address,omitzero"`
 	Driver       string     `json:"driver,omitempty"`
 	NUMANode     int        `json:"numa_node"`
 	Ports        []RDMAPort `json:"ports"`
@@ -169,12 +170,13 @@ type RDMADevice struct {
 
 // RDMAPort is /sys/class/infiniband/<dev>/ports/<n>.
 type RDMAPort struct {
-	Port        int    `json:"port"`
-	State       string `json:"state"` // ACTIVE, DOWN, INIT, ARMED, ...
-	StateID     int    `json:"state_id"`
-	PhysState   string `json:"phys_state"` // LinkUp, Polling, Disabled, ...
-	PhysStateID int    `json:"phys_state_id"`
-	Rate        IBRate `json:"rate"`
+	Port int `json:"port"`
+	// State and PhysState are unknown (zero) when the source does not
+	// say; a snapshot spells them as sysfs does, with their numbers
+	// (MarshalJSON).
+	State     portstate.State `json:"state"`
+	PhysState portstate.Phys  `json:"phys_state"`
+	Rate      IBRate          `json:"rate"`
 	// RateGbps repeats Rate.Gbps at the top level for scripts.
 	RateGbps  float64 `json:"rate_gbps"`
 	LinkLayer string  `json:"link_layer"` // InfiniBand, Ethernet
@@ -208,6 +210,24 @@ type RDMAPort struct {
 	Unavailable []string          `json:"unavailable_counters,omitempty"`
 }
 
+// MarshalJSON writes a port as a host snapshot always has: the states
+// spelt as sysfs spells them ("ACTIVE", "LinkUp") with their numbers,
+// then the port's other fields (plain shadows none but these). Reading
+// needs no counterpart, so decoding errors keep their field and line: the
+// states parse from any spelling (a tool's, kept by older snapshots) and
+// the numbers, which only repeat them, are skipped.
+func (p RDMAPort) MarshalJSON() ([]byte, error) {
+	type plain RDMAPort // without this method
+	return json.Marshal(struct {
+		Port        int    `json:"port"`
+		State       string `json:"state"`
+		StateID     int    `json:"state_id"`
+		PhysState   string `json:"phys_state"`
+		PhysStateID int    `json:"phys_state_id"`
+		plain
+	}{p.Port, p.State.Sysfs(), p.State.ID(), p.PhysState.String(), p.PhysState.ID(), plain(p)})
+}
+
 // GID is one non-zero GID table entry.
 type GID struct {
 	Index  int    `json:"index"`
@@ -225,14 +245,14 @@ type NetDev struct {
 	OperState string `json:"operstate"`
 	// AdminUp is IFF_UP of flags: the interface was set up ("ip link set
 	// up"), whether or not it has a carrier; nil when flags was not read.
-	AdminUp    *bool  `json:"admin_up,omitempty"`
-	Type       int    `json:"type"` // ARPHRD: 1 Ethernet, 32 InfiniBand
-	Address    string `json:"address,omitempty"`
-	Driver     string `json:"driver,omitempty"`
-	PCIAddress string `json:"pci_address,omitempty"`
-	IPoIBMode  string `json:"ipoib_mode,omitempty"` // datagram, connected
-	RDMADevice string `json:"rdma_device,omitempty"`
-	RDMAPort   int    `json:"rdma_port,omitempty"`
+	AdminUp    *bool      `json:"admin_up,omitempty"`
+	Type       int        `json:"type"` // ARPHRD: 1 Ethernet, 32 InfiniBand
+	Address    string     `json:"address,omitempty"`
+	Driver     string     `json:"driver,omitempty"`
+	PCIAddress PCIAddress `json:"pci_address,omitzero"`
+	IPoIBMode  string     `json:"ipoib_mode,omitempty"` // datagram, connected
+	RDMADevice string     `json:"rdma_device,omitempty"`
+	RDMAPort   int        `json:"rdma_port,omitempty"`
 	// Master is the bond or bridge this netdev is enslaved to.
 	Master string `json:"master,omitempty"`
 	// ECN is the MLNX_OFED/DOCA ECN state (/sys/class/net/<if>/ecn); nil
@@ -331,10 +351,10 @@ type GPUDirect struct {
 // AffinityPair is the PCIe path between one GPU and one NIC, like a cell of
 // `nvidia-smi topo -m`.
 type AffinityPair struct {
-	GPU   string `json:"gpu"`            // PCI address
-	NIC   string `json:"nic"`            // PCI address
-	RDMA  string `json:"rdma,omitempty"` // mlx5_0
-	Level string `json:"level"`          // PIX, PXB, PHB, NODE, SYS (SYS? when a NUMA node is unknown)
+	GPU   PCIAddress `json:"gpu"`
+	NIC   PCIAddress `json:"nic"`
+	RDMA  string     `json:"rdma,omitempty"` // mlx5_0
+	Level string     `json:"level"`          // PIX, PXB, PHB, NODE, SYS (SYS? when a NUMA node is unknown)
 }
 
 // Load reads a snapshot file: an rdmalab host-snapshot document, or a bare
@@ -425,7 +445,7 @@ func (s *Snapshot) Encode(w io.Writer) error {
 }
 
 // PCI returns the device at address, or nil.
-func (s *Snapshot) PCI(address string) *PCIDevice {
+func (s *Snapshot) PCI(address PCIAddress) *PCIDevice {
 	i := slices.IndexFunc(s.PCIDevices, func(d PCIDevice) bool { return d.Address == address })
 	if i < 0 {
 		return nil

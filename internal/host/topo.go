@@ -272,7 +272,7 @@ func TopoOf(s *Snapshot) *Topo {
 	t := &Topo{}
 	var devs []*PCIDevice
 	gpus := slices.Clone(s.GPUs)
-	slices.SortFunc(gpus, func(a, b GPU) int { return strings.Compare(a.Address, b.Address) })
+	slices.SortFunc(gpus, func(a, b GPU) int { return a.Address.Compare(b.Address) })
 	for i, g := range gpus {
 		d := s.PCI(g.Address)
 		if d == nil {

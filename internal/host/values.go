@@ -1,6 +1,7 @@
 package host
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -10,7 +11,8 @@ import (
 )
 
 // PCIAddress is a PCI function address in the kernel's form, 0000:41:00.0.
-// The zero value is invalid.
+// The zero value is invalid: no address (its text is "", and a model
+// field tagged omitzero leaves it out). It is comparable, so it keys maps.
 type PCIAddress struct {
 	Domain   uint16
 	Bus      uint8
@@ -61,6 +63,26 @@ func ParsePCIAddress(s string) (PCIAddress, error) {
 	return a, nil
 }
 
+// NewPCIAddress is the address of domain, bus, device and function as
+// numbers (libvirt's XML holds them so); device above 31 or function
+// above 7 is an error.
+func NewPCIAddress(domain, bus, device, function uint) (PCIAddress, error) {
+	if domain > 0xffff || bus > 0xff || device > 31 || function > 7 {
+		return PCIAddress{}, fmt.Errorf("pci address %x:%x:%x.%x: out of range", domain, bus, device, function)
+	}
+	return PCIAddress{Domain: uint16(domain), Bus: uint8(bus), Device: uint8(device), Function: uint8(function), valid: true}, nil
+}
+
+// MustPCI is ParsePCIAddress for addresses written in code (tests, the
+// seed machines); it panics on a malformed one.
+func MustPCI(s string) PCIAddress {
+	a, err := ParsePCIAddress(s)
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
+
 // IsValid reports whether a was parsed.
 func (a PCIAddress) IsValid() bool { return a.valid }
 
@@ -74,16 +96,58 @@ func (a PCIAddress) String() string {
 
 // Short prints the lspci form without domain 0, 41:00.0.
 func (a PCIAddress) Short() string {
-	if a.Domain != 0 {
+	if a.Domain != 0 || !a.valid {
 		return a.String()
 	}
 	return a.String()[5:]
 }
 
-// Slot is the address without the function: functions of one slot are one device.
+// Slot is the address without the function: functions of one slot are
+// one device. The zero address has no slot ("").
 func (a PCIAddress) Slot() string {
 	s := a.String()
+	if s == "" {
+		return ""
+	}
 	return s[:len(s)-2]
+}
+
+// JoinPCI joins the addresses' kernel forms with sep, as strings.Join.
+func JoinPCI(as []PCIAddress, sep string) string {
+	ss := make([]string, len(as))
+	for i, a := range as {
+		ss[i] = a.String()
+	}
+	return strings.Join(ss, sep)
+}
+
+// Compare orders addresses as their kernel form sorts (domain, bus,
+// device, function), the zero address first.
+func (a PCIAddress) Compare(b PCIAddress) int {
+	key := func(x PCIAddress) uint64 {
+		if !x.valid {
+			return 0
+		}
+		return 1<<40 | uint64(x.Domain)<<24 | uint64(x.Bus)<<16 | uint64(x.Device)<<8 | uint64(x.Function)
+	}
+	return cmp.Compare(key(a), key(b))
+}
+
+// MarshalText writes String: "" for the zero address.
+func (a PCIAddress) MarshalText() ([]byte, error) { return []byte(a.String()), nil }
+
+// UnmarshalText reads what ParsePCIAddress does; "" is the zero address.
+func (a *PCIAddress) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*a = PCIAddress{}
+		return nil
+	}
+	v, err := ParsePCIAddress(string(b))
+	if err != nil {
+		return err
+	}
+	*a = v
+	return nil
 }
 
 // IBRate is a parsed /sys/class/infiniband/<dev>/ports/<n>/rate string.
@@ -129,18 +193,18 @@ func (r IBRate) Width() string {
 	return strconv.Itoa(r.WidthLanes) + "X"
 }
 
-// ParseEnumState parses the "%d: %s" form of state, phys_state and node_type.
-func ParseEnumState(s string) (int, string, error) {
+// ParseNodeType reads sysfs's node_type, "1: CA", into its name (port
+// states, printed alike, are portstate's).
+func ParseNodeType(s string) (string, error) {
 	s = strings.TrimSpace(s)
 	num, name, ok := strings.Cut(s, ":")
 	if !ok {
-		return 0, "", fmt.Errorf("state %q: want like %q", s, "4: ACTIVE")
+		return "", fmt.Errorf("node type %q: want like %q", s, "1: CA")
 	}
-	n, err := strconv.Atoi(strings.TrimSpace(num))
-	if err != nil {
-		return 0, "", fmt.Errorf("state %q: %w", s, err)
+	if _, err := strconv.Atoi(strings.TrimSpace(num)); err != nil {
+		return "", fmt.Errorf("node type %q: %w", s, err)
 	}
-	return n, strings.TrimSpace(name), nil
+	return strings.TrimSpace(name), nil
 }
 
 // GIDType is the type of a GID table entry (gid_attrs/types/<i>).

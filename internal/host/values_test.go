@@ -1,7 +1,9 @@
 package host
 
 import (
+	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -66,12 +68,12 @@ func TestParseIBRate(t *testing.T) {
 	}
 }
 
-func TestParseEnumState(t *testing.T) {
-	n, s, err := ParseEnumState("4: ACTIVE")
-	if err != nil || n != 4 || s != "ACTIVE" {
-		t.Errorf("got %d %q %v", n, s, err)
+func TestParseNodeType(t *testing.T) {
+	s, err := ParseNodeType("1: CA\n")
+	if err != nil || s != "CA" {
+		t.Errorf("got %q %v", s, err)
 	}
-	if _, _, err := ParseEnumState("ACTIVE"); err == nil {
+	if _, err := ParseNodeType("CA"); err == nil {
 		t.Error("want an error without the number")
 	}
 }
@@ -164,7 +166,39 @@ func FuzzParsePCIAddress(f *testing.F) {
 		if err != nil || b != a {
 			t.Fatalf("%q -> %q does not round-trip: %v", s, a.String(), err)
 		}
+		// The text form is the kernel's, read back equal; Compare orders
+		// as that text sorts; the zero address is below every address.
+		var c PCIAddress
+		if txt, _ := a.MarshalText(); c.UnmarshalText(txt) != nil || c != a || string(txt) != a.String() {
+			t.Fatalf("%q: text %q reads back as %v", s, txt, c)
+		}
+		z := MustPCI("0000:00:00.0")
+		if got, want := a.Compare(z), strings.Compare(a.String(), z.String()); got != want || (PCIAddress{}).Compare(a) >= 0 {
+			t.Fatalf("%q: Compare %d, text order %d", s, got, want)
+		}
+		if n, err := NewPCIAddress(uint(a.Domain), uint(a.Bus), uint(a.Device), uint(a.Function)); err != nil || n != a {
+			t.Fatalf("%q: NewPCIAddress gives %v %v", s, n, err)
+		}
 	})
+}
+
+// An address absent from the model is absent from the JSON (omitzero), as
+// an empty string was; "" and old files' forms read back.
+func TestPCIAddressJSON(t *testing.T) {
+	b, err := json.Marshal(RDMADevice{Name: "mlx5_0", Ports: []RDMAPort{}})
+	if err != nil || strings.Contains(string(b), "pci_address") {
+		t.Errorf("absent address written: %s %v", b, err)
+	}
+	var g GPU
+	if err := json.Unmarshal([]byte(`{"address":"41:00.0","switch":""}`), &g); err != nil || g.Address != MustPCI("0000:41:00.0") || g.Switch.IsValid() {
+		t.Errorf("%+v %v", g, err)
+	}
+	if err := json.Unmarshal([]byte(`{"address":"41:00"}`), &g); err == nil {
+		t.Error("a malformed address was read")
+	}
+	if b, _ := json.Marshal(g.Switch); string(b) != `""` || (PCIAddress{}).Short() != "" || (PCIAddress{}).Slot() != "" {
+		t.Errorf("zero address: %s", b)
+	}
 }
 
 func FuzzParseIBRate(f *testing.F) {
@@ -231,21 +265,21 @@ func FuzzParseCPUMaskAndPCIeSpeed(f *testing.F) {
 
 func TestPathLevel(t *testing.T) {
 	s := &Snapshot{PCIDevices: []PCIDevice{
-		{Address: "0000:00:01.0", HostBridge: "pci0000:00", BridgeRole: "root_port", LocalityNUMANode: 0},
-		{Address: "0000:01:00.0", HostBridge: "pci0000:00", Parents: []string{"0000:00:01.0"}, BridgeRole: "switch_upstream", LocalityNUMANode: 0},
-		{Address: "0000:02:00.0", HostBridge: "pci0000:00", Parents: []string{"0000:01:00.0", "0000:00:01.0"}, BridgeRole: "switch_downstream", LocalityNUMANode: 0},
-		{Address: "0000:02:01.0", HostBridge: "pci0000:00", Parents: []string{"0000:01:00.0", "0000:00:01.0"}, BridgeRole: "switch_downstream", LocalityNUMANode: 0},
-		{Address: "0000:03:00.0", HostBridge: "pci0000:00", Parents: []string{"0000:02:00.0", "0000:01:00.0", "0000:00:01.0"}, LocalityNUMANode: 0},
-		{Address: "0000:04:00.0", HostBridge: "pci0000:00", Parents: []string{"0000:02:01.0", "0000:01:00.0", "0000:00:01.0"}, LocalityNUMANode: 0},
+		{Address: MustPCI("0000:00:01.0"), HostBridge: "pci0000:00", BridgeRole: "root_port", LocalityNUMANode: 0},
+		{Address: MustPCI("0000:01:00.0"), HostBridge: "pci0000:00", Parents: []PCIAddress{MustPCI("0000:00:01.0")}, BridgeRole: "switch_upstream", LocalityNUMANode: 0},
+		{Address: MustPCI("0000:02:00.0"), HostBridge: "pci0000:00", Parents: []PCIAddress{MustPCI("0000:01:00.0"), MustPCI("0000:00:01.0")}, BridgeRole: "switch_downstream", LocalityNUMANode: 0},
+		{Address: MustPCI("0000:02:01.0"), HostBridge: "pci0000:00", Parents: []PCIAddress{MustPCI("0000:01:00.0"), MustPCI("0000:00:01.0")}, BridgeRole: "switch_downstream", LocalityNUMANode: 0},
+		{Address: MustPCI("0000:03:00.0"), HostBridge: "pci0000:00", Parents: []PCIAddress{MustPCI("0000:02:00.0"), MustPCI("0000:01:00.0"), MustPCI("0000:00:01.0")}, LocalityNUMANode: 0},
+		{Address: MustPCI("0000:04:00.0"), HostBridge: "pci0000:00", Parents: []PCIAddress{MustPCI("0000:02:01.0"), MustPCI("0000:01:00.0"), MustPCI("0000:00:01.0")}, LocalityNUMANode: 0},
 		// a second switch stacked below the first
-		{Address: "0000:05:00.0", HostBridge: "pci0000:00", Parents: []string{"0000:04:00.0", "0000:02:01.0", "0000:01:00.0", "0000:00:01.0"}, BridgeRole: "switch_upstream", LocalityNUMANode: 0},
-		{Address: "0000:06:00.0", HostBridge: "pci0000:00", Parents: []string{"0000:05:00.0", "0000:04:00.0", "0000:02:01.0", "0000:01:00.0", "0000:00:01.0"}, BridgeRole: "switch_downstream", LocalityNUMANode: 0},
-		{Address: "0000:07:00.0", HostBridge: "pci0000:00", Parents: []string{"0000:06:00.0", "0000:05:00.0", "0000:04:00.0", "0000:02:01.0", "0000:01:00.0", "0000:00:01.0"}, LocalityNUMANode: 0},
-		{Address: "0000:00:02.0", HostBridge: "pci0000:00", BridgeRole: "root_port", LocalityNUMANode: 0},
-		{Address: "0000:08:00.0", HostBridge: "pci0000:00", Parents: []string{"0000:00:02.0"}, LocalityNUMANode: 0},
-		{Address: "0000:80:00.0", HostBridge: "pci0000:80", LocalityNUMANode: 0},
-		{Address: "0000:90:00.0", HostBridge: "pci0000:90", LocalityNUMANode: 1},
-		{Address: "0000:a0:00.0", HostBridge: "pci0000:a0", LocalityNUMANode: -1},
+		{Address: MustPCI("0000:05:00.0"), HostBridge: "pci0000:00", Parents: []PCIAddress{MustPCI("0000:04:00.0"), MustPCI("0000:02:01.0"), MustPCI("0000:01:00.0"), MustPCI("0000:00:01.0")}, BridgeRole: "switch_upstream", LocalityNUMANode: 0},
+		{Address: MustPCI("0000:06:00.0"), HostBridge: "pci0000:00", Parents: []PCIAddress{MustPCI("0000:05:00.0"), MustPCI("0000:04:00.0"), MustPCI("0000:02:01.0"), MustPCI("0000:01:00.0"), MustPCI("0000:00:01.0")}, BridgeRole: "switch_downstream", LocalityNUMANode: 0},
+		{Address: MustPCI("0000:07:00.0"), HostBridge: "pci0000:00", Parents: []PCIAddress{MustPCI("0000:06:00.0"), MustPCI("0000:05:00.0"), MustPCI("0000:04:00.0"), MustPCI("0000:02:01.0"), MustPCI("0000:01:00.0"), MustPCI("0000:00:01.0")}, LocalityNUMANode: 0},
+		{Address: MustPCI("0000:00:02.0"), HostBridge: "pci0000:00", BridgeRole: "root_port", LocalityNUMANode: 0},
+		{Address: MustPCI("0000:08:00.0"), HostBridge: "pci0000:00", Parents: []PCIAddress{MustPCI("0000:00:02.0")}, LocalityNUMANode: 0},
+		{Address: MustPCI("0000:80:00.0"), HostBridge: "pci0000:80", LocalityNUMANode: 0},
+		{Address: MustPCI("0000:90:00.0"), HostBridge: "pci0000:90", LocalityNUMANode: 1},
+		{Address: MustPCI("0000:a0:00.0"), HostBridge: "pci0000:a0", LocalityNUMANode: -1},
 	}}
 	br := s.BridgeIndex()
 	for _, tc := range []struct{ a, b, want string }{
@@ -257,10 +291,10 @@ func TestPathLevel(t *testing.T) {
 		{"0000:03:00.0", "0000:a0:00.0", LevelSYSUnknown},
 		{"0000:03:00.0", "0000:03:00.0", LevelSelf},
 	} {
-		if got := PathLevel(s.PCI(tc.a), s.PCI(tc.b), br); got != tc.want {
+		if got := PathLevel(s.PCI(MustPCI(tc.a)), s.PCI(MustPCI(tc.b)), br); got != tc.want {
 			t.Errorf("%s↔%s = %s, want %s", tc.a, tc.b, got, tc.want)
 		}
-		if got := PathLevel(s.PCI(tc.b), s.PCI(tc.a), br); got != tc.want {
+		if got := PathLevel(s.PCI(MustPCI(tc.b)), s.PCI(MustPCI(tc.a)), br); got != tc.want {
 			t.Errorf("%s↔%s (reversed) = %s, want %s", tc.b, tc.a, got, tc.want)
 		}
 	}
@@ -295,30 +329,4 @@ func FuzzParseGUID(f *testing.F) {
 			}
 		}
 	})
-}
-
-// Port states as each tool spells them read into sysfs's number and name.
-func TestParsePortState(t *testing.T) {
-	for _, c := range []struct {
-		in, name string
-		id       int
-		phys     bool
-	}{
-		{"Active", "ACTIVE", 4, false}, {"4: ACTIVE", "ACTIVE", 4, false}, {"PORT_ACTIVE (4)", "ACTIVE", 4, false},
-		{"Down", "DOWN", 1, false}, {"PORT_DOWN (1)", "DOWN", 1, false}, {"Init", "INIT", 2, false},
-		{"LinkUp", "LinkUp", 5, true}, {"5: LinkUp", "LinkUp", 5, true}, {"LINK_UP (5)", "LinkUp", 5, true},
-		{"Disabled", "Disabled", 3, true}, {"3: Disabled", "Disabled", 3, true}, {"Polling", "Polling", 2, true},
-	} {
-		parse := ParsePortState
-		if c.phys {
-			parse = ParsePhysState
-		}
-		id, name, ok := parse(c.in)
-		if !ok || id != c.id || name != c.name {
-			t.Errorf("%q: %d %q %v, want %d %q", c.in, id, name, ok, c.id, c.name)
-		}
-	}
-	if _, _, ok := ParsePortState("Sleeping beauty"); ok {
-		t.Error("an unknown state was read")
-	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/gpudirect"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
+	"github.com/rdmalab/rdmalab/internal/portstate"
 )
 
 // fleetKey reads one value per host and group (a group is what the hosts
@@ -138,7 +139,7 @@ func joinPorts(s *host.Snapshot, f func(host.RDMAPort) string) string {
 	var v []string
 	for _, d := range s.RDMADevices {
 		for _, p := range d.Ports {
-			if p.State == "ACTIVE" {
+			if p.State == portstate.Active {
 				if x := f(p); x != "" && !slices.Contains(v, x) {
 					v = append(v, x)
 				}
@@ -272,7 +273,7 @@ func fleetRates(hosts []*host.Snapshot) map[linkrate.Layer]linkrate.Expect {
 		for _, d := range s.RDMADevices {
 			for _, p := range d.Ports {
 				l, ok := linkrate.SysfsLayer(p.LinkLayer)
-				if p.State != "ACTIVE" || p.RateGbps <= 0 || !ok {
+				if p.State != portstate.Active || p.RateGbps <= 0 || !ok {
 					continue
 				}
 				if count[l] == nil {

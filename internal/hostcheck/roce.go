@@ -10,6 +10,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
+	"github.com/rdmalab/rdmalab/internal/portstate"
 )
 
 // The RoCE QoS rules follow a packet: the DSCP it carries → the priority
@@ -95,7 +96,7 @@ func roceEntries(s *host.Snapshot) []host.RoCEQoS {
 		}
 		if d := s.RDMA(q.Device); d != nil {
 			for _, p := range d.Ports {
-				if p.Port == q.Port && p.State == "ACTIVE" {
+				if p.Port == q.Port && p.State == portstate.Active {
 					out = append(out, q)
 				}
 			}
@@ -393,7 +394,7 @@ func roceQoSSummary(s *host.Snapshot) string {
 func roceGIDPorts(s *host.Snapshot, fn func(d host.RDMADevice, p host.RDMAPort)) {
 	for _, d := range s.RDMADevices {
 		for _, p := range d.Ports {
-			if p.State == "ACTIVE" || (p.State == "" && p.LinkLayer == "Ethernet") {
+			if p.State == portstate.Active || (!p.State.Known() && p.LinkLayer == "Ethernet") {
 				fn(d, p)
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/counters"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
+	"github.com/rdmalab/rdmalab/internal/portstate"
 	"k8s.io/utils/cpuset"
 )
 
@@ -295,10 +296,10 @@ func rdmaDriver(r rule, s *host.Snapshot, o Options) []check.Finding {
 		if !s.RDMACapable(d) {
 			continue
 		}
-		sub := d.Address
+		sub := d.Address.String()
 		e := []check.Evidence{
-			ev("device", fmt.Sprintf("%s %s:%s class %s", orUnread(host.DeviceName(d.Vendor, d.Device)), d.Vendor, d.Device, d.Class), "/sys/bus/pci/devices/"+d.Address),
-			ev("driver", orUnread(d.Driver), "/sys/bus/pci/devices/"+d.Address+"/driver"),
+			ev("device", fmt.Sprintf("%s %s:%s class %s", orUnread(host.DeviceName(d.Vendor, d.Device)), d.Vendor, d.Device, d.Class), "/sys/bus/pci/devices/"+d.Address.String()),
+			ev("driver", orUnread(d.Driver), "/sys/bus/pci/devices/"+d.Address.String()+"/driver"),
 		}
 		devs := s.RDMADevicesOf(d.Address)
 		var f check.Finding
@@ -307,7 +308,7 @@ func rdmaDriver(r rule, s *host.Snapshot, o Options) []check.Finding {
 			f = r.finding(s, check.Pass, sub, "RDMA device %s", strings.Join(devs, ", "))
 		case d.Driver == "vfio-pci":
 			f = r.finding(s, check.Pass, sub, "bound to vfio-pci (passed through): its RDMA device lives in the guest")
-		case d.PhysFn != "" && d.Driver == "":
+		case d.PhysFn.IsValid() && d.Driver == "":
 			f = r.finding(s, check.Pass, sub, "an unbound virtual function of %s: nothing uses it", d.PhysFn)
 		case d.Driver == "":
 			f = r.finding(s, check.Fail, sub, "RDMA-capable %s has no driver bound: no netdev, no RDMA device", orUnread(host.DeviceName(d.Vendor, d.Device)))
@@ -377,7 +378,7 @@ func portState(r rule, s *host.Snapshot, o Options) []check.Finding {
 	noneUp := true
 	for _, d := range s.RDMADevices {
 		for _, p := range d.Ports {
-			noneUp = noneUp && p.State != "ACTIVE" && p.State != ""
+			noneUp = noneUp && p.State != portstate.Active && p.State.Known()
 		}
 	}
 	for _, d := range s.RDMADevices {
@@ -392,22 +393,23 @@ func portState(r rule, s *host.Snapshot, o Options) []check.Finding {
 		}
 		for _, p := range d.Ports {
 			sub := portSubject(d.Name, p.Port)
-			e := []check.Evidence{ev("state", fmt.Sprintf("%d: %s", p.StateID, p.State), portPath(s, d.Name, p.Port, "state")), ev("phys_state", fmt.Sprintf("%d: %s", p.PhysStateID, p.PhysState), portPath(s, d.Name, p.Port, "phys_state"))}
+			e := []check.Evidence{ev("state", fmt.Sprintf("%d: %s", p.State.ID(), p.State.Sysfs()), portPath(s, d.Name, p.Port, "state")), ev("phys_state", fmt.Sprintf("%d: %s", p.PhysState.ID(), p.PhysState), portPath(s, d.Name, p.Port, "phys_state"))}
 			var f check.Finding
 			switch {
-			case p.State == "":
+			case !p.State.Known():
 				f = r.finding(s, check.Unknown, sub, "port state could not be read")
-			case p.State == "ACTIVE" && (p.PhysState == "LinkUp" || p.PhysState == ""):
+			case p.State == portstate.Active && (p.PhysState == portstate.LinkUp || !p.PhysState.Known()):
 				f = r.finding(s, check.Pass, sub, "Active, LinkUp")
-			case p.State == "ACTIVE":
+			case p.State == portstate.Active:
 				// Active needs a physical link, whatever phys_state says.
 				f = r.finding(s, check.Pass, sub, "Active (phys_state reads %q, not LinkUp; Active needs a physical link, so the link is up)", p.PhysState)
-			case p.LinkLayer == "InfiniBand" && p.PhysState == "LinkUp" && (p.State == "INIT" || p.State == "DOWN"):
+			case p.LinkLayer == "InfiniBand" && p.PhysState == portstate.LinkUp && (p.State == portstate.Init || p.State == portstate.Down):
 				smLID := 0
 				if p.SMLID != nil {
 					smLID = *p.SMLID
 				}
-				msg, fix := NotActivated(strings.ToTitle(p.State[:1])+strings.ToLower(p.State[1:]), isVF(s, d), smLID)
+				st := p.State.Sysfs() // "INIT" is said "Init", "DOWN" "Down"
+				msg, fix := NotActivated(st[:1]+strings.ToLower(st[1:]), isVF(s, d), smLID)
 				f = r.finding(s, check.Fail, sub, "%s", msg)
 				f.Fix = fix
 			default:
@@ -425,10 +427,10 @@ func portState(r rule, s *host.Snapshot, o Options) []check.Finding {
 					break
 				}
 				if use == unused {
-					f = r.finding(s, check.Pass, sub, "unused: %s / %s, and nothing says it should be up (%s)", p.State, p.PhysState, why[0].Value)
+					f = r.finding(s, check.Pass, sub, "unused: %s / %s, and nothing says it should be up (%s)", p.State.Sysfs(), p.PhysState, why[0].Value)
 					break
 				}
-				f = r.finding(s, check.Fail, sub, "port is %s / %s but is meant to be in use (%s): it carries no traffic", p.State, p.PhysState, why[0].Value)
+				f = r.finding(s, check.Fail, sub, "port is %s / %s but is meant to be in use (%s): it carries no traffic", p.State.Sysfs(), p.PhysState, why[0].Value)
 				f.Fix = []string{"check the cable and the link partner (switch port enabled?)", fmt.Sprintf("ibstat %s %d", d.Name, p.Port)}
 			}
 			f.Evidence = e
@@ -441,10 +443,10 @@ func portState(r rule, s *host.Snapshot, o Options) []check.Finding {
 // stateText is "DOWN / Disabled", or the state alone when the source
 // shows no physical state (ibv_devinfo without -v).
 func stateText(p host.RDMAPort) string {
-	if p.PhysState == "" {
-		return p.State
+	if !p.PhysState.Known() {
+		return p.State.Sysfs()
 	}
-	return p.State + " / " + p.PhysState
+	return p.State.Sysfs() + " / " + p.PhysState.String()
 }
 
 // portInUse decides whether a port that is not up is meant to be: the
@@ -521,7 +523,7 @@ const (
 func activePorts(s *host.Snapshot, fn func(d host.RDMADevice, p host.RDMAPort)) {
 	for _, d := range s.RDMADevices {
 		for _, p := range d.Ports {
-			if p.State == "ACTIVE" {
+			if p.State == portstate.Active {
 				fn(d, p)
 			}
 		}
@@ -645,9 +647,9 @@ func portLinkLayer(r rule, s *host.Snapshot, o Options) []check.Finding {
 
 func pcieDegraded(r rule, s *host.Snapshot, o Options) []check.Finding {
 	var out []check.Finding
-	var addrs []string
+	var addrs []host.PCIAddress
 	for _, d := range s.RDMADevices {
-		if d.PCIAddress != "" && !slices.Contains(addrs, d.PCIAddress) {
+		if d.PCIAddress.IsValid() && !slices.Contains(addrs, d.PCIAddress) {
 			addrs = append(addrs, d.PCIAddress)
 		}
 	}
@@ -661,10 +663,10 @@ func pcieDegraded(r rule, s *host.Snapshot, o Options) []check.Finding {
 		}
 		isGPU := host.IsGPUClass(d.Class, d.Vendor)
 		gt, w := s.LinkCeiling(d)
-		sub := d.Address
+		sub := d.Address.String()
 		e := []check.Evidence{
-			ev("current", linkValue(d.CurrentLinkSpeedGTps, d.CurrentLinkWidth), "/sys/bus/pci/devices/"+a+"/current_link_{speed,width}"),
-			ev("capable", linkValue(gt, w)+" (device and slot)", "/sys/bus/pci/devices/"+a+"/max_link_{speed,width} and its upstream port"),
+			ev("current", linkValue(d.CurrentLinkSpeedGTps, d.CurrentLinkWidth), "/sys/bus/pci/devices/"+sub+"/current_link_{speed,width}"),
+			ev("capable", linkValue(gt, w)+" (device and slot)", "/sys/bus/pci/devices/"+sub+"/max_link_{speed,width} and its upstream port"),
 		}
 		var f check.Finding
 		switch {
@@ -1158,13 +1160,14 @@ func numaUnknown(r rule, s *host.Snapshot, o Options) []check.Finding {
 		return nil
 	}
 	var out []check.Finding
-	seen := map[string]bool{}
-	check1 := func(addr, what string) {
-		d := s.PCI(addr)
-		if d == nil || seen[addr] {
+	seen := map[host.PCIAddress]bool{}
+	check1 := func(a host.PCIAddress, what string) {
+		d := s.PCI(a)
+		if d == nil || seen[a] {
 			return
 		}
-		seen[addr] = true
+		seen[a] = true
+		addr := a.String()
 		e := []check.Evidence{ev("numa_node", strconv.Itoa(d.NUMANode), "/sys/bus/pci/devices/"+addr+"/numa_node"), ev("local_cpulist", d.LocalCPUs, "/sys/bus/pci/devices/"+addr+"/local_cpulist")}
 		var f check.Finding
 		switch d.LocalitySource {
@@ -1203,9 +1206,9 @@ func gpuNIC(r rule, s *host.Snapshot, o Options) []check.Finding {
 		e := []check.Evidence{ev("nearest NIC", nic+" at "+best, "PCI tree under /sys/devices")}
 		var f check.Finding
 		if host.LevelRank(best) <= host.LevelRank(host.LevelPHB) {
-			f = r.finding(s, check.Pass, rail.GPU, "nearest NIC %s is %s: GPUDirect RDMA path is good", nic, best)
+			f = r.finding(s, check.Pass, rail.GPU.String(), "nearest NIC %s is %s: GPUDirect RDMA path is good", nic, best)
 		} else {
-			f = r.finding(s, check.Warn, rail.GPU, "nearest NIC %s is %s: GPUDirect RDMA will be slow or off (NCCL uses it up to PXB by default)", nic, best)
+			f = r.finding(s, check.Warn, rail.GPU.String(), "nearest NIC %s is %s: GPUDirect RDMA will be slow or off (NCCL uses it up to PXB by default)", nic, best)
 			f.Fix = slices.Clone(r.Fixes)
 		}
 		f.Evidence = e
@@ -1246,7 +1249,7 @@ func Run(s *host.Snapshot, o Options) []check.Finding {
 // isVF reports an SR-IOV virtual function: its PCI function names a
 // physical one, or its device id is a VF's.
 func isVF(s *host.Snapshot, d host.RDMADevice) bool {
-	if pd := s.PCI(d.PCIAddress); pd != nil && (pd.PhysFn != "" || strings.HasSuffix(host.DeviceName(pd.Vendor, pd.Device), " VF")) {
+	if pd := s.PCI(d.PCIAddress); pd != nil && (pd.PhysFn.IsValid() || strings.HasSuffix(host.DeviceName(pd.Vendor, pd.Device), " VF")) {
 		return true
 	}
 	// A saved ibstat has no PCI tree, only its CA type: "MT4120" is the

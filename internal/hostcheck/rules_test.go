@@ -292,7 +292,7 @@ func TestEveryFleetRule(t *testing.T) {
 		"fleet.gpu-nic": func(s *host.Snapshot) {
 			g := s.PCI(s.GPUs[0].Address)
 			for _, a := range []string{"0000:41:00.0", "0000:41:00.1", "0000:40:01.1"} {
-				d := s.PCI(a)
+				d := s.PCI(host.MustPCI(a))
 				d.HostBridge, d.LocalityNUMANode = g.HostBridge, g.LocalityNUMANode
 			}
 		},

@@ -32,7 +32,7 @@ type VMDomain struct {
 	MemoryBytes   int64
 	// HostPCI are the host PCI addresses passed through (hostdevs and
 	// <interface type='hostdev'>).
-	HostPCI []string
+	HostPCI []host.PCIAddress
 }
 
 // VMMemNode is one <memnode>.
@@ -253,7 +253,7 @@ func deviceNodes(s *host.Snapshot, d VMDomain) (map[int]bool, string, []string) 
 	for _, a := range d.HostPCI {
 		p := s.PCI(a)
 		if p == nil {
-			unknown = append(unknown, a)
+			unknown = append(unknown, a.String())
 			continue
 		}
 		if p.LocalityNUMANode >= 0 {

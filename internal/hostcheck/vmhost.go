@@ -54,7 +54,7 @@ func isPassCandidate(s *host.Snapshot, d *host.PCIDevice) (string, bool) {
 			return "GPU", true
 		}
 	}
-	if d.Vendor == "0x15b3" && strings.HasPrefix(d.Class, "0x02") && d.PhysFn == "" {
+	if d.Vendor == "0x15b3" && strings.HasPrefix(d.Class, "0x02") && !d.PhysFn.IsValid() {
 		return "NIC", true
 	}
 	return "", false
@@ -65,7 +65,7 @@ func suggestVMHost(s *host.Snapshot) []check.Finding {
 	var bound []string
 	for i := range s.PCIDevices {
 		if s.PCIDevices[i].Driver == "vfio-pci" {
-			bound = append(bound, s.PCIDevices[i].Address)
+			bound = append(bound, s.PCIDevices[i].Address.String())
 		}
 	}
 	if len(bound) == 0 {
@@ -102,11 +102,11 @@ func RunVMHost(s *host.Snapshot) []check.Finding {
 		switch {
 		case d.Driver == "vfio-pci":
 			passed = append(passed, d)
-			add("vmhost.vfio", check.Pass, d.Address, "%s bound to vfio-pci", kind)
+			add("vmhost.vfio", check.Pass, d.Address.String(), "%s bound to vfio-pci", kind)
 		case kind == "GPU":
-			add("vmhost.vfio", check.Fail, d.Address, "GPU on %s, not vfio-pci: it cannot be passed to a VM", driverName(d))
+			add("vmhost.vfio", check.Fail, d.Address.String(), "GPU on %s, not vfio-pci: it cannot be passed to a VM", driverName(d))
 		default:
-			add("vmhost.vfio", check.Pass, d.Address, "NIC function on %s stays with the host (as seed 000 keeps 41:00.1 and 61:00.1; a VM's NIC would be on vfio-pci)", driverName(d))
+			add("vmhost.vfio", check.Pass, d.Address.String(), "NIC function on %s stays with the host (as seed 000 keeps 41:00.1 and 61:00.1; a VM's NIC would be on vfio-pci)", driverName(d))
 		}
 	}
 
@@ -127,7 +127,7 @@ func RunVMHost(s *host.Snapshot) []check.Finding {
 	// IOMMU groups of the passed devices.
 	for _, d := range passed {
 		if d.IOMMUGroup == nil {
-			add("vmhost.iommu-group", check.Fail, d.Address, "in no IOMMU group: the IOMMU is off, so VFIO cannot pass it (intel_iommu=on or amd_iommu=on, iommu=pt)")
+			add("vmhost.iommu-group", check.Fail, d.Address.String(), "in no IOMMU group: the IOMMU is off, so VFIO cannot pass it (intel_iommu=on or amd_iommu=on, iommu=pt)")
 			continue
 		}
 		var others []string
@@ -141,9 +141,9 @@ func RunVMHost(s *host.Snapshot) []check.Finding {
 			}
 		}
 		if len(others) > 0 {
-			add("vmhost.iommu-group", check.Fail, d.Address, "IOMMU group %d also holds %s, still on the host: the whole group must go to the VM", *d.IOMMUGroup, strings.Join(others, ", "))
+			add("vmhost.iommu-group", check.Fail, d.Address.String(), "IOMMU group %d also holds %s, still on the host: the whole group must go to the VM", *d.IOMMUGroup, strings.Join(others, ", "))
 		} else {
-			add("vmhost.iommu-group", check.Pass, d.Address, "IOMMU group %d holds nothing left on the host", *d.IOMMUGroup)
+			add("vmhost.iommu-group", check.Pass, d.Address.String(), "IOMMU group %d holds nothing left on the host", *d.IOMMUGroup)
 		}
 	}
 
@@ -151,7 +151,7 @@ func RunVMHost(s *host.Snapshot) []check.Finding {
 	if slices.ContainsFunc(strings.Fields(s.Kernel.Cmdline), func(a string) bool { return strings.HasPrefix(a, "pcie_acs_override") }) {
 		add("vmhost.acs", check.Fail, "kernel", "pcie_acs_override on the command line: IOMMU groups no longer mean isolation, and peer traffic between VMs' devices is possible")
 	} else if len(passed) > 0 {
-		var bridges []string
+		var bridges []host.PCIAddress
 		for _, d := range passed {
 			for _, b := range d.Parents {
 				if !slices.Contains(bridges, b) {
@@ -159,20 +159,20 @@ func RunVMHost(s *host.Snapshot) []check.Finding {
 				}
 			}
 		}
-		slices.Sort(bridges)
+		slices.SortFunc(bridges, host.PCIAddress.Compare)
 		f := add("vmhost.acs", check.Unknown, "PCIe bridges", "ACS and ATS are in root-only config space: keep ACS on the %d bridge(s) above the passed devices, with Direct Translated P2P, and ATS on the NICs (not \"disable ACS\": that merges the IOMMU groups)", len(bridges))
-		f.Evidence = []check.Evidence{{What: "bridges", Value: strings.Join(bridges, " "), Source: "lspci -vvv (ACSCtl, root only)"}}
-		f.Fix = append(f.Fix, fmt.Sprintf("for b in %s; do lspci -vvv -s $b | grep -E 'ACSCtl|ATSCtl'; done   # want SrcValid+ ... DirectTrans+", strings.Join(bridges, " ")))
+		f.Evidence = []check.Evidence{{What: "bridges", Value: host.JoinPCI(bridges, " "), Source: "lspci -vvv (ACSCtl, root only)"}}
+		f.Fix = append(f.Fix, fmt.Sprintf("for b in %s; do lspci -vvv -s $b | grep -E 'ACSCtl|ATSCtl'; done   # want SrcValid+ ... DirectTrans+", host.JoinPCI(bridges, " ")))
 	}
 
 	// Hugepages on every node holding a passed device.
 	nodes := map[int][]string{}
 	for _, d := range passed {
 		if d.LocalityNUMANode < 0 {
-			add("vmhost.hugepages", check.Unknown, d.Address, "numa_node -1: which node must hold its VM's hugepages is unknown")
+			add("vmhost.hugepages", check.Unknown, d.Address.String(), "numa_node -1: which node must hold its VM's hugepages is unknown")
 			continue
 		}
-		nodes[d.LocalityNUMANode] = append(nodes[d.LocalityNUMANode], d.Address)
+		nodes[d.LocalityNUMANode] = append(nodes[d.LocalityNUMANode], d.Address.String())
 	}
 	for _, n := range s.NUMANodes {
 		devs, ok := nodes[n.ID]

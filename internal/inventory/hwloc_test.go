@@ -117,8 +117,8 @@ func ourView(s *host.Snapshot) hwlocView {
 	}
 	v.cores = len(cores)
 	for _, d := range s.PCIDevices {
-		v.pciNUMA[d.Address] = d.LocalityNUMANode
-		v.fromKernel[d.Address] = d.LocalitySource == "numa_node"
+		v.pciNUMA[d.Address.String()] = d.LocalityNUMANode
+		v.fromKernel[d.Address.String()] = d.LocalitySource == "numa_node"
 	}
 	return v
 }

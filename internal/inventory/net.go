@@ -49,7 +49,7 @@ func (c *collector) netdev(name string) host.NetDev {
 	}
 	if real, err := c.fs.Realpath(dir + "/device"); err == nil {
 		if a, err := host.ParsePCIAddress(path.Base(real)); err == nil {
-			n.PCIAddress = a.String()
+			n.PCIAddress = a
 			n.Driver = c.linkBase(dir + "/device/driver")
 		}
 	}
@@ -80,7 +80,7 @@ func (c *collector) linkNetdevs() {
 		d := &c.snap.RDMADevices[di]
 		for pi := range d.Ports {
 			p := &d.Ports[pi]
-			if len(p.NetDevs) == 0 && d.PCIAddress != "" {
+			if len(p.NetDevs) == 0 && d.PCIAddress.IsValid() {
 				for _, n := range c.snap.NetDevs {
 					if n.PCIAddress == d.PCIAddress && (len(d.Ports) == 1 || c.netdevPort(n.Name) == p.Port) {
 						p.NetDevs = append(p.NetDevs, n.Name)
@@ -111,10 +111,10 @@ func (c *collector) netdevPort(name string) int {
 func (c *collector) gpus() {
 	// The NVIDIA driver lists its GPUs; that names them even where a
 	// capture lost the vendor file.
-	nv := map[string]bool{}
+	nv := map[host.PCIAddress]bool{}
 	for _, bdf := range c.list("gpus", "/proc/driver/nvidia/gpus") {
 		if a, err := host.ParsePCIAddress(bdf); err == nil {
-			nv[a.String()] = true
+			nv[a] = true
 		}
 	}
 	for _, d := range c.snap.PCIDevices {

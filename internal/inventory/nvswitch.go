@@ -35,8 +35,8 @@ func baseboard(s *host.Snapshot) *host.Baseboard {
 			}
 		}
 	}
-	slices.Sort(b.GPUs)
-	slices.Sort(b.NVSwitches)
+	slices.SortFunc(b.GPUs, host.PCIAddress.Compare)
+	slices.SortFunc(b.NVSwitches, host.PCIAddress.Compare)
 	if model == "" {
 		model = "GPU"
 	}

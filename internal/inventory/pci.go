@@ -18,15 +18,15 @@ func (c *collector) pci() {
 			c.fail("pci "+name, base+"/"+name, err)
 			continue
 		}
-		c.snap.PCIDevices = append(c.snap.PCIDevices, c.pciDevice(addr.String(), base+"/"+name))
+		c.snap.PCIDevices = append(c.snap.PCIDevices, c.pciDevice(addr, base+"/"+name))
 	}
-	slices.SortFunc(c.snap.PCIDevices, func(a, b host.PCIDevice) int { return strings.Compare(a.Address, b.Address) })
+	slices.SortFunc(c.snap.PCIDevices, func(a, b host.PCIDevice) int { return a.Address.Compare(b.Address) })
 	c.pciRoles()
 	c.pciLocality()
 }
 
-func (c *collector) pciDevice(addr, dir string) host.PCIDevice {
-	subject := "pci " + addr
+func (c *collector) pciDevice(addr host.PCIAddress, dir string) host.PCIDevice {
+	subject := "pci " + addr.String()
 	d := host.PCIDevice{Address: addr, NUMANode: -1, LocalityNUMANode: -1}
 	if real, err := c.fs.Realpath(dir); err != nil {
 		c.fail(subject, dir, err)
@@ -39,8 +39,8 @@ func (c *collector) pciDevice(addr, dir string) host.PCIDevice {
 				d.HostBridge = p
 				continue
 			}
-			if _, err := host.ParsePCIAddress(p); err == nil && i < len(parts)-1 && d.HostBridge != "" {
-				d.Parents = append([]string{p}, d.Parents...)
+			if a, err := host.ParsePCIAddress(p); err == nil && i < len(parts)-1 && d.HostBridge != "" {
+				d.Parents = append([]host.PCIAddress{a}, d.Parents...)
 			}
 		}
 	}
@@ -81,7 +81,13 @@ func (c *collector) pciDevice(addr, dir string) host.PCIDevice {
 	if v, ok := c.num(subject, dir+"/sriov_numvfs"); ok {
 		d.SRIOVNumVFs = int(v)
 	}
-	d.PhysFn = c.linkBase(dir + "/physfn")
+	if fn := c.linkBase(dir + "/physfn"); fn != "" {
+		a, err := host.ParsePCIAddress(fn)
+		if err != nil {
+			c.fail(subject, dir+"/physfn", err)
+		}
+		d.PhysFn = a
+	}
 	return d
 }
 
@@ -114,8 +120,8 @@ func (c *collector) pcieWidth(subject, p string) int {
 // shape of the tree: config space beyond 64 bytes is root-only, the tree is not.
 func (c *collector) pciRoles() {
 	devs := c.snap.PCIDevices
-	idx := map[string]int{}
-	hasBridgeChild := map[string]bool{}
+	idx := map[host.PCIAddress]int{}
+	hasBridgeChild := map[host.PCIAddress]bool{}
 	for i, d := range devs {
 		idx[d.Address] = i
 		if host.IsBridgeClass(d.Class) && len(d.Parents) > 0 {

@@ -10,6 +10,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/counters"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/hostfs"
+	"github.com/rdmalab/rdmalab/internal/portstate"
 )
 
 // RDMADeviceNames lists /sys/class/infiniband: the devices a scrape reads.
@@ -197,19 +198,16 @@ func (r *DeviceReader) Read() (d host.RDMADevice, errs []host.CollectError) {
 			}
 			return s, true
 		}
-		enum := func(a *hostfs.Attr) (int, string) {
-			s, ok := read(a)
-			if !ok {
-				return 0, ""
+		if s, ok := read(pa.state); ok {
+			if p.State = portstate.ParseState(s); !p.State.Known() {
+				errs = append(errs, host.CollectError{Subject: pa.subject, Path: pa.state.Path(), Error: notAState(s).Error()})
 			}
-			id, name, err := host.ParseEnumState(s)
-			if err != nil {
-				errs = append(errs, host.CollectError{Subject: pa.subject, Path: a.Path(), Error: err.Error()})
-			}
-			return id, name
 		}
-		p.StateID, p.State = enum(pa.state)
-		p.PhysStateID, p.PhysState = enum(pa.physState)
+		if s, ok := read(pa.physState); ok {
+			if p.PhysState = portstate.ParsePhys(s); !p.PhysState.Known() {
+				errs = append(errs, host.CollectError{Subject: pa.subject, Path: pa.physState.Path(), Error: notAState(s).Error()})
+			}
+		}
 		if s, ok := read(pa.rate); ok {
 			rate, err := host.ParseIBRate(s)
 			if err != nil {

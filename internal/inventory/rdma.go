@@ -3,6 +3,7 @@ package inventory
 import (
 	"cmp"
 	"encoding/binary"
+	"fmt"
 	"net/netip"
 	"path"
 	"slices"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/lazyre"
+	"github.com/rdmalab/rdmalab/internal/portstate"
 )
 
 const ibClass = "/sys/class/infiniband"
@@ -27,7 +29,7 @@ func (c *collector) rdmaDevice(name string) host.RDMADevice {
 	subject := name
 	d := host.RDMADevice{Name: name, NUMANode: -1, Ports: []host.RDMAPort{}}
 	if s, ok := c.str(subject, dir+"/node_type"); ok {
-		if _, n, err := host.ParseEnumState(s); err == nil {
+		if n, err := host.ParseNodeType(s); err == nil {
 			d.NodeType = n
 		} else {
 			c.fail(subject, dir+"/node_type", err)
@@ -41,7 +43,7 @@ func (c *collector) rdmaDevice(name string) host.RDMADevice {
 	d.HCAType, _ = c.str(subject, dir+"/hca_type")
 	if real, err := c.fs.Realpath(dir + "/device"); err == nil {
 		if a, err := host.ParsePCIAddress(path.Base(real)); err == nil {
-			d.PCIAddress = a.String()
+			d.PCIAddress = a
 			if p := c.snap.PCI(d.PCIAddress); p != nil {
 				d.Driver = p.Driver
 				d.NUMANode = p.LocalityNUMANode
@@ -60,22 +62,23 @@ func (c *collector) rdmaDevice(name string) host.RDMADevice {
 	return d
 }
 
+// notAState is the error for a state file that holds no IBTA state
+// (portstate reads every spelling the kernel prints).
+func notAState(s string) error { return fmt.Errorf("port state %q: not one of the IBTA states", s) }
+
 func (c *collector) rdmaPort(dev string, n int, dir string) host.RDMAPort {
 	subject := dev + " port " + strconv.Itoa(n)
 	p := host.RDMAPort{Port: n}
-	enum := func(file string) (int, string) {
-		s, ok := c.str(subject, dir+"/"+file)
-		if !ok {
-			return 0, ""
+	if s, ok := c.str(subject, dir+"/state"); ok {
+		if p.State = portstate.ParseState(s); !p.State.Known() {
+			c.fail(subject, dir+"/state", notAState(s))
 		}
-		id, name, err := host.ParseEnumState(s)
-		if err != nil {
-			c.fail(subject, dir+"/"+file, err)
-		}
-		return id, name
 	}
-	p.StateID, p.State = enum("state")
-	p.PhysStateID, p.PhysState = enum("phys_state")
+	if s, ok := c.str(subject, dir+"/phys_state"); ok {
+		if p.PhysState = portstate.ParsePhys(s); !p.PhysState.Known() {
+			c.fail(subject, dir+"/phys_state", notAState(s))
+		}
+	}
 	if s, ok := c.str(subject, dir+"/rate"); ok {
 		r, err := host.ParseIBRate(s)
 		if err != nil {

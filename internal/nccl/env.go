@@ -90,7 +90,7 @@ func MakeEnv(snaps []*host.Snapshot) (Env, []check.Finding) {
 			if p.GDR {
 				on++
 			} else if p.Rail != "" {
-				finding("nccl.env.gdr", check.Warn, "GPU "+p.GPU, fmt.Sprintf("GPUDirect RDMA predicted off with rail %s: %s", p.Rail, p.GDRReason))
+				finding("nccl.env.gdr", check.Warn, "GPU "+p.GPU.String(), fmt.Sprintf("GPUDirect RDMA predicted off with rail %s: %s", p.Rail, p.GDRReason))
 			}
 		}
 		if len(hp.GPUs) > 0 {

@@ -131,9 +131,9 @@ func load(t *testing.T, name string) *host.Snapshot {
 // first NIC card moved onto GPU0's host bridge, behind another root port.)
 func TestEnvPHBTurnsGDROn(t *testing.T) {
 	s := load(t, "seed000-epyc")
-	gpu := s.PCI("0000:06:00.0")
+	gpu := s.PCI(host.MustPCI("0000:06:00.0"))
 	for _, a := range []string{"0000:41:00.0", "0000:41:00.1", "0000:40:01.1"} {
-		d := s.PCI(a)
+		d := s.PCI(host.MustPCI(a))
 		d.HostBridge, d.LocalityNUMANode, d.NUMANode = gpu.HostBridge, gpu.LocalityNUMANode, gpu.NUMANode
 	}
 	if p := gpudirectPredict(s); p.Level != host.LevelPHB || p.GDR || !strings.Contains(p.GDRReason, "NCCL_NET_GDR_LEVEL=PHB turns GPUDirect RDMA on") {

@@ -146,14 +146,14 @@ func ParseDomain(source string, b []byte) (hostcheck.VMDomain, error) {
 	if d.Devices != nil {
 		for _, h := range d.Devices.Hostdevs {
 			if h.SubsysPCI != nil && h.SubsysPCI.Source != nil {
-				if a := pciString(h.SubsysPCI.Source.Address); a != "" {
+				if a, ok := pciAddress(h.SubsysPCI.Source.Address); ok {
 					v.HostPCI = append(v.HostPCI, a)
 				}
 			}
 		}
 		for _, n := range d.Devices.Interfaces {
 			if n.Source != nil && n.Source.Hostdev != nil && n.Source.Hostdev.PCI != nil {
-				if a := pciString(n.Source.Hostdev.PCI.Address); a != "" {
+				if a, ok := pciAddress(n.Source.Hostdev.PCI.Address); ok {
 					v.HostPCI = append(v.HostPCI, a)
 				}
 			}
@@ -162,15 +162,16 @@ func ParseDomain(source string, b []byte) (hostcheck.VMDomain, error) {
 	return v, nil
 }
 
-func pciString(a *libvirtxml.DomainAddressPCI) string {
+func pciAddress(a *libvirtxml.DomainAddressPCI) (host.PCIAddress, bool) {
 	if a == nil || a.Bus == nil || a.Slot == nil || a.Function == nil {
-		return ""
+		return host.PCIAddress{}, false
 	}
 	dom := uint(0)
 	if a.Domain != nil {
 		dom = *a.Domain
 	}
-	return fmt.Sprintf("%04x:%02x:%02x.%x", dom, *a.Bus, *a.Slot, *a.Function)
+	p, err := host.NewPCIAddress(dom, *a.Bus, *a.Slot, *a.Function)
+	return p, err == nil
 }
 
 // scaled converts a libvirt size with its unit (KiB when none) to bytes.

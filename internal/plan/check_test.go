@@ -8,6 +8,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/examples"
 	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/hostcheck"
 	"github.com/rdmalab/rdmalab/internal/testhost"
 )
@@ -142,7 +143,7 @@ func TestCheckRealDomains(t *testing.T) {
 				t.Errorf("name %q, want %q", d.Name, c.name)
 			}
 			for _, a := range c.hostPC {
-				if !strings.Contains(strings.Join(d.HostPCI, " "), a) {
+				if !strings.Contains(host.JoinPCI(d.HostPCI, " "), a) {
 					t.Errorf("hostdevs %v lack %s", d.HostPCI, a)
 				}
 			}

@@ -23,11 +23,11 @@ type vmDevices struct {
 // own stay with the host (seed 000 keeps the NICs' second ports, 41:00.1
 // and 61:00.1). It returns the unit id of every endpoint, and why each joined.
 type units struct {
-	parent map[string]string
-	why    map[string]string
+	parent map[host.PCIAddress]host.PCIAddress
+	why    map[host.PCIAddress]string
 }
 
-func (u *units) find(a string) string {
+func (u *units) find(a host.PCIAddress) host.PCIAddress {
 	for u.parent[a] != a {
 		u.parent[a] = u.parent[u.parent[a]]
 		a = u.parent[a]
@@ -35,12 +35,12 @@ func (u *units) find(a string) string {
 	return a
 }
 
-func (u *units) union(a, b, why string) {
+func (u *units) union(a, b host.PCIAddress, why string) {
 	ra, rb := u.find(a), u.find(b)
 	if ra == rb {
 		return
 	}
-	if rb < ra {
+	if rb.Compare(ra) < 0 {
 		ra, rb = rb, ra
 	}
 	u.parent[rb] = ra
@@ -53,7 +53,7 @@ func (u *units) union(a, b, why string) {
 }
 
 func newUnits(s *host.Snapshot) *units {
-	u := &units{parent: map[string]string{}, why: map[string]string{}}
+	u := &units{parent: map[host.PCIAddress]host.PCIAddress{}, why: map[host.PCIAddress]string{}}
 	var eps []*host.PCIDevice
 	for i := range s.PCIDevices {
 		d := &s.PCIDevices[i]
@@ -63,8 +63,8 @@ func newUnits(s *host.Snapshot) *units {
 		eps = append(eps, d)
 		u.parent[d.Address] = d.Address
 	}
-	first := map[string]string{}
-	join := func(key, addr, why string) {
+	first := map[string]host.PCIAddress{}
+	join := func(key string, addr host.PCIAddress, why string) {
 		if f, ok := first[key]; ok {
 			u.union(f, addr, why)
 		} else {
@@ -89,15 +89,15 @@ func newUnits(s *host.Snapshot) *units {
 }
 
 // members lists the endpoints of addr's unit, sorted.
-func (u *units) members(addr string) []string {
+func (u *units) members(addr host.PCIAddress) []host.PCIAddress {
 	r := u.find(addr)
-	var out []string
+	var out []host.PCIAddress
 	for a := range u.parent {
 		if u.find(a) == r {
 			out = append(out, a)
 		}
 	}
-	slices.Sort(out)
+	slices.SortFunc(out, host.PCIAddress.Compare)
 	return out
 }
 
@@ -108,11 +108,8 @@ func pairGPUs(s *host.Snapshot, _ *topology) []Pair {
 	var pairs, alone []Pair
 	taken := map[string]bool{}
 	for _, r := range s.Rails() {
-		card := r.NIC
-		if a, err := host.ParsePCIAddress(r.NIC); err == nil {
-			card = a.Slot()
-		}
-		if r.NIC == "" || taken[card] {
+		card := r.NIC.Slot()
+		if !r.NIC.IsValid() || taken[card] {
 			alone = append(alone, Pair{GPU: r.GPU})
 			continue
 		}
@@ -134,20 +131,17 @@ func nics(s *host.Snapshot) []nic {
 	seen := map[string]bool{}
 	for _, r := range s.RDMADevices {
 		d := s.PCI(r.PCIAddress)
-		if d == nil || d.PhysFn != "" {
+		if d == nil || d.PhysFn.IsValid() {
 			continue
 		}
-		slot := d.Address
-		if a, err := host.ParsePCIAddress(d.Address); err == nil {
-			slot = a.Slot()
-		}
+		slot := d.Address.Slot()
 		if seen[slot] {
 			continue
 		}
 		seen[slot] = true
 		out = append(out, nic{d, r.Name})
 	}
-	slices.SortFunc(out, func(a, b nic) int { return cmp.Compare(a.dev.Address, b.dev.Address) })
+	slices.SortFunc(out, func(a, b nic) int { return a.dev.Address.Compare(b.dev.Address) })
 	return out
 }
 
@@ -156,15 +150,12 @@ func nics(s *host.Snapshot) []nic {
 func assignDevices(s *host.Snapshot, t *topology, req Request) ([]vmDevices, []check.Finding, *Refusal) {
 	u := newUnits(s)
 	var notes []check.Finding
-	var wanted [][]string // per VM, the devices asked for
+	var wanted [][]host.PCIAddress // per VM, the devices asked for
 	var pairsOf [][]Pair
 	npairs := 0
 	if len(req.Groups) > 0 {
 		for _, g := range req.Groups {
-			var addrs []string
-			for _, a := range g {
-				addrs = append(addrs, canonical(a))
-			}
+			addrs, _ := parseGroup(g) // validated by CheckGroups
 			wanted = append(wanted, addrs)
 			pairsOf = append(pairsOf, pairsWithin(s, addrs))
 		}
@@ -190,16 +181,16 @@ func assignDevices(s *host.Snapshot, t *topology, req Request) ([]vmDevices, []c
 		slices.SortStableFunc(pairs, func(a, b Pair) int {
 			da, db := pairDev(s, a), pairDev(s, b)
 			return cmp.Or(cmp.Compare(t.pkgOf(da.LocalityNUMANode), t.pkgOf(db.LocalityNUMANode)),
-				cmp.Compare(da.LocalityNUMANode, db.LocalityNUMANode), cmp.Compare(da.Switch, db.Switch), cmp.Compare(da.Address, db.Address))
+				cmp.Compare(da.LocalityNUMANode, db.LocalityNUMANode), da.Switch.Compare(db.Switch), da.Address.Compare(db.Address))
 		})
 		npairs = len(pairs)
 		per := len(pairs) / req.VMs
 		for i := range req.VMs {
 			chunk := pairs[i*per : (i+1)*per]
-			var addrs []string
+			var addrs []host.PCIAddress
 			for _, p := range chunk {
-				for _, a := range []string{p.GPU, p.NIC} {
-					if a != "" {
+				for _, a := range []host.PCIAddress{p.GPU, p.NIC} {
+					if a.IsValid() {
 						addrs = append(addrs, a)
 					}
 				}
@@ -212,24 +203,24 @@ func assignDevices(s *host.Snapshot, t *topology, req Request) ([]vmDevices, []c
 	// Storage under a VM's PCIe switches goes with it (seed 004: S0-S5 with
 	// G0-G3), and on an NVSwitch board a VM holding every GPU takes the
 	// NVSwitches (full passthrough: Fabric Manager runs in the guest).
-	cameWith := map[string]string{}
+	cameWith := map[host.PCIAddress]string{}
 	for i, addrs := range wanted {
 		wanted[i] = append(addrs, companions(s, req, addrs, cameWith)...)
 	}
 
-	owner := map[string]int{} // unit root → VM
+	owner := map[host.PCIAddress]int{} // unit root → VM
 	var out []vmDevices
 	for i, addrs := range wanted {
 		var vd vmDevices
 		vd.pairs = pairsOf[i]
-		seen := map[string]bool{}
+		seen := map[host.PCIAddress]bool{}
 		for _, a := range addrs {
 			d := s.PCI(a)
 			if d == nil {
 				continue // validated by the caller for explicit groups
 			}
 			if d.IOMMUGroup == nil {
-				return nil, nil, refuse(nil, "plan.iommu", a,
+				return nil, nil, refuse(nil, "plan.iommu", a.String(),
 					"%s is in no IOMMU group: the IOMMU is off (add intel_iommu=on or amd_iommu=on and iommu=pt, reboot)", a)
 			}
 			root := u.find(a)
@@ -240,9 +231,9 @@ func assignDevices(s *host.Snapshot, t *topology, req Request) ([]vmDevices, []c
 				} else {
 					near.VMs = largestDivisorBelow(npairs, req.VMs)
 				}
-				return nil, nil, refuse(&near, "plan.iommu.split", a,
+				return nil, nil, refuse(&near, "plan.iommu.split", a.String(),
 					"%s is in one unit with %s (%s) but they were asked for two VMs; VFIO assigns a whole IOMMU group to one VM",
-					a, strings.Join(u.members(a), ", "), u.whyOf(a))
+					a, host.JoinPCI(u.members(a), ", "), u.whyOf(a))
 			}
 			owner[root] = i
 			for _, m := range u.members(a) {
@@ -257,14 +248,14 @@ func assignDevices(s *host.Snapshot, t *topology, req Request) ([]vmDevices, []c
 				vd.devices = append(vd.devices, dev)
 			}
 		}
-		slices.SortFunc(vd.devices, func(a, b Device) int { return cmp.Compare(a.Address, b.Address) })
+		slices.SortFunc(vd.devices, func(a, b Device) int { return a.Address.Compare(b.Address) })
 		nodes := map[int]bool{}
 		for _, d := range vd.devices {
 			if d.Role == "function" || d.Role == "nvswitch" {
 				continue
 			}
 			if d.NUMANode < 0 {
-				notes = append(notes, note("plan.numa.unknown", d.Address, "",
+				notes = append(notes, note("plan.numa.unknown", d.Address.String(), "",
 					"%s reports numa_node -1: its locality is unknown, so its VM's CPUs are chosen from its other devices' nodes", d.Address))
 				continue
 			}
@@ -279,8 +270,8 @@ func assignDevices(s *host.Snapshot, t *topology, req Request) ([]vmDevices, []c
 	for i, vd := range out {
 		name := fmt.Sprintf("%s%02d", req.NamePrefix, i)
 		for _, p := range vd.pairs {
-			if p.NIC == "" {
-				notes = append(notes, note("plan.pair.no-nic", name+" "+p.GPU, "", "GPU %s has no RDMA NIC of its own: GPUDirect RDMA is not possible for it", p.GPU))
+			if !p.NIC.IsValid() {
+				notes = append(notes, note("plan.pair.no-nic", name+" "+p.GPU.String(), "", "GPU %s has no RDMA NIC of its own: GPUDirect RDMA is not possible for it", p.GPU))
 				continue
 			}
 			if host.LevelRank(p.Level) >= host.LevelRank(host.LevelSYS) {
@@ -294,7 +285,7 @@ func assignDevices(s *host.Snapshot, t *topology, req Request) ([]vmDevices, []c
 					why = "different sockets: GPUDirect RDMA does not work across sockets, NCCL stages through host memory"
 					fix = "--policy restricted keeps each VM inside one socket"
 				}
-				notes = append(notes, note("plan.pair.sys", name+" "+p.GPU+" ↔ "+p.NIC, fix,
+				notes = append(notes, note("plan.pair.sys", name+" "+p.GPU.String()+" ↔ "+p.NIC.String(), fix,
 					"%s: GPU %s ↔ NIC %s (%s) path is %s (GPU on node %d, NIC on node %d, %s)",
 					name, p.GPU, p.NIC, p.RDMA, p.Level, gn, nn, why))
 			}
@@ -306,7 +297,7 @@ func assignDevices(s *host.Snapshot, t *topology, req Request) ([]vmDevices, []c
 	return out, notes, nil
 }
 
-func (u *units) whyOf(a string) string {
+func (u *units) whyOf(a host.PCIAddress) string {
 	for _, m := range u.members(a) {
 		if w, ok := u.why[m]; ok {
 			return w
@@ -340,7 +331,7 @@ func checkPolicy(t *topology, req Request, name string, vd vmDevices) *Refusal {
 	return nil
 }
 
-func describe(s *host.Snapshot, addr string, asked bool, u *units) Device {
+func describe(s *host.Snapshot, addr host.PCIAddress, asked bool, u *units) Device {
 	d := s.PCI(addr)
 	dev := Device{Address: addr, NUMANode: d.LocalityNUMANode, IOMMUGroup: d.IOMMUGroup, Driver: d.Driver,
 		Name: host.DeviceName(d.Vendor, d.Device), Role: "function", Class: d.Class,
@@ -375,7 +366,7 @@ func describe(s *host.Snapshot, addr string, asked bool, u *units) Device {
 }
 
 // pairsWithin pairs the GPUs and NICs of an explicit group with each other.
-func pairsWithin(s *host.Snapshot, addrs []string) []Pair {
+func pairsWithin(s *host.Snapshot, addrs []host.PCIAddress) []Pair {
 	sub := *s
 	sub.GPUs = nil
 	sub.RDMADevices = nil
@@ -393,25 +384,17 @@ func pairsWithin(s *host.Snapshot, addrs []string) []Pair {
 }
 
 func pairDev(s *host.Snapshot, p Pair) *host.PCIDevice {
-	if p.GPU != "" {
+	if p.GPU.IsValid() {
 		return s.PCI(p.GPU)
 	}
 	return s.PCI(p.NIC)
 }
 
-func nodeOf(s *host.Snapshot, addr string) int {
+func nodeOf(s *host.Snapshot, addr host.PCIAddress) int {
 	if d := s.PCI(addr); d != nil {
 		return d.LocalityNUMANode
 	}
 	return -1
-}
-
-// canonical adds the PCI domain a user may leave out ("41:00.0").
-func canonical(a string) string {
-	if strings.Count(a, ":") == 1 {
-		return "0000:" + a
-	}
-	return a
 }
 
 // nearestDivisor is the divisor of n closest to want (the smaller on a tie).
@@ -467,9 +450,9 @@ func joinInts(xs []int) string {
 // their IOMMU groups: storage controllers under the same PCIe switch as
 // one of its devices (unless --keep-storage), and the NVSwitches when the
 // VM holds every GPU of the baseboard. why records the reason of each.
-func companions(s *host.Snapshot, req Request, addrs []string, why map[string]string) []string {
-	var out []string
-	add := func(a, reason string) {
+func companions(s *host.Snapshot, req Request, addrs []host.PCIAddress, why map[host.PCIAddress]string) []host.PCIAddress {
+	var out []host.PCIAddress
+	add := func(a host.PCIAddress, reason string) {
 		if !slices.Contains(addrs, a) && !slices.Contains(out, a) {
 			out = append(out, a)
 			why[a] = reason
@@ -478,7 +461,7 @@ func companions(s *host.Snapshot, req Request, addrs []string, why map[string]st
 	if !req.KeepStorage {
 		for _, a := range addrs {
 			d := s.PCI(a)
-			if d == nil || d.Switch == "" {
+			if d == nil || !d.Switch.IsValid() {
 				continue
 			}
 			for i := range s.PCIDevices {

@@ -149,7 +149,7 @@ func pciAddr(bus, slot, fn uint, multi string) *libvirtxml.DomainAddress {
 
 func hasOtherFunctions(vm VM, a host.PCIAddress) bool {
 	for _, d := range vm.Devices {
-		if b, err := host.ParsePCIAddress(d.Address); err == nil && b.Slot() == a.Slot() && b.Function != a.Function {
+		if b := d.Address; b.Slot() == a.Slot() && b.Function != a.Function {
 			return true
 		}
 	}
@@ -224,10 +224,7 @@ func guestLayout(vm VM) (layout, error) {
 	// numbers must be: a root port's bus follows its expander bus.
 	perCell := map[int]map[string]bool{}
 	for _, dev := range vm.Devices {
-		a, err := host.ParsePCIAddress(dev.Address)
-		if err != nil {
-			return l, fmt.Errorf("%s: %w", vm.Name, err)
-		}
+		a := dev.Address
 		node := dev.NUMANode
 		if _, ok := l.pxb[node]; !ok {
 			node = vm.Cells[0].HostNode
@@ -248,10 +245,7 @@ func guestLayout(vm VM) (layout, error) {
 	ports := map[string]int{} // host slot → index in l.ports
 	slots := map[uint]uint{}  // expander bus → next slot
 	for _, dev := range vm.Devices {
-		a, err := host.ParsePCIAddress(dev.Address)
-		if err != nil {
-			return l, fmt.Errorf("%s: %w", vm.Name, err)
-		}
+		a := dev.Address
 		node := dev.NUMANode
 		if _, ok := l.pxb[node]; !ok {
 			node = vm.Cells[0].HostNode

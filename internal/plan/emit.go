@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/rdmalab/rdmalab/internal/host"
 )
 
 // File is one output of a plan.
@@ -198,7 +200,7 @@ func VirtInstall(p *Plan) string {
 			{"--network", "network=default"},
 		}
 		for _, d := range vm.Devices {
-			lines = append(lines, [2]string{"--host-device", d.Address})
+			lines = append(lines, [2]string{"--host-device", d.Address.String()})
 		}
 		lines = append(lines, [2]string{"--import", ""}, [2]string{"--noautoconsole", ""})
 		for i, l := range lines {
@@ -261,11 +263,11 @@ func fabricSteps(b *strings.Builder, p *Plan) {
 	if f.Mode == "full-passthrough" {
 		fmt.Fprintf(b, "   NVSwitch (%s, full passthrough): the VM holds every GPU and the NVSwitches %s; in the guest install\n"+
 			"   the NVIDIA driver and nvidia-fabricmanager of the same version, `systemctl enable --now nvidia-fabricmanager`,\n"+
-			"   and wait for its journal to say all NVSwitches are configured before running CUDA.\n", f.Board, strings.Join(f.NVSwitches, ", "))
+			"   and wait for its journal to say all NVSwitches are configured before running CUDA.\n", f.Board, host.JoinPCI(f.NVSwitches, ", "))
 		return
 	}
 	fmt.Fprintf(b, "   NVSwitch (%s, shared NVSwitch mode): NVLink works only inside a Fabric Manager partition.\n", f.Board)
-	fmt.Fprintf(b, "   a. A service VM (a few vCPUs and GiB, on the housekeeping cores) gets the NVSwitches %s (bound by vfio.sh).\n", strings.Join(f.NVSwitches, ", "))
+	fmt.Fprintf(b, "   a. A service VM (a few vCPUs and GiB, on the housekeeping cores) gets the NVSwitches %s (bound by vfio.sh).\n", host.JoinPCI(f.NVSwitches, ", "))
 	b.WriteString("   b. In it: install nvidia-fabricmanager, set `FABRIC_MODE=1` in /usr/share/nvidia/nvswitch/fabricmanager.cfg,\n" +
 		"      `systemctl enable --now nvidia-fabricmanager`, then `fmpm -l` lists the partitions.\n")
 	fmt.Fprintf(b, "   c. Partitions are by GPU module id (%s).\n", f.PartitionSource)
@@ -276,6 +278,6 @@ func fabricSteps(b *strings.Builder, p *Plan) {
 			continue
 		}
 		fmt.Fprintf(b, "      - %s: `fmpm -a %d` (GPUs %s, modules %s), then `virsh start %s`; after shutdown `fmpm -d %d`\n",
-			vm.Name, vm.Partition.ID, strings.Join(vm.Partition.GPUs, ", "), joinComma(vm.Partition.Modules), vm.Name, vm.Partition.ID)
+			vm.Name, vm.Partition.ID, host.JoinPCI(vm.Partition.GPUs, ", "), joinComma(vm.Partition.Modules), vm.Name, vm.Partition.ID)
 	}
 }

@@ -24,7 +24,7 @@ func followPartitions(p *Plan, s *host.Snapshot) []check.Finding {
 	var notes []check.Finding
 	for i := range p.VMs {
 		vm := &p.VMs[i]
-		var gpus []string
+		var gpus []host.PCIAddress
 		for _, d := range vm.Devices {
 			if d.Role == "gpu" && slices.Contains(b.GPUs, d.Address) {
 				gpus = append(gpus, d.Address)
@@ -36,7 +36,7 @@ func followPartitions(p *Plan, s *host.Snapshot) []check.Finding {
 		if len(gpus) == 0 {
 			continue
 		}
-		slices.Sort(gpus)
+		slices.SortFunc(gpus, host.PCIAddress.Compare)
 		for _, part := range b.Partitions {
 			if slices.Equal(part.GPUs, gpus) {
 				vm.Partition = &part
@@ -56,7 +56,7 @@ func followPartitions(p *Plan, s *host.Snapshot) []check.Finding {
 			}
 			notes = append(notes, note("plan.nvswitch.partition", vm.Name, "ask for VMs of whole partitions: --vms 1, 2, 4 or 8 on an 8-GPU board, or --vm lists that match fmpm -l",
 				"%s cannot follow the NVSwitch partitions: %s; GPUs %s would have no NVLink between them in shared NVSwitch mode",
-				vm.Name, why, strings.Join(gpus, ", ")))
+				vm.Name, why, host.JoinPCI(gpus, ", ")))
 		}
 	}
 	if p.Fabric.Mode == "full-passthrough" {

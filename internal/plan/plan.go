@@ -148,22 +148,22 @@ type VM struct {
 // NVSwitch (the NVSwitches go to a service VM running Fabric Manager with
 // FABRIC_MODE=1, which activates each VM's partition before it starts).
 type Fabric struct {
-	Board      string   `json:"board"`
-	Mode       string   `json:"mode"` // "full-passthrough" or "shared-nvswitch"
-	NVSwitches []string `json:"nvswitches"`
+	Board      string            `json:"board"`
+	Mode       string            `json:"mode"` // "full-passthrough" or "shared-nvswitch"
+	NVSwitches []host.PCIAddress `json:"nvswitches"`
 	// PartitionSource says how the partitions' GPUs were known.
 	PartitionSource string `json:"partition_source"`
 }
 
 // Device is one PCI function handed to a VM.
 type Device struct {
-	Address    string `json:"address"`
-	Role       string `json:"role"` // gpu, nic, function (comes along with its group)
-	Name       string `json:"name"`
-	RDMA       string `json:"rdma,omitempty"`
-	NUMANode   int    `json:"numa_node"`
-	IOMMUGroup *int   `json:"iommu_group,omitempty"`
-	Driver     string `json:"driver,omitempty"`
+	Address    host.PCIAddress `json:"address"`
+	Role       string          `json:"role"` // gpu, nic, function (comes along with its group)
+	Name       string          `json:"name"`
+	RDMA       string          `json:"rdma,omitempty"`
+	NUMANode   int             `json:"numa_node"`
+	IOMMUGroup *int            `json:"iommu_group,omitempty"`
+	Driver     string          `json:"driver,omitempty"`
 	// Why says why a function that was not asked for comes along.
 	Why string `json:"why,omitempty"`
 	// Class and the PCIe link as the host trained it, for the guest's
@@ -175,10 +175,10 @@ type Device struct {
 
 // Pair is a GPU and the NIC chosen for it, with their PCIe path level.
 type Pair struct {
-	GPU   string `json:"gpu"`
-	NIC   string `json:"nic,omitempty"`
-	RDMA  string `json:"rdma,omitempty"`
-	Level string `json:"level,omitempty"`
+	GPU   host.PCIAddress `json:"gpu"`
+	NIC   host.PCIAddress `json:"nic,omitzero"`
+	RDMA  string          `json:"rdma,omitempty"`
+	Level string          `json:"level,omitempty"`
 }
 
 // Cell is one guest NUMA cell, backed by one host node.

@@ -43,7 +43,7 @@ func addrs(vm VM, role string) []string {
 	var out []string
 	for _, d := range vm.Devices {
 		if d.Role == role {
-			out = append(out, d.Address)
+			out = append(out, d.Address.String())
 		}
 	}
 	return out
@@ -81,7 +81,7 @@ func TestSeed000MatchesArticle(t *testing.T) {
 		if g := addrs(vm, "gpu"); !slices.Equal(g, []string{w.gpu}) {
 			t.Errorf("%s GPUs = %v, want %s", vm.Name, g, w.gpu)
 		}
-		if len(vm.Pairs) != 1 || vm.Pairs[0].NIC != w.nic || vm.Pairs[0].Level != host.LevelSYS {
+		if len(vm.Pairs) != 1 || vm.Pairs[0].NIC.String() != w.nic || vm.Pairs[0].Level != host.LevelSYS {
 			t.Errorf("%s pairs = %+v, want %s ↔ %s SYS", vm.Name, vm.Pairs, w.gpu, w.nic)
 		}
 		if !slices.Equal(vm.NUMANodes, w.nodes) || !slices.Equal(cellCPUs(vm), w.cells) {
@@ -116,7 +116,7 @@ func TestSeed000MatchesArticle(t *testing.T) {
 
 func TestHGX(t *testing.T) {
 	s := load(t, "hgx-h200")
-	switchOf := func(a string) string { return s.PCI(a).Switch }
+	switchOf := func(a string) string { return s.PCI(host.MustPCI(a)).Switch.String() }
 	t.Run("two half VMs", func(t *testing.T) {
 		p := mustPlan(t, s, Request{VMs: 2})
 		for i, vm := range p.VMs {
@@ -124,7 +124,7 @@ func TestHGX(t *testing.T) {
 				t.Errorf("%s: nodes %v, GPUs %v, NICs %v; want socket %d's 4 GPUs and 4 NICs", vm.Name, vm.NUMANodes, addrs(vm, "gpu"), addrs(vm, "nic"), i)
 			}
 			for _, pr := range vm.Pairs {
-				if pr.Level != host.LevelPIX || switchOf(pr.GPU) != switchOf(pr.NIC) {
+				if pr.Level != host.LevelPIX || switchOf(pr.GPU.String()) != switchOf(pr.NIC.String()) {
 					t.Errorf("%s: %s ↔ %s is %s, want the switch-local NIC (PIX)", vm.Name, pr.GPU, pr.NIC, pr.Level)
 				}
 			}
@@ -143,7 +143,7 @@ func TestHGX(t *testing.T) {
 				continue
 			}
 			switches[switchOf(g[0])]++
-			if len(vm.Cells) != 1 || vm.Cells[0].HostNode != s.PCI(g[0]).LocalityNUMANode {
+			if len(vm.Cells) != 1 || vm.Cells[0].HostNode != s.PCI(host.MustPCI(g[0])).LocalityNUMANode {
 				t.Errorf("%s: cells %+v, want one on its GPU's node", vm.Name, vm.Cells)
 			}
 		}
@@ -176,7 +176,7 @@ func TestHGXPartitions(t *testing.T) {
 			t.Fatalf("%d VMs: fabric %+v", c.vms, p.Fabric)
 		}
 		for i, vm := range p.VMs {
-			if vm.Partition == nil || vm.Partition.ID != c.firstID+i || !slices.Equal(vm.Partition.GPUs, addrs(vm, "gpu")) {
+			if vm.Partition == nil || vm.Partition.ID != c.firstID+i || host.JoinPCI(vm.Partition.GPUs, " ") != strings.Join(addrs(vm, "gpu"), " ") {
 				t.Errorf("%d VMs: %s partition %+v, GPUs %v", c.vms, vm.Name, vm.Partition, addrs(vm, "gpu"))
 			}
 			if len(addrs(vm, "nvswitch")) != 0 {
@@ -220,8 +220,8 @@ func TestRefusals(t *testing.T) {
 	hgx := load(t, "hgx-h200")
 	busReset := load(t, "seed000-epyc")
 	// 61:00.0 under the bridge of 41:00.0, which can only bus-reset: one unit.
-	busReset.PCI("0000:41:00.0").ResetMethod = "bus"
-	busReset.PCI("0000:61:00.0").Parents = slices.Clone(busReset.PCI("0000:41:00.0").Parents)
+	busReset.PCI(host.MustPCI("0000:41:00.0")).ResetMethod = "bus"
+	busReset.PCI(host.MustPCI("0000:61:00.0")).Parents = slices.Clone(busReset.PCI(host.MustPCI("0000:41:00.0")).Parents)
 	cases := []struct {
 		name  string
 		s     *host.Snapshot

@@ -68,18 +68,29 @@ func (r Request) Validate() error {
 // refusal. Addresses may leave out the 0000: domain.
 func CheckGroups(s *host.Snapshot, groups [][]string) error {
 	for _, g := range groups {
-		for _, a := range g {
-			addr := a
-			if strings.Count(a, ":") == 1 {
-				addr = "0000:" + a
-			}
-			if _, err := host.ParsePCIAddress(addr); err != nil {
-				return fmt.Errorf("%s: %w", strings.Join(g, ","), err)
-			}
-			if s.PCI(addr) == nil {
-				return fmt.Errorf("%s: %s has no PCI device %s (see 'rdmalab inventory')", strings.Join(g, ","), s.Hostname, addr)
+		addrs, err := parseGroup(g)
+		if err != nil {
+			return fmt.Errorf("%s: %w", strings.Join(g, ","), err)
+		}
+		for _, a := range addrs {
+			if s.PCI(a) == nil {
+				return fmt.Errorf("%s: %s has no PCI device %s (see 'rdmalab inventory')", strings.Join(g, ","), s.Hostname, a)
 			}
 		}
 	}
 	return nil
+}
+
+// parseGroup reads one --vm group: the user's spelling stays in the
+// Request (a nearest request is shown back in it), the addresses are used.
+func parseGroup(g []string) ([]host.PCIAddress, error) {
+	out := make([]host.PCIAddress, 0, len(g))
+	for _, a := range g {
+		addr, err := host.ParsePCIAddress(a)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, addr)
+	}
+	return out, nil
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"k8s.io/utils/cpuset"
+
+	"github.com/rdmalab/rdmalab/internal/host"
 )
 
 // NCCL inside a VM sees a flat virtual PCI tree and cannot tell which NIC
@@ -45,7 +47,7 @@ func NCCLTopology(p *Plan, vm VM) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	guest := map[string]guestDevice{}
+	guest := map[host.PCIAddress]guestDevice{}
 	for _, g := range l.devices {
 		guest[g.dev.Address] = g
 	}
@@ -63,7 +65,7 @@ func NCCLTopology(p *Plan, vm VM) (string, error) {
 		sys.CPUs[cell].PCI = append(sys.CPUs[cell].PCI, topoPCI{BusID: fmt.Sprintf("ffff:ff:%02x.0", bridge), Class: "0x060400",
 			LinkSpeed: children[0].LinkSpeed, LinkWidth: children[0].LinkWidth, PCI: children})
 	}
-	placed := map[string]bool{}
+	placed := map[host.PCIAddress]bool{}
 	for _, pr := range vm.Pairs {
 		g, gok := guest[pr.GPU]
 		n, nok := guest[pr.NIC]
@@ -86,7 +88,11 @@ func NCCLTopology(p *Plan, vm VM) (string, error) {
 }
 
 func topoDevice(g guestDevice) topoPCI {
-	t := topoPCI{BusID: fmt.Sprintf("0000:%02x:00.%x", g.guestBus, g.host.Function), Class: g.dev.Class}
+	// The guest sees the device alone behind its root port, as function
+	// host.Function of slot 0 on the port's bus (guestLayout keeps buses
+	// below 256).
+	guest, _ := host.NewPCIAddress(0, g.guestBus, 0, uint(g.host.Function))
+	t := topoPCI{BusID: guest.String(), Class: g.dev.Class}
 	if g.dev.LinkGTps > 0 {
 		t.LinkSpeed = fmt.Sprintf("%g GT/s", g.dev.LinkGTps)
 	}

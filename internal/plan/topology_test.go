@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/testhost"
 )
 
@@ -91,7 +92,7 @@ func TestNCCLTopology(t *testing.T) {
 			}
 			walk(sys, "", "")
 			l, _ := guestLayout(vm)
-			guest := map[string]string{}
+			guest := map[host.PCIAddress]string{}
 			for _, g := range l.devices {
 				guest[g.dev.Address] = fmt.Sprintf("0000:%02x:00.%x", g.guestBus, g.host.Function)
 			}
@@ -114,7 +115,7 @@ func TestNCCLTopology(t *testing.T) {
 				return 2 // SYS
 			}
 			for _, pr := range vm.Pairs {
-				if pr.NIC == "" {
+				if !pr.NIC.IsValid() {
 					continue
 				}
 				gp := where[guest[pr.GPU]]

@@ -93,7 +93,7 @@ func FabricLinks(w io.Writer, s *fabric.Snapshot) {
 	t := newTable(w, "Links")
 	t.AppendHeader(table.Row{"A", "B", "Rate", "State"})
 	for _, l := range links {
-		state := string(l.A.State)
+		state := l.A.State.String()
 		if state == "" {
 			state = "-"
 		}

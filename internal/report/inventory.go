@@ -15,6 +15,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
+	"github.com/rdmalab/rdmalab/internal/portstate"
 	"k8s.io/utils/cpuset"
 )
 
@@ -145,7 +146,7 @@ func numaTable(p *Printer, s *host.Snapshot) {
 		var gpus, rdma []string
 		for _, g := range s.GPUs {
 			if g.NUMANode == n.ID {
-				gpus = append(gpus, shortAddr(g.Address))
+				gpus = append(gpus, g.Address.Short())
 			}
 		}
 		for _, r := range s.RDMADevices {
@@ -198,13 +199,6 @@ func Bytes(b int64) string {
 	return fmt.Sprintf("%.1f %s", v, units[i])
 }
 
-func shortAddr(a string) string {
-	if p, err := host.ParsePCIAddress(a); err == nil {
-		return p.Short()
-	}
-	return a
-}
-
 // interesting picks the devices a locality map shows: GPUs, network
 // controllers, every RDMA-capable function (InfiniBand class 0x0c06, or
 // anything with an RDMA device), NVMe and accelerators; bridges and
@@ -236,7 +230,7 @@ type LocalityRow struct {
 func Locality(s *host.Snapshot) []LocalityRow {
 	var out []LocalityRow
 	for _, d := range s.PCIDevices {
-		if !interesting(d, s) || d.PhysFn != "" {
+		if !interesting(d, s) || d.PhysFn.IsValid() {
 			continue
 		}
 		name := host.DeviceName(d.Vendor, d.Device)
@@ -258,8 +252,8 @@ func Locality(s *host.Snapshot) []LocalityRow {
 			group = strconv.Itoa(*d.IOMMUGroup)
 		}
 		link, degraded := linkText(d, s)
-		out = append(out, LocalityRow{Name: name, GPU: gpu, Address: shortAddr(d.Address), NUMA: numa, Driver: orDash(d.Driver),
-			Attached: orDash(strings.Join(attached(d.Address, s), " ")), Link: link, LinkDegraded: degraded, Switch: orDash(shortAddr(d.Switch)), IOMMU: group})
+		out = append(out, LocalityRow{Name: name, GPU: gpu, Address: d.Address.Short(), NUMA: numa, Driver: orDash(d.Driver),
+			Attached: orDash(strings.Join(attached(d.Address, s), " ")), Link: link, LinkDegraded: degraded, Switch: orDash(d.Switch.Short()), IOMMU: group})
 	}
 	return out
 }
@@ -283,7 +277,7 @@ func localityTable(p *Printer, s *host.Snapshot) {
 }
 
 // attached lists the netdevs and RDMA devices of a PCI function.
-func attached(addr string, s *host.Snapshot) []string {
+func attached(addr host.PCIAddress, s *host.Snapshot) []string {
 	var out []string
 	for _, n := range s.NetDevs {
 		if n.PCIAddress == addr {
@@ -357,7 +351,7 @@ func Affinity(s *host.Snapshot) *AffinityView {
 		}
 	}
 	for i, g := range s.GPUs {
-		r := AffinityRow{GPU: fmt.Sprintf("GPU%d %s", i, shortAddr(g.Address)), NUMA: g.NUMANode}
+		r := AffinityRow{GPU: fmt.Sprintf("GPU%d %s", i, g.Address.Short()), NUMA: g.NUMANode}
 		for _, n := range v.NICs {
 			r.Levels = append(r.Levels, orDash(s.AffinityOf(g.Address, n)))
 		}
@@ -439,7 +433,7 @@ func portsTable(p *Printer, s *host.Snapshot) {
 			if pt.LinkLayer == "InfiniBand" {
 				lid, sm = optInt(pt.LID), optInt(pt.SMLID)
 			}
-			t.Row(d.Name, pt.Port, p.portState(pt.State), orDash(pt.PhysState), rate, orDash(pt.LinkLayer), lid, sm, orDash(strings.Join(nds, " ")), orDash(d.FWVersion))
+			t.Row(d.Name, pt.Port, p.portState(pt.State), orDash(pt.PhysState.String()), rate, orDash(pt.LinkLayer), lid, sm, orDash(strings.Join(nds, " ")), orDash(d.FWVersion))
 		}
 	}
 	t.Render()
@@ -447,16 +441,16 @@ func portsTable(p *Printer, s *host.Snapshot) {
 
 // portState colours a port state: ACTIVE green, DOWN red, anything between
 // yellow.
-func (p *Printer) portState(state string) string {
-	switch {
-	case state == "":
+func (p *Printer) portState(state portstate.State) string {
+	switch state {
+	case 0:
 		return "-"
-	case strings.Contains(state, "ACTIVE"):
-		return p.Outcome(check.Pass, state)
-	case strings.Contains(state, "DOWN"):
-		return p.Outcome(check.Fail, state)
+	case portstate.Active, portstate.ActiveDefer:
+		return p.Outcome(check.Pass, state.Sysfs())
+	case portstate.Down:
+		return p.Outcome(check.Fail, state.Sysfs())
 	}
-	return p.Outcome(check.Warn, state)
+	return p.Outcome(check.Warn, state.Sysfs())
 }
 
 func gidTable(p *Printer, s *host.Snapshot) {

@@ -14,11 +14,11 @@ import (
 func TestLocalityMapShowsEveryRDMAFunction(t *testing.T) {
 	s := &host.Snapshot{Hostname: "h",
 		PCIDevices: []host.PCIDevice{
-			{Address: "0000:43:00.0", Class: "0x0c0600", ClassName: host.ClassName("0x0c0600"), Vendor: "0x1077", Device: "0x7322", Driver: "ib_qib", CurrentLinkSpeedGTps: 8, CurrentLinkWidth: 4},
-			{Address: "0000:1a:00.0", Class: "0x020700", ClassName: host.ClassName("0x020700"), Vendor: "0x15b3", Device: "0x1013", Driver: "mlx5_core"},
-			{Address: "0000:05:00.0", Class: "0x088000", ClassName: host.ClassName("0x088000"), Vendor: "0x1234", Device: "0x0001", Driver: "odd_rdma", MaxLinkSpeedGTps: 16, MaxLinkWidth: 16},
+			{Address: host.MustPCI("0000:43:00.0"), Class: "0x0c0600", ClassName: host.ClassName("0x0c0600"), Vendor: "0x1077", Device: "0x7322", Driver: "ib_qib", CurrentLinkSpeedGTps: 8, CurrentLinkWidth: 4},
+			{Address: host.MustPCI("0000:1a:00.0"), Class: "0x020700", ClassName: host.ClassName("0x020700"), Vendor: "0x15b3", Device: "0x1013", Driver: "mlx5_core"},
+			{Address: host.MustPCI("0000:05:00.0"), Class: "0x088000", ClassName: host.ClassName("0x088000"), Vendor: "0x1234", Device: "0x0001", Driver: "odd_rdma", MaxLinkSpeedGTps: 16, MaxLinkWidth: 16},
 		},
-		RDMADevices: []host.RDMADevice{{Name: "qib0", PCIAddress: "0000:43:00.0"}, {Name: "odd0", PCIAddress: "0000:05:00.0"}},
+		RDMADevices: []host.RDMADevice{{Name: "qib0", PCIAddress: host.MustPCI("0000:43:00.0")}, {Name: "odd0", PCIAddress: host.MustPCI("0000:05:00.0")}},
 	}
 	s.Normalize()
 	var b bytes.Buffer

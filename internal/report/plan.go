@@ -45,7 +45,7 @@ func planTables(p *Printer, pl *plan.Plan) {
 			if d.RDMA != "" {
 				name += " (" + d.RDMA + ")"
 			}
-			t.Row(strings.ToUpper(d.Role)+" "+name, shortAddr(d.Address), d.NUMANode, optInt(d.IOMMUGroup), orDash(d.Driver), vm.Name, orDash(d.Why))
+			t.Row(strings.ToUpper(d.Role)+" "+name, d.Address.Short(), d.NUMANode, optInt(d.IOMMUGroup), orDash(d.Driver), vm.Name, orDash(d.Why))
 		}
 	}
 	t.Render()
@@ -71,12 +71,12 @@ func planTables(p *Printer, pl *plan.Plan) {
 		}
 		for _, pr := range vm.Pairs {
 			switch {
-			case pr.GPU == "":
-				pairs = append(pairs, "NIC "+shortAddr(pr.NIC))
-			case pr.NIC == "":
-				pairs = append(pairs, shortAddr(pr.GPU)+" ↔ none")
+			case !pr.GPU.IsValid():
+				pairs = append(pairs, "NIC "+pr.NIC.Short())
+			case !pr.NIC.IsValid():
+				pairs = append(pairs, pr.GPU.Short()+" ↔ none")
 			default:
-				pairs = append(pairs, fmt.Sprintf("%s ↔ %s %s", shortAddr(pr.GPU), shortAddr(pr.NIC), pr.Level))
+				pairs = append(pairs, fmt.Sprintf("%s ↔ %s %s", pr.GPU.Short(), pr.NIC.Short(), pr.Level))
 			}
 		}
 		t.Row(vm.Name, vm.VCPUs, fmt.Sprintf("%d×%d×%d", vm.Sockets, vm.CoresPerSkt, vm.Threads),
