@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/rdmalab/rdmalab/examples"
 	"github.com/rdmalab/rdmalab/internal/bench"
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/cluster"
@@ -20,6 +19,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/fabriccheck"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/hostcheck"
+	"github.com/rdmalab/rdmalab/internal/intake"
 	"github.com/rdmalab/rdmalab/internal/userfile"
 )
 
@@ -84,14 +84,14 @@ func LoadInputs(args []string) (*Inputs, error) {
 	}
 	for _, a := range args {
 		in.Sources = append(in.Sources, a)
-		if h, f, ok, err := examples.Either(a); ok {
+		if x, ok, err := intake.Example(a); ok {
 			if err != nil {
 				return nil, err
 			}
-			if h != nil {
-				in.Hosts = append(in.Hosts, h)
+			if x.Host != nil {
+				in.Hosts = append(in.Hosts, x.Host)
 			} else {
-				in.Fabrics = append(in.Fabrics, f)
+				in.Fabrics = append(in.Fabrics, x.Fabric)
 			}
 			continue
 		}
