@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/intake"
 	"github.com/rdmalab/rdmalab/internal/report"
 	"github.com/rdmalab/rdmalab/internal/report/htmlreport"
 	"github.com/spf13/cobra"
@@ -41,7 +42,7 @@ Exit codes: 0 nothing failed, 1 a finding failed, 2 could not run.`,
   rdmalab report example:hgx-h200 example:qdr-lab      # verdict only, in the terminal`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			in, err := report.LoadInputs(args)
+			in, err := intake.Load(args)
 			if err != nil {
 				return usageErr("%v", err)
 			}

@@ -79,10 +79,12 @@ func isResultsLog(b []byte) bool {
 // resultsLog checks the log reads (a torn last line is left out, as bench
 // --resume does); a garbled one is Unknown, naming the line.
 func (in *Input) resultsLog() {
-	in.What = ResultsLog
-	if _, _, _, err := bench.ParseLog(in.Data); err != nil {
+	h, recs, _, err := bench.ParseLog(in.Data)
+	if err != nil {
 		in.What, in.Why = Unknown, err.Error()
+		return
 	}
+	in.What, in.Log = ResultsLog, &Log{h, recs}
 }
 
 // oldBenchLines: the first line is an old pair record ({"a": …, "b": …}).
@@ -167,7 +169,7 @@ func (in *Input) bare() error {
 			in.unknown("findings that do not read as findings: " + err.Error())
 			return nil
 		}
-		in.What, in.Findings = OldFindings, doc.Findings
+		in.What, in.Kind, in.Findings = OldFindings, envelope.Doctor, doc.Findings
 	default:
 		in.unknown("a JSON object of no kind rdmalab writes")
 	}
@@ -189,7 +191,7 @@ func (in *Input) array() {
 			in.unknown("findings that do not read as findings: " + err.Error())
 			return
 		}
-		in.What, in.Findings = OldFindings, fs
+		in.What, in.Kind, in.Findings = OldFindings, envelope.FabricCheck, fs
 	case len(head) > 0 && head[0]["a"] != nil && head[0]["b"] != nil:
 		in.unknown(OldBenchWhy)
 	default:

@@ -38,8 +38,8 @@ const (
 	// Document is any other rdmalab envelope: Kind says which command
 	// wrote it, Findings are its judgement.
 	Document What = "rdmalab document"
-	// OldFindings are doctor or fabric check findings from before
-	// envelopes: a judgement without a kind.
+	// OldFindings are findings from before envelopes; Kind is what their
+	// shape says wrote them (an object: doctor; an array: fabric check).
 	OldFindings What = "findings"
 	// ResultsLog is a bench --results log.
 	ResultsLog What = "bench results log"
@@ -57,7 +57,7 @@ type Input struct {
 	What    What
 	Example bool          // a built-in example:NAME
 	Why     string        // Unknown: why nothing claims it
-	Kind    envelope.Kind // Document (and enveloped snapshots): the document's kind
+	Kind    envelope.Kind // Document, OldFindings, enveloped snapshots: the document's kind
 	Format  *judge.Format // ToolOutput, NCCLResults: judge's format
 	Data    []byte        // the bytes read (files and standard input)
 	Host    *host.Snapshot
@@ -66,6 +66,14 @@ type Input struct {
 	Findings []check.Finding
 	// Bench is a bench Document's judged report.
 	Bench *bench.Report
+	// Log is a ResultsLog as read (a torn last line left out).
+	Log *Log
+}
+
+// Log is a bench results log's header and records.
+type Log struct {
+	Header  bench.Header
+	Records []bench.Record
 }
 
 // String says what the input is, for messages and tests.
