@@ -105,13 +105,14 @@ func (in *Input) document(kind envelope.Kind) error {
 	in.What, in.Kind, in.Findings = Document, kind, doc.Findings
 	switch kind {
 	case envelope.HostSnapshot:
-		s, err := host.DecodeBytes(doc.Payload)
+		// The whole document, so errors name its lines.
+		s, err := host.DecodeBytes(in.Data)
 		if err != nil {
 			return err
 		}
 		in.What, in.Host = HostSnapshot, s
 	case envelope.FabricSnapshot:
-		s, err := fabric.Decode(bytes.NewReader(doc.Payload))
+		s, err := fabric.Decode(bytes.NewReader(in.Data))
 		if err != nil {
 			return err
 		}

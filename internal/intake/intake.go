@@ -7,6 +7,7 @@
 package intake
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"slices"
@@ -127,9 +128,9 @@ func example(arg string, want What) (in *Input, ok bool, err error) {
 // false for any other argument.
 func Example(arg string) (in *Input, ok bool, err error) { return example(arg, "") }
 
-// Host opens name where a host is expected: example:NAME, or any source
-// inventory.Open reads (the live host "/", a tree holding sys/, a copy of
-// /sys/class/infiniband, a capture, a snapshot file), with its errors.
+// Host opens name where a host is expected: example:NAME, a host snapshot
+// file, or any tree inventory.Open reads (the live host "/", a directory
+// holding sys/, a copy of /sys/class/infiniband, a capture).
 func Host(name string) (*host.Snapshot, error) {
 	if in, ok, err := example(name, HostSnapshot); ok {
 		if err != nil {
@@ -137,7 +138,28 @@ func Host(name string) (*host.Snapshot, error) {
 		}
 		return in.Host, nil
 	}
-	return inventory.Open(name, inventory.Options{})
+	st, err := userfile.Stat(name)
+	if name == "" || err != nil || st.IsDir() || capture.IsReadable(name) {
+		return inventory.Open(name, inventory.Options{})
+	}
+	in, err := Read(nil, name, userfile.HostSnapshot)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case in.What == HostSnapshot:
+		return in.Host, nil
+	case in.What == FabricSnapshot && in.Kind == "":
+		return nil, &host.WrongKindError{Path: name, Got: envelope.FabricSnapshot}
+	case in.Kind != "":
+		return nil, &host.WrongKindError{Path: name, Got: in.Kind}
+	case in.What == Unknown && bytes.HasPrefix(bytes.TrimSpace(in.Data), []byte("{")):
+		// An object of no kind: say what a snapshot lacks.
+		if _, err := host.DecodeBytes(in.Data); err != nil {
+			return nil, &inventory.SourceError{Source: name, Err: err}
+		}
+	}
+	return nil, &inventory.SourceError{Source: name, Err: inventory.ErrNotHost}
 }
 
 // Fabric opens name where a fabric snapshot is expected: example:NAME or

@@ -221,3 +221,45 @@ func FuzzClassify(f *testing.F) {
 		}
 	})
 }
+
+// A host is read from a snapshot file, bare or in its envelope, as from
+// the tree it was made of; anything else is refused naming the file and
+// what it is.
+func TestHostRefuses(t *testing.T) {
+	dir := t.TempDir()
+	put := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, b, 0o644)
+		return p
+	}
+	root := testhost.WriteTree(t, testhost.R730())
+	tree, err := Host(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bareSnap, docSnap, fabricDoc bytes.Buffer
+	tree.Encode(&bareSnap)
+	envelope.Write(&docSnap, envelope.HostSnapshot, nil, tree)
+	envelope.Write(&fabricDoc, envelope.FabricSnapshot, nil, map[string]any{"schema_version": 1, "nodes": []any{}})
+	for _, p := range []string{put("bare.json", bareSnap.Bytes()), put("doc.json", docSnap.Bytes())} {
+		s, err := Host(p)
+		if err != nil || s.Hostname != tree.Hostname || s.RDMADevices[0].NodeGUID != tree.RDMADevices[0].NodeGUID {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+	for _, c := range []struct{ file, want string }{
+		{put("fabric.json", fabricDoc.Bytes()), "fabric.json is a fabric-snapshot document, not a host snapshot"},
+		{put("old-fabric.json", []byte(`{"schema_version": 1, "collected_at": "2026-01-01T00:00:00Z", "nodes": [], "ports": [], "subnet_managers": []}`)), "old-fabric.json is a fabric-snapshot document, not a host snapshot"},
+		{put("doctor.json", []byte(`{"kind":"doctor","schema_version":1,"findings":[]}`)), "doctor.json is a doctor document, not a host snapshot"},
+		{put("notes.txt", []byte("hello\n")), "notes.txt: not a directory, a capture"},
+		{put("empty.json", nil), "empty.json: not a directory, a capture"},
+		{put("hello.json", []byte(`{"hello": "world"}`)), "hello.json: not a snapshot: no schema_version"},
+		{put("no-host.json", []byte(`{"schema_version": 2}`)), "no-host.json: not a directory, a capture"},
+		{put("newer.json", []byte(`{"hostname": "x", "schema_version": 99}`)), "newer.json: schema_version 99 is newer"},
+	} {
+		_, err := Host(c.file)
+		if err == nil || !strings.HasPrefix(err.Error(), filepath.Join(dir, c.want)) {
+			t.Errorf("%v, want %q", err, c.want)
+		}
+	}
+}
