@@ -29,6 +29,9 @@ and no JavaScript; send it to anyone.
 An INPUT is a file, a directory (every .json and .jsonl in it; other files
 are skipped and listed) or example:NAME (the built-in examples):
   host snapshots          rdmalab inventory --output json
+  host trees, captures    a directory holding sys/, a copy of
+                          /sys/class/infiniband, rdmalab gather's .tar.gz
+                          (read as inventory --root reads them)
   doctor, fabric check    rdmalab doctor|fabric check --output json
   fabric snapshots        rdmalab fabric scan --output json
   bench                   rdmalab bench --output json (preferred), or its --results log

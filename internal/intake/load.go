@@ -9,11 +9,13 @@ import (
 	"strings"
 
 	"github.com/rdmalab/rdmalab/internal/bench"
+	"github.com/rdmalab/rdmalab/internal/capture"
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/compare"
 	"github.com/rdmalab/rdmalab/internal/envelope"
 	"github.com/rdmalab/rdmalab/internal/fabric"
 	"github.com/rdmalab/rdmalab/internal/host"
+	"github.com/rdmalab/rdmalab/internal/inventory"
 	"github.com/rdmalab/rdmalab/internal/userfile"
 )
 
@@ -62,9 +64,10 @@ func (e *UnknownInputError) Error() string {
 	return fmt.Sprintf("%s: %s (want a host or fabric snapshot, an rdmalab --output json document or a bench results file)", e.Path, e.Why)
 }
 
-// Load reads every input for report: files, directories of them
-// (recursively, .json and .jsonl; files that are no rdmalab output are
-// skipped and listed, a file named twice is read once) and example:NAME;
+// Load reads every input for report: files, host trees and captures (read
+// as inventory --root reads them), directories of files (recursively,
+// .json and .jsonl; files that are no rdmalab output are skipped and
+// listed), each file once however often named, and example:NAME;
 // then judges what came without its judgement (see judge), so what it
 // returns is only rendered.
 func Load(args []string) (*Inputs, error) {
@@ -87,14 +90,24 @@ func Load(args []string) (*Inputs, error) {
 		if err != nil {
 			return nil, fmt.Errorf("input %w", err)
 		}
-		if !st.IsDir() {
-			if err := in.file(a); err != nil {
-				return nil, err
+		switch {
+		case !st.IsDir() && !capture.IsReadable(a):
+			err = in.file(a)
+		case in.seen(a):
+		default:
+			// A host tree or capture is read as inventory --root
+			// reads it; a directory holding no host is one of outputs.
+			var x *Input
+			if x, err = Open(a); err == nil {
+				err = in.add(x)
+			} else if errors.Is(err, inventory.ErrNoSys) {
+				if err = in.dir(a); err != nil {
+					err = fmt.Errorf("input %s: %w", a, err)
+				}
 			}
-			continue
 		}
-		if err := in.dir(a); err != nil {
-			return nil, fmt.Errorf("input %s: %w", a, err)
+		if err != nil {
+			return nil, err
 		}
 	}
 	if len(in.Hosts)+len(in.Fabrics)+len(in.Bench)+len(in.logs)+len(in.Findings) == 0 && len(in.Judged) == 0 {
@@ -186,7 +199,7 @@ func (in *Inputs) file(path string) error {
 // *UnknownInputError naming it.
 func (in *Inputs) add(x *Input) error {
 	switch x.What {
-	case HostSnapshot:
+	case HostSnapshot, HostSource:
 		in.Hosts = append(in.Hosts, x.Host)
 	case FabricSnapshot:
 		in.Fabrics = append(in.Fabrics, x.Fabric)

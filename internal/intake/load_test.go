@@ -15,6 +15,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/fabriccheck"
 	"github.com/rdmalab/rdmalab/internal/hostcheck"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
+	"github.com/rdmalab/rdmalab/internal/testhost"
 )
 
 func write(t *testing.T, dir, name string, b []byte) string {
@@ -177,5 +178,31 @@ func TestLoadErrors(t *testing.T) {
 	}
 	if _, err := Load(nil); err == nil {
 		t.Error("no inputs accepted")
+	}
+}
+
+// A host tree or capture given to report is read as inventory --root
+// reads it and judged by the doctor rules; a directory holding no host is
+// one of outputs.
+func TestLoadHostSources(t *testing.T) {
+	root := testhost.WriteTree(t, testhost.R730())
+	capture := filepath.Join(testhost.SharedTestdata(t), "sysfs", "gpud", "sys-class-infiniband-h100.0.tar.gz")
+	in, err := Load([]string{root, capture, root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Hosts) != 2 || in.Hosts[0].Hostname != "columbia.lab" || len(in.Hosts[1].RDMADevices) == 0 {
+		t.Fatalf("%d hosts", len(in.Hosts))
+	}
+	if len(in.Derived) != 1 || !strings.Contains(in.Derived[0], "doctor rules") || len(in.Findings) == 0 {
+		t.Errorf("derived %q, %d findings", in.Derived, len(in.Findings))
+	}
+	if len(in.Skipped) != 1 || !strings.Contains(in.Skipped[0], "given 2 times; read once") {
+		t.Errorf("skipped %q", in.Skipped)
+	}
+	empty := t.TempDir()
+	os.MkdirAll(filepath.Join(empty, "sys"), 0o755)
+	if _, err := Load([]string{empty}); err == nil || !strings.Contains(err.Error(), "sys/ is empty") {
+		t.Errorf("an empty sys/: %v", err)
 	}
 }
