@@ -153,6 +153,8 @@ func Host(name string) (*host.Snapshot, error) {
 		return nil, &host.WrongKindError{Path: name, Got: envelope.FabricSnapshot}
 	case in.Kind != "":
 		return nil, &host.WrongKindError{Path: name, Got: in.Kind}
+	case in.Format != nil:
+		return nil, &inventory.SourceError{Source: name, Err: fmt.Errorf("a saved %s output, not a host: rdmalab judge reads it", in.Format.Name)}
 	case in.What == Unknown && bytes.HasPrefix(bytes.TrimSpace(in.Data), []byte("{")):
 		// An object of no kind: say what a snapshot lacks.
 		if _, err := host.DecodeBytes(in.Data); err != nil {
@@ -172,7 +174,19 @@ func Fabric(name string) (*fabric.Snapshot, error) {
 		}
 		return in.Fabric, nil
 	}
-	return fabric.Load(name)
+	in, err := Read(nil, name, userfile.FabricSnapshot)
+	if err != nil {
+		return nil, err
+	}
+	if in.What == FabricSnapshot {
+		return in.Fabric, nil
+	}
+	// fabric's reader says what the file is instead (a host snapshot, a
+	// fabric check's findings, not JSON).
+	if _, err := fabric.Decode(bytes.NewReader(in.Data)); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return nil, fmt.Errorf("%s: not a fabric snapshot: %s", name, in)
 }
 
 // Stdin is the name that reads standard input.

@@ -263,3 +263,35 @@ func TestHostRefuses(t *testing.T) {
 		}
 	}
 }
+
+// A fabric snapshot file is read, bare or in its envelope; anything else
+// is one line naming the file and what it is.
+func TestFabricRefuses(t *testing.T) {
+	dir := t.TempDir()
+	put := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, b, 0o644)
+		return p
+	}
+	fab, _ := examples.LoadFabric("qdr-lab")
+	var bareFab, docFab, hostDoc, checkDoc bytes.Buffer
+	fab.Encode(&bareFab)
+	envelope.Write(&docFab, envelope.FabricSnapshot, nil, fab)
+	envelope.Write(&hostDoc, envelope.HostSnapshot, nil, map[string]any{"schema_version": 1, "hostname": "n1"})
+	envelope.Write(&checkDoc, envelope.FabricCheck, nil, fab)
+	for _, p := range []string{put("bare.json", bareFab.Bytes()), put("doc.json", docFab.Bytes())} {
+		if s, err := Fabric(p); err != nil || len(s.Links()) != len(fab.Links()) {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+	for _, c := range []struct{ file, want string }{
+		{put("host.json", hostDoc.Bytes()), "host.json: this is a host-snapshot document (rdmalab inventory), not a fabric snapshot"},
+		{put("check.json", checkDoc.Bytes()), "check.json: this is a fabric-check document (rdmalab fabric check: findings, not the fabric), not a fabric snapshot"},
+		{put("net.txt", []byte("Switch 8 \"x\"\n")), "net.txt: not a fabric snapshot"},
+	} {
+		_, err := Fabric(c.file)
+		if err == nil || !strings.HasPrefix(err.Error(), filepath.Join(dir, c.want)) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v, want %q", err, c.want)
+		}
+	}
+}
