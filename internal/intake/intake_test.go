@@ -227,11 +227,7 @@ func FuzzClassify(f *testing.F) {
 // what it is.
 func TestHostRefuses(t *testing.T) {
 	dir := t.TempDir()
-	put := func(name string, b []byte) string {
-		p := filepath.Join(dir, name)
-		os.WriteFile(p, b, 0o644)
-		return p
-	}
+	put := func(name string, b []byte) string { return write(t, dir, name, b) }
 	root := testhost.WriteTree(t, testhost.R730())
 	tree, err := Host(root)
 	if err != nil {
@@ -268,11 +264,7 @@ func TestHostRefuses(t *testing.T) {
 // is one line naming the file and what it is.
 func TestFabricRefuses(t *testing.T) {
 	dir := t.TempDir()
-	put := func(name string, b []byte) string {
-		p := filepath.Join(dir, name)
-		os.WriteFile(p, b, 0o644)
-		return p
-	}
+	put := func(name string, b []byte) string { return write(t, dir, name, b) }
 	fab, _ := examples.LoadFabric("qdr-lab")
 	var bareFab, docFab, hostDoc, checkDoc bytes.Buffer
 	fab.Encode(&bareFab)
