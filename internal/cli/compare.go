@@ -4,6 +4,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/compare"
 	"github.com/rdmalab/rdmalab/internal/envelope"
+	"github.com/rdmalab/rdmalab/internal/intake"
 	"github.com/rdmalab/rdmalab/internal/report"
 	"github.com/rdmalab/rdmalab/internal/userfile"
 	"github.com/spf13/cobra"
@@ -36,11 +37,11 @@ Exit codes: 0 nothing got worse, 1 something got worse, 2 could not run.`,
 			var in [2][]byte
 			for i, a := range args {
 				// A results log or a saved nccl-tests output: the larger bound.
-				b, err := userfile.ReadFile(a, userfile.ResultsLog)
+				r, err := intake.Read(nil, a, userfile.ResultsLog)
 				if err != nil {
 					return usageErr("%v", err)
 				}
-				in[i] = b
+				in[i] = r.Data
 			}
 			r, err := compare.Run(args[0], in[0], args[1], in[1])
 			if err != nil {

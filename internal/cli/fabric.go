@@ -16,6 +16,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/envelope"
 	"github.com/rdmalab/rdmalab/internal/fabric"
 	"github.com/rdmalab/rdmalab/internal/fabriccheck"
+	"github.com/rdmalab/rdmalab/internal/intake"
 	"github.com/rdmalab/rdmalab/internal/report"
 	"github.com/spf13/cobra"
 )
@@ -66,13 +67,7 @@ func (in *fabricInput) validate(c *cobra.Command) error {
 
 func (in *fabricInput) load(ctx context.Context, stderr io.Writer) (*fabric.Snapshot, error) {
 	if in.snapshot != "" {
-		if s, ok, err := examples.Fabric(in.snapshot); ok {
-			if err != nil {
-				return nil, usageErr("%v", err)
-			}
-			return s, nil
-		}
-		s, err := fabric.Load(in.snapshot)
+		s, err := intake.Fabric(in.snapshot)
 		if err != nil {
 			return nil, usageErr("--snapshot %v", err)
 		}

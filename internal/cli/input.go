@@ -1,9 +1,8 @@
 package cli
 
 import (
-	"github.com/rdmalab/rdmalab/examples"
 	"github.com/rdmalab/rdmalab/internal/host"
-	"github.com/rdmalab/rdmalab/internal/inventory"
+	"github.com/rdmalab/rdmalab/internal/intake"
 	"github.com/spf13/cobra"
 )
 
@@ -23,7 +22,7 @@ func (in *hostInput) register(c *cobra.Command, multi bool) {
 }
 
 // load returns the hosts to work on. Every source goes through
-// inventory.Open; a source it refuses is exit 2 with its one-line reason.
+// intake.Host; a source it refuses is exit 2 with its one-line reason.
 func (in *hostInput) load() ([]*host.Snapshot, error) {
 	sources := in.snapshots
 	if len(sources) == 0 {
@@ -31,10 +30,7 @@ func (in *hostInput) load() ([]*host.Snapshot, error) {
 	}
 	var out []*host.Snapshot
 	for _, p := range sources {
-		s, ok, err := examples.Host(p)
-		if !ok {
-			s, err = inventory.Open(p, inventory.Options{})
-		}
+		s, err := intake.Host(p)
 		if err != nil {
 			return nil, usageErr("%v", err)
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/envelope"
+	"github.com/rdmalab/rdmalab/internal/intake"
 	"github.com/rdmalab/rdmalab/internal/judge"
 	"github.com/rdmalab/rdmalab/internal/report"
 	"github.com/spf13/cobra"
@@ -59,19 +60,24 @@ Exit codes: 0 no failures, 1 failures found, 2 could not run.`,
 			}
 			opt := judge.Options{Expect: e, Plan: fopt.Plan, Thresholds: fopt.Thresholds}
 			if snapshot != "" {
-				hosts, err := (&hostInput{snapshots: []string{snapshot}}).load()
-				if err != nil {
-					return err
+				if opt.Snapshot, err = intake.Host(snapshot); err != nil {
+					return usageErr("%v", err)
 				}
-				opt.Snapshot = hosts[0]
 			}
-			in, err := readInputs(cmd.InOrStdin(), args)
+			inputs, err := readInputs(cmd.InOrStdin(), args)
 			if err != nil {
 				return err
 			}
-			rs, err := judge.Run(in, opt)
-			if err != nil {
-				return usageErr("%v", err)
+			var rs []judge.Result
+			for _, in := range inputs {
+				if in.Format == nil {
+					return usageErr("%v", &judge.UnrecognisedError{Name: in.Name})
+				}
+				r, err := judge.As(in.Format, in.Name, in.Data, opt)
+				if err != nil {
+					return usageErr("%v", err)
+				}
+				rs = append(rs, r)
 			}
 			fs := judge.Findings(rs)
 			w := cmd.OutOrStdout()
@@ -100,23 +106,16 @@ Exit codes: 0 no failures, 1 failures found, 2 could not run.`,
 	return c
 }
 
-// readInputs reads each named file, or standard input for "-" (or
-// /dev/stdin, which the file door would refuse as a pipe or a terminal).
-func readInputs(stdin io.Reader, args []string) ([]judge.Input, error) {
-	var in []judge.Input
+// readInputs reads each named saved output, or standard input for "-",
+// through intake, which says what each one is.
+func readInputs(stdin io.Reader, args []string) ([]*intake.Input, error) {
+	var in []*intake.Input
 	for _, a := range args {
-		var b []byte
-		var err error
-		if a == "-" || a == "/dev/stdin" {
-			a = "(stdin)"
-			b, err = userfile.ReadAll(stdin, a, userfile.ToolOutput)
-		} else {
-			b, err = userfile.ReadFile(a, userfile.ToolOutput)
-		}
+		i, err := intake.Read(stdin, a, userfile.ToolOutput)
 		if err != nil {
 			return nil, usageErr("%v", err)
 		}
-		in = append(in, judge.Input{Name: a, Data: b})
+		in = append(in, i)
 	}
 	return in, nil
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/intake"
 	"github.com/rdmalab/rdmalab/internal/report"
 	"github.com/rdmalab/rdmalab/internal/report/htmlreport"
 	"github.com/spf13/cobra"
@@ -28,6 +29,9 @@ and no JavaScript; send it to anyone.
 An INPUT is a file, a directory (every .json and .jsonl in it; other files
 are skipped and listed) or example:NAME (the built-in examples):
   host snapshots          rdmalab inventory --output json
+  host trees, captures    a directory holding sys/, a copy of
+                          /sys/class/infiniband, rdmalab gather's .tar.gz
+                          (read as inventory --root reads them)
   doctor, fabric check    rdmalab doctor|fabric check --output json
   fabric snapshots        rdmalab fabric scan --output json
   bench                   rdmalab bench --output json (preferred), or its --results log
@@ -41,7 +45,7 @@ Exit codes: 0 nothing failed, 1 a finding failed, 2 could not run.`,
   rdmalab report example:hgx-h200 example:qdr-lab      # verdict only, in the terminal`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			in, err := report.LoadInputs(args)
+			in, err := intake.Load(args)
 			if err != nil {
 				return usageErr("%v", err)
 			}

@@ -1,11 +1,9 @@
 package fabric
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/rdmalab/rdmalab/internal/userfile"
 	"io"
 	"slices"
 	"strings"
@@ -13,22 +11,6 @@ import (
 	"github.com/rdmalab/rdmalab/internal/envelope"
 	"github.com/rdmalab/rdmalab/internal/host"
 )
-
-// Load reads a fabric snapshot file: an envelope of kind fabric-snapshot
-// (fabric scan --output json) or a bare snapshot, version 1 or 2. Any other
-// kind of document (a host snapshot, findings) is refused with one line
-// naming the file and what it is.
-func Load(path string) (*Snapshot, error) {
-	b, err := userfile.ReadFile(path, userfile.FabricSnapshot)
-	if err != nil {
-		return nil, err
-	}
-	s, err := Decode(bytes.NewReader(b))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return s, nil
-}
 
 // Decode reads a snapshot (envelope or bare) and refuses a schema or a
 // kind it does not know.

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/rdmalab/rdmalab/internal/userfile"
 	"io"
 	"slices"
 	"time"
@@ -355,27 +354,6 @@ type AffinityPair struct {
 	NIC   PCIAddress `json:"nic"`
 	RDMA  string     `json:"rdma,omitempty"` // mlx5_0
 	Level string     `json:"level"`          // PIX, PXB, PHB, NODE, SYS (SYS? when a NUMA node is unknown)
-}
-
-// Load reads a snapshot file: an rdmalab host-snapshot document, or a bare
-// snapshot as rdmalab wrote them before documents had a kind. Another kind
-// of document (a fabric snapshot, a doctor report) is a *WrongKindError
-// naming the file.
-func Load(path string) (*Snapshot, error) {
-	b, err := userfile.ReadFile(path, userfile.HostSnapshot)
-	if err != nil {
-		return nil, fmt.Errorf("snapshot %w", err)
-	}
-	s, err := DecodeBytes(b)
-	if err != nil {
-		var wk *WrongKindError
-		if errors.As(err, &wk) {
-			wk.Path = path
-			return nil, wk
-		}
-		return nil, fmt.Errorf("snapshot %s: %w", path, err)
-	}
-	return s, nil
 }
 
 // WrongKindError is a document that is not a host snapshot.

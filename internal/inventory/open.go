@@ -45,12 +45,13 @@ var (
 	ErrNotHost = errors.New("not a directory, a capture (.tar.gz, .tar.bz2) or a host snapshot (.json)")
 )
 
-// Open reads a host from any source a user can name: the live host ("/" or
-// ""), a directory holding sys/ (and proc/), a copy of /sys/class/infiniband
-// alone, a capture archive from 'rdmalab gather' (or any tar.gz or tar.bz2 of a root
-// tree), or a host snapshot file. Errors are *SourceError, or a
-// *host.WrongKindError for a document of another kind. opt.Recorder, when
-// set, records every path read (live or directory sources only).
+// Open reads a host from a source that is a tree: the live host ("/" or
+// ""), a directory holding sys/ (and proc/), a copy of
+// /sys/class/infiniband alone, or a capture archive from 'rdmalab gather'
+// (or any tar.gz, tar.bz2 or tar.xz of a root tree). A snapshot file is
+// intake's (intake.Host reads any of these and snapshots). Errors are
+// *SourceError. opt.Recorder, when set, records every path read (live or
+// directory sources only).
 func Open(source string, opt Options) (*host.Snapshot, error) {
 	if source == "" {
 		source = "/"
@@ -61,39 +62,19 @@ func Open(source string, opt Options) (*host.Snapshot, error) {
 	}
 	if !st.IsDir() {
 		// Checked before anything opens it: a FIFO or device must not
-		// block or exhaust the sniffing below.
-		kind := userfile.HostSnapshot
-		if capture.IsArchive(source) {
-			kind = userfile.Capture
-		}
-		if err := userfile.Check(source, st, kind); err != nil {
+		// block or exhaust the reading below.
+		if err := userfile.Check(source, st, userfile.Capture); err != nil {
 			return nil, &SourceError{source, err}
 		}
-		switch {
-		case capture.IsReadable(source):
-			if opt.Recorder != nil {
-				return nil, &SourceError{source, errors.New("already a capture; use it as it is")}
-			}
-			return openArchive(source, opt)
-		case looksLikeJSON(source):
-			s, err := host.Load(source)
-			if err != nil {
-				var wk *host.WrongKindError
-				var ue *userfile.Error
-				if errors.As(err, &wk) || errors.As(err, &ue) {
-					return nil, err
-				}
-				return nil, &SourceError{source, errors.Unwrap(err)}
-			}
-			return s, nil
+		if !capture.IsReadable(source) {
+			return nil, &SourceError{source, ErrNotHost}
 		}
-		return nil, &SourceError{source, ErrNotHost}
+		if opt.Recorder != nil {
+			return nil, &SourceError{source, errors.New("already a capture; use it as it is")}
+		}
+		return openArchive(source, opt)
 	}
-	s, err := openDir(source, source, opt)
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
+	return openDir(source, source, opt)
 }
 
 // looksLikeJSON reports a file whose first non-blank byte opens a JSON

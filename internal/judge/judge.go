@@ -46,9 +46,12 @@ type Format struct {
 	Judge func(name string, b []byte, opt Options) ([]check.Finding, any, error)
 }
 
+// NCCLFormat is the name of the nccl-tests and NCCL_DEBUG format.
+const NCCLFormat = "nccl-tests / NCCL_DEBUG"
+
 // Formats is the registry, most specific first.
 var Formats = []Format{
-	{"nccl-tests / NCCL_DEBUG", nccl.Sniff, judgeNCCL},
+	{NCCLFormat, nccl.Sniff, judgeNCCL},
 	{"nvidia-smi topo -m", host.SniffTopo, func(_ string, b []byte, o Options) ([]check.Finding, any, error) {
 		return gpudirect.JudgeTopoFile(b, o.Snapshot)
 	}},
@@ -111,48 +114,41 @@ type Result struct {
 	Payload  any             `json:"payload,omitempty"`
 }
 
-// Input is one file's name and bytes ("-" for standard input).
-type Input struct {
-	Name string
-	Data []byte
-}
-
-// Run judges each input with the first format that recognises it. An
-// input no format recognises, or one its format cannot read, is an error
-// naming the file; nothing is judged then.
-func Run(in []Input, opt Options) ([]Result, error) {
-	var out []Result
-	for _, i := range in {
-		r, err := One(i.Name, i.Data, opt)
-		if err != nil {
-			return nil, err
+// Recognise returns the first format that claims b (line ends already
+// LF), or nil: the one sniffing of saved outputs, which intake asks.
+func Recognise(b []byte) *Format {
+	for i := range Formats {
+		if Formats[i].Sniff(b) {
+			return &Formats[i]
 		}
-		out = append(out, r)
 	}
-	return out, nil
+	return nil
 }
 
-// One judges one file.
+// One judges one file with the format that recognises it.
 func One(name string, b []byte, opt Options) (Result, error) {
 	b = bytes.ReplaceAll(b, []byte("\r\n"), []byte("\n"))
-	for _, f := range Formats {
-		if !f.Sniff(b) {
-			continue
-		}
-		fs, payload, err := f.Judge(name, b, opt)
-		if err != nil {
-			return Result{}, fmt.Errorf("%s (%s output): %w", name, f.Name, err)
-		}
-		host := filepath.Base(name)
-		for i := range fs {
-			if fs[i].Host == "" {
-				fs[i].Host = host
-			}
-		}
-		check.Sort(fs)
-		return Result{File: name, Format: f.Name, Findings: fs, Payload: payload}, nil
+	f := Recognise(b)
+	if f == nil {
+		return Result{}, &UnrecognisedError{Name: name}
 	}
-	return Result{}, &UnrecognisedError{Name: name}
+	return As(f, name, b, opt)
+}
+
+// As judges b (line ends LF), from the file called name, as format f.
+func As(f *Format, name string, b []byte, opt Options) (Result, error) {
+	fs, payload, err := f.Judge(name, b, opt)
+	if err != nil {
+		return Result{}, fmt.Errorf("%s (%s output): %w", name, f.Name, err)
+	}
+	host := filepath.Base(name)
+	for i := range fs {
+		if fs[i].Host == "" {
+			fs[i].Host = host
+		}
+	}
+	check.Sort(fs)
+	return Result{File: name, Format: f.Name, Findings: fs, Payload: payload}, nil
 }
 
 // Findings gathers every result's findings.

@@ -318,7 +318,7 @@ func TestJudgeDump(t *testing.T) {
 
 // Garbage is refused naming the file; a truncated ibqueryerrors is unknown.
 func TestJudgeRefusesAndUnknowns(t *testing.T) {
-	if _, err := Run([]Input{{Name: "notes.txt", Data: []byte("hello\n")}}, Options{}); err == nil || !strings.Contains(err.Error(), "notes.txt: not a saved output") {
+	if _, err := One("notes.txt", []byte("hello\n"), Options{}); err == nil || !strings.Contains(err.Error(), "notes.txt: not a saved output") {
 		t.Errorf("%v", err)
 	}
 	r, err := One("qe.txt", []byte("Errors for \"HCA-1\"\n   GUID 0x248a0703008a1b31 port 1: [SymbolErrorCounter == 50]\n"), Options{})

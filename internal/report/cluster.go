@@ -12,6 +12,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/fabric"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/hostcheck"
+	"github.com/rdmalab/rdmalab/internal/intake"
 )
 
 // ClusterView is the whole cluster report, computed once from the inputs:
@@ -107,17 +108,11 @@ type LinkRow struct {
 	Outcome  check.Outcome // the worst finding naming the link or its ports; pass if none
 }
 
-// NewClusterView judges and lays out the inputs once for every renderer.
-func NewClusterView(in *Inputs) *ClusterView {
-	v := &ClusterView{Sources: in.Sources, Skipped: in.Skipped, Derived: in.Derived, Counts: CountOf(in.Findings)}
+// NewClusterView lays out inputs already judged (intake.Load) once for
+// every renderer.
+func NewClusterView(in *intake.Inputs) *ClusterView {
+	v := &ClusterView{Sources: in.Sources, Skipped: in.Skipped, Derived: in.Derived, Counts: CountOf(in.Findings), Compare: in.Compare}
 	v.Verdict = verdictOf(in.Findings, v.Counts)
-	if len(in.RunLogs) == 2 {
-		a, b := in.RunLogs[0], in.RunLogs[1]
-		if r, err := compare.Run(a.Path, a.Data, b.Path, b.Data); err == nil {
-			check.Sort(r.Findings)
-			v.Compare = r
-		}
-	}
 	for _, s := range in.Skipped {
 		if strings.Contains(s, " times; read once") {
 			v.Repeated = append(v.Repeated, s)
@@ -422,7 +417,7 @@ type SuspectRow struct {
 // newBenchViews makes one view per judged test, each with its own
 // findings; it returns the bench findings that belong to no test (from
 // documents without a payload, or findings files from before envelopes).
-func newBenchViews(runs []BenchRun, fs []check.Finding) ([]BenchView, []check.Finding) {
+func newBenchViews(runs []intake.BenchRun, fs []check.Finding) ([]BenchView, []check.Finding) {
 	mine := map[string]int{}
 	var out []BenchView
 	for _, r := range runs {
@@ -447,7 +442,7 @@ func findingKey(f check.Finding) string {
 	return string(f.Outcome) + "\x00" + f.Check + "\x00" + f.Host + "\x00" + f.Subject + "\x00" + f.Message
 }
 
-func newBenchView(r BenchRun) BenchView {
+func newBenchView(r intake.BenchRun) BenchView {
 	rep := r.Report
 	v := BenchView{Engine: rep.Engine, Test: rep.Test, Latency: rep.Latency, Source: r.Source, RateDeclared: rep.RateDeclared,
 		Link: rep.Link, MedianValue: rep.MedianValue, Summaries: rep.Nodes, Good: rep.Good, Findings: NewFindingsView(r.Findings)}

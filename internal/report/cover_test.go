@@ -3,12 +3,14 @@ package report
 import (
 	"strings"
 	"testing"
+
+	"github.com/rdmalab/rdmalab/internal/intake"
 )
 
 // A cover run's terminal report says, before the tables, how many rounds
 // ran and what the localiser named.
 func TestBenchCoverLine(t *testing.T) {
-	in, err := LoadInputs([]string{"testdata/bench-cover/cover.json"})
+	in, err := intake.Load([]string{"testdata/bench-cover/cover.json"})
 	if err != nil || len(in.Bench) != 1 {
 		t.Fatalf("%v, %d bench runs", err, len(in.Bench))
 	}

@@ -42,11 +42,11 @@ func TestFabricGolden(t *testing.T) {
 	Findings(&b, fs, false)
 	golden(t, "fabric-shared-descriptions.txt", b.Bytes())
 
-	rs, err := judge.Run([]judge.Input{{Name: "ibnetdiscover.txt", Data: []byte(testhost.EDRDump(1, 1, 2))}}, judge.Options{})
+	r, err := judge.One("ibnetdiscover.txt", []byte(testhost.EDRDump(1, 1, 2)), judge.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b.Reset()
-	Judge(&b, rs, true)
+	Judge(&b, []judge.Result{r}, true)
 	golden(t, "judge-ibnetdiscover.txt", b.Bytes())
 }

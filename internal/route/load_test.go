@@ -9,12 +9,11 @@ import (
 	"testing"
 
 	"github.com/rdmalab/rdmalab/internal/envelope"
-	"github.com/rdmalab/rdmalab/internal/fabric"
 )
 
 func TestLoadFiles(t *testing.T) {
 	td := func(n string) string { return filepath.Join("testdata", n) }
-	s, err := fabric.Load(td("fattree-2x4x4.fabric.json"))
+	s, err := loadSnapshot(td("fattree-2x4x4.fabric.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

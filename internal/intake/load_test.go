@@ -1,4 +1,4 @@
-package report
+package intake
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/fabriccheck"
 	"github.com/rdmalab/rdmalab/internal/hostcheck"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
+	"github.com/rdmalab/rdmalab/internal/testhost"
 )
 
 func write(t *testing.T, dir, name string, b []byte) string {
@@ -30,10 +30,10 @@ func write(t *testing.T, dir, name string, b []byte) string {
 	return p
 }
 
-const benchDir = "testdata/bench-tcp-loopback"
+const benchDir = "../report/testdata/bench-tcp-loopback"
 
 // Every kind of input, in envelopes and bare, is told apart and read.
-func TestLoadInputsKinds(t *testing.T) {
+func TestLoadKinds(t *testing.T) {
 	dir := t.TempDir()
 	h, err := examples.Load("seed000-epyc")
 	if err != nil {
@@ -80,7 +80,7 @@ func TestLoadInputsKinds(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := write(t, dir, strings.ReplaceAll(c.name, " ", "-")+".json", c.file)
-			in, err := LoadInputs([]string{p})
+			in, err := Load([]string{p})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -123,7 +123,7 @@ func TestDoctorDocumentIsNotRejudged(t *testing.T) {
 	h.Encode(&snap)
 	fs := hostcheck.Run(h, hostcheck.Options{Expect: linkrate.Expect{Rate: linkrate.Rate{Gbps: 100}, Source: "--expect-rate"}})
 	envelope.Write(&doc, envelope.Doctor, fs, nil)
-	in, err := LoadInputs([]string{write(t, dir, "h.json", snap.Bytes()), write(t, dir, "d.json", doc.Bytes())})
+	in, err := Load([]string{write(t, dir, "h.json", snap.Bytes()), write(t, dir, "d.json", doc.Bytes())})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestDoctorDocumentIsNotRejudged(t *testing.T) {
 	}
 }
 
-func TestLoadInputsErrors(t *testing.T) {
+func TestLoadErrors(t *testing.T) {
 	dir := t.TempDir()
 	junk := write(t, dir, "d/notes.json", []byte(`{"hello": "world"}`))
 	write(t, dir, "d/README.md", []byte("not looked at"))
@@ -143,7 +143,7 @@ func TestLoadInputsErrors(t *testing.T) {
 		return b.Bytes()
 	}())
 	// A directory skips what is not rdmalab output and says so.
-	in, err := LoadInputs([]string{filepath.Join(dir, "d")})
+	in, err := Load([]string{filepath.Join(dir, "d")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,13 +151,15 @@ func TestLoadInputsErrors(t *testing.T) {
 		t.Errorf("hosts %d, skipped %q", len(in.Hosts), in.Skipped)
 	}
 	// Named on its own, the same file is an error naming it.
-	_, err = LoadInputs([]string{junk})
+	_, err = Load([]string{junk})
 	var unknown *UnknownInputError
 	if !errors.As(err, &unknown) || !strings.Contains(err.Error(), "notes.json") {
 		t.Errorf("junk file: %v", err)
 	}
 	for _, c := range []struct{ arg, want string }{
 		{"example:nope", "hgx-h200"},
+		// A saved tool output is named for what it is, and where it is read.
+		{write(t, dir, "ibstat.txt", []byte("CA 'mlx5_0'\n\tCA type: MT4123\n\tNumber of ports: 1\n\tPort 1:\n\t\tState: Active\n\t\tRate: 200\n")), "a saved ibstat output: rdmalab judge reads it"},
 		{filepath.Join(dir, "missing.json"), "missing.json"},
 		// Bench results from before directions are named, not guessed at.
 		{write(t, dir, "old.jsonl", []byte("{\"a\":\"x\",\"b\":\"y\",\"engine\":\"tcp\",\"test\":\"bw\"}\n{\"a\":\"x\",\"b\":\"z\"}\n")), "older rdmalab"},
@@ -170,103 +172,37 @@ func TestLoadInputsErrors(t *testing.T) {
 			return append(append(head, []byte("\nnot json\n")...), rest...)
 		}()), "line 2"},
 	} {
-		if _, err := LoadInputs([]string{c.arg}); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := Load([]string{c.arg}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error naming %q", c.arg, err, c.want)
 		}
 	}
-	if _, err := LoadInputs(nil); err == nil {
+	if _, err := Load(nil); err == nil {
 		t.Error("no inputs accepted")
 	}
 }
 
-// The verdict: fail decides; with no fail, an unknown leaves it unproven;
-// each deciding check is listed once.
-func TestVerdict(t *testing.T) {
-	f := func(id string, o check.Outcome) check.Finding {
-		return check.Finding{Check: id, Outcome: o, Subject: "s"}
-	}
-	for _, c := range []struct {
-		fs       []check.Finding
-		want     VerdictState
-		deciding int
-	}{
-		{nil, Unproven, 0},
-		{[]check.Finding{f("a", check.Pass), f("b", check.Warn)}, Ready, 0},
-		{[]check.Finding{f("a", check.Pass), f("b", check.Unknown)}, Unproven, 1},
-		{[]check.Finding{f("a", check.Fail), f("a", check.Fail), f("b", check.Fail), f("c", check.Unknown)}, NotReady, 2},
-	} {
-		v := NewClusterView(&Inputs{Findings: c.fs})
-		if v.Verdict.State != c.want || len(v.Verdict.Deciding) != c.deciding {
-			t.Errorf("%v: %s with %d deciding, want %s with %d", c.fs, v.Verdict.State, len(v.Verdict.Deciding), c.want, c.deciding)
-		}
-	}
-}
-
-// The cluster view of the recorded run: a directed matrix (one cell per
-// ordered pair, none on the diagonal), each judged as the bench document
-// says; the results log alone is judged here against the peers and says so.
-func TestBenchView(t *testing.T) {
-	in, err := LoadInputs([]string{benchDir})
+// A host tree or capture given to report is read as inventory --root
+// reads it and judged by the doctor rules; a directory holding no host is
+// one of outputs.
+func TestLoadHostSources(t *testing.T) {
+	root := testhost.WriteTree(t, testhost.R730())
+	capture := filepath.Join(testhost.SharedTestdata(t), "sysfs", "gpud", "sys-class-infiniband-h100.0.tar.gz")
+	in, err := Load([]string{root, capture, root})
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := NewClusterView(in)
-	if len(v.Benches) != 2 || len(in.Derived) != 0 || len(in.Skipped) != 2 {
-		t.Fatalf("%d bench views (want bw and lat from the documents), derived %q, skipped %q", len(v.Benches), in.Derived, in.Skipped)
+	if len(in.Hosts) != 2 || in.Hosts[0].Hostname != "columbia.lab" || len(in.Hosts[1].RDMADevices) == 0 {
+		t.Fatalf("%d hosts", len(in.Hosts))
 	}
-	bw := v.Benches[0]
-	if bw.Latency || !bw.RateDeclared || len(bw.Cells) != 30 || bw.Counts[CellMissing] != 0 || len(bw.Summaries) != 6 {
-		t.Errorf("bw: latency %v, rate %v, %d cells, %v, %d summaries", bw.Latency, bw.RateDeclared, len(bw.Cells), bw.Counts, len(bw.Summaries))
+	if len(in.Derived) != 1 || !strings.Contains(in.Derived[0], "doctor rules") || len(in.Findings) == 0 {
+		t.Errorf("derived %q, %d findings", in.Derived, len(in.Findings))
 	}
-	seen := map[[2]string]bool{}
-	for _, c := range bw.Cells {
-		if c.Row == c.Col || c.From == c.To || seen[[2]string{c.From, c.To}] {
-			t.Errorf("cell %+v: on the diagonal or twice", c)
-		}
-		seen[[2]string{c.From, c.To}] = true
-		if !c.Failed() && (c.ShareOf != "link ceiling" || c.CeilingGbps < 11 || c.CeilingGbps > 12 || c.Share <= 0) {
-			t.Errorf("cell %+v: want a share of the 12 Gb/s TCP link's ceiling", c)
-		}
+	if len(in.Skipped) != 1 || !strings.Contains(in.Skipped[0], "given 2 times; read once") {
+		t.Errorf("skipped %q", in.Skipped)
 	}
-	// The recorded run named node01's receive side, and its retests
-	// against nodes healthy both ways did not confirm it.
-	if len(bw.Suspects) != 1 || bw.Suspects[0].Node != "node01" || bw.Suspects[0].Side != "receive" || bw.Suspects[0].Confirmed != "no" || len(bw.Suspects[0].Retests) != 2 {
-		t.Errorf("suspects %+v", bw.Suspects)
-	}
-	lat := v.Benches[1]
-	if !lat.Latency || len(lat.Cells) != 30 || lat.Counts[CellGood]+lat.Counts[CellBad] != 30 || lat.Cells[0].P999Us <= 0 {
-		t.Errorf("lat: %v %+v", lat.Counts, lat.Cells[0])
-	}
-
-	in, err = LoadInputs([]string{filepath.Join(benchDir, "bw.jsonl")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v = NewClusterView(in)
-	if len(v.Benches) != 1 || len(in.Derived) != 1 || !strings.Contains(in.Derived[0], "peers' median only") {
-		t.Fatalf("results log alone: %d views, derived %q", len(v.Benches), in.Derived)
-	}
-	for _, c := range v.Benches[0].Cells {
-		if !c.Failed() && (c.CeilingGbps != 0 || c.ShareOf == "link ceiling") {
-			t.Errorf("cell %+v: a ceiling without a declared rate", c)
-		}
-	}
-	if !strings.Contains(v.Benches[0].Against, "no link rate declared") {
-		t.Errorf("against %q", v.Benches[0].Against)
+	empty := t.TempDir()
+	os.MkdirAll(filepath.Join(empty, "sys"), 0o755)
+	if _, err := Load([]string{empty}); err == nil || !strings.Contains(err.Error(), "sys/ is empty") {
+		t.Errorf("an empty sys/: %v", err)
 	}
 }
-
-func TestClusterTextGolden(t *testing.T) {
-	in, err := LoadInputs([]string{"example:seed000-epyc", "example:hgx-h200", "example:qdr-lab", benchDir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := NewClusterView(in)
-	for _, width := range []int{60, 100, 200} {
-		var buf bytes.Buffer
-		Cluster(&Terminal{Writer: &buf, Style: Style{Width: width}}, v)
-		golden(t, "term/cluster-"+itoa(width)+".txt", buf.Bytes())
-	}
-}
-
-func itoa(n int) string { return strconv.Itoa(n) }
