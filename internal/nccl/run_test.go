@@ -157,7 +157,9 @@ launcher:
 	}
 	// nothing of the hung run is left on n3: the reap by the run's
 	// identity after the launch ended killed what mpirun's stop missed
-	deadline := time.Now().Add(time.Second)
+	// (left alone, the stand-in sleeps 600 s: 10 s is room for a loaded
+	// machine, not for a survivor)
+	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) && slices.ContainsFunc(c.PIDs(2), func(pid string) bool {
 		b, _ := os.ReadFile("/proc/" + pid + "/cmdline")
 		return bytes.Contains(b, []byte("sleep"))
