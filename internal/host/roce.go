@@ -271,7 +271,20 @@ var (
 )
 
 // SniffCMARoCEMode reports whether b shows cma_roce_mode.
-func SniffCMARoCEMode(b []byte) bool { return cmaRoceModeCmdRE().Match(b) }
+//
+// Both a command and an answer on a line of its own: prose that mentions
+// the command (a README, notes) is not its output.
+func SniffCMARoCEMode(b []byte) bool {
+	if !cmaRoceModeCmdRE().Match(b) {
+		return false
+	}
+	for line := range bytes.Lines(b) {
+		if roceModeRE().Match(bytes.TrimSpace(linePrefixRE().ReplaceAll(line, nil))) {
+			return true
+		}
+	}
+	return false
+}
 
 // ParseCMARoCEMode reads `cma_roce_mode -d DEV [-p N]` commands and their
 // one-line answers, with `ibdev2netdev` lines naming each device's netdev.

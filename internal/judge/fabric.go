@@ -27,7 +27,13 @@ func judgePorts(name string, b []byte, opt Options) ([]check.Finding, any, error
 }
 
 func sniffCheckErrors(b []byte) bool {
-	return bytes.Contains(b, []byte("#warn: counter")) || bytes.Contains(b, []byte("Error check on lid"))
+	for line := range bytes.Lines(b) {
+		line = bytes.TrimSpace(line)
+		if bytes.HasPrefix(line, []byte("#warn: counter")) || bytes.HasPrefix(line, []byte("Error check on lid")) {
+			return true
+		}
+	}
+	return false
 }
 
 func fabricOptions(opt Options) fabriccheck.Options {

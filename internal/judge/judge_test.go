@@ -371,3 +371,29 @@ func FuzzJudge(f *testing.F) {
 		}
 	})
 }
+
+// Prose that names every tool and quotes their output in passing (the
+// shared testdata's PROVENANCE.md, the project's docs) is no saved output:
+// it is either recognised as none or refused by the parser that took it,
+// never judged into a verdict.
+func TestProseIsNoFormat(t *testing.T) {
+	files := []string{filepath.Join(testhost.SharedTestdata(t), "PROVENANCE.md")}
+	docs, _ := filepath.Glob("../../docs/*.md")
+	files = append(files, append(docs, "../../README.md")...)
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, err := One(p, b, Options{}); err == nil {
+			t.Errorf("%s was judged as %s output: %d findings", p, Recognise(b).Name, len(r.Findings))
+		}
+	}
+	prov, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := Recognise(prov); f != nil {
+		t.Errorf("PROVENANCE.md, which quotes every tool's command line, is taken for %s output", f.Name)
+	}
+}
