@@ -25,7 +25,7 @@ func Rdmalab(t testing.TB) string {
 	binaryOnce.Do(func() {
 		_, self, _, _ := runtime.Caller(0)
 		module := filepath.Join(filepath.Dir(self), "..", "..")
-		if binaryDir, binaryErr = os.MkdirTemp("", "rdmalab-bin-"); binaryErr != nil {
+		if binaryDir, binaryErr = os.MkdirTemp("", tempPrefix("bin")); binaryErr != nil {
 			return
 		}
 		// World-readable: Slurm and sshd sessions may run it as another user.

@@ -10,10 +10,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/rdmalab/rdmalab/internal/counters"
 	"github.com/rdmalab/rdmalab/internal/host"
+	"golang.org/x/sys/unix"
 	"k8s.io/utils/cpuset"
 )
 
@@ -497,22 +499,60 @@ func (m Machine) netdev(w *writer, n NetDev, pciDir string) {
 }
 
 // fastTmp prefers a tmpfs: unpacking tens of thousands of small sysfs files
-// costs seconds on a disk and milliseconds in memory.
+// costs seconds on a disk and milliseconds in memory. Not when the tmpfs is
+// short of room or inodes (every test binary unpacks its own copy of the
+// captures, some 60,000 files each), and never before the directories of
+// test binaries that died without cleaning up are gone.
 func fastTmp() string {
-	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
-		if f, err := os.CreateTemp("/dev/shm", "probe-"); err == nil {
+	fastTmpOnce.Do(func() {
+		fastTmpDir = os.TempDir()
+		const shm = "/dev/shm"
+		sweepDead(shm)
+		sweepDead(os.TempDir())
+		var st unix.Statfs_t
+		if unix.Statfs(shm, &st) != nil || st.Bavail*uint64(st.Bsize) < 1<<30 || (st.Files > 0 && st.Ffree < 500_000) {
+			return
+		}
+		if f, err := os.CreateTemp(shm, "probe-"); err == nil {
 			f.Close()
 			os.Remove(f.Name())
-			return "/dev/shm"
+			fastTmpDir = shm
+		}
+	})
+	return fastTmpDir
+}
+
+var (
+	fastTmpOnce sync.Once
+	fastTmpDir  string
+)
+
+// tempPrefix names a test binary's temporary directories by its PID, so a
+// later run can tell the leftovers of a killed one.
+func tempPrefix(kind string) string { return fmt.Sprintf("rdmalab-%s-%d-", kind, os.Getpid()) }
+
+// sweepDead removes rdmalab-*-PID-* directories whose test binary is gone.
+func sweepDead(dir string) {
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		f := strings.Split(e.Name(), "-")
+		if !e.IsDir() || len(f) < 4 || f[0] != "rdmalab" {
+			continue
+		}
+		pid, err := strconv.Atoi(f[2])
+		if err != nil || pid <= 0 {
+			continue
+		}
+		if unix.Kill(pid, 0) == unix.ESRCH {
+			os.RemoveAll(filepath.Join(dir, e.Name()))
 		}
 	}
-	return os.TempDir()
 }
 
 // TempDir is t.TempDir on a tmpfs when there is one.
 func TempDir(t testing.TB) string {
 	t.Helper()
-	d, err := os.MkdirTemp(fastTmp(), "rdmalab-test-")
+	d, err := os.MkdirTemp(fastTmp(), tempPrefix("test"))
 	if err != nil {
 		t.Fatal(err)
 	}

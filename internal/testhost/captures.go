@@ -81,7 +81,7 @@ func Captures(t testing.TB) map[string]Capture {
 	t.Helper()
 	base := filepath.Join(SharedTestdata(t), "sysfs")
 	capturesOnce.Do(func() {
-		capturesDir, capturesErr = os.MkdirTemp(fastTmp(), "rdmalab-captures-")
+		capturesDir, capturesErr = os.MkdirTemp(fastTmp(), tempPrefix("captures"))
 		if capturesErr == nil {
 			captures, capturesErr = unpackCaptures(base, capturesDir)
 		}
