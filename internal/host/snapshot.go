@@ -136,6 +136,11 @@ type PCIDevice struct {
 	SRIOVTotalVFs int        `json:"sriov_total_vfs,omitempty"`
 	SRIOVNumVFs   int        `json:"sriov_num_vfs,omitempty"`
 	PhysFn        PCIAddress `json:"physfn,omitzero"` // set on a virtual function
+	// Sources is where the attributes findings quote were read: a file
+	// under the function's directory ("numa_node") → the host path read. An
+	// attribute not read has no entry; a snapshot that does not say (an
+	// older one, one parsed from a saved tool output) has none.
+	Sources map[string]string `json:"sources,omitempty"`
 }
 
 // GPU is a PCI display or 3D controller or accelerator.
@@ -165,6 +170,11 @@ type RDMADevice struct {
 	Ports        []RDMAPort `json:"ports"`
 	// HWCounters are device-level hw_counters (some drivers), by file name.
 	HWCounters map[string]uint64 `json:"hw_counters,omitempty"`
+	// Sources is where the attributes findings quote were read: a file
+	// under the device's directory ("board_id") → the host path read. An
+	// attribute not read has no entry; a snapshot that does not say (an
+	// older one, one parsed from a saved tool output) has none.
+	Sources map[string]string `json:"sources,omitempty"`
 }
 
 // RDMAPort is /sys/class/infiniband/<dev>/ports/<n>.
@@ -207,6 +217,11 @@ type RDMAPort struct {
 	Counters    map[string]uint64 `json:"counters,omitempty"`
 	HWCounters  map[string]uint64 `json:"hw_counters,omitempty"`
 	Unavailable []string          `json:"unavailable_counters,omitempty"`
+	// Sources is where the attributes findings quote were read: a file
+	// under the port's directory ("counters") → the host path read. An
+	// attribute not read has no entry; a snapshot that does not say (an
+	// older one, one parsed from a saved tool output) has none.
+	Sources map[string]string `json:"sources,omitempty"`
 }
 
 // MarshalJSON writes a port as a host snapshot always has: the states
