@@ -274,6 +274,11 @@ type NetDev struct {
 	ECN *ECN `json:"ecn,omitempty"`
 	// Trust is the QoS trust mode (pcp or dscp) where exposed (qos/trust).
 	Trust string `json:"trust,omitempty"`
+	// Sources is where the attributes findings quote were read: a file
+	// under the netdev's directory ("mtu") → the host path read. An
+	// attribute not read has no entry; a snapshot that does not say (an
+	// older one, one parsed from a saved tool output) has none.
+	Sources map[string]string `json:"sources,omitempty"`
 }
 
 // ECN lists the priorities (0-7) with ECN enabled for RoCE, per role.

@@ -35,7 +35,7 @@ func quotedSys(fs []check.Finding, prefixes ...string) map[string][]string {
 // Every /sys path a finding quotes was in the capture it judged: a copy of
 // /sys/class/infiniband alone quotes nothing outside it (no PCI device
 // directory, no board_id or lid it does not hold), and a full tree only
-// files of its RDMA devices, ports and PCI functions it has (what
+// files of its RDMA devices, ports, PCI functions and netdevs it has (what
 // inventory records in their Sources). Expectations make the rate, link
 // layer and port rules quote their files too.
 func TestEvidenceQuotesPathsRead(t *testing.T) {
@@ -43,7 +43,7 @@ func TestEvidenceQuotesPathsRead(t *testing.T) {
 	for name, c := range testhost.Captures(t) {
 		t.Run(name, func(t *testing.T) {
 			s := open(t, c.Root)
-			prefixes := []string{"/sys/class/infiniband/", "/sys/bus/pci/devices/"}
+			prefixes := []string{"/sys/class/infiniband/", "/sys/bus/pci/devices/", "/sys/class/net/"}
 			if c.IBClassOnly {
 				prefixes = []string{"/sys"}
 			}

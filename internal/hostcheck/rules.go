@@ -494,7 +494,7 @@ func portInUse(s *host.Snapshot, d host.RDMADevice, p host.RDMAPort, o Options) 
 	if p.LinkLayer == "Ethernet" && len(p.NetDevs) > 0 && !hasAddress(p) && allAdminDown(s, p.NetDevs) {
 		// Taken down by hand and given no address: whatever it carried
 		// before, nobody means it to run now.
-		return unused, []check.Evidence{ev("netdev", strings.Join(p.NetDevs, " ")+" set down (no IFF_UP) with no address", "/sys/class/net/"+p.NetDevs[0]+"/flags")}
+		return unused, []check.Evidence{ev("netdev", strings.Join(p.NetDevs, " ")+" set down (no IFF_UP) with no address", readAt(s, s.NetDev(p.NetDevs[0]).Sources, "flags"))}
 	}
 	for _, c := range counters.Select(counters.PortCounters, counters.Data) {
 		if v := p.Counters[c.Sysfs]; v > 0 {
@@ -746,7 +746,7 @@ func roceMTU(r rule, s *host.Snapshot, o Options) []check.Finding {
 			f = r.finding(s, check.Warn, sub, "netdev MTU %d limits RDMA MTU to %d (4096 needs ≥ 4192)", n.MTUBytes, rdmaMTU)
 			f.Fix = []string{fmt.Sprintf("nmcli con modify <connection of %s> 802-3-ethernet.mtu 4200 && nmcli con up <connection>", name), "ip link set " + name + " mtu 4200   # not persistent", "set the same MTU on the peer and every switch port"}
 		}
-		f.Evidence = []check.Evidence{ev("mtu", strconv.Itoa(n.MTUBytes), "/sys/class/net/"+name+"/mtu")}
+		f.Evidence = []check.Evidence{ev("mtu", strconv.Itoa(n.MTUBytes), readAt(s, n.Sources, "mtu"))}
 		out = append(out, f)
 	})
 	return out
@@ -850,7 +850,7 @@ func ipoibMode(r rule, s *host.Snapshot, o Options) []check.Finding {
 			f = r.finding(s, outcome, n.Name, "connected mode with MTU %d: the point of connected mode is MTU 65520", n.MTUBytes)
 			f.Fix = fix(n.Name)
 		}
-		f.Evidence = []check.Evidence{ev("mode", n.IPoIBMode, "/sys/class/net/"+n.Name+"/mode"), ev("mtu", strconv.Itoa(n.MTUBytes), "/sys/class/net/"+n.Name+"/mtu")}
+		f.Evidence = []check.Evidence{ev("mode", n.IPoIBMode, readAt(s, n.Sources, "mode")), ev("mtu", strconv.Itoa(n.MTUBytes), readAt(s, n.Sources, "mtu"))}
 		if want != "" {
 			f.Evidence = append(f.Evidence, ev("expected mode", want, "--expect-ipoib"))
 		}
