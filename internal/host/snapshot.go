@@ -327,6 +327,9 @@ type CPUIsolation struct {
 	NohzFull string `json:"nohz_full"` // /sys/devices/system/cpu/nohz_full
 	// RCUNoCBs comes from the command line; the kernel exposes no file.
 	RCUNoCBs string `json:"rcu_nocbs,omitempty"`
+	// Sources is where each was read ("isolated" → its sysfs file,
+	// "rcu_nocbs" → /proc/cmdline); what was not read has no entry.
+	Sources map[string]string `json:"sources,omitempty"`
 }
 
 // Mount is a hugetlbfs mount.

@@ -35,15 +35,15 @@ func quotedSys(fs []check.Finding, prefixes ...string) map[string][]string {
 // Every /sys path a finding quotes was in the capture it judged: a copy of
 // /sys/class/infiniband alone quotes nothing outside it (no PCI device
 // directory, no board_id or lid it does not hold), and a full tree only
-// files of its RDMA devices, ports, PCI functions and netdevs it has (what
-// inventory records in their Sources). Expectations make the rate, link
-// layer and port rules quote their files too.
+// files it has of its RDMA devices, ports, PCI functions, netdevs and CPU
+// isolation (what inventory records in their Sources). Expectations make
+// the rate, link layer and port rules quote their files too.
 func TestEvidenceQuotesPathsRead(t *testing.T) {
 	opts := []Options{{}, {Expect: linkrate.Expect{Rate: linkrate.Rate{Gbps: 800}, Layer: linkrate.InfiniBand, Source: "--expect-rate"}, ExpectPorts: []string{"mlx5_0"}}}
 	for name, c := range testhost.Captures(t) {
 		t.Run(name, func(t *testing.T) {
 			s := open(t, c.Root)
-			prefixes := []string{"/sys/class/infiniband/", "/sys/bus/pci/devices/", "/sys/class/net/"}
+			prefixes := []string{"/sys/class/infiniband/", "/sys/bus/pci/devices/", "/sys/class/net/", "/sys/devices/system/cpu/"}
 			if c.IBClassOnly {
 				prefixes = []string{"/sys"}
 			}

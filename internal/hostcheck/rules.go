@@ -1118,7 +1118,7 @@ func isolationSMT(r rule, s *host.Snapshot, o Options) []check.Finding {
 	var differ []string
 	base, _ := cpuset.Parse(iso.Isolated)
 	for _, k := range []string{"isolated", "nohz_full", "rcu_nocbs"} {
-		e = append(e, ev(k, sets[k], "/sys/devices/system/cpu/"+k))
+		e = append(e, ev(k, sets[k], readAt(s, iso.Sources, k)))
 		if set, err := cpuset.Parse(sets[k]); err == nil && sets[k] != "" && !set.Equals(base) {
 			differ = append(differ, k)
 		}

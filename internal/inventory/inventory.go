@@ -215,12 +215,19 @@ func (c *collector) cpus() {
 		c.snap.CPUs = append(c.snap.CPUs, cpu)
 	}
 	iso := &c.snap.Kernel.Isolation
-	iso.Isolated, _ = c.str("cpus", base+"/isolated")
-	iso.NohzFull, _ = c.str("cpus", base+"/nohz_full")
+	src := sources{}
+	var ok bool
+	iso.Isolated, ok = c.str("cpus", base+"/isolated")
+	src.note(ok, base, "isolated")
+	iso.NohzFull, ok = c.str("cpus", base+"/nohz_full")
+	src.note(ok, base, "nohz_full")
 	if iso.NohzFull == "(null)" {
 		iso.NohzFull = ""
 	}
-	iso.RCUNoCBs, _ = c.snap.Kernel.Param("rcu_nocbs")
+	if iso.RCUNoCBs, ok = c.snap.Kernel.Param("rcu_nocbs"); ok {
+		src["rcu_nocbs"] = "/proc/cmdline"
+	}
+	iso.Sources = src.orNil()
 }
 
 // canonCPUList rewrites a cpulist in the kernel's canonical form; unparseable
