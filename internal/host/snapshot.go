@@ -136,6 +136,11 @@ type PCIDevice struct {
 	SRIOVTotalVFs int        `json:"sriov_total_vfs,omitempty"`
 	SRIOVNumVFs   int        `json:"sriov_num_vfs,omitempty"`
 	PhysFn        PCIAddress `json:"physfn,omitzero"` // set on a virtual function
+	// Sources is where the attributes findings quote were read: a file
+	// under the function's directory ("numa_node") → the host path read. An
+	// attribute not read has no entry; a snapshot that does not say (an
+	// older one, one parsed from a saved tool output) has none.
+	Sources map[string]string `json:"sources,omitempty"`
 }
 
 // GPU is a PCI display or 3D controller or accelerator.
@@ -165,6 +170,11 @@ type RDMADevice struct {
 	Ports        []RDMAPort `json:"ports"`
 	// HWCounters are device-level hw_counters (some drivers), by file name.
 	HWCounters map[string]uint64 `json:"hw_counters,omitempty"`
+	// Sources is where the attributes findings quote were read: a file
+	// under the device's directory ("board_id") → the host path read. An
+	// attribute not read has no entry; a snapshot that does not say (an
+	// older one, one parsed from a saved tool output) has none.
+	Sources map[string]string `json:"sources,omitempty"`
 }
 
 // RDMAPort is /sys/class/infiniband/<dev>/ports/<n>.
@@ -207,6 +217,11 @@ type RDMAPort struct {
 	Counters    map[string]uint64 `json:"counters,omitempty"`
 	HWCounters  map[string]uint64 `json:"hw_counters,omitempty"`
 	Unavailable []string          `json:"unavailable_counters,omitempty"`
+	// Sources is where the attributes findings quote were read: a file
+	// under the port's directory ("counters") → the host path read. An
+	// attribute not read has no entry; a snapshot that does not say (an
+	// older one, one parsed from a saved tool output) has none.
+	Sources map[string]string `json:"sources,omitempty"`
 }
 
 // MarshalJSON writes a port as a host snapshot always has: the states
@@ -259,6 +274,11 @@ type NetDev struct {
 	ECN *ECN `json:"ecn,omitempty"`
 	// Trust is the QoS trust mode (pcp or dscp) where exposed (qos/trust).
 	Trust string `json:"trust,omitempty"`
+	// Sources is where the attributes findings quote were read: a file
+	// under the netdev's directory ("mtu") → the host path read. An
+	// attribute not read has no entry; a snapshot that does not say (an
+	// older one, one parsed from a saved tool output) has none.
+	Sources map[string]string `json:"sources,omitempty"`
 }
 
 // ECN lists the priorities (0-7) with ECN enabled for RoCE, per role.
@@ -307,6 +327,9 @@ type CPUIsolation struct {
 	NohzFull string `json:"nohz_full"` // /sys/devices/system/cpu/nohz_full
 	// RCUNoCBs comes from the command line; the kernel exposes no file.
 	RCUNoCBs string `json:"rcu_nocbs,omitempty"`
+	// Sources is where each was read ("isolated" → its sysfs file,
+	// "rcu_nocbs" → /proc/cmdline); what was not read has no entry.
+	Sources map[string]string `json:"sources,omitempty"`
 }
 
 // Mount is a hugetlbfs mount.

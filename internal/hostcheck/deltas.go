@@ -87,7 +87,7 @@ func deltas(name string, a, b *host.Snapshot) []check.Finding {
 					rate = fmt.Sprintf(" (%.1f/h)", float64(d)/hours)
 				}
 				rose = append(rose, fmt.Sprintf("%s +%d%s", c, d, rate))
-				e = append(e, check.Evidence{What: c, Value: strconv.FormatUint(x, 10) + " → " + strconv.FormatUint(y, 10), Source: portPath(b, db.Name, pb.Port, dir+"/"+c)})
+				e = append(e, check.Evidence{What: c, Value: strconv.FormatUint(x, 10) + " → " + strconv.FormatUint(y, 10), Source: readAt(b, pb.Sources, dir+"/"+c)})
 			}
 			f := check.Finding{Check: RisingID, Host: name, Subject: sub}
 			switch {

@@ -594,7 +594,7 @@ func roceMTUPath(r rule, s *host.Snapshot, o Options) []check.Finding {
 		for _, n := range nds {
 			sub := portSubject(d.Name, p.Port) + " (" + n.Name + ")"
 			allowed := linkrate.RoCEMTU(n.MTUBytes)
-			fe := append(slices.Clone(e), ev("netdev mtu", strconv.Itoa(n.MTUBytes), "/sys/class/net/"+n.Name+"/mtu"),
+			fe := append(slices.Clone(e), ev("netdev mtu", strconv.Itoa(n.MTUBytes), readAt(s, n.Sources, "mtu")),
 				ev("RDMA MTU the netdev allows", strconv.Itoa(allowed), "linkrate.RoCEMTU: the largest IB MTU that fits in the netdev MTU less 96 bytes of headers"))
 			var f check.Finding
 			switch a := p.ActiveMTU; {

@@ -166,13 +166,32 @@ func ev(what, value, source string) check.Evidence {
 	return check.Evidence{What: what, Value: value, Source: source}
 }
 
-// portPath is where a port attribute was read: its sysfs file, or the
-// saved tool output a snapshot was parsed from.
-func portPath(s *host.Snapshot, dev string, port int, file string) string {
-	if s.Tool != "" {
-		return s.Tool
+// readAt is where the snapshot says file was read: an attribute of one
+// device, port or PCI function ("rate"), or a file under one of its
+// directories ("counters/link_downed"). When the snapshot does not say (an
+// older snapshot, a saved tool output) it is the snapshot's own source:
+// a finding never quotes a path that was not read.
+func readAt(s *host.Snapshot, sources map[string]string, file string) string {
+	if p, ok := sources[file]; ok {
+		return p
 	}
-	return fmt.Sprintf("/sys/class/infiniband/%s/ports/%d/%s", dev, port, file)
+	if dir, name, ok := strings.Cut(file, "/"); ok {
+		if p, ok := sources[dir]; ok {
+			return p + "/" + name
+		}
+	}
+	return cmp.Or(s.Tool, s.Source)
+}
+
+// readAtAll is where files were read, each place once.
+func readAtAll(s *host.Snapshot, sources map[string]string, files ...string) string {
+	var out []string
+	for _, f := range files {
+		if p := readAt(s, sources, f); !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 func portSubject(dev string, port int) string { return fmt.Sprintf("%s port %d", dev, port) }
@@ -298,8 +317,8 @@ func rdmaDriver(r rule, s *host.Snapshot, o Options) []check.Finding {
 		}
 		sub := d.Address.String()
 		e := []check.Evidence{
-			ev("device", fmt.Sprintf("%s %s:%s class %s", orUnread(host.DeviceName(d.Vendor, d.Device)), d.Vendor, d.Device, d.Class), "/sys/bus/pci/devices/"+d.Address.String()),
-			ev("driver", orUnread(d.Driver), "/sys/bus/pci/devices/"+d.Address.String()+"/driver"),
+			ev("device", fmt.Sprintf("%s %s:%s class %s", orUnread(host.DeviceName(d.Vendor, d.Device)), d.Vendor, d.Device, d.Class), readAtAll(s, d.Sources, "vendor", "device", "class")),
+			ev("driver", orUnread(d.Driver), readAt(s, d.Sources, "driver")),
 		}
 		devs := s.RDMADevicesOf(d.Address)
 		var f check.Finding
@@ -330,10 +349,22 @@ func rdmaDriver(r rule, s *host.Snapshot, o Options) []check.Finding {
 			f = r.finding(s, check.Fail, sub, "%s: no RDMA on this NIC", msg)
 			f.Fix = []string{"modprobe " + cmp.Or(mod, "<the RDMA module of "+d.Driver+">"), "after a kernel update: reinstall MLNX_OFED/DOCA for the running kernel (dkms status; modinfo " + cmp.Or(mod, d.Driver) + ")", "rdma link show   # the device should appear"}
 		}
-		f.Evidence = append(e, ev("rdma devices", cmp.Or(strings.Join(devs, " "), "none"), "/sys/class/infiniband/*/device"))
+		f.Evidence = append(e, ev("rdma devices", cmp.Or(strings.Join(devs, " "), "none"), deviceLinks(s, d.Address)))
 		out = append(out, f)
 	}
 	return out
+}
+
+// deviceLinks is where the RDMA devices of a PCI function were found: their
+// device links, or, with none, the RDMA class directory that holds none.
+func deviceLinks(s *host.Snapshot, a host.PCIAddress) string {
+	var out []string
+	for _, r := range s.RDMADevices {
+		if r.PCIAddress == a {
+			out = append(out, readAt(s, r.Sources, "device"))
+		}
+	}
+	return cmp.Or(strings.Join(out, " "), "/sys/class/infiniband")
 }
 
 func rdmaPresent(r rule, s *host.Snapshot, o Options) []check.Finding {
@@ -370,7 +401,7 @@ func portState(r rule, s *host.Snapshot, o Options) []check.Finding {
 			// The device list itself was cut short: ports of devices not
 			// listed are unknown, not fine.
 			f := r.finding(s, check.Unknown, "rdma devices", "the RDMA devices were not all read: %s", e.Error)
-			f.Evidence = []check.Evidence{ev("rdma devices", e.Error, cmp.Or(e.Path, "/sys/class/infiniband"))}
+			f.Evidence = []check.Evidence{ev("rdma devices", e.Error, cmp.Or(e.Path, s.Tool, s.Source))}
 			out = append(out, f)
 		}
 	}
@@ -386,14 +417,14 @@ func portState(r rule, s *host.Snapshot, o Options) []check.Finding {
 			if e.Subject == d.Name && len(d.Ports) == 0 {
 				// Listed, but its ports were not read (an output cut short).
 				f := r.finding(s, check.Unknown, d.Name, "no ports were read for this device: %s", e.Error)
-				f.Evidence = []check.Evidence{ev("ports", "none read", cmp.Or(e.Path, "/sys/class/infiniband/"+d.Name+"/ports"))}
+				f.Evidence = []check.Evidence{ev("ports", "none read", cmp.Or(e.Path, s.Tool, s.Source))}
 				out = append(out, f)
 				break
 			}
 		}
 		for _, p := range d.Ports {
 			sub := portSubject(d.Name, p.Port)
-			e := []check.Evidence{ev("state", fmt.Sprintf("%d: %s", p.State.ID(), p.State.Sysfs()), portPath(s, d.Name, p.Port, "state")), ev("phys_state", fmt.Sprintf("%d: %s", p.PhysState.ID(), p.PhysState), portPath(s, d.Name, p.Port, "phys_state"))}
+			e := []check.Evidence{ev("state", fmt.Sprintf("%d: %s", p.State.ID(), p.State.Sysfs()), readAt(s, p.Sources, "state")), ev("phys_state", fmt.Sprintf("%d: %s", p.PhysState.ID(), p.PhysState), readAt(s, p.Sources, "phys_state"))}
 			var f check.Finding
 			switch {
 			case !p.State.Known():
@@ -463,25 +494,25 @@ func portInUse(s *host.Snapshot, d host.RDMADevice, p host.RDMAPort, o Options) 
 	if p.LinkLayer == "Ethernet" && len(p.NetDevs) > 0 && !hasAddress(p) && allAdminDown(s, p.NetDevs) {
 		// Taken down by hand and given no address: whatever it carried
 		// before, nobody means it to run now.
-		return unused, []check.Evidence{ev("netdev", strings.Join(p.NetDevs, " ")+" set down (no IFF_UP) with no address", "/sys/class/net/"+p.NetDevs[0]+"/flags")}
+		return unused, []check.Evidence{ev("netdev", strings.Join(p.NetDevs, " ")+" set down (no IFF_UP) with no address", readAt(s, s.NetDev(p.NetDevs[0]).Sources, "flags"))}
 	}
 	for _, c := range counters.Select(counters.PortCounters, counters.Data) {
 		if v := p.Counters[c.Sysfs]; v > 0 {
-			return used, []check.Evidence{ev(c.Sysfs, fmt.Sprintf("%s = %d since boot: it carried data", c.Sysfs, v), portPath(s, d.Name, p.Port, "counters/"+c.Sysfs))}
+			return used, []check.Evidence{ev(c.Sysfs, fmt.Sprintf("%s = %d since boot: it carried data", c.Sysfs, v), readAt(s, p.Sources, "counters/"+c.Sysfs))}
 		}
 	}
 	if v := p.Counters["link_downed"]; v > 0 {
-		return used, []check.Evidence{ev("link_downed", fmt.Sprintf("link_downed = %d since boot: the link was up and went down", v), portPath(s, d.Name, p.Port, "counters/link_downed"))}
+		return used, []check.Evidence{ev("link_downed", fmt.Sprintf("link_downed = %d since boot: the link was up and went down", v), readAt(s, p.Sources, "counters/link_downed"))}
 	}
 	for _, g := range p.GIDs {
 		if a := gidAddress(g); a != "" {
-			return used, []check.Evidence{ev("address", a+" on "+g.NetDev+": the netdev is configured for use", portPath(s, d.Name, p.Port, fmt.Sprintf("gids/%d", g.Index)))}
+			return used, []check.Evidence{ev("address", a+" on "+g.NetDev+": the netdev is configured for use", readAt(s, p.Sources, fmt.Sprintf("gids/%d", g.Index)))}
 		}
 	}
 	if len(p.Counters) == 0 {
-		return useUnknown, []check.Evidence{ev("counters", "not readable", portPath(s, d.Name, p.Port, "counters"))}
+		return useUnknown, []check.Evidence{ev("counters", "not readable", readAt(s, p.Sources, "counters"))}
 	}
-	return unused, []check.Evidence{ev("in use", "no data or link-down counts since boot, no address, not listed by --expect-ports", portPath(s, d.Name, p.Port, "counters"))}
+	return unused, []check.Evidence{ev("in use", "no data or link-down counts since boot, no address, not listed by --expect-ports", readAt(s, p.Sources, "counters"))}
 }
 
 // gidAddress is the IP address a RoCE GID carries (IPv4, or an IPv6 that
@@ -539,7 +570,7 @@ func portRateExpected(r rule, s *host.Snapshot, o Options) []check.Finding {
 			return
 		}
 		sub := portSubject(d.Name, p.Port)
-		e := []check.Evidence{ev("rate", p.Rate.Raw, portPath(s, d.Name, p.Port, "rate")), ev("expected", want.Rate.String(), want.Source)}
+		e := []check.Evidence{ev("rate", p.Rate.Raw, readAt(s, p.Sources, "rate")), ev("expected", want.Rate.String(), want.Source)}
 		var f check.Finding
 		switch {
 		case p.RateGbps == 0:
@@ -587,7 +618,7 @@ func portRateNICMax(r rule, s *host.Snapshot, o Options) []check.Finding {
 		pci := s.PCI(d.PCIAddress)
 		max, part, source, known := nicMax(d, pci, layer, p.RateGbps)
 		sub := portSubject(d.Name, p.Port)
-		e := []check.Evidence{ev("rate", p.Rate.Raw, portPath(s, d.Name, p.Port, "rate")), ev("board_id", orUnread(d.BoardID), "/sys/class/infiniband/"+d.Name+"/board_id")}
+		e := []check.Evidence{ev("rate", p.Rate.Raw, readAt(s, p.Sources, "rate")), ev("board_id", orUnread(d.BoardID), readAt(s, d.Sources, "board_id"))}
 		var f check.Finding
 		switch {
 		case part == "":
@@ -638,7 +669,7 @@ func portLinkLayer(r rule, s *host.Snapshot, o Options) []check.Finding {
 				}
 				f.Fix = []string{fmt.Sprintf("mlxconfig -d %s set LINK_TYPE_P%d=%s && reboot", d.PCIAddress, p.Port, mode)}
 			}
-			f.Evidence = []check.Evidence{ev("link_layer", p.LinkLayer, portPath(s, d.Name, p.Port, "link_layer")), ev("expected", string(want), cmp.Or(o.Expect.Source, "--expect-link-layer"))}
+			f.Evidence = []check.Evidence{ev("link_layer", p.LinkLayer, readAt(s, p.Sources, "link_layer")), ev("expected", string(want), cmp.Or(o.Expect.Source, "--expect-link-layer"))}
 			out = append(out, f)
 		}
 	}
@@ -665,8 +696,8 @@ func pcieDegraded(r rule, s *host.Snapshot, o Options) []check.Finding {
 		gt, w := s.LinkCeiling(d)
 		sub := d.Address.String()
 		e := []check.Evidence{
-			ev("current", linkValue(d.CurrentLinkSpeedGTps, d.CurrentLinkWidth), "/sys/bus/pci/devices/"+sub+"/current_link_{speed,width}"),
-			ev("capable", linkValue(gt, w)+" (device and slot)", "/sys/bus/pci/devices/"+sub+"/max_link_{speed,width} and its upstream port"),
+			ev("current", linkValue(d.CurrentLinkSpeedGTps, d.CurrentLinkWidth), readAtAll(s, d.Sources, "current_link_speed", "current_link_width")),
+			ev("capable", linkValue(gt, w)+" (device and slot)", readAtAll(s, d.Sources, "max_link_speed", "max_link_width")+" and its upstream port"),
 		}
 		var f check.Finding
 		switch {
@@ -715,7 +746,7 @@ func roceMTU(r rule, s *host.Snapshot, o Options) []check.Finding {
 			f = r.finding(s, check.Warn, sub, "netdev MTU %d limits RDMA MTU to %d (4096 needs ≥ 4192)", n.MTUBytes, rdmaMTU)
 			f.Fix = []string{fmt.Sprintf("nmcli con modify <connection of %s> 802-3-ethernet.mtu 4200 && nmcli con up <connection>", name), "ip link set " + name + " mtu 4200   # not persistent", "set the same MTU on the peer and every switch port"}
 		}
-		f.Evidence = []check.Evidence{ev("mtu", strconv.Itoa(n.MTUBytes), "/sys/class/net/"+name+"/mtu")}
+		f.Evidence = []check.Evidence{ev("mtu", strconv.Itoa(n.MTUBytes), readAt(s, n.Sources, "mtu"))}
 		out = append(out, f)
 	})
 	return out
@@ -753,7 +784,7 @@ func roceGID(r rule, s *host.Snapshot, o Options) []check.Finding {
 		switch {
 		case v2 != nil:
 			f = r.finding(s, check.Pass, sub, "RoCE v2 GID index %d for %s: use -x %d / NCCL_IB_GID_INDEX=%d", v2.Index, v2.IPv4, v2.Index, v2.Index)
-			f.Evidence = []check.Evidence{ev("gid", fmt.Sprintf("%d %s %s %s", v2.Index, v2.GID, v2.Type, v2.NetDev), portPath(s, d.Name, p.Port, fmt.Sprintf("gids/%d", v2.Index)))}
+			f.Evidence = []check.Evidence{ev("gid", fmt.Sprintf("%d %s %s %s", v2.Index, v2.GID, v2.Type, v2.NetDev), readAt(s, p.Sources, fmt.Sprintf("gids/%d", v2.Index)))}
 		case p.GIDTableMissing:
 			f = r.finding(s, check.Unknown, sub, "the GID table (gids/) is not in the source: cannot tell which GIDs the port has")
 		case len(p.GIDs) == 0:
@@ -789,7 +820,7 @@ func ibSM(r rule, s *host.Snapshot, o Options) []check.Finding {
 			f = r.finding(s, check.Pass, sub, "LID %d, SM at LID %d", *p.LID, *p.SMLID)
 		}
 		if p.LID != nil && p.SMLID != nil {
-			f.Evidence = []check.Evidence{ev("lid", strconv.Itoa(*p.LID), portPath(s, d.Name, p.Port, "lid")), ev("sm_lid", strconv.Itoa(*p.SMLID), portPath(s, d.Name, p.Port, "sm_lid"))}
+			f.Evidence = []check.Evidence{ev("lid", strconv.Itoa(*p.LID), readAt(s, p.Sources, "lid")), ev("sm_lid", strconv.Itoa(*p.SMLID), readAt(s, p.Sources, "sm_lid"))}
 		}
 		out = append(out, f)
 	})
@@ -819,7 +850,7 @@ func ipoibMode(r rule, s *host.Snapshot, o Options) []check.Finding {
 			f = r.finding(s, outcome, n.Name, "connected mode with MTU %d: the point of connected mode is MTU 65520", n.MTUBytes)
 			f.Fix = fix(n.Name)
 		}
-		f.Evidence = []check.Evidence{ev("mode", n.IPoIBMode, "/sys/class/net/"+n.Name+"/mode"), ev("mtu", strconv.Itoa(n.MTUBytes), "/sys/class/net/"+n.Name+"/mtu")}
+		f.Evidence = []check.Evidence{ev("mode", n.IPoIBMode, readAt(s, n.Sources, "mode")), ev("mtu", strconv.Itoa(n.MTUBytes), readAt(s, n.Sources, "mtu"))}
 		if want != "" {
 			f.Evidence = append(f.Evidence, ev("expected mode", want, "--expect-ipoib"))
 		}
@@ -845,7 +876,7 @@ func portErrors(r rule, s *host.Snapshot, o Options) []check.Finding {
 				if c.Family == counters.HWCounters {
 					vals, dir = p.HWCounters, "hw_counters/"
 				}
-				src := portPath(s, d.Name, p.Port, dir+c.Sysfs)
+				src := readAt(s, p.Sources, dir+c.Sysfs)
 				if slices.Contains(p.Unavailable, strings.TrimPrefix(dir, "counters/")+c.Sysfs) {
 					unreadable = append(unreadable, ev(c.Sysfs, "not readable", src))
 					continue
@@ -882,7 +913,7 @@ func portErrors(r rule, s *host.Snapshot, o Options) []check.Finding {
 				f.Evidence = unreadable
 			case read == 0:
 				f = r.finding(s, check.Unknown, sub, "no error counters readable")
-				f.Evidence = []check.Evidence{ev("counters", "none", portPath(s, d.Name, p.Port, "counters"))}
+				f.Evidence = []check.Evidence{ev("counters", "none", readAt(s, p.Sources, "counters"))}
 			default:
 				f = r.finding(s, check.Pass, sub, "all %d error counters read are zero", read)
 			}
@@ -1087,7 +1118,7 @@ func isolationSMT(r rule, s *host.Snapshot, o Options) []check.Finding {
 	var differ []string
 	base, _ := cpuset.Parse(iso.Isolated)
 	for _, k := range []string{"isolated", "nohz_full", "rcu_nocbs"} {
-		e = append(e, ev(k, sets[k], "/sys/devices/system/cpu/"+k))
+		e = append(e, ev(k, sets[k], readAt(s, iso.Sources, k)))
 		if set, err := cpuset.Parse(sets[k]); err == nil && sets[k] != "" && !set.Equals(base) {
 			differ = append(differ, k)
 		}
@@ -1168,7 +1199,7 @@ func numaUnknown(r rule, s *host.Snapshot, o Options) []check.Finding {
 		}
 		seen[a] = true
 		addr := a.String()
-		e := []check.Evidence{ev("numa_node", strconv.Itoa(d.NUMANode), "/sys/bus/pci/devices/"+addr+"/numa_node"), ev("local_cpulist", d.LocalCPUs, "/sys/bus/pci/devices/"+addr+"/local_cpulist")}
+		e := []check.Evidence{ev("numa_node", strconv.Itoa(d.NUMANode), readAt(s, d.Sources, "numa_node")), ev("local_cpulist", d.LocalCPUs, readAtAll(s, d.Sources, "local_cpulist", "local_cpus"))}
 		var f check.Finding
 		switch d.LocalitySource {
 		case "unknown":

@@ -93,7 +93,7 @@ func JudgeDomains(s *host.Snapshot, doms []VMDomain) []check.Finding {
 	}
 	isolated, isoSource := cpuset.New(), ""
 	if iso, err := cpuset.Parse(s.Kernel.Isolation.Isolated); err == nil && iso.Size() > 0 {
-		isolated, isoSource = iso, "/sys/devices/system/cpu/isolated"
+		isolated, isoSource = iso, readAt(s, s.Kernel.Isolation.Sources, "isolated")
 	}
 	if isoSource == "" {
 		for _, d := range doms {

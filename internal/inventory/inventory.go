@@ -93,6 +93,25 @@ func (c *collector) str(subject, p string) (string, bool) {
 	return s, true
 }
 
+// sources is where one device's, port's or PCI function's attributes were
+// read (their Sources): what findings quote instead of spelling paths.
+type sources map[string]string
+
+// note records that file under dir was read, when ok.
+func (s sources) note(ok bool, dir, file string) {
+	if ok {
+		s[file] = dir + "/" + file
+	}
+}
+
+// or nil is s, or nil when nothing was read (a snapshot then says nothing).
+func (s sources) orNil() map[string]string {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
 // num reads an optional integer attribute (decimal or 0x hex).
 func (c *collector) num(subject, p string) (int64, bool) {
 	s, ok := c.str(subject, p)
@@ -196,12 +215,19 @@ func (c *collector) cpus() {
 		c.snap.CPUs = append(c.snap.CPUs, cpu)
 	}
 	iso := &c.snap.Kernel.Isolation
-	iso.Isolated, _ = c.str("cpus", base+"/isolated")
-	iso.NohzFull, _ = c.str("cpus", base+"/nohz_full")
+	src := sources{}
+	var ok bool
+	iso.Isolated, ok = c.str("cpus", base+"/isolated")
+	src.note(ok, base, "isolated")
+	iso.NohzFull, ok = c.str("cpus", base+"/nohz_full")
+	src.note(ok, base, "nohz_full")
 	if iso.NohzFull == "(null)" {
 		iso.NohzFull = ""
 	}
-	iso.RCUNoCBs, _ = c.snap.Kernel.Param("rcu_nocbs")
+	if iso.RCUNoCBs, ok = c.snap.Kernel.Param("rcu_nocbs"); ok {
+		src["rcu_nocbs"] = "/proc/cmdline"
+	}
+	iso.Sources = src.orNil()
 }
 
 // canonCPUList rewrites a cpulist in the kernel's canonical form; unparseable

@@ -23,8 +23,10 @@ func (c *collector) netdev(name string) host.NetDev {
 	dir := netClass + "/" + name
 	subject := "netdev " + name
 	n := host.NetDev{Name: name, SpeedMbps: -1}
+	src := sources{}
 	if v, ok := c.num(subject, dir+"/mtu"); ok {
 		n.MTUBytes = int(v)
+		src.note(true, dir, "mtu")
 	}
 	// speed reads EINVAL while the link is down; that is "unknown", not an error.
 	if s, err := c.fs.ReadString(dir + "/speed"); err == nil {
@@ -36,12 +38,15 @@ func (c *collector) netdev(name string) host.NetDev {
 	if v, ok := c.num(subject, dir+"/flags"); ok {
 		up := v&1 != 0 // IFF_UP: set by "ip link set up", whatever the carrier
 		n.AdminUp = &up
+		src.note(true, dir, "flags")
 	}
 	if v, ok := c.num(subject, dir+"/type"); ok {
 		n.Type = int(v)
 	}
 	n.Address, _ = c.str(subject, dir+"/address")
-	n.IPoIBMode, _ = c.str(subject, dir+"/mode")
+	var ok bool
+	n.IPoIBMode, ok = c.str(subject, dir+"/mode")
+	src.note(ok, dir, "mode")
 	n.Master = c.linkBase(dir + "/master")
 	n.Trust, _ = c.str(subject, dir+"/qos/trust")
 	if c.fs.IsDir(dir + "/ecn") {
@@ -53,6 +58,7 @@ func (c *collector) netdev(name string) host.NetDev {
 			n.Driver = c.linkBase(dir + "/device/driver")
 		}
 	}
+	n.Sources = src.orNil()
 	return n
 }
 

@@ -44,19 +44,27 @@ func (c *collector) pciDevice(addr host.PCIAddress, dir string) host.PCIDevice {
 			}
 		}
 	}
-	d.Class, _ = c.str(subject, dir+"/class")
+	src := sources{}
+	str := func(file string) (string, bool) {
+		s, ok := c.str(subject, dir+"/"+file)
+		src.note(ok, dir, file)
+		return s, ok
+	}
+	d.Class, _ = str("class")
 	d.ClassName = host.ClassName(d.Class)
-	d.Vendor, _ = c.str(subject, dir+"/vendor")
-	d.Device, _ = c.str(subject, dir+"/device")
+	d.Vendor, _ = str("vendor")
+	d.Device, _ = str("device")
 	d.SubsystemVendor, _ = c.str(subject, dir+"/subsystem_vendor")
 	d.SubsystemDevice, _ = c.str(subject, dir+"/subsystem_device")
 	d.Driver = c.linkBase(dir + "/driver")
+	src.note(d.Driver != "", dir, "driver")
 	if v, ok := c.num(subject, dir+"/numa_node"); ok {
 		d.NUMANode = int(v)
+		src.note(true, dir, "numa_node")
 	}
-	if s, ok := c.str(subject, dir+"/local_cpulist"); ok {
+	if s, ok := str("local_cpulist"); ok {
 		d.LocalCPUs = canonCPUList(s)
-	} else if s, ok := c.str(subject, dir+"/local_cpus"); ok {
+	} else if s, ok := str("local_cpus"); ok {
 		// Older kernels and some arches (POWER) only have the mask.
 		cpus, err := host.ParseCPUMask(s)
 		if err != nil {
@@ -75,6 +83,10 @@ func (c *collector) pciDevice(addr host.PCIAddress, dir string) host.PCIDevice {
 	d.MaxLinkSpeedGTps = c.pcieSpeed(subject, dir+"/max_link_speed")
 	d.CurrentLinkWidth = c.pcieWidth(subject, dir+"/current_link_width")
 	d.MaxLinkWidth = c.pcieWidth(subject, dir+"/max_link_width")
+	src.note(d.CurrentLinkSpeedGTps != 0, dir, "current_link_speed")
+	src.note(d.MaxLinkSpeedGTps != 0, dir, "max_link_speed")
+	src.note(d.CurrentLinkWidth != 0, dir, "current_link_width")
+	src.note(d.MaxLinkWidth != 0, dir, "max_link_width")
 	if v, ok := c.num(subject, dir+"/sriov_totalvfs"); ok {
 		d.SRIOVTotalVFs = int(v)
 	}
@@ -88,6 +100,7 @@ func (c *collector) pciDevice(addr host.PCIAddress, dir string) host.PCIDevice {
 		}
 		d.PhysFn = a
 	}
+	d.Sources = src.orNil()
 	return d
 }
 

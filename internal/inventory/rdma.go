@@ -39,11 +39,15 @@ func (c *collector) rdmaDevice(name string) host.RDMADevice {
 	d.SysImageGUID = c.guid(subject, dir+"/sys_image_guid")
 	d.NodeDesc, _ = c.str(subject, dir+"/node_desc")
 	d.FWVersion, _ = c.str(subject, dir+"/fw_ver")
-	d.BoardID, _ = c.str(subject, dir+"/board_id")
+	src := sources{}
+	var ok bool
+	d.BoardID, ok = c.str(subject, dir+"/board_id")
+	src.note(ok, dir, "board_id")
 	d.HCAType, _ = c.str(subject, dir+"/hca_type")
 	if real, err := c.fs.Realpath(dir + "/device"); err == nil {
 		if a, err := host.ParsePCIAddress(path.Base(real)); err == nil {
 			d.PCIAddress = a
+			src.note(true, dir, "device")
 			if p := c.snap.PCI(d.PCIAddress); p != nil {
 				d.Driver = p.Driver
 				d.NUMANode = p.LocalityNUMANode
@@ -59,6 +63,7 @@ func (c *collector) rdmaDevice(name string) host.RDMADevice {
 		d.Ports = append(d.Ports, c.rdmaPort(name, n, dir+"/ports/"+p))
 	}
 	slices.SortFunc(d.Ports, func(a, b host.RDMAPort) int { return cmp.Compare(a.Port, b.Port) })
+	d.Sources = src.orNil()
 	return d
 }
 
@@ -69,30 +74,37 @@ func notAState(s string) error { return fmt.Errorf("port state %q: not one of th
 func (c *collector) rdmaPort(dev string, n int, dir string) host.RDMAPort {
 	subject := dev + " port " + strconv.Itoa(n)
 	p := host.RDMAPort{Port: n}
+	src := sources{}
 	if s, ok := c.str(subject, dir+"/state"); ok {
+		src.note(true, dir, "state")
 		if p.State = portstate.ParseState(s); !p.State.Known() {
 			c.fail(subject, dir+"/state", notAState(s))
 		}
 	}
 	if s, ok := c.str(subject, dir+"/phys_state"); ok {
+		src.note(true, dir, "phys_state")
 		if p.PhysState = portstate.ParsePhys(s); !p.PhysState.Known() {
 			c.fail(subject, dir+"/phys_state", notAState(s))
 		}
 	}
 	if s, ok := c.str(subject, dir+"/rate"); ok {
+		src.note(true, dir, "rate")
 		r, err := host.ParseIBRate(s)
 		if err != nil {
 			c.fail(subject, dir+"/rate", err)
 		}
 		p.Rate, p.RateGbps = r, r.Gbps
 	}
-	p.LinkLayer, _ = c.str(subject, dir+"/link_layer")
+	var ok bool
+	p.LinkLayer, ok = c.str(subject, dir+"/link_layer")
+	src.note(ok, dir, "link_layer")
 	num := func(file string) int {
 		v, _ := c.num(subject, dir+"/"+file)
 		return int(v)
 	}
 	opt := func(file string) *int {
 		if v, ok := c.num(subject, dir+"/"+file); ok {
+			src.note(true, dir, file)
 			n := int(v)
 			return &n
 		}
@@ -103,10 +115,13 @@ func (c *collector) rdmaPort(dev string, n int, dir string) host.RDMAPort {
 	p.CapMask, _ = c.str(subject, dir+"/cap_mask")
 	p.GIDs = c.gids(subject, dir)
 	p.GIDTableMissing = !c.fs.IsDir(dir + "/gids")
+	src.note(len(p.GIDs) > 0, dir, "gids")
 	var na []string
 	p.Counters, na = c.counters(subject, dir+"/counters")
+	src.note(p.Counters != nil, dir, "counters")
 	p.Unavailable = append(p.Unavailable, na...)
 	p.HWCounters, na = c.counters(subject, dir+"/hw_counters")
+	src.note(p.HWCounters != nil, dir, "hw_counters")
 	for _, f := range na {
 		p.Unavailable = append(p.Unavailable, "hw_counters/"+f)
 	}
@@ -122,6 +137,7 @@ func (c *collector) rdmaPort(dev string, n int, dir string) host.RDMAPort {
 			p.NetDevs = append(p.NetDevs, g.NetDev)
 		}
 	}
+	p.Sources = src.orNil()
 	return p
 }
 
