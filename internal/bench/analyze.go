@@ -121,10 +121,8 @@ func Analyze(c *cluster.Cluster, engine, test string, latency bool, recs []Recor
 	a.nameSuspects()
 	a.nameKnownGood()
 	a.readSuspectRetests()
-	rep := a.rep
-	rep.Findings = findings(c, rep, a.suspectSide, a.ownBad, a.rateSuspect, a.clusterBelow, a.medianShare)
-	rep.Findings = append(rep.Findings, runFindings(rep, a.lat)...)
-	return rep
+	a.rep.Findings = append(a.findings(), runFindings(a.rep, a.lat)...)
+	return a.rep
 }
 
 // analysis is the state of one Analyze run, filled step by step.
@@ -627,69 +625,104 @@ func (r *Report) FormatValue(v float64) string {
 	return fmt.Sprintf("%.2f Gb/s", v)
 }
 
-func findings(c *cluster.Cluster, rep *Report, suspectSide map[string]bool, ownBad map[string]int, rateSuspect, clusterBelow bool, medianShare float64) []check.Finding {
+// findings says what the judged run means, in the order a reader acts
+// on it: suspects, bad paths, noise, failures, the link as a whole,
+// perftest's warnings, leftovers, then the nodes found good.
+func (a *analysis) findings() []check.Finding {
 	var fs []check.Finding
+	for _, s := range a.rep.Suspects {
+		fs = append(fs, a.suspectFinding(s))
+	}
+	fs = append(fs, a.pathFindings()...)
+	fs = append(fs, a.noisyFindings()...)
+	fs = append(fs, a.failureFindings()...)
+	fs = append(fs, a.linkFindings()...)
+	fs = append(fs, warningFindings(a.rep.Directions, a.t)...)
+	if l := a.rep.Leftovers; len(l) > 0 {
+		fs = append(fs, check.Finding{Check: "bench.run.leftover", Outcome: check.Warn, Subject: "processes",
+			Message: fmt.Sprintf("%d process(es) of this run were still alive after their round and were killed: %s", len(l), strings.Join(l, "; "))})
+	}
+	fs = append(fs, a.goodNodeFindings()...)
+	if len(a.rep.Directions) == 0 {
+		fs = append(fs, check.Finding{Check: "bench.run", Outcome: check.Unknown, Subject: "cluster", Message: "nothing was measured"})
+	}
+	return fs
+}
+
+// judgedAgainst names what a direction is compared with, for messages.
+func (a *analysis) judgedAgainst() string {
 	ref := "the median of the same link class"
-	if !rep.RateDeclared && !rep.Latency {
+	if !a.rep.RateDeclared && !a.rep.Latency {
 		ref += " (no rate in the cluster file: judged against the peers only)"
 	}
-	what := fmt.Sprintf("%s %s", rep.Engine, rep.Test)
-	suspectOf := map[string]Suspect{}
-	for _, s := range rep.Suspects {
-		suspectOf[s.Node+"|"+s.Side] = s
-	}
-	for _, s := range rep.Suspects {
-		var ev []check.Evidence
-		var vals []string
-		for _, d := range rep.Directions {
-			if d.Bad && ((s.Side == Send && d.From == s.Node) || (s.Side == Receive && d.To == s.Node)) {
-				ev = append(ev, check.Evidence{What: d.From + " → " + d.To, Value: rep.FormatValue(valueOf(d.Record, rep.Latency)) + ": " + d.Why, Source: what})
-				vals = append(vals, fmt.Sprintf("%.0f%%", 100*d.Share))
-			}
-		}
-		verb := map[string]string{Send: "sends", Receive: "receives"}[s.Side]
-		msg := fmt.Sprintf("%s %s badly: %d of its %d measured %s directions are below %s (%s)", s.Node, verb, s.Bad, s.Total, s.Side, ref, strings.Join(vals, ", "))
-		if rep.Latency {
-			msg = fmt.Sprintf("%s %s slowly: %d of its %d measured %s directions are above %s", s.Node, verb, s.Bad, s.Total, s.Side, ref)
-		}
-		outcome := check.Fail
-		var partners []string
-		for _, r := range s.Retests {
-			p := r.To
-			if s.Side == Receive {
-				p = r.From
-			}
-			res := rep.FormatValue(valueOf(r, rep.Latency))
-			if r.Failed() {
-				res = "failed: " + r.Error
-			}
-			partners = append(partners, p+" "+res)
-			ev = append(ev, check.Evidence{What: "retest " + r.From + " → " + r.To, Value: res, Source: "against a known-good node"})
-		}
-		switch s.Confirmed {
-		case "yes":
-			msg += fmt.Sprintf("; against known-good %s it is still bad: %s's %s side is at fault", strings.Join(partners, ", "), s.Node, s.Side)
-		case "no":
-			msg += fmt.Sprintf("; against known-good %s it is fine: not confirmed, measure again", strings.Join(partners, ", "))
-			outcome = check.Warn
-		case "mixed":
-			msg += fmt.Sprintf("; retests disagree (%s)", strings.Join(partners, ", "))
-		}
-		fs = append(fs, check.Finding{Check: "bench.node." + s.Side, Outcome: outcome, Host: s.Node, Subject: s.Side + " side", Message: msg, Evidence: ev,
-			Fix: []string{"rdmalab doctor on " + s.Node + " (port rate, PCIe link, error counters, MTU)", "check the cable and switch port of " + s.Node + "; compare ethtool -S / perfquery counters before and after a run"}})
-	}
-	// Bad directions no suspect explains: the pair or the path between them.
+	return ref
+}
+
+// measuredBy names the engine and test, the source of measured evidence.
+func (a *analysis) measuredBy() string {
+	return fmt.Sprintf("%s %s", a.rep.Engine, a.rep.Test)
+}
+
+// suspectFinding says why one node side is suspect and what its retests
+// against known-good partners concluded.
+func (a *analysis) suspectFinding(s Suspect) check.Finding {
+	rep := a.rep
+	var ev []check.Evidence
+	var vals []string
 	for _, d := range rep.Directions {
-		if !d.Bad || suspectSide[d.From+"|"+Send] || suspectSide[d.To+"|"+Receive] {
+		if d.Bad && ((s.Side == Send && d.From == s.Node) || (s.Side == Receive && d.To == s.Node)) {
+			ev = append(ev, check.Evidence{What: d.From + " → " + d.To, Value: rep.FormatValue(valueOf(d.Record, rep.Latency)) + ": " + d.Why, Source: a.measuredBy()})
+			vals = append(vals, fmt.Sprintf("%.0f%%", 100*d.Share))
+		}
+	}
+	verb := map[string]string{Send: "sends", Receive: "receives"}[s.Side]
+	msg := fmt.Sprintf("%s %s badly: %d of its %d measured %s directions are below %s (%s)", s.Node, verb, s.Bad, s.Total, s.Side, a.judgedAgainst(), strings.Join(vals, ", "))
+	if rep.Latency {
+		msg = fmt.Sprintf("%s %s slowly: %d of its %d measured %s directions are above %s", s.Node, verb, s.Bad, s.Total, s.Side, a.judgedAgainst())
+	}
+	outcome := check.Fail
+	var partners []string
+	for _, r := range s.Retests {
+		p := r.To
+		if s.Side == Receive {
+			p = r.From
+		}
+		res := rep.FormatValue(valueOf(r, rep.Latency))
+		if r.Failed() {
+			res = "failed: " + r.Error
+		}
+		partners = append(partners, p+" "+res)
+		ev = append(ev, check.Evidence{What: "retest " + r.From + " → " + r.To, Value: res, Source: "against a known-good node"})
+	}
+	switch s.Confirmed {
+	case "yes":
+		msg += fmt.Sprintf("; against known-good %s it is still bad: %s's %s side is at fault", strings.Join(partners, ", "), s.Node, s.Side)
+	case "no":
+		msg += fmt.Sprintf("; against known-good %s it is fine: not confirmed, measure again", strings.Join(partners, ", "))
+		outcome = check.Warn
+	case "mixed":
+		msg += fmt.Sprintf("; retests disagree (%s)", strings.Join(partners, ", "))
+	}
+	return check.Finding{Check: "bench.node." + s.Side, Outcome: outcome, Host: s.Node, Subject: s.Side + " side", Message: msg, Evidence: ev,
+		Fix: []string{"rdmalab doctor on " + s.Node + " (port rate, PCIe link, error counters, MTU)", "check the cable and switch port of " + s.Node + "; compare ethtool -S / perfquery counters before and after a run"}}
+}
+
+// pathFindings: bad directions no suspect explains, the pair or the path
+// between them.
+func (a *analysis) pathFindings() []check.Finding {
+	rep := a.rep
+	var fs []check.Finding
+	for _, d := range rep.Directions {
+		if !d.Bad || a.suspectSide[d.From+"|"+Send] || a.suspectSide[d.To+"|"+Receive] {
 			continue
 		}
 		msg := fmt.Sprintf("%s, %s", rep.FormatValue(valueOf(d.Record, rep.Latency)), d.Why)
-		if d.Spread > c.Thresholds.Spread {
+		if d.Spread > a.t.Spread {
 			msg += fmt.Sprintf(" (samples spread %.0f%%: noisy, measure again)", 100*d.Spread)
 		}
 		msg += "; neither end is bad with its other partners: the path between them"
 		outcome := check.Fail
-		ev := directionEvidence(d, rep, what)
+		ev := directionEvidence(d, rep, a.measuredBy())
 		// Retested before failing: a direction fine the second time was noise.
 		if r := d.Retest; r != nil {
 			res := rep.FormatValue(valueOf(*r, rep.Latency))
@@ -697,7 +730,7 @@ func findings(c *cluster.Cluster, rep *Report, suspectSide map[string]bool, ownB
 				res = "failed: " + r.Error
 			}
 			ev = append(ev, check.Evidence{What: "measured again", Value: res, Source: "retest of this direction"})
-			if !r.Failed() && !retestBad(*r, rep, c.Thresholds, rep.Latency) {
+			if !r.Failed() && !retestBad(*r, rep, a.t, rep.Latency) {
 				outcome = check.Warn
 				msg += fmt.Sprintf("; measured again it is fine (%s): not confirmed, likely noise", res)
 			} else {
@@ -708,23 +741,35 @@ func findings(c *cluster.Cluster, rep *Report, suspectSide map[string]bool, ownB
 		}
 		fs = append(fs, check.Finding{Check: "bench.direction.slow", Outcome: outcome, Subject: d.From + " → " + d.To, Message: msg, Evidence: ev})
 	}
-	// Short, but inside the run's own noise: said, never failed.
+	return fs
+}
+
+// noisyFindings: short, but inside the run's own noise: said, never
+// failed.
+func (a *analysis) noisyFindings() []check.Finding {
+	rep := a.rep
+	var fs []check.Finding
 	for _, d := range rep.Directions {
 		if !d.Noisy {
 			continue
 		}
 		fs = append(fs, check.Finding{Check: "bench.direction.noisy", Outcome: check.Warn, Subject: d.From + " → " + d.To,
 			Message:  fmt.Sprintf("%s is %s: not a verdict; measure again (more --samples, a quieter machine) to tell", rep.FormatValue(valueOf(d.Record, rep.Latency)), d.NoisyWhy),
-			Evidence: directionEvidence(d, rep, what)})
+			Evidence: directionEvidence(d, rep, a.measuredBy())})
 	}
-	// Failures: by node when one is known, else by pair.
+	return fs
+}
+
+// failureFindings: failures by node when one is known, else by pair.
+func (a *analysis) failureFindings() []check.Finding {
+	rep := a.rep
 	type nodeFail struct {
-		dirs  int
-		why   string
-		peers []string
+		dirs int
+		why  string
 	}
+	var fs []check.Finding
 	byNode := map[string]*nodeFail{}
-	for _, n := range c.Nodes {
+	for _, n := range a.c.Nodes {
 		if why := rep.Out[n.Name]; why != "" {
 			byNode[n.Name] = &nodeFail{why: why}
 		}
@@ -759,7 +804,7 @@ func findings(c *cluster.Cluster, rep *Report, suspectSide map[string]bool, ownB
 		}
 		fs = append(fs, check.Finding{Check: id, Outcome: check.Fail, Subject: d.From + " → " + d.To, Message: msg})
 	}
-	for _, n := range c.Nodes {
+	for _, n := range a.c.Nodes {
 		nf := byNode[n.Name]
 		if nf == nil {
 			continue
@@ -768,16 +813,24 @@ func findings(c *cluster.Cluster, rep *Report, suspectSide map[string]bool, ownB
 			Message: fmt.Sprintf("%s could not be measured: %s; %d direction(s) not measured (--resume measures them once it is fixed)", n.Name, nf.why, nf.dirs),
 			Fix:     []string{"ssh " + n.SSH + " true   # reachable? host key known?", "rdmalab bench --resume … after fixing it"}})
 	}
-	if rateSuspect {
+	return fs
+}
+
+// linkFindings judge the declared link against the run: a rate the
+// cluster exceeds, a whole cluster below it, directions above it.
+func (a *analysis) linkFindings() []check.Finding {
+	rep := a.rep
+	var fs []check.Finding
+	if a.rateSuspect {
 		fs = append(fs, check.Finding{Check: "bench.link.rate-suspect", Outcome: check.Warn, Subject: "cluster file link",
 			Message: fmt.Sprintf("the cluster's median %s is %.0f%% of what %s can carry: no link carries more than its ceiling, so the declared rate is likely wrong (the measurements suggest at least %.0f Gb/s), or the measurement is (see any perftest warning); judged against the peers only",
-				rep.FormatValue(rep.MedianValue), 100*medianShare, rep.Link, rep.MedianValue),
+				rep.FormatValue(rep.MedianValue), 100*a.medianShare, rep.Link, rep.MedianValue),
 			Fix: []string{"set link.rate in the cluster file to the ports' real rate (ibstat / ethtool)"}})
 	}
-	if clusterBelow {
+	if a.clusterBelow {
 		fs = append(fs, check.Finding{Check: "bench.link.below-ceiling", Outcome: check.Fail, Subject: "cluster",
 			Message: fmt.Sprintf("the whole cluster runs at %.0f%% of what %s can carry (median %s): a cluster-wide cause (rate, MTU, PCIe, CPU governor, test size), not one node",
-				100*medianShare, rep.Link, rep.FormatValue(rep.MedianValue))})
+				100*a.medianShare, rep.Link, rep.FormatValue(rep.MedianValue))})
 	}
 	for _, d := range rep.Directions {
 		if d.Above {
@@ -787,20 +840,22 @@ func findings(c *cluster.Cluster, rep *Report, suspectSide map[string]bool, ownB
 			}
 			fs = append(fs, check.Finding{Check: "bench.direction.above-ceiling", Outcome: check.Warn, Subject: d.From + " → " + d.To,
 				Message:  fmt.Sprintf("suspect: %s is %.0f%% of what %s can carry (%.2f Gb/s), which no link does; likely causes: %s", rep.FormatValue(d.Gbps), 100*d.CeilingShare, d.Link, d.CeilingGbps, causes),
-				Evidence: directionEvidence(d, rep, what)})
+				Evidence: directionEvidence(d, rep, a.measuredBy())})
 		}
 	}
-	fs = append(fs, warningFindings(rep.Directions, c.Thresholds)...)
-	if len(rep.Leftovers) > 0 {
-		fs = append(fs, check.Finding{Check: "bench.run.leftover", Outcome: check.Warn, Subject: "processes",
-			Message: fmt.Sprintf("%d process(es) of this run were still alive after their round and were killed: %s", len(rep.Leftovers), strings.Join(rep.Leftovers, "; "))})
-	}
+	return fs
+}
+
+// goodNodeFindings pass each measured node with nothing against it.
+func (a *analysis) goodNodeFindings() []check.Finding {
+	rep := a.rep
+	var fs []check.Finding
 	for _, n := range rep.Nodes {
-		if n.Out != "" || n.Failed > 0 || ownBad[n.Name] > 0 || suspectSide[n.Name+"|"+Send] || suspectSide[n.Name+"|"+Receive] || n.SendTotal+n.RecvTotal == 0 {
+		if n.Out != "" || n.Failed > 0 || a.ownBad[n.Name] > 0 || a.suspectSide[n.Name+"|"+Send] || a.suspectSide[n.Name+"|"+Receive] || n.SendTotal+n.RecvTotal == 0 {
 			continue
 		}
 		msg := fmt.Sprintf("%s sends at %s and receives at %s (medians over %d and %d partners), judged against %s", n.Name,
-			rep.FormatValue(n.SendValue), rep.FormatValue(n.RecvValue), n.SendTotal, n.RecvTotal, ref)
+			rep.FormatValue(n.SendValue), rep.FormatValue(n.RecvValue), n.SendTotal, n.RecvTotal, a.judgedAgainst())
 		if n.SendBad+n.RecvBad > 0 {
 			msg += fmt.Sprintf("; its %d bad direction(s) are with a suspect named above", n.SendBad+n.RecvBad)
 		}
@@ -808,9 +863,6 @@ func findings(c *cluster.Cluster, rep *Report, suspectSide map[string]bool, ownB
 			msg += " and what " + rep.Link + " can carry"
 		}
 		fs = append(fs, check.Finding{Check: "bench.node", Outcome: check.Pass, Host: n.Name, Subject: "both sides", Message: msg})
-	}
-	if len(rep.Directions) == 0 {
-		fs = append(fs, check.Finding{Check: "bench.run", Outcome: check.Unknown, Subject: "cluster", Message: "nothing was measured"})
 	}
 	return fs
 }
