@@ -495,31 +495,24 @@ func (a *analysis) readSuspectRetests() {
 }
 
 // runFindings judge the run as a whole against what the link should do
-// with no peers needed: the MTU perftest used, and a perftest latency run
-// against seed 001's table (so one pair, or one run, gets a verdict).
+// with no peers needed: the link layer and MTU perftest used, and a
+// perftest latency run against seed 001's table (so one pair, or one run,
+// gets a verdict).
 func runFindings(rep *Report, lat *latencyRow) []check.Finding {
+	fs, layers := layerFindings(rep)
+	if f, ok := mtuFinding(rep, layers); ok {
+		fs = append(fs, f)
+	}
+	if f, ok := latencyFinding(rep, lat); ok {
+		fs = append(fs, f)
+	}
+	return fs
+}
+
+// layerFindings: the layer perftest ran over, against the cluster file's.
+// It returns the layers perftest reported, sorted.
+func layerFindings(rep *Report) ([]check.Finding, []linkrate.Layer) {
 	var fs []check.Finding
-	mtu, dirs := 0, 0
-	var hosts []string
-	for _, d := range rep.Directions {
-		if d.Failed() || d.MTUBytes == 0 {
-			continue
-		}
-		if mtu == 0 || d.MTUBytes < mtu {
-			mtu = d.MTUBytes
-		}
-	}
-	for _, d := range rep.Directions {
-		if !d.Failed() && d.MTUBytes == mtu && mtu > 0 {
-			dirs++
-			for _, h := range []string{d.From, d.To} {
-				if !slices.Contains(hosts, h) {
-					hosts = append(hosts, h)
-				}
-			}
-		}
-	}
-	// The layer perftest ran over, against the cluster file's.
 	declared, derr := linkrate.ParseLayer(rep.layer)
 	ran := map[linkrate.Layer][]string{}
 	for _, d := range rep.Directions {
@@ -537,22 +530,55 @@ func runFindings(rep *Report, lat *latencyRow) []check.Finding {
 				Fix:      []string{"set link.layer in the cluster file to the ports' link layer (ibstat), or point device/port at the intended ports"}})
 		}
 	}
-	if mtu > 0 {
-		l := linkrate.Link{Layer: linkrate.InfiniBand, MTUBytes: mtu}
-		src := "assumed InfiniBand: the cluster file names no link layer"
-		if derr == nil {
-			l.Layer, src = declared, "the cluster file's link layer"
+	return fs, layers
+}
+
+// mtuFinding judges the smallest MTU perftest used, on the layer it ran
+// over (layers, when one), else the cluster file's; false when perftest
+// reported no MTU.
+func mtuFinding(rep *Report, layers []linkrate.Layer) (check.Finding, bool) {
+	mtu, dirs := 0, 0
+	var hosts []string
+	for _, d := range rep.Directions {
+		if d.Failed() || d.MTUBytes == 0 {
+			continue
 		}
-		if len(layers) == 1 {
-			l.Layer, src = layers[0], "perftest's Link type"
+		if mtu == 0 || d.MTUBytes < mtu {
+			mtu = d.MTUBytes
 		}
-		f := judgeMTU("perftest", mtu, l, src)
-		f.Host = strings.Join(hosts, ", ")
-		f.Message += fmt.Sprintf(" (%d direction(s))", dirs)
-		fs = append(fs, f)
 	}
+	if mtu == 0 {
+		return check.Finding{}, false
+	}
+	for _, d := range rep.Directions {
+		if !d.Failed() && d.MTUBytes == mtu {
+			dirs++
+			for _, h := range []string{d.From, d.To} {
+				if !slices.Contains(hosts, h) {
+					hosts = append(hosts, h)
+				}
+			}
+		}
+	}
+	l := linkrate.Link{Layer: linkrate.InfiniBand, MTUBytes: mtu}
+	src := "assumed InfiniBand: the cluster file names no link layer"
+	if declared, err := linkrate.ParseLayer(rep.layer); err == nil {
+		l.Layer, src = declared, "the cluster file's link layer"
+	}
+	if len(layers) == 1 {
+		l.Layer, src = layers[0], "perftest's Link type"
+	}
+	f := judgeMTU("perftest", mtu, l, src)
+	f.Host = strings.Join(hosts, ", ")
+	f.Message += fmt.Sprintf(" (%d direction(s))", dirs)
+	return f, true
+}
+
+// latencyFinding judges a perftest latency run's median p50 against seed
+// 001's table; false when there is no table row or nothing measured.
+func latencyFinding(rep *Report, lat *latencyRow) (check.Finding, bool) {
 	if lat == nil {
-		return fs
+		return check.Finding{}, false
 	}
 	var p50 []float64
 	for _, d := range rep.Directions {
@@ -561,7 +587,7 @@ func runFindings(rep *Report, lat *latencyRow) []check.Finding {
 		}
 	}
 	if len(p50) == 0 {
-		return fs
+		return check.Finding{}, false
 	}
 	m := Median(p50)
 	lo, hi := lat.LowUs*lat.trips, lat.HighUs*lat.trips
@@ -580,7 +606,7 @@ func runFindings(rep *Report, lat *latencyRow) []check.Finding {
 		f.Outcome = check.Fail
 		f.Message = fmt.Sprintf("median p50 %.2f µs is above %.1f µs: broken, not slow, on one switch (a clean fabric does %.2f–%.2f µs on %s)", m, lat.BrokenUs*lat.trips, lo, hi, lat.Link)
 	}
-	return append(fs, f)
+	return f, true
 }
 
 // latencyRow is seed 001's latency expectation for a perftest latency
