@@ -104,12 +104,57 @@ type Report struct {
 // findings. Later records of a direction replace earlier ones, so a
 // resumed log is judged once, from its final state.
 func Analyze(c *cluster.Cluster, engine, test string, latency bool, recs []Record, out map[string]string, leftovers []string) *Report {
-	t := c.Thresholds
-	rep := &Report{Engine: engine, Test: test, Latency: latency, Out: out, Leftovers: leftovers, layer: c.Link.Layer}
-	idx := c.Index()
+	a := &analysis{
+		c:   c,
+		t:   c.Thresholds,
+		idx: c.Index(),
+		rep: &Report{Engine: engine, Test: test, Latency: latency, Out: out, Leftovers: leftovers, layer: c.Link.Layer},
+	}
+	a.selectRecords(recs)
+	a.measureDirections()
+	a.measureClassNoise()
+	a.judgeRun()
+	for i := range a.rep.Directions {
+		a.judgeDirection(&a.rep.Directions[i])
+	}
+	a.summarizeNodes()
+	a.nameSuspects()
+	a.nameKnownGood()
+	a.readSuspectRetests()
+	a.rep.Findings = append(a.findings(), runFindings(a.rep, a.lat)...)
+	return a.rep
+}
+
+// analysis is the state of one Analyze run, filled step by step.
+type analysis struct {
+	c   *cluster.Cluster
+	t   cluster.Thresholds
+	idx map[string]int
+	rep *Report
+
+	retests    []Record          // suspects' retests, latest phase only
+	dirRetests map[string]Record // a lone bad direction measured again
+
+	byClass    map[string][]float64 // measured values per link class
+	classNoise map[string]float64
+	all        []float64 // every measured value
+	shares     []float64 // every measured share of its link's ceiling
+
+	lat                       *latencyRow
+	medianShare               float64
+	rateSuspect, clusterBelow bool
+	useAbsolute               bool
+
+	suspectSide map[string]bool // "node|side" of each suspect
+	ownBad      map[string]int
+}
+
+// selectRecords keeps this test's records between known nodes: the final
+// state of each direction, and the retests of the latest retest phase.
+func (a *analysis) selectRecords(recs []Record) {
+	engine, test := a.rep.Engine, a.rep.Test
 	final := map[string]Record{}
-	var retests []Record
-	dirRetests := map[string]Record{} // a lone bad direction measured again
+	a.dirRetests = map[string]Record{}
 	// Only the latest retest phase counts (after the last measurement):
 	// a resumed run's retests replace the earlier run's, never add to them.
 	lastPlain := -1
@@ -125,75 +170,86 @@ func Analyze(c *cluster.Cluster, engine, test string, latency bool, recs []Recor
 		if r.Engine != engine || r.Test != test {
 			continue
 		}
-		if _, ok := idx[r.From]; !ok {
+		if _, ok := a.idx[r.From]; !ok {
 			continue
 		}
-		if _, ok := idx[r.To]; !ok {
+		if _, ok := a.idx[r.To]; !ok {
 			continue
 		}
 		if r.Retest && r.Suspect == "" {
-			dirRetests[r.dirKey()] = r
+			a.dirRetests[r.dirKey()] = r
 			continue
 		}
 		if r.Retest {
-			retests = append(retests, r)
+			a.retests = append(a.retests, r)
 			continue
 		}
 		final[r.dirKey()] = r
 	}
 	for _, r := range final {
-		rep.Directions = append(rep.Directions, Direction{Record: r})
+		a.rep.Directions = append(a.rep.Directions, Direction{Record: r})
 	}
-	slices.SortFunc(rep.Directions, func(a, b Direction) int {
-		return cmp.Or(cmp.Compare(idx[a.From], idx[b.From]), cmp.Compare(idx[a.To], idx[b.To]))
+	slices.SortFunc(a.rep.Directions, func(x, y Direction) int {
+		return cmp.Or(cmp.Compare(a.idx[x.From], a.idx[y.From]), cmp.Compare(a.idx[x.To], a.idx[y.To]))
 	})
-	value := func(r Record) float64 {
-		if latency {
-			return r.P50Us
-		}
-		return r.Gbps
+}
+
+// value is what a record is judged by: Gb/s, or p50 µs for latency.
+func (a *analysis) value(r Record) float64 {
+	return valueOf(r, a.rep.Latency)
+}
+
+// class is the link class of a record's direction: its two nodes'
+// classes, in order, so both directions of a pair share one.
+func (a *analysis) class(r Record) string {
+	x, y := a.c.Nodes[a.idx[r.From]].Class, a.c.Nodes[a.idx[r.To]].Class
+	if x > y {
+		x, y = y, x
 	}
-	class := func(r Record) string {
-		a, b := c.Nodes[idx[r.From]].Class, c.Nodes[idx[r.To]].Class
-		if a > b {
-			a, b = b, a
-		}
-		return a + "|" + b
-	}
-	byClass := map[string][]float64{}
-	var all, shares []float64
-	declared := !latency && c.Link.Resolved().RateGbps > 0
+	return x + "|" + y
+}
+
+// measureDirections fills each measured direction's ceiling and sample
+// spread, and gathers the values the peers are judged against.
+func (a *analysis) measureDirections() {
+	c, rep := a.c, a.rep
+	a.byClass = map[string][]float64{}
+	declared := !rep.Latency && c.Link.Resolved().RateGbps > 0
 	rep.RateDeclared = declared
 	for i := range rep.Directions {
 		d := &rep.Directions[i]
 		if d.Failed() {
 			continue
 		}
-		v := value(d.Record)
-		byClass[class(d.Record)] = append(byClass[class(d.Record)], v)
-		all = append(all, v)
+		v := a.value(d.Record)
+		a.byClass[a.class(d.Record)] = append(a.byClass[a.class(d.Record)], v)
+		a.all = append(a.all, v)
 		if declared {
-			l := c.LinkFor(c.Nodes[idx[d.From]], c.Nodes[idx[d.To]])
+			l := c.LinkFor(c.Nodes[a.idx[d.From]], c.Nodes[a.idx[d.To]])
 			if d.MTUBytes > 0 {
 				l.MTUBytes = d.MTUBytes // perftest's own MTU
 			}
 			d.CeilingGbps, d.Link = l.CeilingGbps(), l.Describe()
 			d.CeilingShare = v / d.CeilingGbps
-			shares = append(shares, d.CeilingShare)
+			a.shares = append(a.shares, d.CeilingShare)
 		}
 		if n := len(d.SamplesGbps) + len(d.SamplesP50Us); n > 1 {
 			s := d.SamplesGbps
-			if latency {
+			if rep.Latency {
 				s = d.SamplesP50Us
 			}
 			d.Spread = (slices.Max(s) - slices.Min(s)) / math.Max(Median(s), 1e-9)
 		}
 	}
-	// Each class's own spread: twice the robust deviation of its
-	// directions around their median (MAD × 1.4826 estimates σ), so one
-	// slow direction does not widen it, a noisy machine does.
-	classNoise := map[string]float64{}
-	for k, vs := range byClass {
+}
+
+// measureClassNoise sets each class's own spread: twice the robust
+// deviation of its directions around their median (MAD × 1.4826
+// estimates σ), so one slow direction does not widen it, a noisy machine
+// does.
+func (a *analysis) measureClassNoise() {
+	a.classNoise = map[string]float64{}
+	for k, vs := range a.byClass {
 		if len(vs) < 3 {
 			continue
 		}
@@ -202,86 +258,116 @@ func Analyze(c *cluster.Cluster, engine, test string, latency bool, recs []Recor
 		for i, v := range vs {
 			dev[i] = math.Abs(v - m)
 		}
-		classNoise[k] = 2 * 1.4826 * Median(dev) / math.Max(m, 1e-9)
+		a.classNoise[k] = 2 * 1.4826 * Median(dev) / math.Max(m, 1e-9)
 	}
-	lat := latencyExpectation(c, engine, test, latency)
-	rep.MedianValue = Median(all)
+}
+
+// judgeRun decides what the directions are judged against: the latency
+// table, and the link's ceiling unless the whole run says the declared
+// rate is wrong (above it) or the cause is cluster-wide (below healthy).
+func (a *analysis) judgeRun() {
+	c, rep := a.c, a.rep
+	a.lat = latencyExpectation(c, rep.Engine, rep.Test, rep.Latency)
+	rep.MedianValue = Median(a.all)
+	declared := rep.RateDeclared
 	if declared {
 		rep.Link = c.Link.Resolved().Describe()
 	}
-	medianShare := Median(shares)
-	rateSuspect := declared && medianShare > t.AboveCeiling
-	clusterBelow := declared && len(shares) > 0 && medianShare < t.Healthy
-	useAbsolute := declared && !rateSuspect && !clusterBelow
+	a.medianShare = Median(a.shares)
+	a.rateSuspect = declared && a.medianShare > a.t.AboveCeiling
+	a.clusterBelow = declared && len(a.shares) > 0 && a.medianShare < a.t.Healthy
+	a.useAbsolute = declared && !a.rateSuspect && !a.clusterBelow
+}
 
-	for i := range rep.Directions {
-		d := &rep.Directions[i]
-		if d.Failed() {
-			continue
-		}
-		v := value(d.Record)
-		ref := 0.0
-		if vs := byClass[class(d.Record)]; len(vs) >= 3 {
-			ref = Median(vs)
-		}
-		d.RefValue = ref
-		d.Noise = math.Max(d.Spread, classNoise[class(d.Record)])
-		var why, noisy []string
-		if ref > 0 {
-			d.Share = v / ref
-			// A shortfall inside the run's own noise is not a verdict.
-			if !latency && d.Share < t.Bandwidth {
-				w := fmt.Sprintf("%.0f%% of the peers' median %.2f Gb/s", 100*d.Share, ref)
-				if 1-d.Share > d.Noise {
-					why = append(why, w)
-				} else {
-					noisy = append(noisy, fmt.Sprintf("%s, a shortfall of %.0f%% inside the run's own noise (%.0f%%)", w, 100*(1-d.Share), 100*d.Noise))
-				}
-			}
-			if latency && d.Share > t.Latency {
-				w := fmt.Sprintf("%.1f× the peers' median p50 %.2f µs", d.Share, ref)
-				if d.Share-1 > d.Noise {
-					why = append(why, w)
-				} else {
-					noisy = append(noisy, fmt.Sprintf("%s, inside the run's own noise (%.0f%%)", w, 100*d.Noise))
-				}
-			}
-		}
-		if lat != nil {
-			if b := lat.BrokenUs * lat.trips; v > b {
-				why = append(why, fmt.Sprintf("p50 above %.1f µs, which is broken, not slow, on one switch (%s)", b, lat.Source))
-			}
-		}
-		if useAbsolute {
-			// The best sample says what the link can carry: when it reaches
-			// healthy, a median short of it is noise.
-			best := v
-			if len(d.SamplesGbps) > 0 {
-				best = slices.Max(d.SamplesGbps)
-			}
-			switch {
-			case d.CeilingShare < t.Healthy && best/d.CeilingGbps >= t.Healthy:
-				noisy = append(noisy, fmt.Sprintf("%.0f%% of what %s can carry, but its best sample reached %.0f%%", 100*d.CeilingShare, d.Link, 100*best/d.CeilingGbps))
-			case d.CeilingShare < t.Degraded:
-				why = append(why, fmt.Sprintf("%.0f%% of what %s can carry (%.2f Gb/s): broken", 100*d.CeilingShare, d.Link, d.CeilingGbps))
-			case d.CeilingShare < t.Healthy:
-				why = append(why, fmt.Sprintf("%.0f%% of what %s can carry (%.2f Gb/s): degraded", 100*d.CeilingShare, d.Link, d.CeilingGbps))
-			case d.CeilingShare > t.AboveCeiling:
-				d.Above = true
-			}
-		}
-		d.Bad = len(why) > 0
-		d.Why = strings.Join(why, "; ")
-		d.Noisy = !d.Bad && len(noisy) > 0
-		if d.Noisy {
-			d.NoisyWhy = strings.Join(noisy, "; ")
-		}
-		if r, ok := dirRetests[d.dirKey()]; ok && d.Bad {
-			d.Retest = &r
+// judgeDirection decides whether one measured direction is bad (with
+// why), only noisy, or above its link's ceiling.
+func (a *analysis) judgeDirection(d *Direction) {
+	if d.Failed() {
+		return
+	}
+	v := a.value(d.Record)
+	ref := 0.0
+	if vs := a.byClass[a.class(d.Record)]; len(vs) >= 3 {
+		ref = Median(vs)
+	}
+	d.RefValue = ref
+	d.Noise = math.Max(d.Spread, a.classNoise[a.class(d.Record)])
+	why, noisy := a.againstPeers(d, v)
+	if a.lat != nil {
+		if b := a.lat.BrokenUs * a.lat.trips; v > b {
+			why = append(why, fmt.Sprintf("p50 above %.1f µs, which is broken, not slow, on one switch (%s)", b, a.lat.Source))
 		}
 	}
+	if a.useAbsolute {
+		w, n := a.againstCeiling(d, v)
+		why, noisy = append(why, w...), append(noisy, n...)
+	}
+	d.Bad = len(why) > 0
+	d.Why = strings.Join(why, "; ")
+	d.Noisy = !d.Bad && len(noisy) > 0
+	if d.Noisy {
+		d.NoisyWhy = strings.Join(noisy, "; ")
+	}
+	if r, ok := a.dirRetests[d.dirKey()]; ok && d.Bad {
+		d.Retest = &r
+	}
+}
 
-	// Each node's two sides.
+// againstPeers judges a direction's value v against the median of its
+// link class (d.RefValue): why it is bad, or why it is only noisy.
+func (a *analysis) againstPeers(d *Direction, v float64) (why, noisy []string) {
+	ref, t := d.RefValue, a.t
+	if ref <= 0 {
+		return nil, nil
+	}
+	d.Share = v / ref
+	// A shortfall inside the run's own noise is not a verdict.
+	if !a.rep.Latency && d.Share < t.Bandwidth {
+		w := fmt.Sprintf("%.0f%% of the peers' median %.2f Gb/s", 100*d.Share, ref)
+		if 1-d.Share > d.Noise {
+			why = append(why, w)
+		} else {
+			noisy = append(noisy, fmt.Sprintf("%s, a shortfall of %.0f%% inside the run's own noise (%.0f%%)", w, 100*(1-d.Share), 100*d.Noise))
+		}
+	}
+	if a.rep.Latency && d.Share > t.Latency {
+		w := fmt.Sprintf("%.1f× the peers' median p50 %.2f µs", d.Share, ref)
+		if d.Share-1 > d.Noise {
+			why = append(why, w)
+		} else {
+			noisy = append(noisy, fmt.Sprintf("%s, inside the run's own noise (%.0f%%)", w, 100*d.Noise))
+		}
+	}
+	return why, noisy
+}
+
+// againstCeiling judges a direction's value v against what its link can
+// carry: broken, degraded, noisy, or above the ceiling (d.Above).
+func (a *analysis) againstCeiling(d *Direction, v float64) (why, noisy []string) {
+	t := a.t
+	// The best sample says what the link can carry: when it reaches
+	// healthy, a median short of it is noise.
+	best := v
+	if len(d.SamplesGbps) > 0 {
+		best = slices.Max(d.SamplesGbps)
+	}
+	switch {
+	case d.CeilingShare < t.Healthy && best/d.CeilingGbps >= t.Healthy:
+		noisy = append(noisy, fmt.Sprintf("%.0f%% of what %s can carry, but its best sample reached %.0f%%", 100*d.CeilingShare, d.Link, 100*best/d.CeilingGbps))
+	case d.CeilingShare < t.Degraded:
+		why = append(why, fmt.Sprintf("%.0f%% of what %s can carry (%.2f Gb/s): broken", 100*d.CeilingShare, d.Link, d.CeilingGbps))
+	case d.CeilingShare < t.Healthy:
+		why = append(why, fmt.Sprintf("%.0f%% of what %s can carry (%.2f Gb/s): degraded", 100*d.CeilingShare, d.Link, d.CeilingGbps))
+	case d.CeilingShare > t.AboveCeiling:
+		d.Above = true
+	}
+	return why, noisy
+}
+
+// summarizeNodes counts each node's two sides: measured and bad
+// directions, their medians, and the failures held against it.
+func (a *analysis) summarizeNodes() {
+	c, rep, idx, out := a.c, a.rep, a.idx, a.rep.Out
 	nodes := make([]NodeSummary, len(c.Nodes))
 	sendVals, recvVals := make([][]float64, len(c.Nodes)), make([][]float64, len(c.Nodes))
 	for i, n := range c.Nodes {
@@ -304,8 +390,8 @@ func Analyze(c *cluster.Cluster, engine, test string, latency bool, recs []Recor
 		}
 		nodes[f].SendTotal++
 		nodes[to].RecvTotal++
-		sendVals[f] = append(sendVals[f], value(d.Record))
-		recvVals[to] = append(recvVals[to], value(d.Record))
+		sendVals[f] = append(sendVals[f], a.value(d.Record))
+		recvVals[to] = append(recvVals[to], a.value(d.Record))
 		if d.Bad {
 			nodes[f].SendBad++
 			nodes[to].RecvBad++
@@ -315,49 +401,66 @@ func Analyze(c *cluster.Cluster, engine, test string, latency bool, recs []Recor
 		nodes[i].SendValue, nodes[i].RecvValue = Median(sendVals[i]), Median(recvVals[i])
 	}
 	rep.Nodes = nodes
-	suspectSide := map[string]bool{}
-	for _, n := range nodes {
+}
+
+// nameSuspects names each node side that fails most (and at least two)
+// of its directions, then counts each node's own bad directions.
+func (a *analysis) nameSuspects() {
+	rep := a.rep
+	a.suspectSide = map[string]bool{}
+	for _, n := range rep.Nodes {
 		for _, s := range []struct {
 			side       string
 			bad, total int
 		}{{Send, n.SendBad, n.SendTotal}, {Receive, n.RecvBad, n.RecvTotal}} {
 			if s.bad >= 2 && 2*s.bad > s.total {
 				rep.Suspects = append(rep.Suspects, Suspect{Node: n.Name, Side: s.side, Bad: s.bad, Total: s.total})
-				suspectSide[n.Name+"|"+s.side] = true
+				a.suspectSide[n.Name+"|"+s.side] = true
 			}
 		}
 	}
 	// A node's own bad directions: those no suspect at the other end explains.
-	ownBad := map[string]int{}
+	a.ownBad = map[string]int{}
 	for _, d := range rep.Directions {
-		if d.Bad && !suspectSide[d.To+"|"+Receive] {
-			ownBad[d.From]++
+		if d.Bad && !a.suspectSide[d.To+"|"+Receive] {
+			a.ownBad[d.From]++
 		}
-		if d.Bad && !suspectSide[d.From+"|"+Send] {
-			ownBad[d.To]++
+		if d.Bad && !a.suspectSide[d.From+"|"+Send] {
+			a.ownBad[d.To]++
 		}
 	}
+}
+
+// nameKnownGood lists the nodes with nothing against them, best first:
+// the partners a suspect is retested against.
+func (a *analysis) nameKnownGood() {
+	rep := a.rep
 	var good []NodeSummary
-	for _, n := range nodes {
-		if n.Out == "" && ownBad[n.Name] == 0 && !suspectSide[n.Name+"|"+Send] && !suspectSide[n.Name+"|"+Receive] && n.Failed == 0 && n.SendTotal > 0 && n.RecvTotal > 0 {
+	for _, n := range rep.Nodes {
+		if n.Out == "" && a.ownBad[n.Name] == 0 && !a.suspectSide[n.Name+"|"+Send] && !a.suspectSide[n.Name+"|"+Receive] && n.Failed == 0 && n.SendTotal > 0 && n.RecvTotal > 0 {
 			good = append(good, n)
 		}
 	}
-	slices.SortStableFunc(good, func(a, b NodeSummary) int {
-		if latency {
-			return cmp.Compare(max(a.SendValue, a.RecvValue), max(b.SendValue, b.RecvValue))
+	slices.SortStableFunc(good, func(x, y NodeSummary) int {
+		if rep.Latency {
+			return cmp.Compare(max(x.SendValue, x.RecvValue), max(y.SendValue, y.RecvValue))
 		}
-		return cmp.Compare(min(b.SendValue, b.RecvValue), min(a.SendValue, a.RecvValue))
+		return cmp.Compare(min(y.SendValue, y.RecvValue), min(x.SendValue, x.RecvValue))
 	})
 	for _, g := range good {
 		rep.Good = append(rep.Good, g.Name)
 	}
-	// Retests: the latest against each partner, judged against the peers.
+}
+
+// readSuspectRetests reads each suspect's retests: the latest against
+// each partner, judged against the peers, confirm it or not.
+func (a *analysis) readSuspectRetests() {
+	rep := a.rep
 	for i := range rep.Suspects {
 		s := &rep.Suspects[i]
 		last := map[string]Record{}
 		var order []string
-		for _, r := range retests {
+		for _, r := range a.retests {
 			if r.Suspect != s.Node || (s.Side == Send) != (r.From == s.Node) {
 				continue
 			}
@@ -374,7 +477,7 @@ func Analyze(c *cluster.Cluster, engine, test string, latency bool, recs []Recor
 		for _, p := range order {
 			r := last[p]
 			s.Retests = append(s.Retests, r)
-			if r.Failed() || retestBad(r, rep, t, latency) {
+			if r.Failed() || retestBad(r, rep, a.t, rep.Latency) {
 				bad++
 			} else {
 				fine++
@@ -389,37 +492,27 @@ func Analyze(c *cluster.Cluster, engine, test string, latency bool, recs []Recor
 			s.Confirmed = "mixed"
 		}
 	}
-	rep.Findings = findings(c, rep, suspectSide, ownBad, rateSuspect, clusterBelow, medianShare)
-	rep.Findings = append(rep.Findings, runFindings(rep, lat)...)
-	return rep
 }
 
 // runFindings judge the run as a whole against what the link should do
-// with no peers needed: the MTU perftest used, and a perftest latency run
-// against seed 001's table (so one pair, or one run, gets a verdict).
+// with no peers needed: the link layer and MTU perftest used, and a
+// perftest latency run against seed 001's table (so one pair, or one run,
+// gets a verdict).
 func runFindings(rep *Report, lat *latencyRow) []check.Finding {
+	fs, layers := layerFindings(rep)
+	if f, ok := mtuFinding(rep, layers); ok {
+		fs = append(fs, f)
+	}
+	if f, ok := latencyFinding(rep, lat); ok {
+		fs = append(fs, f)
+	}
+	return fs
+}
+
+// layerFindings: the layer perftest ran over, against the cluster file's.
+// It returns the layers perftest reported, sorted.
+func layerFindings(rep *Report) ([]check.Finding, []linkrate.Layer) {
 	var fs []check.Finding
-	mtu, dirs := 0, 0
-	var hosts []string
-	for _, d := range rep.Directions {
-		if d.Failed() || d.MTUBytes == 0 {
-			continue
-		}
-		if mtu == 0 || d.MTUBytes < mtu {
-			mtu = d.MTUBytes
-		}
-	}
-	for _, d := range rep.Directions {
-		if !d.Failed() && d.MTUBytes == mtu && mtu > 0 {
-			dirs++
-			for _, h := range []string{d.From, d.To} {
-				if !slices.Contains(hosts, h) {
-					hosts = append(hosts, h)
-				}
-			}
-		}
-	}
-	// The layer perftest ran over, against the cluster file's.
 	declared, derr := linkrate.ParseLayer(rep.layer)
 	ran := map[linkrate.Layer][]string{}
 	for _, d := range rep.Directions {
@@ -437,22 +530,55 @@ func runFindings(rep *Report, lat *latencyRow) []check.Finding {
 				Fix:      []string{"set link.layer in the cluster file to the ports' link layer (ibstat), or point device/port at the intended ports"}})
 		}
 	}
-	if mtu > 0 {
-		l := linkrate.Link{Layer: linkrate.InfiniBand, MTUBytes: mtu}
-		src := "assumed InfiniBand: the cluster file names no link layer"
-		if derr == nil {
-			l.Layer, src = declared, "the cluster file's link layer"
+	return fs, layers
+}
+
+// mtuFinding judges the smallest MTU perftest used, on the layer it ran
+// over (layers, when one), else the cluster file's; false when perftest
+// reported no MTU.
+func mtuFinding(rep *Report, layers []linkrate.Layer) (check.Finding, bool) {
+	mtu, dirs := 0, 0
+	var hosts []string
+	for _, d := range rep.Directions {
+		if d.Failed() || d.MTUBytes == 0 {
+			continue
 		}
-		if len(layers) == 1 {
-			l.Layer, src = layers[0], "perftest's Link type"
+		if mtu == 0 || d.MTUBytes < mtu {
+			mtu = d.MTUBytes
 		}
-		f := judgeMTU("perftest", mtu, l, src)
-		f.Host = strings.Join(hosts, ", ")
-		f.Message += fmt.Sprintf(" (%d direction(s))", dirs)
-		fs = append(fs, f)
 	}
+	if mtu == 0 {
+		return check.Finding{}, false
+	}
+	for _, d := range rep.Directions {
+		if !d.Failed() && d.MTUBytes == mtu {
+			dirs++
+			for _, h := range []string{d.From, d.To} {
+				if !slices.Contains(hosts, h) {
+					hosts = append(hosts, h)
+				}
+			}
+		}
+	}
+	l := linkrate.Link{Layer: linkrate.InfiniBand, MTUBytes: mtu}
+	src := "assumed InfiniBand: the cluster file names no link layer"
+	if declared, err := linkrate.ParseLayer(rep.layer); err == nil {
+		l.Layer, src = declared, "the cluster file's link layer"
+	}
+	if len(layers) == 1 {
+		l.Layer, src = layers[0], "perftest's Link type"
+	}
+	f := judgeMTU("perftest", mtu, l, src)
+	f.Host = strings.Join(hosts, ", ")
+	f.Message += fmt.Sprintf(" (%d direction(s))", dirs)
+	return f, true
+}
+
+// latencyFinding judges a perftest latency run's median p50 against seed
+// 001's table; false when there is no table row or nothing measured.
+func latencyFinding(rep *Report, lat *latencyRow) (check.Finding, bool) {
 	if lat == nil {
-		return fs
+		return check.Finding{}, false
 	}
 	var p50 []float64
 	for _, d := range rep.Directions {
@@ -461,7 +587,7 @@ func runFindings(rep *Report, lat *latencyRow) []check.Finding {
 		}
 	}
 	if len(p50) == 0 {
-		return fs
+		return check.Finding{}, false
 	}
 	m := Median(p50)
 	lo, hi := lat.LowUs*lat.trips, lat.HighUs*lat.trips
@@ -480,7 +606,7 @@ func runFindings(rep *Report, lat *latencyRow) []check.Finding {
 		f.Outcome = check.Fail
 		f.Message = fmt.Sprintf("median p50 %.2f µs is above %.1f µs: broken, not slow, on one switch (a clean fabric does %.2f–%.2f µs on %s)", m, lat.BrokenUs*lat.trips, lo, hi, lat.Link)
 	}
-	return append(fs, f)
+	return f, true
 }
 
 // latencyRow is seed 001's latency expectation for a perftest latency
@@ -525,69 +651,104 @@ func (r *Report) FormatValue(v float64) string {
 	return fmt.Sprintf("%.2f Gb/s", v)
 }
 
-func findings(c *cluster.Cluster, rep *Report, suspectSide map[string]bool, ownBad map[string]int, rateSuspect, clusterBelow bool, medianShare float64) []check.Finding {
+// findings says what the judged run means, in the order a reader acts
+// on it: suspects, bad paths, noise, failures, the link as a whole,
+// perftest's warnings, leftovers, then the nodes found good.
+func (a *analysis) findings() []check.Finding {
 	var fs []check.Finding
+	for _, s := range a.rep.Suspects {
+		fs = append(fs, a.suspectFinding(s))
+	}
+	fs = append(fs, a.pathFindings()...)
+	fs = append(fs, a.noisyFindings()...)
+	fs = append(fs, a.failureFindings()...)
+	fs = append(fs, a.linkFindings()...)
+	fs = append(fs, warningFindings(a.rep.Directions, a.t)...)
+	if l := a.rep.Leftovers; len(l) > 0 {
+		fs = append(fs, check.Finding{Check: "bench.run.leftover", Outcome: check.Warn, Subject: "processes",
+			Message: fmt.Sprintf("%d process(es) of this run were still alive after their round and were killed: %s", len(l), strings.Join(l, "; "))})
+	}
+	fs = append(fs, a.goodNodeFindings()...)
+	if len(a.rep.Directions) == 0 {
+		fs = append(fs, check.Finding{Check: "bench.run", Outcome: check.Unknown, Subject: "cluster", Message: "nothing was measured"})
+	}
+	return fs
+}
+
+// judgedAgainst names what a direction is compared with, for messages.
+func (a *analysis) judgedAgainst() string {
 	ref := "the median of the same link class"
-	if !rep.RateDeclared && !rep.Latency {
+	if !a.rep.RateDeclared && !a.rep.Latency {
 		ref += " (no rate in the cluster file: judged against the peers only)"
 	}
-	what := fmt.Sprintf("%s %s", rep.Engine, rep.Test)
-	suspectOf := map[string]Suspect{}
-	for _, s := range rep.Suspects {
-		suspectOf[s.Node+"|"+s.Side] = s
-	}
-	for _, s := range rep.Suspects {
-		var ev []check.Evidence
-		var vals []string
-		for _, d := range rep.Directions {
-			if d.Bad && ((s.Side == Send && d.From == s.Node) || (s.Side == Receive && d.To == s.Node)) {
-				ev = append(ev, check.Evidence{What: d.From + " → " + d.To, Value: rep.FormatValue(valueOf(d.Record, rep.Latency)) + ": " + d.Why, Source: what})
-				vals = append(vals, fmt.Sprintf("%.0f%%", 100*d.Share))
-			}
-		}
-		verb := map[string]string{Send: "sends", Receive: "receives"}[s.Side]
-		msg := fmt.Sprintf("%s %s badly: %d of its %d measured %s directions are below %s (%s)", s.Node, verb, s.Bad, s.Total, s.Side, ref, strings.Join(vals, ", "))
-		if rep.Latency {
-			msg = fmt.Sprintf("%s %s slowly: %d of its %d measured %s directions are above %s", s.Node, verb, s.Bad, s.Total, s.Side, ref)
-		}
-		outcome := check.Fail
-		var partners []string
-		for _, r := range s.Retests {
-			p := r.To
-			if s.Side == Receive {
-				p = r.From
-			}
-			res := rep.FormatValue(valueOf(r, rep.Latency))
-			if r.Failed() {
-				res = "failed: " + r.Error
-			}
-			partners = append(partners, p+" "+res)
-			ev = append(ev, check.Evidence{What: "retest " + r.From + " → " + r.To, Value: res, Source: "against a known-good node"})
-		}
-		switch s.Confirmed {
-		case "yes":
-			msg += fmt.Sprintf("; against known-good %s it is still bad: %s's %s side is at fault", strings.Join(partners, ", "), s.Node, s.Side)
-		case "no":
-			msg += fmt.Sprintf("; against known-good %s it is fine: not confirmed, measure again", strings.Join(partners, ", "))
-			outcome = check.Warn
-		case "mixed":
-			msg += fmt.Sprintf("; retests disagree (%s)", strings.Join(partners, ", "))
-		}
-		fs = append(fs, check.Finding{Check: "bench.node." + s.Side, Outcome: outcome, Host: s.Node, Subject: s.Side + " side", Message: msg, Evidence: ev,
-			Fix: []string{"rdmalab doctor on " + s.Node + " (port rate, PCIe link, error counters, MTU)", "check the cable and switch port of " + s.Node + "; compare ethtool -S / perfquery counters before and after a run"}})
-	}
-	// Bad directions no suspect explains: the pair or the path between them.
+	return ref
+}
+
+// measuredBy names the engine and test, the source of measured evidence.
+func (a *analysis) measuredBy() string {
+	return fmt.Sprintf("%s %s", a.rep.Engine, a.rep.Test)
+}
+
+// suspectFinding says why one node side is suspect and what its retests
+// against known-good partners concluded.
+func (a *analysis) suspectFinding(s Suspect) check.Finding {
+	rep := a.rep
+	var ev []check.Evidence
+	var vals []string
 	for _, d := range rep.Directions {
-		if !d.Bad || suspectSide[d.From+"|"+Send] || suspectSide[d.To+"|"+Receive] {
+		if d.Bad && ((s.Side == Send && d.From == s.Node) || (s.Side == Receive && d.To == s.Node)) {
+			ev = append(ev, check.Evidence{What: d.From + " → " + d.To, Value: rep.FormatValue(valueOf(d.Record, rep.Latency)) + ": " + d.Why, Source: a.measuredBy()})
+			vals = append(vals, fmt.Sprintf("%.0f%%", 100*d.Share))
+		}
+	}
+	verb := map[string]string{Send: "sends", Receive: "receives"}[s.Side]
+	msg := fmt.Sprintf("%s %s badly: %d of its %d measured %s directions are below %s (%s)", s.Node, verb, s.Bad, s.Total, s.Side, a.judgedAgainst(), strings.Join(vals, ", "))
+	if rep.Latency {
+		msg = fmt.Sprintf("%s %s slowly: %d of its %d measured %s directions are above %s", s.Node, verb, s.Bad, s.Total, s.Side, a.judgedAgainst())
+	}
+	outcome := check.Fail
+	var partners []string
+	for _, r := range s.Retests {
+		p := r.To
+		if s.Side == Receive {
+			p = r.From
+		}
+		res := rep.FormatValue(valueOf(r, rep.Latency))
+		if r.Failed() {
+			res = "failed: " + r.Error
+		}
+		partners = append(partners, p+" "+res)
+		ev = append(ev, check.Evidence{What: "retest " + r.From + " → " + r.To, Value: res, Source: "against a known-good node"})
+	}
+	switch s.Confirmed {
+	case "yes":
+		msg += fmt.Sprintf("; against known-good %s it is still bad: %s's %s side is at fault", strings.Join(partners, ", "), s.Node, s.Side)
+	case "no":
+		msg += fmt.Sprintf("; against known-good %s it is fine: not confirmed, measure again", strings.Join(partners, ", "))
+		outcome = check.Warn
+	case "mixed":
+		msg += fmt.Sprintf("; retests disagree (%s)", strings.Join(partners, ", "))
+	}
+	return check.Finding{Check: "bench.node." + s.Side, Outcome: outcome, Host: s.Node, Subject: s.Side + " side", Message: msg, Evidence: ev,
+		Fix: []string{"rdmalab doctor on " + s.Node + " (port rate, PCIe link, error counters, MTU)", "check the cable and switch port of " + s.Node + "; compare ethtool -S / perfquery counters before and after a run"}}
+}
+
+// pathFindings: bad directions no suspect explains, the pair or the path
+// between them.
+func (a *analysis) pathFindings() []check.Finding {
+	rep := a.rep
+	var fs []check.Finding
+	for _, d := range rep.Directions {
+		if !d.Bad || a.suspectSide[d.From+"|"+Send] || a.suspectSide[d.To+"|"+Receive] {
 			continue
 		}
 		msg := fmt.Sprintf("%s, %s", rep.FormatValue(valueOf(d.Record, rep.Latency)), d.Why)
-		if d.Spread > c.Thresholds.Spread {
+		if d.Spread > a.t.Spread {
 			msg += fmt.Sprintf(" (samples spread %.0f%%: noisy, measure again)", 100*d.Spread)
 		}
 		msg += "; neither end is bad with its other partners: the path between them"
 		outcome := check.Fail
-		ev := directionEvidence(d, rep, what)
+		ev := directionEvidence(d, rep, a.measuredBy())
 		// Retested before failing: a direction fine the second time was noise.
 		if r := d.Retest; r != nil {
 			res := rep.FormatValue(valueOf(*r, rep.Latency))
@@ -595,7 +756,7 @@ func findings(c *cluster.Cluster, rep *Report, suspectSide map[string]bool, ownB
 				res = "failed: " + r.Error
 			}
 			ev = append(ev, check.Evidence{What: "measured again", Value: res, Source: "retest of this direction"})
-			if !r.Failed() && !retestBad(*r, rep, c.Thresholds, rep.Latency) {
+			if !r.Failed() && !retestBad(*r, rep, a.t, rep.Latency) {
 				outcome = check.Warn
 				msg += fmt.Sprintf("; measured again it is fine (%s): not confirmed, likely noise", res)
 			} else {
@@ -606,23 +767,35 @@ func findings(c *cluster.Cluster, rep *Report, suspectSide map[string]bool, ownB
 		}
 		fs = append(fs, check.Finding{Check: "bench.direction.slow", Outcome: outcome, Subject: d.From + " → " + d.To, Message: msg, Evidence: ev})
 	}
-	// Short, but inside the run's own noise: said, never failed.
+	return fs
+}
+
+// noisyFindings: short, but inside the run's own noise: said, never
+// failed.
+func (a *analysis) noisyFindings() []check.Finding {
+	rep := a.rep
+	var fs []check.Finding
 	for _, d := range rep.Directions {
 		if !d.Noisy {
 			continue
 		}
 		fs = append(fs, check.Finding{Check: "bench.direction.noisy", Outcome: check.Warn, Subject: d.From + " → " + d.To,
 			Message:  fmt.Sprintf("%s is %s: not a verdict; measure again (more --samples, a quieter machine) to tell", rep.FormatValue(valueOf(d.Record, rep.Latency)), d.NoisyWhy),
-			Evidence: directionEvidence(d, rep, what)})
+			Evidence: directionEvidence(d, rep, a.measuredBy())})
 	}
-	// Failures: by node when one is known, else by pair.
+	return fs
+}
+
+// failureFindings: failures by node when one is known, else by pair.
+func (a *analysis) failureFindings() []check.Finding {
+	rep := a.rep
 	type nodeFail struct {
-		dirs  int
-		why   string
-		peers []string
+		dirs int
+		why  string
 	}
+	var fs []check.Finding
 	byNode := map[string]*nodeFail{}
-	for _, n := range c.Nodes {
+	for _, n := range a.c.Nodes {
 		if why := rep.Out[n.Name]; why != "" {
 			byNode[n.Name] = &nodeFail{why: why}
 		}
@@ -657,7 +830,7 @@ func findings(c *cluster.Cluster, rep *Report, suspectSide map[string]bool, ownB
 		}
 		fs = append(fs, check.Finding{Check: id, Outcome: check.Fail, Subject: d.From + " → " + d.To, Message: msg})
 	}
-	for _, n := range c.Nodes {
+	for _, n := range a.c.Nodes {
 		nf := byNode[n.Name]
 		if nf == nil {
 			continue
@@ -666,16 +839,24 @@ func findings(c *cluster.Cluster, rep *Report, suspectSide map[string]bool, ownB
 			Message: fmt.Sprintf("%s could not be measured: %s; %d direction(s) not measured (--resume measures them once it is fixed)", n.Name, nf.why, nf.dirs),
 			Fix:     []string{"ssh " + n.SSH + " true   # reachable? host key known?", "rdmalab bench --resume … after fixing it"}})
 	}
-	if rateSuspect {
+	return fs
+}
+
+// linkFindings judge the declared link against the run: a rate the
+// cluster exceeds, a whole cluster below it, directions above it.
+func (a *analysis) linkFindings() []check.Finding {
+	rep := a.rep
+	var fs []check.Finding
+	if a.rateSuspect {
 		fs = append(fs, check.Finding{Check: "bench.link.rate-suspect", Outcome: check.Warn, Subject: "cluster file link",
 			Message: fmt.Sprintf("the cluster's median %s is %.0f%% of what %s can carry: no link carries more than its ceiling, so the declared rate is likely wrong (the measurements suggest at least %.0f Gb/s), or the measurement is (see any perftest warning); judged against the peers only",
-				rep.FormatValue(rep.MedianValue), 100*medianShare, rep.Link, rep.MedianValue),
+				rep.FormatValue(rep.MedianValue), 100*a.medianShare, rep.Link, rep.MedianValue),
 			Fix: []string{"set link.rate in the cluster file to the ports' real rate (ibstat / ethtool)"}})
 	}
-	if clusterBelow {
+	if a.clusterBelow {
 		fs = append(fs, check.Finding{Check: "bench.link.below-ceiling", Outcome: check.Fail, Subject: "cluster",
 			Message: fmt.Sprintf("the whole cluster runs at %.0f%% of what %s can carry (median %s): a cluster-wide cause (rate, MTU, PCIe, CPU governor, test size), not one node",
-				100*medianShare, rep.Link, rep.FormatValue(rep.MedianValue))})
+				100*a.medianShare, rep.Link, rep.FormatValue(rep.MedianValue))})
 	}
 	for _, d := range rep.Directions {
 		if d.Above {
@@ -685,20 +866,22 @@ func findings(c *cluster.Cluster, rep *Report, suspectSide map[string]bool, ownB
 			}
 			fs = append(fs, check.Finding{Check: "bench.direction.above-ceiling", Outcome: check.Warn, Subject: d.From + " → " + d.To,
 				Message:  fmt.Sprintf("suspect: %s is %.0f%% of what %s can carry (%.2f Gb/s), which no link does; likely causes: %s", rep.FormatValue(d.Gbps), 100*d.CeilingShare, d.Link, d.CeilingGbps, causes),
-				Evidence: directionEvidence(d, rep, what)})
+				Evidence: directionEvidence(d, rep, a.measuredBy())})
 		}
 	}
-	fs = append(fs, warningFindings(rep.Directions, c.Thresholds)...)
-	if len(rep.Leftovers) > 0 {
-		fs = append(fs, check.Finding{Check: "bench.run.leftover", Outcome: check.Warn, Subject: "processes",
-			Message: fmt.Sprintf("%d process(es) of this run were still alive after their round and were killed: %s", len(rep.Leftovers), strings.Join(rep.Leftovers, "; "))})
-	}
+	return fs
+}
+
+// goodNodeFindings pass each measured node with nothing against it.
+func (a *analysis) goodNodeFindings() []check.Finding {
+	rep := a.rep
+	var fs []check.Finding
 	for _, n := range rep.Nodes {
-		if n.Out != "" || n.Failed > 0 || ownBad[n.Name] > 0 || suspectSide[n.Name+"|"+Send] || suspectSide[n.Name+"|"+Receive] || n.SendTotal+n.RecvTotal == 0 {
+		if n.Out != "" || n.Failed > 0 || a.ownBad[n.Name] > 0 || a.suspectSide[n.Name+"|"+Send] || a.suspectSide[n.Name+"|"+Receive] || n.SendTotal+n.RecvTotal == 0 {
 			continue
 		}
 		msg := fmt.Sprintf("%s sends at %s and receives at %s (medians over %d and %d partners), judged against %s", n.Name,
-			rep.FormatValue(n.SendValue), rep.FormatValue(n.RecvValue), n.SendTotal, n.RecvTotal, ref)
+			rep.FormatValue(n.SendValue), rep.FormatValue(n.RecvValue), n.SendTotal, n.RecvTotal, a.judgedAgainst())
 		if n.SendBad+n.RecvBad > 0 {
 			msg += fmt.Sprintf("; its %d bad direction(s) are with a suspect named above", n.SendBad+n.RecvBad)
 		}
@@ -706,9 +889,6 @@ func findings(c *cluster.Cluster, rep *Report, suspectSide map[string]bool, ownB
 			msg += " and what " + rep.Link + " can carry"
 		}
 		fs = append(fs, check.Finding{Check: "bench.node", Outcome: check.Pass, Host: n.Name, Subject: "both sides", Message: msg})
-	}
-	if len(rep.Directions) == 0 {
-		fs = append(fs, check.Finding{Check: "bench.run", Outcome: check.Unknown, Subject: "cluster", Message: "nothing was measured"})
 	}
 	return fs
 }

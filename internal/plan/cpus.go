@@ -90,42 +90,85 @@ func placeCPUs(p *Plan, t *topology, req Request) *Refusal {
 		near.HousekeepingCores = max(0, len(t.cores)/4)
 		return refuse(&near, "plan.cpus.housekeeping", p.Host, "%d housekeeping cores leave none of the host's %d cores for VMs", req.HousekeepingCores, len(t.cores))
 	}
-	// Seed 000's host keeps whole cores on the edges: the first ones (where
-	// boot CPU 0 lives) and the last ones, so the VMs in between stay equal.
-	hk := map[int]bool{}
-	lo := (req.HousekeepingCores + 1) / 2
+	pl := &cpuPlacement{p: p, t: t, req: req}
+	pl.keepHousekeeping()
+	pl.defaultNUMANodes()
+	pl.shareNodes()
+	if r := pl.coresPerVM(); r != nil {
+		return r
+	}
+	if r := pl.checkShares(); r != nil {
+		return r
+	}
+	var isolated []int
+	for i := range p.VMs {
+		pl.pinVM(i)
+		isolated = append(isolated, p.VMs[i].Pins...)
+	}
+	pl.accountCPUs(isolated)
+	return nil
+}
+
+// cpuPlacement is the state of one placeCPUs run, filled step by step.
+type cpuPlacement struct {
+	p   *Plan
+	t   *topology
+	req Request
+
+	hk     map[int]bool // housekeeping cores, by index in t.cores
+	hkCPUs []int
+	// share[vm][node] are the cores a VM may take on a node.
+	share []map[int][]int
+	want  int // cores per VM; 0 = all of its share
+}
+
+// keepHousekeeping picks the housekeeping cores. Seed 000's host keeps
+// whole cores on the edges: the first ones (where boot CPU 0 lives) and
+// the last ones, so the VMs in between stay equal.
+func (pl *cpuPlacement) keepHousekeeping() {
+	t, n := pl.t, pl.req.HousekeepingCores
+	pl.hk = map[int]bool{}
+	lo := (n + 1) / 2
 	for i := range lo {
-		hk[i] = true
+		pl.hk[i] = true
 	}
-	for i := range req.HousekeepingCores - lo {
-		hk[len(t.cores)-1-i] = true
+	for i := range n - lo {
+		pl.hk[len(t.cores)-1-i] = true
 	}
-	var hkCPUs []int
 	for i := range t.cores {
-		if hk[i] {
-			hkCPUs = append(hkCPUs, t.cores[i].cpus...)
+		if pl.hk[i] {
+			pl.hkCPUs = append(pl.hkCPUs, t.cores[i].cpus...)
 		}
 	}
-	p.HousekeepingCPUs = cpuset.New(hkCPUs...).String()
-	p.SMT = t.threads > 1
+	pl.p.HousekeepingCPUs = cpuset.New(pl.hkCPUs...).String()
+	pl.p.SMT = t.threads > 1
+}
 
+// defaultNUMANodes lets a VM none of whose devices has a known node take
+// CPUs from any node, and says so.
+func (pl *cpuPlacement) defaultNUMANodes() {
+	p := pl.p
 	for i := range p.VMs {
 		if len(p.VMs[i].NUMANodes) == 0 {
-			p.VMs[i].NUMANodes = t.nodesWithCores()
+			p.VMs[i].NUMANodes = pl.t.nodesWithCores()
 			p.Notes = append(p.Notes, note("plan.numa.unknown", p.VMs[i].Name, "",
 				"%s: no device has a known NUMA node, so its CPUs may come from any node", p.VMs[i].Name))
 		}
 	}
-	// share[vm][node] are the cores a VM may take on a node: the node's free
-	// cores split evenly between the VMs whose devices sit there.
-	share := make([]map[int][]int, len(p.VMs))
-	for i := range share {
-		share[i] = map[int][]int{}
+}
+
+// shareNodes splits each node's free cores evenly between the VMs whose
+// devices sit there.
+func (pl *cpuPlacement) shareNodes() {
+	p, t := pl.p, pl.t
+	pl.share = make([]map[int][]int, len(p.VMs))
+	for i := range pl.share {
+		pl.share[i] = map[int][]int{}
 	}
 	for _, n := range t.nodesWithCores() {
 		var free []int
 		for i, c := range t.cores {
-			if c.node == n && !hk[i] {
+			if c.node == n && !pl.hk[i] {
 				free = append(free, i)
 			}
 		}
@@ -140,30 +183,42 @@ func placeCPUs(p *Plan, t *topology, req Request) *Refusal {
 		}
 		per := len(free) / len(users)
 		for j, vi := range users {
-			share[vi][n] = free[j*per : (j+1)*per]
+			pl.share[vi][n] = free[j*per : (j+1)*per]
 		}
 	}
+}
 
-	want := 0 // cores per VM; 0 = all of its share
-	if req.VCPUs > 0 {
-		if req.VCPUs%t.threads != 0 {
-			near := req
-			near.VCPUs = max(t.threads, req.VCPUs/t.threads*t.threads)
-			return refuse(&near, "plan.cpus.whole-cores", p.Host,
-				"%d vCPUs is not a whole number of %d-thread cores; VMs get whole cores only (nearest: %d vCPUs)", req.VCPUs, t.threads, near.VCPUs)
-		}
-		want = req.VCPUs / t.threads
+// coresPerVM turns the vCPUs asked into whole cores per VM, refusing a
+// count that is not whole cores.
+func (pl *cpuPlacement) coresPerVM() *Refusal {
+	req, t := pl.req, pl.t
+	if req.VCPUs <= 0 {
+		return nil
 	}
+	if req.VCPUs%t.threads != 0 {
+		near := req
+		near.VCPUs = max(t.threads, req.VCPUs/t.threads*t.threads)
+		return refuse(&near, "plan.cpus.whole-cores", pl.p.Host,
+			"%d vCPUs is not a whole number of %d-thread cores; VMs get whole cores only (nearest: %d vCPUs)", req.VCPUs, t.threads, near.VCPUs)
+	}
+	pl.want = req.VCPUs / t.threads
+	return nil
+}
+
+// checkShares refuses when a VM's share has no core, or fewer than
+// asked, naming the nearest request that fits.
+func (pl *cpuPlacement) checkShares() *Refusal {
+	p, t, req := pl.p, pl.t, pl.req
 	most := -1
 	for i := range p.VMs {
 		have := 0
-		for _, cs := range share[i] {
+		for _, cs := range pl.share[i] {
 			have += len(cs)
 		}
 		if most < 0 || have < most {
 			most = have
 		}
-		if have == 0 || (want > 0 && want > have) {
+		if have == 0 || (pl.want > 0 && pl.want > have) {
 			near := req
 			if have > 0 {
 				near.VCPUs = most * t.threads
@@ -178,76 +233,96 @@ func placeCPUs(p *Plan, t *topology, req Request) *Refusal {
 				p.VMs[i].Name, req.VCPUs, joinInts(p.VMs[i].NUMANodes), have, have*t.threads)
 		}
 	}
+	return nil
+}
 
-	var isolated []int
-	for i := range p.VMs {
-		vm := &p.VMs[i]
-		take := map[int]int{}
-		if want == 0 {
-			for n, cs := range share[i] {
-				take[n] = len(cs)
-			}
-		} else {
-			// Spread the cores over the VM's nodes one at a time, so the guest
-			// cells stay as even as the host allows.
-			for left := want; left > 0; {
-				for _, n := range vm.NUMANodes {
-					if left > 0 && take[n] < len(share[i][n]) {
-						take[n]++
-						left--
-					}
-				}
-			}
+// coresToTake says how many cores VM i takes on each of its nodes.
+func (pl *cpuPlacement) coresToTake(i int) map[int]int {
+	take := map[int]int{}
+	if pl.want == 0 {
+		for n, cs := range pl.share[i] {
+			take[n] = len(cs)
 		}
-		vm.Threads = t.threads
-		for _, n := range vm.NUMANodes {
-			if take[n] == 0 {
-				continue
-			}
-			first := len(vm.Pins)
-			var host []int
-			for _, ci := range share[i][n][:take[n]] {
-				vm.Pins = append(vm.Pins, t.cores[ci].cpus...)
-				host = append(host, t.cores[ci].cpus...)
-			}
-			vm.Cells = append(vm.Cells, Cell{ID: len(vm.Cells), HostNode: n, HostCPUs: cpuset.New(host...).String(),
-				VCPUs: fmt.Sprintf("%d-%d", first, len(vm.Pins)-1), Cores: take[n]})
-		}
-		vm.VCPUs = len(vm.Pins)
-		for ci := range vm.Cells {
-			for _, o := range vm.Cells {
-				vm.Cells[ci].Distances = append(vm.Cells[ci].Distances, t.distance(vm.Cells[ci].HostNode, o.HostNode))
-			}
-		}
-		isolated = append(isolated, vm.Pins...)
-		vm.Sockets, vm.CoresPerSkt = len(vm.Cells), vm.Cells[0].Cores
-		for _, c := range vm.Cells {
-			if c.Cores != vm.Cells[0].Cores {
-				// libvirt wants sockets×cores×threads = vCPUs; uneven cells get
-				// one socket so that no guest socket straddles two cells.
-				vm.Sockets, vm.CoresPerSkt = 1, vm.VCPUs/t.threads
-				break
-			}
-		}
-		var emu []int
-		for ci := range t.cores {
-			if hk[ci] && slices.Contains(vm.NUMANodes, t.cores[ci].node) {
-				emu = append(emu, t.cores[ci].cpus...)
-			}
-		}
-		if len(emu) == 0 {
-			emu = hkCPUs
-		}
-		if len(emu) == 0 {
-			emu = vm.Pins
-			p.Notes = append(p.Notes, note("plan.cpus.emulator", vm.Name, "--housekeeping-cores 2",
-				"%s: no housekeeping cores, so its emulator threads share its vCPUs' CPUs", vm.Name))
-		}
-		vm.EmulatorCPUs = cpuset.New(emu...).String()
+		return take
 	}
+	// Spread the cores over the VM's nodes one at a time, so the guest
+	// cells stay as even as the host allows.
+	for left := pl.want; left > 0; {
+		for _, n := range pl.p.VMs[i].NUMANodes {
+			if left > 0 && take[n] < len(pl.share[i][n]) {
+				take[n]++
+				left--
+			}
+		}
+	}
+	return take
+}
+
+// pinVM pins VM i's vCPUs to its cores, one guest cell per host node,
+// and sets its guest topology and emulator CPUs.
+func (pl *cpuPlacement) pinVM(i int) {
+	t, vm := pl.t, &pl.p.VMs[i]
+	take := pl.coresToTake(i)
+	vm.Threads = t.threads
+	for _, n := range vm.NUMANodes {
+		if take[n] == 0 {
+			continue
+		}
+		first := len(vm.Pins)
+		var host []int
+		for _, ci := range pl.share[i][n][:take[n]] {
+			vm.Pins = append(vm.Pins, t.cores[ci].cpus...)
+			host = append(host, t.cores[ci].cpus...)
+		}
+		vm.Cells = append(vm.Cells, Cell{ID: len(vm.Cells), HostNode: n, HostCPUs: cpuset.New(host...).String(),
+			VCPUs: fmt.Sprintf("%d-%d", first, len(vm.Pins)-1), Cores: take[n]})
+	}
+	vm.VCPUs = len(vm.Pins)
+	for ci := range vm.Cells {
+		for _, o := range vm.Cells {
+			vm.Cells[ci].Distances = append(vm.Cells[ci].Distances, t.distance(vm.Cells[ci].HostNode, o.HostNode))
+		}
+	}
+	vm.Sockets, vm.CoresPerSkt = len(vm.Cells), vm.Cells[0].Cores
+	for _, c := range vm.Cells {
+		if c.Cores != vm.Cells[0].Cores {
+			// libvirt wants sockets×cores×threads = vCPUs; uneven cells get
+			// one socket so that no guest socket straddles two cells.
+			vm.Sockets, vm.CoresPerSkt = 1, vm.VCPUs/t.threads
+			break
+		}
+	}
+	pl.placeEmulator(vm)
+}
+
+// placeEmulator puts a VM's emulator threads on the housekeeping cores of
+// its nodes, else any housekeeping core, else its own vCPUs' CPUs.
+func (pl *cpuPlacement) placeEmulator(vm *VM) {
+	t := pl.t
+	var emu []int
+	for ci := range t.cores {
+		if pl.hk[ci] && slices.Contains(vm.NUMANodes, t.cores[ci].node) {
+			emu = append(emu, t.cores[ci].cpus...)
+		}
+	}
+	if len(emu) == 0 {
+		emu = pl.hkCPUs
+	}
+	if len(emu) == 0 {
+		emu = vm.Pins
+		pl.p.Notes = append(pl.p.Notes, note("plan.cpus.emulator", vm.Name, "--housekeeping-cores 2",
+			"%s: no housekeeping cores, so its emulator threads share its vCPUs' CPUs", vm.Name))
+	}
+	vm.EmulatorCPUs = cpuset.New(emu...).String()
+}
+
+// accountCPUs records the isolated (VM) CPUs, the ones nobody uses, the
+// per-node map of uses, and a host without SMT.
+func (pl *cpuPlacement) accountCPUs(isolated []int) {
+	p, t := pl.p, pl.t
 	p.IsolatedCPUs = cpuset.New(isolated...).String()
 	var unused []int
-	used := cpuset.New(append(slices.Clone(isolated), hkCPUs...)...)
+	used := cpuset.New(append(slices.Clone(isolated), pl.hkCPUs...)...)
 	for _, c := range t.cores {
 		for _, id := range c.cpus {
 			if !used.Contains(id) {
@@ -256,11 +331,10 @@ func placeCPUs(p *Plan, t *topology, req Request) *Refusal {
 		}
 	}
 	p.UnusedCPUs = cpuset.New(unused...).String()
-	p.CPUMap = cpuMap(p, t, hk)
+	p.CPUMap = cpuMap(p, t, pl.hk)
 	if !p.SMT {
 		p.Notes = append(p.Notes, note("plan.cpus.no-smt", p.Host, "", "the host has no SMT (or it is off): guests get threads=1"))
 	}
-	return nil
 }
 
 // cpuMap lists, node by node in CPU order, consecutive cores with one use.
