@@ -1,7 +1,6 @@
 package judge
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -15,6 +14,7 @@ import (
 
 var (
 	checkWarnFlatRE = lazyre.New(`#warn: counter (\w+) = (\d+) \(threshold (\d+)\)`)
+	checkSniffRE    = lazyre.New(`#warn: counter \w+ = \d+\s+\(threshold \d+\)|Error check on lid \d+ \(.*\) port\s+\w+:\s+FAILED`)
 	checkLineRE     = lazyre.New(`Error check on lid (\d+) \((.*?)\) port\s+(\w+):\s+FAILED`)
 )
 
@@ -26,15 +26,9 @@ func judgePorts(name string, b []byte, opt Options) ([]check.Finding, any, error
 	return judgeSnapshot(s, opt)
 }
 
-func sniffCheckErrors(b []byte) bool {
-	for line := range bytes.Lines(b) {
-		line = bytes.TrimSpace(line)
-		if bytes.HasPrefix(line, []byte("#warn: counter")) || bytes.HasPrefix(line, []byte("Error check on lid")) {
-			return true
-		}
-	}
-	return false
-}
+// sniffCheckErrors wants a whole warning or failure line, behind any
+// launcher prefix: prose naming the markers is not the tool's output.
+func sniffCheckErrors(b []byte) bool { return checkSniffRE().Match(b) }
 
 func fabricOptions(opt Options) fabriccheck.Options {
 	return fabriccheck.Options{Expect: opt.Expect, Plan: opt.Plan, Thresholds: opt.Thresholds}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -395,5 +396,24 @@ func TestProseIsNoFormat(t *testing.T) {
 	}
 	if f := Recognise(prov); f != nil {
 		t.Errorf("PROVENANCE.md, which quotes every tool's command line, is taken for %s output", f.Name)
+	}
+}
+
+// ibcheckerrors pasted from pdsh or clush (a "host: " before every line)
+// is still recognised and judged.
+func TestCheckErrorsBehindLauncherPrefix(t *testing.T) {
+	b := []byte("node7: #warn: counter RcvSwRelayErrors = 408   (threshold 100)\n" +
+		"node7: Error check on lid 2 (MT47396 Infiniscale-III Mellanox Technologies) port 1:  FAILED\n")
+	r, err := One("pdsh.txt", b, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := Recognise(b); f == nil || f.Name != "ibcheckerrors" {
+		t.Fatalf("recognised as %v", f)
+	}
+	if !slices.ContainsFunc(r.Findings, func(f check.Finding) bool {
+		return f.Check == "fabric.port.errors" && f.Outcome == check.Fail && strings.Contains(f.Subject, "lid 2") && strings.Contains(f.Message, "RcvSwRelayErrors")
+	}) {
+		t.Errorf("no failing fabric.port.errors on lid 2 port 1: %+v", r.Findings)
 	}
 }
