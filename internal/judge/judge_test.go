@@ -412,7 +412,7 @@ func TestCheckErrorsBehindLauncherPrefix(t *testing.T) {
 		t.Fatalf("recognised as %v", f)
 	}
 	if !slices.ContainsFunc(r.Findings, func(f check.Finding) bool {
-		return f.Check == "fabric.port.errors" && f.Outcome == check.Fail && strings.Contains(f.Subject, "lid 2") && strings.Contains(f.Message, "RcvSwRelayErrors")
+		return f.Check == "fabric.port.errors" && f.Outcome == check.Fail && strings.Contains(f.Subject, "lid 2") && strings.Contains(f.Subject, "RcvSwRelayErrors") && strings.Contains(f.Message, "threshold 100")
 	}) {
 		t.Errorf("no failing fabric.port.errors on lid 2 port 1: %+v", r.Findings)
 	}
