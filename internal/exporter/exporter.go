@@ -146,7 +146,6 @@ type emitter struct {
 	ch     chan<- prometheus.Metric
 	text   *textBlock
 	err    error
-	n      int
 	labels *labelCache
 }
 
@@ -191,7 +190,6 @@ func (m *emitter) send(d *prometheus.Desc, t prometheus.ValueType, v float64, la
 			m.fail(d, err)
 			return
 		}
-		m.n++
 		if m.text != nil {
 			m.text.add(d, t, v, s)
 			return
@@ -204,7 +202,6 @@ func (m *emitter) send(d *prometheus.Desc, t prometheus.ValueType, v float64, la
 		m.fail(d, err)
 		return
 	}
-	m.n++
 	m.ch <- metric
 }
 
