@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rdmalab/rdmalab/internal/buildinfo"
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/userfile"
 	"github.com/spf13/cobra"
@@ -90,9 +91,6 @@ func verdictErr(v check.Verdict) error {
 	return nil
 }
 
-// Version is set at build time with -ldflags "-X .../cli.Version=v1.2.3".
-var Version = "dev"
-
 // Main runs rdmalab with args and returns the process exit code.
 //
 // The first SIGINT or SIGTERM cancels the command's context; commands stop
@@ -138,8 +136,14 @@ func Main(args []string, stdout, stderr io.Writer) int {
 // command's own message for it (where its work was saved) is printed.
 func runCtx(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRoot(stdout, stderr)
+	wrapHelp(root, helpWidth(args))
 	root.SetArgs(args)
 	ran, err := root.ExecuteContextC(ctx)
+	if err != nil {
+		if e := plainArgsError(ran, err); e != nil {
+			err = e
+		}
+	}
 	if ctx.Err() != nil {
 		if ran != nil && ran.Annotations[stopIsSuccess] != "" && err == nil {
 			return ExitOK
@@ -192,15 +196,17 @@ question: the verdict line names what would), 130/143 interrupted.`,
   rdmalab fabric check --expect-rate 200   # every InfiniBand link, port, counter and SM`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       Version,
+		Version:       buildinfo.Get().String(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	// --version only: -v means --verbose in every command that has it.
 	root.Flags().Bool("version", false, "print rdmalab's version")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(plainFlagError)
-	root.AddCommand(newInventoryCmd(), newDoctorCmd(), newGatherCmd(), newPlanCmd(), newFabricCmd(), newBenchCmd(), newSlurmCmd(), newReportCmd(), newExporterCmd(), newJudgeCmd(), newNCCLCmd(), newDesignCmd(), newDemoCmd(), newCompareCmd(), newExplainCmd())
+	root.AddCommand(newInventoryCmd(), newDoctorCmd(), newGatherCmd(), newPlanCmd(), newFabricCmd(), newBenchCmd(), newSlurmCmd(), newReportCmd(), newExporterCmd(), newJudgeCmd(), newNCCLCmd(), newDesignCmd(), newDemoCmd(), newCompareCmd(), newExplainCmd(), newVersionCmd())
 	addOutputFlags(root, stdout)
+	guardGroups(root)
 	return root
 }
 

@@ -110,7 +110,7 @@ func TestUserMistakesExitTwoWithoutStack(t *testing.T) {
 		{[]string{"inventory", "--output", "yaml"}, "want table or json"},
 		{[]string{"inventory", "--frobnicate"}, "unknown flag"},
 		{[]string{"gather", "out.zip"}, "must end in .tar.gz"},
-		{[]string{"gather"}, "accepts 1 arg"},
+		{[]string{"gather"}, "gather: wants 1 argument(s), got 0; usage: rdmalab gather OUT.tar.gz"},
 		{[]string{"nosuchcommand"}, "unknown command"},
 	} {
 		_, errOut, code := run(t, tc.args...)

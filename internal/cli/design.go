@@ -7,6 +7,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/design"
 	"github.com/rdmalab/rdmalab/internal/envelope"
+	"github.com/rdmalab/rdmalab/internal/report"
 	"github.com/spf13/cobra"
 )
 
@@ -80,7 +81,7 @@ Profiles: llm-pretrain, image-video, finetune, inference.`,
 				return designErr(err)
 			}
 			w := cmd.OutOrStdout()
-			return designOut(w, output, u, func() { design.RenderUplink(w, u) })
+			return designOut(w, output, u, func() { report.DesignUplink(w, u) })
 		},
 	}
 	f := c.Flags()
@@ -122,7 +123,7 @@ TiB in powers of 2.`,
 				return designErr(err)
 			}
 			w := cmd.OutOrStdout()
-			return designOut(w, output, t, func() { design.RenderTransfer(w, t) })
+			return designOut(w, output, t, func() { report.DesignTransfer(w, t) })
 		},
 	}
 	f := c.Flags()
@@ -178,7 +179,7 @@ The layer follows --rate ("4X NDR" is InfiniBand, 400GbE is Ethernet) unless
 				}
 			}
 			w := cmd.OutOrStdout()
-			return designOut(w, output, fab, func() { design.RenderFabric(w, fab) })
+			return designOut(w, output, fab, func() { report.DesignFabric(w, fab) })
 		},
 	}
 	f := c.Flags()
@@ -232,7 +233,7 @@ nothing is written anywhere else. Check them with 'vtysh -C -f FILE'.`,
 				return usageErr("--out: %v", err)
 			}
 			w := cmd.OutOrStdout()
-			return designOut(w, output, clos, func() { design.RenderFRR(w, clos, out) })
+			return designOut(w, output, clos, func() { report.DesignFRR(w, clos, out) })
 		},
 	}
 	f := c.Flags()

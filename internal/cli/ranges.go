@@ -161,6 +161,9 @@ var pflagValueRE = lazyre.New(`^invalid argument "(.*)" for "(?:-\w, )?--([\w.-]
 // plainFlagError rewords pflag's parse errors ("strconv.ParseInt: parsing
 // …: value out of range") as the flag, the value and what it accepts.
 func plainFlagError(c *cobra.Command, err error) error {
+	if e, ok := unknownFlag(c, err); ok {
+		return e
+	}
 	m := pflagValueRE().FindStringSubmatch(err.Error())
 	if m == nil {
 		return usageErr("%v (see '%s --help')", err, c.CommandPath())

@@ -44,6 +44,10 @@ func inputErr(flag, format string, a ...any) error {
 
 // num prints a number the way a person writes it: integers plainly,
 // others with up to three significant decimals ("89.6", "0.99", "22.4").
+// Num formats a figure as the calculators print it: whole numbers whole,
+// others to as many decimals as their size needs.
+func Num(v float64) string { return num(v) }
+
 func num(v float64) string {
 	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
 		return strconv.FormatFloat(v, 'f', 0, 64)

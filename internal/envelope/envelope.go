@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/rdmalab/rdmalab/internal/buildinfo"
 	"github.com/rdmalab/rdmalab/internal/check"
 )
 
@@ -54,9 +55,12 @@ func Summarize(fs []check.Finding) Summary {
 
 // Document is the envelope.
 type Document struct {
-	Kind          Kind    `json:"kind"`
-	SchemaVersion int     `json:"schema_version"`
-	Summary       Summary `json:"summary"`
+	Kind          Kind `json:"kind"`
+	SchemaVersion int  `json:"schema_version"`
+	// Rdmalab names the build that wrote the document (absent from a
+	// build that knows neither its version nor its commit, as in tests).
+	Rdmalab *Producer `json:"rdmalab,omitempty"`
+	Summary Summary   `json:"summary"`
 	// Verdict is the run's one answer to its command's question (absent
 	// on documents that judge nothing: snapshots, designs, plans).
 	Verdict  *check.Verdict  `json:"verdict,omitempty"`
@@ -76,7 +80,16 @@ func WriteJudged(w io.Writer, kind Kind, v check.Verdict, fs []check.Finding, pa
 	return write(w, Document{Kind: kind, Verdict: &v, Findings: fs, Payload: payload})
 }
 
+// Producer is the build that wrote a document.
+type Producer struct {
+	Version string `json:"version"`
+	Commit  string `json:"commit,omitempty"`
+}
+
 func write(w io.Writer, d Document) error {
+	if b := buildinfo.Get(); b.Commit != "" || b.Version != "dev" {
+		d.Rdmalab = &Producer{Version: b.Version, Commit: b.Commit}
+	}
 	if d.Findings == nil {
 		d.Findings = []check.Finding{}
 	}
