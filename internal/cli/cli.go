@@ -204,9 +204,10 @@ question: the verdict line names what would), 130/143 interrupted.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(plainFlagError)
-	root.AddCommand(newInventoryCmd(), newDoctorCmd(), newGatherCmd(), newPlanCmd(), newFabricCmd(), newBenchCmd(), newSlurmCmd(), newReportCmd(), newExporterCmd(), newJudgeCmd(), newNCCLCmd(), newDesignCmd(), newDemoCmd(), newCompareCmd(), newExplainCmd(), newVersionCmd())
+	root.AddCommand(newInventoryCmd(), newDoctorCmd(), newGatherCmd(), newPlanCmd(), newFabricCmd(), newBenchCmd(), newSlurmCmd(), newReportCmd(), newExporterCmd(), newJudgeCmd(), newNCCLCmd(), newDesignCmd(), newDemoCmd(), newCompareCmd(), newExplainCmd(), newVersionCmd(), newReleaseCmd())
 	addOutputFlags(root, stdout)
 	guardGroups(root)
+	completeValues(root)
 	return root
 }
 
