@@ -27,10 +27,12 @@ func TestMain(m *testing.M) { os.Exit(testhost.Main(m)) }
 // skip names the commands that cannot run here, and why. Keys are the
 // command as written, without its trailing comment.
 var skip = map[string]string{
-	"./scripts/test":                              "this suite itself",
-	"rdmalab fabric scan":                         "live fabric: needs an InfiniBand HCA (internal/fabriccheck runs it on ibsim)",
-	"rdmalab fabric scan -o json > fabric.json":   "live fabric (the fixture fabric.json stands in for its output)",
-	`rdmalab fabric check --expect-rate "4X HDR"`: "live fabric (internal/fabriccheck runs it on ibsim)",
+	"./scripts/test": "this suite itself",
+	"go install github.com/rdmalab/rdmalab/cmd/rdmalab@latest": "fetches from the forge (internal/buildinfo installs MODULE@COMMIT from this checkout)",
+	"make install":        "installs into /usr/local (internal/buildinfo runs make release)",
+	"rdmalab fabric scan": "live fabric: needs an InfiniBand HCA (internal/fabriccheck runs it on ibsim)",
+	"rdmalab fabric scan -o json > fabric.json":                                           "live fabric (the fixture fabric.json stands in for its output)",
+	`rdmalab fabric check --expect-rate "4X HDR"`:                                         "live fabric (internal/fabriccheck runs it on ibsim)",
 	"rdmalab fabric check --topology ibnetdiscover-at-install.txt --interval 30s":         "live fabric, runs until stopped",
 	`ssh node017 ibstat | rdmalab judge --expect-rate 200 --expect-link-layer IB -`:       "needs a node017 to ssh to",
 	"salloc -N 8 rdmalab bench --engine tcp":                                              "needs a Slurm allocation (internal/slurm runs it on a real one-machine cluster)",
