@@ -2,11 +2,13 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/rdmalab/rdmalab/examples"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/hostcheck"
 	"github.com/rdmalab/rdmalab/internal/report"
+	"github.com/rdmalab/rdmalab/internal/rules"
 	"github.com/spf13/cobra"
 )
 
@@ -32,6 +34,12 @@ Any command reads them too: --snapshot example:NAME.`,
 			// The homelab first: it is the one most readers have.
 			names := []string{"seed000-epyc", "r730-qdr", "hgx-h200"}
 			if only != "" {
+				// The names every other command takes: example:NAME, and the
+				// QDR lab's fabric, which the demo shows with its host.
+				only = strings.TrimPrefix(only, "example:")
+				if only == "qdr-lab" {
+					only = "r730-qdr"
+				}
 				names = []string{only}
 			}
 			w := cmd.OutOrStdout()
@@ -46,7 +54,9 @@ Any command reads them too: --snapshot example:NAME.`,
 				fmt.Fprintf(w, "━━━ example host %s: rdmalab inventory --snapshot example:%s\n\n", name, name)
 				report.Inventory(w, s)
 				fmt.Fprintf(w, "━━━ rdmalab doctor --snapshot example:%s\n\n", name)
-				report.Findings(w, hostcheck.Doctor([]*host.Snapshot{s}, hostcheck.Options{}), false)
+				fs := hostcheck.Doctor([]*host.Snapshot{s}, hostcheck.Options{})
+				report.Findings(w, fs, false)
+				report.VerdictLine(w, rules.Verdict(rules.Doctor, fs))
 				if name == "r730-qdr" {
 					fmt.Fprintf(w, "\n━━━ rdmalab fabric check --snapshot example:qdr-lab   (the QDR lab's fabric, recorded on ibsim)\n\n")
 					if err := fabricDemo(w); err != nil {
@@ -61,6 +71,6 @@ Any command reads them too: --snapshot example:NAME.`,
 			return nil
 		},
 	}
-	c.Flags().StringVar(&only, "host", "", "run on this example host only")
+	c.Flags().StringVar(&only, "host", "", "run on this example host only (NAME or example:NAME; qdr-lab shows r730-qdr with its fabric)")
 	return c
 }

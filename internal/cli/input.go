@@ -10,9 +10,11 @@ import (
 type hostInput struct {
 	root      string
 	snapshots []string
+	cmd       *cobra.Command
 }
 
 func (in *hostInput) register(c *cobra.Command, multi bool) {
+	in.cmd = c
 	c.Flags().StringVar(&in.root, "root", "/", "read the host from this root: a directory holding sys/, a copy of /sys/class/infiniband, a capture .tar.gz (rdmalab gather) or .tar.bz2 (hwloc-gather-topology) or a snapshot file")
 	help := "read a saved snapshot instead of a host (from 'rdmalab inventory --output json'; example:NAME for a built-in one)"
 	if multi {
@@ -25,6 +27,10 @@ func (in *hostInput) register(c *cobra.Command, multi bool) {
 // intake.Host; a source it refuses is exit 2 with its one-line reason.
 func (in *hostInput) load() ([]*host.Snapshot, error) {
 	sources := in.snapshots
+	if in.cmd != nil && in.cmd.Flags().Changed("root") && len(sources) > 0 {
+		// Never one silently ignored: they name two different hosts.
+		return nil, usageErr("--root %s and --snapshot %s name two different hosts: give one of them", in.root, sources[0])
+	}
 	if len(sources) == 0 {
 		sources = []string{in.root}
 	}

@@ -68,13 +68,29 @@ func summary(p *Printer, s *host.Snapshot) {
 	if cores > 0 && threads > cores {
 		smt = fmt.Sprintf(", SMT %d", threads/cores)
 	}
-	line = fmt.Sprintf("CPUs: %d package(s), %d cores, %d threads%s, %d NUMA node(s)", pk, cores, threads, smt, len(s.NUMANodes))
+	// A capture of part of a host (a copy of /sys/class/infiniband alone)
+	// holds no CPUs and no PCI functions: say so, never "0 packages" or
+	// "IOMMU: off" as if they were facts.
+	const absent = "not in this capture"
+	if len(s.CPUs) == 0 && len(s.NUMANodes) == 0 {
+		line = "CPUs: " + absent
+	} else {
+		line = fmt.Sprintf("CPUs: %d package(s), %d cores, %d threads%s, %d NUMA node(s)", pk, cores, threads, smt, len(s.NUMANodes))
+	}
 	if g := governors(s); g != "" {
 		line += " · governor " + g
 	}
 	p.Wrapped("", "  ", line)
 	iso := s.Kernel.Isolation
-	p.Wrapped("", "  ", fmt.Sprintf("Isolated CPUs: %s · nohz_full: %s · IOMMU: %s", orNone(iso.Isolated), orNone(iso.NohzFull), iommuText(s.Kernel.IOMMU)))
+	iommu := iommuText(s.Kernel.IOMMU)
+	if len(s.PCIDevices) == 0 && !s.Kernel.IOMMU.Present {
+		iommu = absent
+	}
+	if len(s.CPUs) == 0 && iso.Isolated == "" && iso.NohzFull == "" {
+		p.Wrapped("", "  ", "Isolated CPUs, nohz_full: "+absent+" · IOMMU: "+iommu)
+	} else {
+		p.Wrapped("", "  ", fmt.Sprintf("Isolated CPUs: %s · nohz_full: %s · IOMMU: %s", orNone(iso.Isolated), orNone(iso.NohzFull), iommu))
+	}
 	p.Wrapped("", "  ", fmt.Sprintf("Devices: %d PCI, %d GPU(s), %d RDMA device(s), %d netdev(s)", len(s.PCIDevices), len(s.GPUs), len(s.RDMADevices), len(s.NetDevs)))
 	p.Printf("\n")
 }
