@@ -145,7 +145,7 @@ func newDesignFabricCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "fabric",
 		Short: "Size a leaf/spine or InfiniBand fat-tree fabric and write its cabling plan",
-		Long: `fabric sizes the data fabric for --hosts endpoints (or --nodes × --nics-per-node
+		Long: `fabric sizes the data fabric for --endpoints NIC ports (or --nodes × --nics-per-node
 rail NICs) on --radix-port switches: whether one switch suffices, else a
 two-tier leaf/spine (k-port switches: up to k²/2 hosts on k leaves and k/2
 spines non-blocking) or a three-tier fat tree (up to k³/4); cables,
@@ -153,13 +153,13 @@ oversubscription, and the inter-node allreduce busbw to expect (line rate / 8
 per NIC, in GB/s, seed 001).
 
 The layer follows --rate ("4X NDR" is InfiniBand, 400GbE is Ethernet) unless
---layer says. --plan FILE.yaml writes the cabling plan (node descriptions
+--link-layer says. --plan FILE.yaml writes the cabling plan (node descriptions
 "node0001 mlx5_0", switches leaf01, spine01, core01) in the format
 'rdmalab fabric check --topology' reads.`,
-		Example: `  rdmalab design fabric --hosts 2048 --radix 64 --rate "4X NDR"
+		Example: `  rdmalab design fabric --endpoints 2048 --radix 64 --rate "4X NDR"
   rdmalab design fabric --nodes 32 --gpus-per-node 8 --nics-per-node 8 --radix 64 --rate 400GbE
   rdmalab design fabric --nodes 4 --radix 32 --rate 200GbE       # one switch suffices
-  rdmalab design fabric --hosts 512 --radix 40 --rate "4X HDR" --plan cabling.yaml`,
+  rdmalab design fabric --endpoints 512 --radix 40 --rate "4X HDR" --plan cabling.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(output); err != nil {
@@ -183,13 +183,16 @@ The layer follows --rate ("4X NDR" is InfiniBand, 400GbE is Ethernet) unless
 		},
 	}
 	f := c.Flags()
-	f.IntVar(&r.Hosts, "hosts", 0, "fabric endpoints (NIC ports)")
-	f.IntVar(&r.Nodes, "nodes", 0, "nodes (instead of --hosts)")
+	// Endpoints are NIC ports, not hosts: --hosts said hosts and meant ports.
+	f.IntVar(&r.Hosts, "endpoints", 0, "fabric endpoints: NIC ports to connect (or --nodes × --nics-per-node)")
+	alias(f, "endpoints", "hosts")
+	f.IntVar(&r.Nodes, "nodes", 0, "nodes (instead of --endpoints)")
 	f.IntVar(&r.NICsPerNode, "nics-per-node", 1, "rail NICs per node")
 	f.IntVar(&r.GPUsPerNode, "gpus-per-node", 0, "GPUs per node (for the notes)")
 	f.IntVar(&r.Radix, "radix", 64, "switch ports")
 	f.StringVar(&r.Rate, "rate", "400", "port rate: 400GbE, \"4X NDR\", 200")
-	f.StringVar(&r.Layer, "layer", "", "InfiniBand or RoCE (default: from --rate)")
+	f.StringVar(&r.Layer, "link-layer", "", "InfiniBand or RoCE (default: from --rate)")
+	alias(f, "link-layer", "layer")
 	f.Float64Var(&r.Oversubscription, "oversubscription", 1, "leaf host:uplink port ratio (1 = non-blocking)")
 	f.StringVar(&planFile, "plan", "", "write the cabling plan (YAML) to this file")
 	f.StringVarP(&output, "output", "o", "table", "table or json")

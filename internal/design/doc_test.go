@@ -38,7 +38,7 @@ func TestDocExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(top.Links, f.Cabling) {
-		t.Errorf("the documented plan is not what --hosts 6 --radix 4 writes:\n%v\n%v", top.Links, f.Cabling)
+		t.Errorf("the documented plan is not what --endpoints 6 --radix 4 writes:\n%v\n%v", top.Links, f.Cabling)
 	}
 	c, err := PlanFRR(defaultFRR(2, 4))
 	if err != nil {

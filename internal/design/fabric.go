@@ -90,7 +90,7 @@ func PlanFabric(r FabricRequest) (*Fabric, error) {
 	}
 	if r.Layer != "" {
 		if layer, err = linkrate.ParseLayer(r.Layer); err != nil {
-			return nil, &InputError{Flag: "--layer", Err: err}
+			return nil, &InputError{Flag: "--link-layer", Err: err}
 		}
 		if layer == linkrate.TCP {
 			layer = linkrate.RoCE // a plain Ethernet fabric is sized the same
@@ -109,16 +109,16 @@ func PlanFabric(r FabricRequest) (*Fabric, error) {
 		NICsPerNode: r.NICsPerNode, GPUsPerNode: r.GPUsPerNode}
 	switch {
 	case r.Hosts > 0 && r.Nodes > 0:
-		return nil, inputErr("--hosts", "give --hosts (endpoints) or --nodes with --nics-per-node, not both")
+		return nil, inputErr("--endpoints", "give --endpoints (NIC ports) or --nodes with --nics-per-node, not both")
 	case r.Hosts > 0:
 		if r.NICsPerNode != 1 {
-			return nil, inputErr("--hosts", "--hosts counts endpoints; with rail NICs give --nodes and --nics-per-node")
+			return nil, inputErr("--endpoints", "--endpoints counts NIC ports; with rail NICs give --nodes and --nics-per-node")
 		}
 		f.Endpoints = r.Hosts
 	case r.Nodes > 0:
 		f.Nodes, f.Endpoints = r.Nodes, r.Nodes*r.NICsPerNode
 	default:
-		return nil, inputErr("--nodes", "give --nodes (with --nics-per-node) or --hosts")
+		return nil, inputErr("--nodes", "give --nodes (with --nics-per-node) or --endpoints")
 	}
 	k := r.Radix
 	f.LeafUpPorts = max(1, int(float64(k)/(r.Oversubscription+1)+0.999999))

@@ -1,7 +1,6 @@
 package design
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -195,35 +194,9 @@ func TestWriteFilesStaysInDir(t *testing.T) {
 	}
 }
 
-// The rendered outputs and the generated configs, as golden files.
+// The generated cabling plan and configs, as golden files (their
+// renderings are report's: internal/report/design_test.go).
 func TestGolden(t *testing.T) {
-	render := func(f func(*bytes.Buffer)) []byte {
-		var b bytes.Buffer
-		f(&b)
-		return b.Bytes()
-	}
-	tr, err := PlanTransfer(TransferOptions{Size: "280GB", Rate: "25GbE", Links: 1, Streams: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	golden(t, "transfer-280GB-25GbE.txt", render(func(b *bytes.Buffer) { RenderTransfer(b, tr) }))
-	up, err := PlanUplink(UplinkRequest{GPUs: 16, PerGPUIngestGBps: 1, MaxUtilization: 0.8, FabricRate: "400GbE"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	golden(t, "uplink-16gpus-1GBps.txt", render(func(b *bytes.Buffer) { RenderUplink(b, up) }))
-	for name, req := range map[string]FabricRequest{
-		"fabric-2048-radix64-ndr.txt": {Hosts: 2048, NICsPerNode: 1, Radix: 64, Rate: "4X NDR", Oversubscription: 1},
-		"fabric-4nodes-200GbE.txt":    {Nodes: 4, NICsPerNode: 1, GPUsPerNode: 4, Radix: 32, Rate: "200GbE", Oversubscription: 1},
-		"fabric-128-radix8-3tier.txt": {Hosts: 128, NICsPerNode: 1, Radix: 8, Rate: "4X HDR", Oversubscription: 1},
-		"fabric-32x8rails-400GbE.txt": {Nodes: 32, NICsPerNode: 8, GPUsPerNode: 8, Radix: 64, Rate: "400GbE", Oversubscription: 2},
-	} {
-		f, err := PlanFabric(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		golden(t, name, render(func(b *bytes.Buffer) { RenderFabric(b, f) }))
-	}
 	f, _ := PlanFabric(FabricRequest{Hosts: 32, NICsPerNode: 1, Radix: 8, Rate: "4X HDR", Oversubscription: 1})
 	y, err := f.CablingYAML()
 	if err != nil {
@@ -234,7 +207,6 @@ func TestGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "frr-2x4.txt", render(func(b *bytes.Buffer) { RenderFRR(b, c, "frr/") }))
 	for _, f := range c.Files {
 		if f.Name == "leaf01.conf" || f.Name == "spine01.conf" {
 			golden(t, "frr-2x4/"+f.Name, f.Content)

@@ -77,25 +77,26 @@ func DesignFabric(w io.Writer, f *design.Fabric) {
 	p.Wrapped("", "  ", fmt.Sprintf("%s, %s, %d-port switches at %s: %s", who, f.Layer, f.Radix, f.Rate, f.Design))
 	switch f.Tiers {
 	case 1:
-		p.Printf("  1 switch, %d cables; a single switch suffices\n", f.Cables)
+		p.Wrapped("  ", "    ", fmt.Sprintf("1 switch, %d cables; a single switch suffices", f.Cables))
 	case 2:
-		p.Printf("  %d leaves + %d spines = %d switches, %d cables, %s:1 oversubscription\n", f.Leaves, f.Spines, f.Leaves+f.Spines, f.Cables, design.Num(f.Oversubscription))
+		p.Wrapped("  ", "    ", fmt.Sprintf("%d leaves + %d spines = %d switches, %d cables, %s:1 oversubscription", f.Leaves, f.Spines, f.Leaves+f.Spines, f.Cables, design.Num(f.Oversubscription)))
 	case 3:
-		p.Printf("  %d pods: %d leaves + %d aggregation + %d core = %d switches, %d cables, %s:1 oversubscription\n",
-			f.Pods, f.Leaves, f.Spines, f.Cores, f.Leaves+f.Spines+f.Cores, f.Cables, design.Num(f.Oversubscription))
+		p.Wrapped("  ", "    ", fmt.Sprintf("%d pods: %d leaves + %d aggregation + %d core = %d switches, %d cables, %s:1 oversubscription",
+			f.Pods, f.Leaves, f.Spines, f.Cores, f.Leaves+f.Spines+f.Cores, f.Cables, design.Num(f.Oversubscription)))
 	}
-	p.Printf("  inter-node allreduce busbw: at most %s GB/s per node; %s–%s GB/s is healthy\n\n",
-		design.Num(f.AllreduceCeilingGBps), design.Num(f.AllreduceHealthyGBps[0]), design.Num(f.AllreduceHealthyGBps[1]))
+	p.Wrapped("  ", "    ", fmt.Sprintf("inter-node allreduce busbw: at most %s GB/s per node; %s–%s GB/s is healthy",
+		design.Num(f.AllreduceCeilingGBps), design.Num(f.AllreduceHealthyGBps[0]), design.Num(f.AllreduceHealthyGBps[1])))
+	p.Printf("\n")
 	renderFigures(p, "How", f.Figures)
 	bullets(p, "Notes", f.Notes)
 	p.Printf("\n")
 	p.Wrapped("", "  ", fmt.Sprintf("Cabling plan: %d cables (write it with --plan FILE.yaml; 'rdmalab fabric check --topology FILE.yaml' compares the fabric with it)", len(f.Cabling)))
 	n := min(len(f.Cabling), 4)
 	for _, l := range f.Cabling[:n] {
-		p.Printf("  %s ↔ %s\n", l.A, l.B)
+		p.Wrapped("  ", "    ", fmt.Sprintf("%s ↔ %s", l.A, l.B))
 	}
 	if len(f.Cabling) > n {
-		p.Printf("  … %d more\n", len(f.Cabling)-n)
+		p.Wrapped("  ", "    ", fmt.Sprintf("… %d more", len(f.Cabling)-n))
 	}
 }
 
