@@ -18,6 +18,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rdmalab/rdmalab/internal/testhost"
 )
@@ -308,7 +309,7 @@ func TestDocumentedCommandsRun(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			cmd := exec.CommandContext(ctx, "bash", "-o", "pipefail", "-c", text)
 			cmd.Dir = work
-			cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+			cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "COLUMNS=80")
 			out, err := cmd.CombinedOutput()
 			cancel()
 			code := cmd.ProcessState.ExitCode()
@@ -321,6 +322,11 @@ func TestDocumentedCommandsRun(t *testing.T) {
 			ran++
 			if code != want {
 				t.Errorf("%s: %s: exit %d, want %d\n%s", where, c.key, code, want, tail(out))
+			}
+			// Every line fits the 80 columns COLUMNS gives (JSON, files
+			// and other tools' output aside).
+			if wide := wideLines(c.text, out, 80); len(wide) > 0 {
+				t.Errorf("%s: %s: %d line(s) wider than 80 columns, the first: %q", where, c.key, len(wide), wide[0])
 			}
 		}
 	}
@@ -343,4 +349,23 @@ func tail(b []byte) string {
 		s = "…" + s[len(s)-2000:]
 	}
 	return s
+}
+
+// wideLines returns the lines of an rdmalab command's output wider than
+// width; outputs that are data (JSON, YAML, files, other tools) are not
+// for the terminal and are not measured.
+func wideLines(text string, out []byte, width int) []string {
+	if !strings.Contains(text, "rdmalab ") || strings.Contains(text, "json") || strings.Contains(text, ">") ||
+		strings.Contains(text, "|") || strings.Contains(text, "chromium") || strings.Contains(text, "promtool") ||
+		strings.Contains(text, "release-files") || strings.Contains(text, "source ") ||
+		strings.Contains(text, "--nhc") { // NHC reads one line per failure, whatever its length
+		return nil
+	}
+	var wide []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if utf8.RuneCountInString(l) > width {
+			wide = append(wide, l)
+		}
+	}
+	return wide
 }

@@ -21,7 +21,7 @@ var Catalog = []check.Entry{
 	{ID: "bench.direction.slow", Title: "No pair is slow that neither end explains",
 		Why:    "A bad direction whose ends are good with every other partner points at the path between them (a switch port, a route) or at noise.",
 		Source: "all-pairs bandwidth matrices",
-		Fixes:  []string{"measure the pair again (bench --retest)", "check the route and switch ports between the two nodes"},
+		Fixes:  []string{"measure again: the same rdmalab bench command (slow pairs are retested against known-good partners unless --no-retest)", "check the route and switch ports between the two nodes"},
 		Needs:  "the pair's samples and both ends' other directions", UnknownWhen: "never: a direction not measured is bench.direction.error"},
 	{ID: "bench.direction.error", Title: "Every direction could be measured",
 		Why:    "A direction that failed while neither node is down has no number: it is a fault of the pair, not a pass.",

@@ -37,7 +37,7 @@ func Findings(w io.Writer, fs []check.Finding, verbose bool) {
 				p.Wrapped("      ", "        ", e.What+" = "+e.Value+src)
 			}
 			for _, fix := range f.Fix {
-				p.Printf("      fix: %s\n", fix) // a command: never wrapped
+				p.Wrapped("      fix: ", "           ", fix)
 			}
 		}
 	}

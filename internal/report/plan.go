@@ -87,7 +87,10 @@ func planTables(p *Printer, pl *plan.Plan) {
 	// Printed whole, never wrapped: it is copied into a boot loader.
 	args := strings.Join(pl.KernelArgs, " ")
 	if p.St.Width > 0 && len("Kernel command line: "+args) > p.St.Width {
-		p.Printf("Kernel command line:\n%s\n", args)
+		// Wrapped between arguments, never inside one; the files plan
+		// writes (grubby.sh, grub) hold it on one line.
+		p.Printf("Kernel command line:\n")
+		p.Wrapped("  ", "  ", args)
 	} else {
 		p.Printf("Kernel command line: %s\n", args)
 	}
