@@ -76,6 +76,10 @@ type Snapshot struct {
 	IntervalSeconds float64 `json:"interval_seconds,omitempty"`
 	// Errors lists what could not be read; the rest still stands.
 	Errors []string `json:"errors,omitempty"`
+	// Unreadable lists the tool output lines that could not be read (a
+	// node description holding the tool's own syntax, a damaged line):
+	// what they describe is unknown, never guessed, and nothing else.
+	Unreadable []Unreadable `json:"unreadable,omitempty"`
 }
 
 // Has reports whether the snapshot holds a tool's output.

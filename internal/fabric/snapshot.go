@@ -19,7 +19,7 @@ import (
 // netlist has no GUIDs: its nodes are numbered in file order (0x1, 0x2, …)
 // so links still pair, and Source says so.
 func FromTopology(t *Topology, source string) *Snapshot {
-	s := &Snapshot{SchemaVersion: SchemaVersion, Source: source, Read: []Tool{IBNetDiscover}}
+	s := &Snapshot{SchemaVersion: SchemaVersion, Source: source, Read: []Tool{IBNetDiscover}, Unreadable: t.Unreadable}
 	byName := map[string]host.GUID{}
 	numbered := false
 	for i, n := range t.Nodes {
@@ -81,14 +81,14 @@ func FromTopology(t *Topology, source string) *Snapshot {
 
 // FromIBLinkInfo makes a snapshot of what an iblinkinfo output says.
 func FromIBLinkInfo(text, source string) (*Snapshot, error) {
-	ps, err := ParseIBLinkInfo(text)
+	ps, bad, err := ParseIBLinkInfo(text)
 	if err != nil {
 		return nil, err
 	}
-	if len(ps) == 0 {
+	if len(ps) == 0 && len(bad) == 0 {
 		return nil, fmt.Errorf("no port lines in iblinkinfo output")
 	}
-	s := &Snapshot{SchemaVersion: SchemaVersion, Source: source, Read: []Tool{IBLinkInfo}, Ports: ps, CollectedAt: time.Time{}}
+	s := &Snapshot{SchemaVersion: SchemaVersion, Source: source, Read: []Tool{IBLinkInfo}, Ports: ps, Unreadable: bad, CollectedAt: time.Time{}}
 	s.Resolve()
 	return s, nil
 }

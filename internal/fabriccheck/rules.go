@@ -76,6 +76,8 @@ var Catalog = []check.Entry{
 		Needs: "as fabric.port.down", UnknownWhen: "as fabric.port.down"},
 	{ID: "fabric.topology.missing", Title: "planned nodes present", Why: "a node the plan lists was not discovered at all", Source: "ibnetdiscover vs the plan", Fixes: []string{"check the node is powered and cabled"},
 		Needs: "as fabric.port.down", UnknownWhen: "as fabric.port.down"},
+	{ID: "fabric.parse.unreadable", Title: "every tool line read", Why: "a node sets its own description, and one holding a tool's own syntax (quotes, \"==(\", \"lid 4\") must never move another link's verdict: a line that cannot be read for certain leaves what it describes unknown", Source: "iblinkinfo, ibnetdiscover", Fixes: []string{"rerun with rdmalab fabric scan (it prints nodes by GUID through a node name map), or read the node's description with smpquery nodedesc <lid> and give it a plain one"},
+		Needs: "the tools' lines", UnknownWhen: "a line whose fixed fields (GUIDs, LIDs, port numbers, width, speed, state) cannot be told apart from a node description: that port or link is unknown"},
 	{ID: "fabric.topology.extra", Title: "no unplanned links", Why: "a link the plan does not know about", Source: "ibnetdiscover vs the plan", Fixes: []string{"add it to the plan, or remove it"},
 		Needs: "as fabric.port.down; an empty plan is refused", UnknownWhen: "as fabric.port.down"},
 }
@@ -88,6 +90,7 @@ func Run(s *fabric.Snapshot, o Options) ([]check.Finding, error) {
 	}
 	names := s.Names()
 	var fs []check.Finding
+	fs = append(fs, unreadable(s)...)
 	fs = append(fs, subnetManager(s)...)
 	fs = append(fs, portsConfigured(s, names)...)
 	fs = append(fs, linkRules(s, o, names)...)
@@ -111,6 +114,18 @@ func find(id string, out check.Outcome, subject, format string, a ...any) check.
 		}
 	}
 	return f
+}
+
+// unreadable reports each line a parser could not read: what it
+// describes is unknown, and said to be.
+func unreadable(s *fabric.Snapshot) []check.Finding {
+	var fs []check.Finding
+	for _, u := range s.Unreadable {
+		f := find("fabric.parse.unreadable", check.Unknown, fmt.Sprintf("%s line %d", u.Tool, u.Line), "%s: the port or link on this line is unknown", u.Reason)
+		f.Evidence = []check.Evidence{{What: "line", Value: u.Text, Source: u.Tool}}
+		fs = append(fs, f)
+	}
+	return fs
 }
 
 func subnetManager(s *fabric.Snapshot) []check.Finding {
