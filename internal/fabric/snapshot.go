@@ -85,7 +85,10 @@ func FromIBLinkInfo(text, source string) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(ps) == 0 && len(bad) == 0 {
+	if len(ps) == 0 {
+		if len(bad) > 0 {
+			return nil, fmt.Errorf("no port line of the iblinkinfo output could be read (line %d: %s)", bad[0].Line, bad[0].Reason)
+		}
 		return nil, fmt.Errorf("no port lines in iblinkinfo output")
 	}
 	s := &Snapshot{SchemaVersion: SchemaVersion, Source: source, Read: []Tool{IBLinkInfo}, Ports: ps, Unreadable: bad, CollectedAt: time.Time{}}
