@@ -1,0 +1,92 @@
+package judge
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/linkrate"
+	"github.com/rdmalab/rdmalab/internal/testhost"
+)
+
+func capture(t *testing.T, rel string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(testhost.SharedTestdata(t), rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+const issue71 = "ibtools/iblinkinfo/nccl-tests-issue-71_HDR-MQM8700_SHARP-aggnode_iblinkinfo_excerpt.txt"
+
+// Issue 34: iblinkinfo's "Could be 53.125 Gbps" on four host links
+// running EDR is the tool's own word that both ends support HDR; four
+// links degraded alike do not confirm each other. The capture as stored
+// prints "( )" on every line; the hint is added on the EDR lines (both
+// ends' lines, as iblinkinfo prints it), the rest is the real paste.
+func TestIBLinkInfoHintOverrulesPeers(t *testing.T) {
+	real := capture(t, issue71)
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(real, "\n") {
+		if strings.Contains(l, "25.78125 Gbps") {
+			l = strings.Replace(l, `" ( )`, `" ( Could be 53.125 Gbps)`, 1)
+		}
+		b.WriteString(l)
+	}
+	hinted := b.String()
+	if strings.Count(hinted, "Could be") != 7 {
+		t.Fatalf("want the hint on 7 lines (3 hosts' own, gpu-v100-2's cut from the paste; 4 switch ports), got %d", strings.Count(hinted, "Could be"))
+	}
+	r, err := One("iblinkinfo.txt", []byte(hinted), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"MF0;ibswitch254:MQM8700/U1 port 4 ↔ gpu-v100-2 HCA-1 [GUID unknown, lid 5] port 1",
+		"gpu-v100-0 HCA-1 port 1 ↔ MF0;ibswitch254:MQM8700/U1 port 1",
+		"gpu-v100-1 HCA-1 port 1 ↔ MF0;ibswitch254:MQM8700/U1 port 2",
+		"gpu-v100-3 HCA-1 port 1 ↔ MF0;ibswitch254:MQM8700/U1 port 3",
+	}
+	var got []string
+	for _, f := range r.Findings {
+		if f.Outcome == check.Pass {
+			continue
+		}
+		if f.Check != "fabric.link.speed" || f.Outcome != check.Fail {
+			t.Errorf("unexpected %s %s %s: %s", f.Check, f.Outcome, f.Subject, f.Message)
+			continue
+		}
+		got = append(got, f.Subject)
+		if !strings.Contains(f.Message, "runs at 4X EDR (100 Gb/s), should run at 4X HDR (200 Gb/s): both ends support 53.125 Gbps/lane (HDR) per iblinkinfo") {
+			t.Errorf("%s: %s", f.Subject, f.Message)
+		}
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("failing links:\n%q\nwant\n%q", got, want)
+	}
+	if !check.Failed(r.Findings) {
+		t.Error("the hinted fabric does not fail")
+	}
+	// --expect-rate says EDR is intended: nothing below it.
+	edr, _ := linkrate.ParseRate("4X EDR")
+	r, err = One("iblinkinfo.txt", []byte(hinted), Options{Expect: linkrate.Expect{Rate: edr, Source: "--expect-rate"}})
+	if err != nil || check.Failed(r.Findings) || len(notPassing(r.Findings)) != 0 {
+		t.Errorf("EDR intended: %v %q", err, notPassing(r.Findings))
+	}
+	// The healthy twin, the capture as stored: V100 hosts at EDR on an HDR
+	// switch with no hint (their cards do EDR), the aggregation node at HDR.
+	r, err = One("iblinkinfo.txt", []byte(real), Options{})
+	if err != nil || check.Failed(r.Findings) {
+		t.Fatalf("%v %q", err, notPassing(r.Findings))
+	}
+	for _, f := range r.Findings {
+		if f.Outcome == check.Fail || f.Outcome == check.Warn {
+			t.Errorf("healthy twin: %s %s %s", f.Check, f.Outcome, f.Subject)
+		}
+	}
+}
