@@ -64,6 +64,11 @@ type Snapshot struct {
 	SMs   []SM   `json:"subnet_managers"`
 	// SMQueryError is set when sminfo could not reach a subnet manager.
 	SMQueryError string `json:"sm_query_error,omitempty"`
+	// SMNoAnswer is set when sminfo ran and asked, and no subnet manager
+	// answered (its query failed or timed out): evidence there is none.
+	// Unset with SMQueryError, sminfo could not ask at all (not
+	// installed, no local port): the question is open.
+	SMNoAnswer bool `json:"sm_no_answer,omitempty"`
 	// SMRecordsError is set when saquery SMIR (every SM, standbys too)
 	// failed: only the master is known, so a priority clash cannot be seen.
 	SMRecordsError string `json:"sm_records_error,omitempty"`

@@ -280,6 +280,7 @@ func Scan(ctx context.Context, r Runner, o ScanOptions) (*Snapshot, error) {
 	s.Read = append(s.Read, SMInfo)
 	if smErr != nil {
 		s.SMQueryError = smErr.Error()
+		s.SMNoAnswer = SMNoAnswer(smOut, smErr)
 	} else if sm, err := ParseSMInfo(string(smOut.Stdout)); err != nil {
 		s.SMQueryError = err.Error()
 	} else {
@@ -294,6 +295,34 @@ func Scan(ctx context.Context, r Runner, o ScanOptions) (*Snapshot, error) {
 	}
 	o.say("fabric: done: %d nodes, %d ports\n", len(s.Nodes), len(s.Ports))
 	return s, nil
+}
+
+// SMNoAnswer reports whether a failed sminfo asked the fabric and got no
+// answer ("iberror: failed: query", a dropped MAD, a timeout) rather than
+// failing to ask (not installed, the local port would not open).
+func SMNoAnswer(out Output, err error) bool {
+	var te *ToolError
+	if !errors.As(err, &te) {
+		return false
+	}
+	if te.TimedOut > 0 {
+		return true
+	}
+	if te.Exit < 0 {
+		return false
+	}
+	text := string(out.Stderr) + string(out.Stdout)
+	for _, local := range []string{"can't open UMAD port", "Failed to open", "Permission denied", "No such device"} {
+		if strings.Contains(text, local) {
+			return false
+		}
+	}
+	for _, asked := range []string{"failed: query", "_do_madrpc failed", "No SM/SA found"} {
+		if strings.Contains(text, asked) {
+			return true
+		}
+	}
+	return false
 }
 
 func cmpOr(a, b string) string {

@@ -52,8 +52,8 @@ func ErrorCounters() []string {
 
 // Catalog lists every fabric check.
 var Catalog = []check.Entry{
-	{ID: "fabric.sm", Title: "one master subnet manager", Why: "nothing on the fabric routes until a subnet manager assigns LIDs; two masters fight over the subnet", Source: "sminfo, saquery SMIR", Fixes: []string{"start exactly one opensm (systemctl enable --now opensm) or the switch's SM"},
-		Needs: "sminfo's answer (and saquery SMIR for standbys)", UnknownWhen: "sminfo fails while the ports are Active with LIDs (an SM configured them, but could not be asked)"},
+	{ID: "fabric.sm", Title: "one master subnet manager", Why: "nothing on the fabric routes until a subnet manager assigns LIDs; two masters fight over the subnet; without an SM, SA path queries (rdma_cm, IPoIB) fail", Source: "sminfo, saquery SMIR, iblinkinfo port states", Fixes: []string{"start exactly one subnet manager: on one node of this fabric, systemctl enable --now opensm (or enable the managed switch's SM)"},
+		Needs: "sminfo's answer (and saquery SMIR for standbys), or the ports' states: every linked port in INIT or at LID 0 is no SM", UnknownWhen: "sminfo could not ask at all (not installed, the local port would not open) while ports are Active with LIDs; sminfo asking and getting no answer (\"failed: query\", a timeout) fails"},
 	{ID: "fabric.sm.priority-clash", Title: "subnet managers with distinct priorities", Why: "two SMs at the same priority elect by GUID, so which one is master depends on which GUID is lower: \"two software SMs racing each other is an afternoon of debugging nobody needs\"", Source: "saquery SMIR", Fixes: []string{"give the intended master a higher priority (opensm -p 15, or PRIORITY in opensm.conf)"},
 		Needs: "saquery SMIR listing every SM (master and standbys)", UnknownWhen: "saquery SMIR failed: only the master is known"},
 	{ID: "fabric.lid.unassigned", Title: "every linked port has a LID", Why: "a port with LID 0 cannot be addressed: no SM has configured it", Source: "iblinkinfo", Fixes: []string{"run a subnet manager", "check it sees the port (ibnetdiscover)"},
@@ -138,26 +138,44 @@ func subnetManager(s *fabric.Snapshot) []check.Finding {
 			masters = append(masters, sm)
 		}
 	}
-	configured := 0
+	configured, unconfigured := 0, 0
 	for _, p := range s.Ports {
-		if p.State == portstate.Active && p.LID > 0 {
+		switch {
+		case p.State == portstate.Active && p.LID > 0:
 			configured++
+		case p.PhysState == portstate.LinkUp && (p.State == portstate.Init || p.LID == 0):
+			unconfigured++
 		}
+	}
+	smEvidence := func(f check.Finding) check.Finding {
+		if s.SMQueryError != "" {
+			f.Evidence = append(f.Evidence, check.Evidence{What: "sminfo", Value: s.SMQueryError, Source: "sminfo"})
+		}
+		if s.SMRecordsError != "" {
+			f.Evidence = append(f.Evidence, check.Evidence{What: "saquery SMIR", Value: s.SMRecordsError, Source: "saquery"})
+		}
+		if s.CounterError != "" && strings.Contains(s.CounterError, "SA") {
+			f.Evidence = append(f.Evidence, check.Evidence{What: "ibqueryerrors", Value: s.CounterError, Source: "ibqueryerrors"})
+		}
+		return f
 	}
 	var fs []check.Finding
 	switch {
 	case len(s.SMs) > 0 && len(masters) == 0:
 		fs = append(fs, find("fabric.sm", check.Fail, "subnet", "no subnet manager is MASTER (%s): an election or handover is under way, or stuck", smName(s.SMs[0])))
+	case len(masters) == 0 && configured == 0 && unconfigured > 0:
+		// Every linked port waits for an SM: that is the evidence, whether
+		// or not sminfo could ask.
+		fs = append(fs, smEvidence(find("fabric.sm", check.Fail, "subnet", "no subnet manager: %d linked port(s) stuck in INIT or without a LID, none Active, so nothing routes", unconfigured)))
+	case len(masters) == 0 && s.SMNoAnswer && configured > 0:
+		fs = append(fs, smEvidence(find("fabric.sm", check.Fail, "subnet", "no subnet manager answers sminfo, although %d port(s) are Active with LIDs: the SM that configured them is gone, so SA path queries (rdma_cm, IPoIB) fail and no fault is routed around", configured)))
 	case len(masters) == 0 && configured > 0:
-		f := find("fabric.sm", check.Unknown, "subnet", "sminfo could not reach a subnet manager, yet %d ports are Active with LIDs (an SM configured them): cannot tell whether it still runs", configured)
-		f.Evidence = append(f.Evidence, check.Evidence{What: "sminfo", Value: s.SMQueryError, Source: "sminfo"})
-		fs = append(fs, f)
+		f := find("fabric.sm", check.Unknown, "subnet", "sminfo could not ask for a subnet manager, and %d ports are Active with LIDs (an SM configured them): cannot tell whether it still runs", configured)
+		fs = append(fs, smEvidence(f))
+	case len(masters) == 0 && s.SMNoAnswer:
+		fs = append(fs, smEvidence(find("fabric.sm", check.Fail, "subnet", "no subnet manager answers sminfo")))
 	case len(masters) == 0:
-		f := find("fabric.sm", check.Fail, "subnet", "no subnet manager answers: ports stay Initialize with LID 0 and nothing routes")
-		if s.SMQueryError != "" {
-			f.Evidence = append(f.Evidence, check.Evidence{What: "sminfo", Value: s.SMQueryError, Source: "sminfo"})
-		}
-		fs = append(fs, f)
+		fs = append(fs, smEvidence(find("fabric.sm", check.Unknown, "subnet", "sminfo could not ask for a subnet manager and no port shows whether one runs")))
 	case len(masters) > 1:
 		var names []string
 		for _, m := range masters {
