@@ -214,7 +214,8 @@ func newFabricCheckCmd() *cobra.Command {
   netlist or a YAML list of links, docs/cabling.md), matched by GUID.
 Every check is described in docs/checks.md (section fabric).
 
-Exit codes: 0 no failures, 1 failures found, 2 could not run, 130 interrupted.`,
+Exit codes: 0 proven healthy, 1 failures found, 2 could not run, 3 unproven
+(a link, the subnet manager or a line left unknown), 130 interrupted.`,
 		Example: `  rdmalab fabric check
   rdmalab fabric check --expect-rate "4X HDR" --topology cabling.yaml
   rdmalab fabric check --topology ibnetdiscover-at-install.txt

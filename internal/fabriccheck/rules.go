@@ -77,7 +77,7 @@ var Catalog = []check.Entry{
 	{ID: "fabric.topology.missing", Title: "planned nodes present", Why: "a node the plan lists was not discovered at all", Source: "ibnetdiscover vs the plan", Fixes: []string{"check the node is powered and cabled"},
 		Needs: "as fabric.port.down", UnknownWhen: "as fabric.port.down"},
 	{ID: "fabric.parse.unreadable", Title: "every tool line read", Why: "a node sets its own description, and one holding a tool's own syntax (quotes, \"==(\", \"lid 4\") must never move another link's verdict: a line that cannot be read for certain leaves what it describes unknown", Source: "iblinkinfo, ibnetdiscover", Fixes: []string{"rerun with rdmalab fabric scan (it prints nodes by GUID through a node name map), or read the node's description with smpquery nodedesc <lid> and give it a plain one"},
-		Needs: "the tools' lines", UnknownWhen: "a line whose fixed fields (GUIDs, LIDs, port numbers, width, speed, state) cannot be told apart from a node description: that port or link is unknown"},
+		Decides: true, Needs: "the tools' lines", UnknownWhen: "a line whose fixed fields (GUIDs, LIDs, port numbers, width, speed, state) cannot be told apart from a node description: that port or link is unknown"},
 	{ID: "fabric.topology.extra", Title: "no unplanned links", Why: "a link the plan does not know about", Source: "ibnetdiscover vs the plan", Fixes: []string{"add it to the plan, or remove it"},
 		Needs: "as fabric.port.down; an empty plan is refused", UnknownWhen: "as fabric.port.down"},
 }
