@@ -89,6 +89,10 @@ func TestLinkJudgementOnCapture(t *testing.T) {
 			t.Errorf("finding lacks %q:\n%s", want, got)
 		}
 	}
+	// Its fix names the switch end from the input (issue 34: no <lid> <port>).
+	if fx := strings.Join(lf[0].Fix, "; "); !strings.Contains(fx, "ibportstate 13 1 ") || strings.Contains(fx, "<") {
+		t.Errorf("fix %q, want ibportstate 13 1", fx)
+	}
 	// The same fabric with its device models unknown: the 4X EDR HCA links
 	// advertising 12X HDR are judged by their peers (2 of 3 CA↔Switch
 	// links run 4X EDR) and pass; the DDR link is named by the same peers.
@@ -132,6 +136,9 @@ func TestLinkJudgementOnCapture(t *testing.T) {
 	// Counters: the injected 50 symbol errors, on the right port.
 	f := failing(mustRun(t, s, Options{}), check.Fail)
 	wantOne(t, f, "fabric.port.errors", "HCA-1 [0x248a0703008a1b30 lid 15] port 1 SymbolErrorCounter: 50, over the threshold 0 (link to SwitchIB Mellanox Technologies [0x7cfe900300a5f7c0 lid 12] port 2)")
+	if pe := f["fabric.port.errors"]; len(pe) == 1 && !strings.Contains(strings.Join(pe[0].Fix, "; "), "perfquery -R 15 1 ") {
+		t.Errorf("fix %q, want perfquery -R 15 1", pe[0].Fix)
+	}
 	// sminfo asks and no SM answers while every port is Active with a
 	// LID (issue 34: this passed as three unknowns): the SM that configured
 	// them is gone. A failure, with sminfo's and saquery's words.

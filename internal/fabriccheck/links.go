@@ -347,7 +347,7 @@ func evidence(s *fabric.Snapshot, nodes map[host.GUID]*fabric.Node, f check.Find
 		}
 		f.Evidence = append(f.Evidence, check.Evidence{What: n.PortOf(p), Value: v, Source: src})
 	}
-	return f
+	return filled(f, switchPorts([]*fabric.Port{l.A, l.B})...)
 }
 
 // split reports a 2X link at the speed its 4X peers run, from HDR on.

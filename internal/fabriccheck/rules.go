@@ -13,6 +13,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/rdmalab/rdmalab/internal/check"
@@ -60,9 +61,9 @@ var Catalog = []check.Entry{
 		Needs: "iblinkinfo's port lines (LID and state)", UnknownWhen: "not run on an ibnetdiscover dump alone, which carries no port states"},
 	{ID: "fabric.port.state", Title: "linked ports are Active", Why: "a port with a physical link stuck in Initialize or Armed has not been configured by the SM", Source: "iblinkinfo", Fixes: []string{"check the SM log (/var/log/opensm.log) and sminfo"},
 		Needs: "iblinkinfo's port lines", UnknownWhen: "not run on an ibnetdiscover dump alone"},
-	{ID: "fabric.link.width", Title: "links at the width they should run at", Why: "a 4X link that trains at 1X runs at a quarter of its rate: a bad cable, lane or port", Source: "iblinkinfo or ibnetdiscover; device model table; peers", Fixes: []string{"reseat or replace the cable", "mlxlink -d <dev> -p <port> shows lane errors"},
+	{ID: "fabric.link.width", Title: "links at the width they should run at", Why: "a 4X link that trains at 1X runs at a quarter of its rate: a bad cable, lane or port", Source: "iblinkinfo or ibnetdiscover; device model table; peers", Fixes: []string{"reseat or replace the cable", "ibportstate <lid> <port> (on the switch end it compares the width and speed enabled, supported and active with the peer's)"},
 		Needs: "the link's active width and one basis for what it should be: --expect-rate, the device models of both ends (vendor/device id → linkrate.Models), or a majority of links of the same class (CA↔Switch, Switch↔Switch) at one rate; or iblinkinfo's \"Could be\" (computed from both ends' supported sets: a link below it fails, whatever its peers run at; where the hints are the advertise-everything kind, a 12X hint no device model confirms, as ibsim gives, they count only as far as the device models confirm them)", UnknownWhen: "no basis at all (no flag, unknown devices, no peer majority, no hint); an advertise-everything hint the models cannot confirm is a warning when no peers judge the link, and so is a 2X link at HDR or later among 4X peers (the HDR100/NDR200 split looks the same)"},
-	{ID: "fabric.link.speed", Title: "links at the speed they should run at", Why: "\"came up at 100 Gb/s instead of 200\" is the most common silent failure", Source: "iblinkinfo or ibnetdiscover; device model table; peers", Fixes: []string{"check the cable's rating (mlxlink --show_module), replace it", "check the ports' enabled speeds"},
+	{ID: "fabric.link.speed", Title: "links at the speed they should run at", Why: "\"came up at 100 Gb/s instead of 200\" is the most common silent failure", Source: "iblinkinfo or ibnetdiscover; device model table; peers", Fixes: []string{"check the cable's rating (mlxlink --show_module), replace it", "check the ports' enabled speeds: ibportstate <lid> <port> (on the switch end it compares them with the peer's)"},
 		Needs: "as fabric.link.width, for the lane speed", UnknownWhen: "as fabric.link.width"},
 	{ID: "fabric.link.rate", Title: "links at the expected rate", Why: "the fabric was bought for one rate; a slower link halves a job's all-reduce", Source: "iblinkinfo or ibnetdiscover vs --expect-rate", Fixes: []string{"replace the cable or port", "see fabric.link.speed/width"},
 		Needs: "--expect-rate and each link's active width and speed", UnknownWhen: "links whose source gives no rate"},
@@ -76,7 +77,7 @@ var Catalog = []check.Entry{
 		Needs: "as fabric.port.down", UnknownWhen: "as fabric.port.down"},
 	{ID: "fabric.topology.missing", Title: "planned nodes present", Why: "a node the plan lists was not discovered at all", Source: "ibnetdiscover vs the plan", Fixes: []string{"check the node is powered and cabled"},
 		Needs: "as fabric.port.down", UnknownWhen: "as fabric.port.down"},
-	{ID: "fabric.parse.unreadable", Title: "every tool line read", Why: "a node sets its own description, and one holding a tool's own syntax (quotes, \"==(\", \"lid 4\") must never move another link's verdict: a line that cannot be read for certain leaves what it describes unknown", Source: "iblinkinfo, ibnetdiscover", Fixes: []string{"rerun with rdmalab fabric scan (it prints nodes by GUID through a node name map), or read the node's description with smpquery nodedesc <lid> and give it a plain one"},
+	{ID: "fabric.parse.unreadable", Title: "every tool line read", Why: "a node sets its own description, and one holding a tool's own syntax (quotes, \"==(\", \"lid 4\") must never move another link's verdict: a line that cannot be read for certain leaves what it describes unknown", Source: "iblinkinfo, ibnetdiscover", Fixes: []string{"rerun with rdmalab fabric scan (it prints nodes by GUID through a node name map), or ask the node's owner for a plain description (smpquery nodedesc with its LID shows it)"},
 		Decides: true, Needs: "the tools' lines", UnknownWhen: "a line whose fixed fields (GUIDs, LIDs, port numbers, width, speed, state) cannot be told apart from a node description: that port or link is unknown"},
 	{ID: "fabric.topology.extra", Title: "no unplanned links", Why: "a link the plan does not know about", Source: "ibnetdiscover vs the plan", Fixes: []string{"add it to the plan, or remove it"},
 		Needs: "as fabric.port.down; an empty plan is refused", UnknownWhen: "as fabric.port.down"},
@@ -118,6 +119,47 @@ func find(id string, out check.Outcome, subject, format string, a ...any) check.
 
 // unreadable reports each line a parser could not read: what it
 // describes is unknown, and said to be.
+// filled names the ports a fix is about: each "<lid> <port>" of the
+// catalog's fixes becomes one line per port given that has a LID (the
+// input's own numbers); a fix no port can fill stays as it is.
+func filled(f check.Finding, ports ...*fabric.Port) check.Finding {
+	var out []string
+	for _, fx := range f.Fix {
+		if !strings.Contains(fx, "<lid>") {
+			out = append(out, fx)
+			continue
+		}
+		n := 0
+		for _, p := range ports {
+			if p == nil || p.LID <= 0 {
+				continue
+			}
+			out = append(out, strings.NewReplacer("<lid>", strconv.Itoa(p.LID), "<port>", strconv.Itoa(p.Num)).Replace(fx))
+			n++
+		}
+		if n == 0 {
+			out = append(out, fx)
+		}
+	}
+	f.Fix = out
+	return f
+}
+
+// switchPorts keeps the switch ports of ps, or all of them when none is
+// a switch's (a CA↔CA cable).
+func switchPorts(ps []*fabric.Port) []*fabric.Port {
+	var out []*fabric.Port
+	for _, p := range ps {
+		if p != nil && p.NodeType == fabric.Switch {
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		return ps
+	}
+	return out
+}
+
 func unreadable(s *fabric.Snapshot) []check.Finding {
 	var fs []check.Finding
 	for _, u := range s.Unreadable {
@@ -299,12 +341,12 @@ func counterRules(s *fabric.Snapshot, o Options, n *fabric.Names) []check.Findin
 				bad++
 				f := find("fabric.port.errors", check.Fail, subject, "saturated at %d (a %d-bit counter): the true count is unknown and new errors are not counted%s", v, c.WidthBits, peer(p, n))
 				f.Evidence = append(f.Evidence, ev)
-				fs = append(fs, f)
+				fs = append(fs, filled(f, &p))
 			case v > limit:
 				bad++
 				f := find("fabric.port.errors", check.Fail, subject, "%d, over the threshold %d%s", v, limit, peer(p, n))
 				f.Evidence = append(f.Evidence, ev)
-				fs = append(fs, f)
+				fs = append(fs, filled(f, &p))
 			}
 			if r := p.CounterRates[name]; r > 0 {
 				f := find("fabric.port.errors.rising", check.Fail, subject, "rising at %.2f/s (%.0f/hour) over %.0f s%s", r, r*3600, s.IntervalSeconds, peer(p, n))
