@@ -207,3 +207,52 @@ func TestFabricCheckForgedDescriptionsExit(t *testing.T) {
 		})
 	}
 }
+
+// Issue 34: no subnet manager answering is a failure (exit 1), even with
+// ports still Active from an SM that is gone; sminfo unable to ask at all
+// leaves the SM question open: UNPROVEN, exit 3, never 0.
+func TestFabricCheckSubnetManagerExit(t *testing.T) {
+	dir := "../fabric/testdata/edr-ibsim/"
+	read := func(name string) string {
+		b, err := os.ReadFile(dir + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	for _, c := range []struct {
+		name, sminfo string
+		code         int
+		want         string
+	}{
+		{"no answer", "ibwarn: [1647] mad_rpc: _do_madrpc failed; dport (DR path slid 0; dlid 0; 0)\nsminfo: iberror: failed: query\n", 1, "no subnet manager answers sminfo"},
+		{"cannot ask", "ibwarn: [1692] mad_rpc_open_port: can't open UMAD port (mlx5_9:0)\nsminfo: iberror: failed: Failed to open 'mlx5_9' port '0'\n", 3, "sminfo could not ask"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := fabric.Replay{
+				"ibnetdiscover": {Stdout: read("ibnetdiscover.out")},
+				"iblinkinfo":    {Stdout: read("iblinkinfo-line.out")},
+				"ibqueryerrors": {Stdout: read("ibqueryerrors.out"), Exit: 1},
+				"sminfo":        {Stderr: c.sminfo, Exit: 255},
+				"saquery":       {Stderr: "ibwarn: [1662] sa_get_handle: No SM/SA found on port (null):0\n", Exit: 255},
+			}
+			s, err := fabric.Scan(context.Background(), r, fabric.ScanOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(t.TempDir(), "fabric.json")
+			f, err := os.Create(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := envelope.Write(f, envelope.FabricSnapshot, nil, s); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			out, errOut, code := run(t, "fabric", "check", "--snapshot", path, "--expect-rate", "4X DDR", "--threshold", "SymbolErrorCounter=100")
+			if code != c.code || !strings.Contains(out, c.want) {
+				t.Errorf("exit %d (want %d), output lacks %q?\n%s\n%s", code, c.code, c.want, out, errOut)
+			}
+		})
+	}
+}
