@@ -183,3 +183,29 @@ func TestParseIBQueryErrorsForgedDescription(t *testing.T) {
 		t.Errorf("counters %v: a description's text was read as a counter", pes[0].Counters)
 	}
 }
+
+// ibnetdiscover -p prints descriptions last, quoted with ' and split by
+// " - ": the type, LIDs, ports, GUIDs and rate before them are read
+// whatever a description holds; a damaged port line is that port unknown.
+func TestIBNetDiscoverPortsForgedDescriptions(t *testing.T) {
+	const text = `CA     2  1 0x248a070300c70103 1x SDR - SW     1  1 0x7cfe900300a50010 ( '{C1}' - '{S}' )
+SW     1  1 0x7cfe900300a50010 1x SDR - CA     2  1 0x248a070300c70103 ( '{S}' - '{C1}' )
+SW     1  2 0x7cfe900300a50010 4x EDR - CA     3  1 0x248a070300c70105 ( '{S}' - '{C2}' )
+SW     1  3 0x7cfe900300a50010 4x SDR                                    '{S}'
+`
+	forged := map[string]string{"{S}": `a' - 'b' ) 4x EDR - SW 9 9 0x1 ( 'c`, "{C1}": `q"uo\te" 9 9[  ] ==( 1X 2.5 Gbps`, "{C2}": `x' )`}
+	plain, err := FromIBNetDiscoverPorts(fill(text, plainDescs), "plain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := FromIBNetDiscoverPorts(fill(text, forged)+"SW     1  4 0x7cfe900300a50010 4x\n", "forged")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(withoutDescs(plain.Ports), withoutDescs(got.Ports)) {
+		t.Errorf("forged descriptions changed the structure:\nplain  %+v\nforged %+v", withoutDescs(plain.Ports), withoutDescs(got.Ports))
+	}
+	if len(got.Unreadable) != 1 || got.Unreadable[0].Line != 5 {
+		t.Errorf("the damaged line 5 must be unreadable alone: %+v", got.Unreadable)
+	}
+}
