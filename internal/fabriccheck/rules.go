@@ -171,15 +171,6 @@ func unreadable(s *fabric.Snapshot) []check.Finding {
 }
 
 func subnetManager(s *fabric.Snapshot) []check.Finding {
-	if !s.Has(fabric.SMInfo) && s.SMQueryError == "" {
-		return nil
-	}
-	var masters []fabric.SM
-	for _, sm := range s.SMs {
-		if sm.State == "MASTER" {
-			masters = append(masters, sm)
-		}
-	}
 	configured, unconfigured := 0, 0
 	for _, p := range s.Ports {
 		switch {
@@ -187,6 +178,20 @@ func subnetManager(s *fabric.Snapshot) []check.Finding {
 			configured++
 		case p.PhysState == portstate.LinkUp && (p.State == portstate.Init || p.LID == 0):
 			unconfigured++
+		}
+	}
+	if !s.Has(fabric.SMInfo) && s.SMQueryError == "" {
+		// Without sminfo (a saved iblinkinfo), the ports still tell: every
+		// linked port waiting in INIT is a fabric no SM has configured.
+		if s.Has(fabric.IBLinkInfo) && configured == 0 && unconfigured > 0 {
+			return []check.Finding{find("fabric.sm", check.Fail, "subnet", "no subnet manager: %d linked port(s) stuck in INIT or without a LID, none Active, so nothing routes (iblinkinfo's port states; sminfo was not run)", unconfigured)}
+		}
+		return nil
+	}
+	var masters []fabric.SM
+	for _, sm := range s.SMs {
+		if sm.State == "MASTER" {
+			masters = append(masters, sm)
 		}
 	}
 	smEvidence := func(f check.Finding) check.Finding {

@@ -162,3 +162,34 @@ func TestFabricCapturesFindings(t *testing.T) {
 		}
 	}
 }
+
+// A saved iblinkinfo of a fabric no subnet manager has configured (every
+// linked port Initialize, LID 0; ibsim without OpenSM, recorded in
+// internal/fabric/testdata's form): fabric.sm fails from the port states
+// alone, with the ports' own findings.
+func TestIBLinkInfoNoSubnetManager(t *testing.T) {
+	const out = `0x248a070300c70105 "node02 HCA-1"      0    1[  ] ==( 4X      25.78125 Gbps Initialize/  LinkUp)==>  0x7cfe900300a50010      0    2[  ] "leaf01" ( )
+0x248a070300c70103 "node01 HCA-1"      0    1[  ] ==( 4X      25.78125 Gbps Initialize/  LinkUp)==>  0x7cfe900300a50010      0    1[  ] "leaf01" ( )
+0x7cfe900300a50010 "leaf01"      0    1[  ] ==( 4X      25.78125 Gbps Initialize/  LinkUp)==>  0x248a070300c70103      0    1[  ] "node01 HCA-1" ( )
+0x7cfe900300a50010 "leaf01"      0    2[  ] ==( 4X      25.78125 Gbps Initialize/  LinkUp)==>  0x248a070300c70105      0    1[  ] "node02 HCA-1" ( )
+0x7cfe900300a50010 "leaf01"      0    3[  ] ==(                Down/ Polling)==>             [  ] "" ( )
+`
+	r, err := One("iblinkinfo.txt", []byte(out), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"fail fabric.lid.unassigned ports", "fail fabric.port.state ports", "fail fabric.sm subnet"}
+	var got []string
+	for _, f := range r.Findings {
+		if f.Outcome == check.Fail {
+			got = append(got, string(f.Outcome)+" "+f.Check+" "+f.Subject)
+			if f.Check == "fabric.sm" && !strings.Contains(f.Message, "no subnet manager: 4 linked port(s) stuck in INIT") {
+				t.Errorf("fabric.sm: %s", f.Message)
+			}
+		}
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("failures %q, want %q", got, want)
+	}
+}
