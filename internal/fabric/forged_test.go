@@ -209,3 +209,25 @@ SW     1  3 0x7cfe900300a50010 4x SDR                                    '{S}'
 		t.Errorf("the damaged line 5 must be unreadable alone: %+v", got.Unreadable)
 	}
 }
+
+// A node described with a tool's failure words ("failed", "error:",
+// "timeout") is data: the output is read, not taken for the tool failing.
+func TestFailureWordsInDescriptions(t *testing.T) {
+	out := `Errors for 0x7cfe900300a50010 "Query SA failed error: timeout"
+   GUID 0x7cfe900300a50010 port 1: [SymbolErrorCounter == 3] Link info:      1   1[  ] ==( 4X 25.78125 Gbps Active/  LinkUp)==>  0x248a070300c70103      2    1[  ] "ibpanic failed" ( )
+
+## Summary: 3 nodes checked, 1 bad nodes found
+##          6 ports checked, 1 ports have errors beyond threshold
+`
+	s, err := FromIBQueryErrors([]byte(out), "saved")
+	if err != nil || s.CounterError != "" || len(s.Ports) != 1 || s.Ports[0].Counters["SymbolErrorCounter"] != 3 {
+		t.Fatalf("%v %q %+v", err, s.CounterError, s.Ports)
+	}
+	if _, err := CheckQueryErrors(Output{Stdout: []byte(out)}, nil); err != nil {
+		t.Errorf("a description was taken for the tool failing: %v", err)
+	}
+	// A real failure line still is one.
+	if f := ToolFailure(Output{Stdout: []byte(out + "ibwarn: [42] Query SA failed\n")}); f == "" {
+		t.Error("a failure line is no longer seen")
+	}
+}

@@ -126,6 +126,10 @@ func lastLine(s string) string {
 // answers). The simulator's own attach notice is not a failure.
 var failureRE = lazyre.New(`(?im)^.*(failed|ibpanic|iberror|timeout|timed out|error:|no sm/sa found).*$`)
 
+// dataLineRE finds the tools' data lines, which carry node descriptions:
+// a node called "failed" or "error: x" is no failure of the tool.
+var dataLineRE = lazyre.New(`^\s*(?:Errors for |Data Counters for |GUID 0x|(?:CA|Switch|Router): |(?:Switch|Ca|Hca|Rt)\s+\d+\s+"|\[\d+\]|0x[0-9a-fA-F]+\s+")|==\(`)
+
 // failureWords are what failureRE looks for, as they are spelled: a cheap
 // test before the regular expression runs over a large output.
 var failureWords = [][]byte{[]byte("ailed"), []byte("AILED"), []byte("ibpanic"), []byte("iberror"), []byte("imeout"), []byte("imed out"), []byte("rror:"), []byte("ERROR:"), []byte("No SM/SA")}
@@ -145,7 +149,7 @@ func ToolFailure(out Output) string {
 		}
 		for _, m := range failureRE().FindAll(b, -1) {
 			l := strings.TrimSpace(string(m))
-			if strings.Contains(l, "sim_connect") || strings.HasPrefix(l, "##") {
+			if strings.Contains(l, "sim_connect") || strings.HasPrefix(l, "##") || dataLineRE().MatchString(l) {
 				continue
 			}
 			return l
