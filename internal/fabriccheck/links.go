@@ -258,7 +258,6 @@ func linkRules(s *fabric.Snapshot, o Options, n *fabric.Names) []check.Finding {
 					h = h.capTo(capB)
 				}
 				if now.less(h) {
-					hintConfirmed = true
 					consider(h, fmt.Sprintf("both ends support %s per iblinkinfo (\"Could be\")", hintText(h, now)))
 				}
 			} else {
@@ -287,7 +286,9 @@ func linkRules(s *fabric.Snapshot, o Options, n *fabric.Names) []check.Finding {
 			if split(now, should) && !hintConfirmed {
 				// 2X at HDR and later is the HDR100/NDR200 split: deliberate
 				// on split switch ports and HDR100 cards, which peers and
-				// device families cannot tell apart from a lost lane pair.
+				// device families cannot tell apart from a lost lane pair;
+				// nor can a "Could be 4X" the device models do not confirm
+				// (what a split port reports as supported is not known here).
 				f.Outcome = check.Warn
 				f.Message += "; 2X " + now.Speed + " is also how split ports and " + now.Speed + "-split cards (HDR100, NDR200) run: if this port should be 4X, check the cable"
 			}
