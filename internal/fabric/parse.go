@@ -57,9 +57,9 @@ type Unreadable struct {
 // and far ends (by LID and port in default mode, which prints no far GUID).
 // Every line with a link arrow is a port or an Unreadable: none is
 // dropped, and none stops the rest being read. A line a node description
-// makes ambiguous (it holds a second, forged link) is read only when
-// exactly one of its readings is confirmed by the far end's own line
-// (same two ports, width, speed and state); otherwise it is Unreadable.
+// makes ambiguous (it holds a second, forged link) is read only when the
+// fields no node controls single out one reading (see resolveReadings);
+// otherwise it is Unreadable.
 func ParseIBLinkInfo(text string) ([]Port, []Unreadable, error) {
 	var curType NodeType
 	var curGUID host.GUID
@@ -98,7 +98,9 @@ func ParseIBLinkInfo(text string) ([]Port, []Unreadable, error) {
 		return nil, nil, err
 	}
 	out, unsure := resolveReadings(reads)
-	return out, append(bad, unsure...), nil
+	bad = append(bad, unsure...)
+	slices.SortStableFunc(bad, func(a, b Unreadable) int { return a.Line - b.Line })
+	return out, bad, nil
 }
 
 // reading is a port line and the ways it reads.
@@ -184,7 +186,6 @@ func resolveReadings(reads []reading) ([]Port, []Unreadable) {
 		}
 		out = append(out, *chosen[i])
 	}
-	slices.SortStableFunc(bad, func(a, b Unreadable) int { return a.Line - b.Line })
 	return out, bad
 }
 
