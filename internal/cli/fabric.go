@@ -203,8 +203,9 @@ func newFabricCheckCmd() *cobra.Command {
   ends by description and GUID: against --expect-rate when given; otherwise
   against what both ends' device models can do (a Switch-IB is 4X EDR, no
   ConnectX ever did 12X) and what the other links of the same class
-  (CA↔Switch, Switch↔Switch) run at; iblinkinfo's "Could be" hint counts only
-  as far as the device models confirm it. Error counters over their
+  (CA↔Switch, Switch↔Switch) run at; iblinkinfo's "Could be" hint (what both
+  ends support) fails a link below it even when its peers run alike, unless
+  the hints are ibsim's advertise-everything kind (12X on every port). Error counters over their
   thresholds (0, as ibqueryerrors; --threshold NAME=N), saturated counters,
   counters rising between two samples (--interval); counters that could not
   be read are unknown, never "no errors". No subnet manager, two masters, SMs
@@ -213,7 +214,8 @@ func newFabricCheckCmd() *cobra.Command {
   netlist or a YAML list of links, docs/cabling.md), matched by GUID.
 Every check is described in docs/checks.md (section fabric).
 
-Exit codes: 0 no failures, 1 failures found, 2 could not run, 130 interrupted.`,
+Exit codes: 0 proven healthy, 1 failures found, 2 could not run, 3 unproven
+(a link, the subnet manager or a line left unknown), 130 interrupted.`,
 		Example: `  rdmalab fabric check
   rdmalab fabric check --expect-rate "4X HDR" --topology cabling.yaml
   rdmalab fabric check --topology ibnetdiscover-at-install.txt

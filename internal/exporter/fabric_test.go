@@ -253,3 +253,45 @@ func TestFabricDroppedMADIsOnePortUnknown(t *testing.T) {
 		t.Errorf("no unknown finding for node0002:\n%s", grep(text, "rdmalab_finding{"))
 	}
 }
+
+// Nodes describing themselves with iblinkinfo's own syntax (issue 35: one
+// such node used to fail every scan) leave the fabric collector serving:
+// every port's series, the degraded link's rate and its one finding.
+func TestFabricCollectorForgedDescriptions(t *testing.T) {
+	forged := map[string]string{
+		"leaf01":   `q\te 9 9[  ] ==( 1X 2.5 Gbps`,
+		"node0001": `a 3 1[ ] ==(12X 10.0 Gbps Active/ LinkUp)==> 1 2[ ] b`,
+	}
+	netlist := oneX(dupSpines(testhost.FatTree(2, 2, 3)))
+	for id, desc := range forged {
+		re := regexp.MustCompile(`(?m)^((?:Switch|Hca)\t\d+ "` + id + `")$`)
+		netlist = re.ReplaceAllString(netlist, `$1 # "`+desc+`"`)
+	}
+	sim := testhost.StartIBSim(t, netlist)
+	sim.StartSM("", 0)
+	sim.WaitUp(30 * time.Second)
+	e := newExporter(t, Options{Root: testhost.WriteTree(t, testhost.R730()), NoFindings: true,
+		Fabric: true, FabricRunner: simRunner(sim), FabricWait: time.Minute, ScrapeTimeout: time.Minute})
+	reg := e.Registry()
+	text, _ := exposition(t, reg)
+	lint(t, text)
+	if v := success(t, reg, "fabric"); v != 1 {
+		t.Fatalf("fabric collector failed:\n%s", grep(text, "rdmalab_scrape"))
+	}
+	// 4 switches' and 6 CAs' ports: every one served.
+	if n := len(lines(text, "rdmalab_fabric_port_active")); n < 6+2*7+2*2 {
+		t.Errorf("%d ports served:\n%s", n, grep(text, "rdmalab_fabric_port_active"))
+	}
+	if rate := lines(text, "rdmalab_fabric_port_rate_bytes_per_second", `name="node0003"`); len(rate) != 1 || !strings.HasSuffix(rate[0], " 1.25e+09") {
+		t.Errorf("node0003 at 1X QDR = 10 Gb/s: %q", rate)
+	}
+	if rate := lines(text, "rdmalab_fabric_port_rate_bytes_per_second", `port="1"`, `name="`+strings.ReplaceAll(forged["node0001"], `\`, `\\`)+`"`); len(rate) != 1 || !strings.HasSuffix(rate[0], " 1.5e+10") {
+		t.Errorf("node0001 at 12X QDR under its forged description: %q", rate)
+	}
+	if f := lines(text, "rdmalab_finding", `check="fabric.link.width"`, `severity="fail"`); len(f) != 1 || !strings.Contains(f[0], "node0003") {
+		t.Errorf("fabric.link.width findings: %q", f)
+	}
+	if f := lines(text, "rdmalab_finding", `check="fabric.parse.unreadable"`); len(f) != 0 {
+		t.Errorf("unreadable lines: %q", f)
+	}
+}

@@ -64,6 +64,11 @@ type Snapshot struct {
 	SMs   []SM   `json:"subnet_managers"`
 	// SMQueryError is set when sminfo could not reach a subnet manager.
 	SMQueryError string `json:"sm_query_error,omitempty"`
+	// SMNoAnswer is set when sminfo ran and asked, and no subnet manager
+	// answered (its query failed or timed out): evidence there is none.
+	// Unset with SMQueryError, sminfo could not ask at all (not
+	// installed, no local port): the question is open.
+	SMNoAnswer bool `json:"sm_no_answer,omitempty"`
 	// SMRecordsError is set when saquery SMIR (every SM, standbys too)
 	// failed: only the master is known, so a priority clash cannot be seen.
 	SMRecordsError string `json:"sm_records_error,omitempty"`
@@ -76,6 +81,10 @@ type Snapshot struct {
 	IntervalSeconds float64 `json:"interval_seconds,omitempty"`
 	// Errors lists what could not be read; the rest still stands.
 	Errors []string `json:"errors,omitempty"`
+	// Unreadable lists the tool output lines that could not be read (a
+	// node description holding the tool's own syntax, a damaged line):
+	// what they describe is unknown, never guessed, and nothing else.
+	Unreadable []Unreadable `json:"unreadable,omitempty"`
 }
 
 // Has reports whether the snapshot holds a tool's output.

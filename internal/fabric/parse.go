@@ -3,6 +3,7 @@ package fabric
 import (
 	"bufio"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -27,23 +28,44 @@ func (e *ParseError) Error() string {
 var (
 	// One port in iblinkinfo's output, default or --line mode:
 	//   [0xGUID "desc"] [0xPortGUID] LID PORT[ext] ==( 4X 53.125 Gbps Active/ LinkUp)==> [0xGUID] [LID] PORT[ext] "desc" ( Could be ...)
-	linkinfoRE   = lazyre.New(`^\s*(?:(0x[0-9a-fA-F]+)\s+"\s*(.*?)"\s+)?(?:(0x[0-9a-fA-F]+)\s+)?(\d+)\s+(\d+)\[[^\]]*\]\s+==\(\s*(.*?)\s*\)==>\s*(?:(0x[0-9a-fA-F]+)\s+)?(?:(\d+)\s+)?(\d+)?\[[^\]]*\]\s+"(.*)"\s+\((.*)\)\s*$`)
+	// A node sets its own description, so it may hold quotes and this very
+	// syntax: a line is split at each "==(" in turn, and a split counts only
+	// when the fields no node controls parse on both sides of it, each side
+	// anchored at its far end (the left at the line start or the port
+	// number, the right at the hint that closes the line).
+	linkLeftRE   = lazyre.New(`^\s*(?:(0x[0-9a-fA-F]+)\s+"(.*)"\s+)?(?:(0x[0-9a-fA-F]+)\s+)?(\d+)\s+(\d+)\[[^\]]*\]\s*$`)
+	linkRightRE  = lazyre.New(`^\s*(?:(0x[0-9a-fA-F]+)\s+)?(?:(\d+)\s+)?(\d+)?\[[^\]]*\]\s+"(.*)"\s+\(([^()"]*)\)\s*$`)
 	linkStateRE  = lazyre.New(`^(?:(\d+X)\s+([\d.]+) Gbps\s+)?([A-Za-z]+)/\s*([A-Za-z]+)$`)
 	couldWidthRE = lazyre.New(`Could be (\d+X)`)
 	couldSpeedRE = lazyre.New(`Could be ([\d.]+) Gbps`)
 	linkHeaderRE = lazyre.New(`^(CA|Switch|Router): (?:(0x[0-9a-fA-F]+) )?(.*):\s*$`)
 )
 
+// Unreadable is a line of a tool's output that could not be read: the
+// node or link it describes is unknown, for the reason given, and the
+// rest of the output still stands.
+type Unreadable struct {
+	Tool   string `json:"tool"`
+	Line   int    `json:"line"`
+	Text   string `json:"text"`
+	Reason string `json:"reason"`
+}
+
 // ParseIBLinkInfo reads iblinkinfo output, default (per-node blocks) or
 // --line mode. Node types come from the block headers in default mode and
 // are left empty in --line mode; Snapshot.Resolve fills node GUIDs, types
 // and far ends (by LID and port in default mode, which prints no far GUID).
-// Every line with a link arrow is a port or an error: none is dropped.
-func ParseIBLinkInfo(text string) ([]Port, error) {
-	var out []Port
+// Every line with a link arrow is a port or an Unreadable: none is
+// dropped, and none stops the rest being read. A line a node description
+// makes ambiguous (it holds a second, forged link) is read only when the
+// fields no node controls single out one reading (see resolveReadings);
+// otherwise it is Unreadable.
+func ParseIBLinkInfo(text string) ([]Port, []Unreadable, error) {
 	var curType NodeType
 	var curGUID host.GUID
 	var curDesc string
+	var reads []reading
+	var bad []Unreadable
 	sc := lineScanner(text)
 	n := 0
 	for sc.Scan() {
@@ -53,40 +75,185 @@ func ParseIBLinkInfo(text string) ([]Port, error) {
 		if trim == "" || strings.HasPrefix(trim, "#") || strings.HasPrefix(trim, "ibwarn:") || trim == "..." {
 			continue
 		}
-		if m := linkHeaderRE().FindStringSubmatch(trim); m != nil && !strings.Contains(trim, "==(") {
+		// A block header starts with the node type; no port line does, so a
+		// description holding "==(" still reads as a header.
+		if m := linkHeaderRE().FindStringSubmatch(trim); m != nil {
 			curType, curGUID, curDesc = NodeType(m[1]), 0, m[3]
 			if m[2] != "" {
 				curGUID, _ = host.ParseGUID(m[2])
 			}
 			continue
 		}
-		m := linkinfoRE().FindStringSubmatch(line)
-		if m == nil {
-			if strings.Contains(line, "==(") {
-				return nil, &ParseError{"iblinkinfo", n, line, "not a port line"}
-			}
+		if !strings.Contains(line, "==(") {
 			continue // prompts, banners
 		}
-		st := linkStateRE().FindStringSubmatch(m[6])
+		cands, why := readLinkLine(line, curType, curGUID, curDesc)
+		if len(cands) == 0 {
+			bad = append(bad, Unreadable{"iblinkinfo", n, line, why})
+			continue
+		}
+		reads = append(reads, reading{n, line, cands})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, nil, err
+	}
+	out, unsure := resolveReadings(reads)
+	bad = append(bad, unsure...)
+	slices.SortStableFunc(bad, func(a, b Unreadable) int { return a.Line - b.Line })
+	return out, bad, nil
+}
+
+// reading is a port line and the ways it reads.
+type reading struct {
+	n     int
+	line  string
+	cands []Port
+}
+
+// resolveReadings picks each line's reading. A line that reads one way is
+// that port. A line a forged description makes read several ways is
+// decided by what no description can forge: the far end's own line
+// confirming the link (ends swapped, same width, speed and state), then
+// the port numbers other lines already hold (each port is printed once),
+// then the description the other lines give the node. A line still
+// undecided is Unreadable: its port is unknown.
+func resolveReadings(reads []reading) ([]Port, []Unreadable) {
+	chosen := make([]*Port, len(reads))
+	claimed := map[PortKey]int{} // by port GUID (--line mode) and number
+	descs := map[host.GUID]map[string]bool{}
+	vote := func(g host.GUID, d string) {
+		if g.IsZero() {
+			return
+		}
+		if descs[g] == nil {
+			descs[g] = map[string]bool{}
+		}
+		descs[g][d] = true
+	}
+	choose := func(i int, p Port) {
+		chosen[i] = &p
+		if !p.PortGUID.IsZero() {
+			claimed[PortKey{p.PortGUID, p.Num}] = i
+		}
+		vote(p.PortGUID, p.NodeDesc)
+		if p.Remote != nil {
+			vote(p.Remote.PortGUID, p.Remote.NodeDesc)
+		}
+	}
+	for i, r := range reads {
+		if len(r.cands) == 1 {
+			choose(i, r.cands[0])
+		}
+	}
+	for i, r := range reads {
+		if chosen[i] != nil {
+			continue
+		}
+		var confirmed []Port
+		for _, c := range r.cands {
+			if confirmedByPeer(c, i, reads) {
+				confirmed = append(confirmed, c)
+			}
+		}
+		if len(confirmed) == 1 {
+			choose(i, confirmed[0])
+		}
+	}
+	for i, r := range reads {
+		if chosen[i] != nil {
+			continue
+		}
+		var left []Port
+		for _, c := range r.cands {
+			if j, taken := claimed[PortKey{c.PortGUID, c.Num}]; taken && j != i && !c.PortGUID.IsZero() {
+				continue
+			}
+			if known := descs[c.PortGUID]; len(known) == 1 && !known[c.NodeDesc] {
+				continue
+			}
+			left = append(left, c)
+		}
+		if len(left) == 1 {
+			choose(i, left[0])
+		}
+	}
+	var out []Port
+	var bad []Unreadable
+	for i, r := range reads {
+		if chosen[i] == nil {
+			bad = append(bad, Unreadable{"iblinkinfo", r.n, r.line, fmt.Sprintf("a node description holds iblinkinfo's own link syntax: the line reads %d ways and neither the far end's line nor the other lines tell which is real", len(r.cands))})
+			continue
+		}
+		out = append(out, *chosen[i])
+	}
+	return out, bad
+}
+
+// confirmedByPeer reports whether another line reads as the same link seen
+// from its far end: ends swapped, same width, speed and state.
+func confirmedByPeer(c Port, self int, reads []reading) bool {
+	if c.Remote == nil || c.PortGUID.IsZero() || c.Remote.PortGUID.IsZero() {
+		return false
+	}
+	for j, r := range reads {
+		if j == self {
+			continue
+		}
+		for _, d := range r.cands {
+			if d.Remote != nil && d.PortGUID == c.Remote.PortGUID && d.Num == c.Remote.Port &&
+				d.Remote.PortGUID == c.PortGUID && d.Remote.Port == c.Num &&
+				d.Width == c.Width && d.LaneGbps == c.LaneGbps && d.State == c.State && d.PhysState == c.PhysState {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// readLinkLine returns every reading of one port line (usually one), or
+// none and why.
+func readLinkLine(line string, curType NodeType, curGUID host.GUID, curDesc string) ([]Port, string) {
+	var out []Port
+	why := "no \"==( state )==>\" whose both sides read as iblinkinfo's fields"
+	for off := 0; ; {
+		i := strings.Index(line[off:], "==(")
+		if i < 0 {
+			break
+		}
+		i += off
+		off = i + 3
+		j := strings.Index(line[i:], ")==>")
+		if j < 0 {
+			break
+		}
+		j += i
+		left := linkLeftRE().FindStringSubmatch(line[:i])
+		right := linkRightRE().FindStringSubmatch(line[j+4:])
+		if left == nil || right == nil {
+			continue
+		}
+		stateText := strings.TrimSpace(line[i+3 : j])
+		st := linkStateRE().FindStringSubmatch(stateText)
 		if st == nil {
-			return nil, &ParseError{"iblinkinfo", n, line, "cannot read link state " + strconv.Quote(m[6])}
+			why = "cannot read link state " + strconv.Quote(stateText)
+			continue
 		}
 		p := Port{NodeType: curType, NodeGUID: curGUID, NodeDesc: curDesc, State: portstate.ParseState(st[3]), PhysState: portstate.ParsePhys(st[4]), Width: st[1]}
-		if m[1] != "" { // --line mode names the node on every line
-			p.PortGUID, p.NodeDesc = guid(m[1]), strings.TrimSpace(m[2])
+		if left[1] != "" { // --line mode names the node on every line
+			p.PortGUID, p.NodeDesc = guid(left[1]), strings.TrimSpace(left[2])
 		}
-		if m[3] != "" {
-			p.PortGUID = guid(m[3])
+		if left[3] != "" {
+			p.PortGUID = guid(left[3])
 		}
 		if curType == Switch && p.PortGUID.IsZero() {
 			p.PortGUID = curGUID
 		}
-		var err error
-		if p.LID, err = strconv.Atoi(m[4]); err != nil {
-			return nil, &ParseError{"iblinkinfo", n, line, "LID out of range"}
-		}
-		if p.Num, err = strconv.Atoi(m[5]); err != nil {
-			return nil, &ParseError{"iblinkinfo", n, line, "port number out of range"}
+		var err1, err2 error
+		p.LID, err1 = strconv.Atoi(left[4])
+		p.Num, err2 = strconv.Atoi(left[5])
+		if err1 != nil || err2 != nil {
+			why = "LID or port number out of range"
+			continue
 		}
 		if st[2] != "" {
 			p.LaneGbps, _ = strconv.ParseFloat(st[2], 64)
@@ -95,19 +262,19 @@ func ParseIBLinkInfo(text string) ([]Port, error) {
 			}
 			p.RateGbps = linkrate.IBRateGbps(p.Width, p.Speed)
 		}
-		if m[9] != "" {
-			e := &End{NodeDesc: m[10]}
-			e.Port, _ = strconv.Atoi(m[9])
-			e.LID, _ = strconv.Atoi(m[8])
-			if m[7] != "" {
-				e.PortGUID = guid(m[7])
+		if right[3] != "" {
+			e := &End{NodeDesc: right[4]}
+			e.Port, _ = strconv.Atoi(right[3])
+			e.LID, _ = strconv.Atoi(right[2])
+			if right[1] != "" {
+				e.PortGUID = guid(right[1])
 			}
 			p.Remote = e
 		}
-		if w := couldWidthRE().FindStringSubmatch(m[11]); w != nil {
+		if w := couldWidthRE().FindStringSubmatch(right[5]); w != nil {
 			p.CouldBeWidth = w[1]
 		}
-		if s := couldSpeedRE().FindStringSubmatch(m[11]); s != nil {
+		if s := couldSpeedRE().FindStringSubmatch(right[5]); s != nil {
 			if sp, ok := linkrate.SpeedBySignal(s[1]); ok {
 				p.CouldBeSpeed = sp.Name
 			}
@@ -117,7 +284,7 @@ func ParseIBLinkInfo(text string) ([]Port, error) {
 		}
 		out = append(out, p)
 	}
-	return out, sc.Err()
+	return out, why
 }
 
 // Topology is a fabric as a topology file describes it: an ibnetdiscover
@@ -125,6 +292,9 @@ func ParseIBLinkInfo(text string) ([]Port, error) {
 type Topology struct {
 	Nodes []TopoNode `json:"nodes"`
 	Links []TopoLink `json:"links"`
+	// Unreadable lists comments that could not be read (the link is
+	// there, its rate unknown).
+	Unreadable []Unreadable `json:"unreadable,omitempty"`
 }
 
 // TopoNode is one node of a topology file.
@@ -169,15 +339,19 @@ type TopoLink struct {
 }
 
 var (
-	topoNodeRE   = lazyre.New(`^(Switch|Ca|Hca|Rt)\s+(\d+)\s+"([^"]+)"\s*(?:#\s*"([^"]*)"(.*))?`)
-	topoPortRE   = lazyre.New(`^\[(\d+)\](?:\(([0-9a-fA-F]+)\))?\s+"([^"]+)"\s*\[(\d+)\](?:\(([0-9a-fA-F]+)\))?(.*)$`)
-	topoLidRE    = lazyre.New(`\blid (\d+)`)
-	topoRateRE   = lazyre.New(`\b(\d+)x([A-Z0-9]+)\b`)
-	topoQuoteRE  = lazyre.New(`"([^"]*)"\s*(?:lid (\d+))?`)
-	topoCALidRE  = lazyre.New(`^\s*#\s*lid (\d+) lmc \d+`)
-	topoIDGUIDRE = lazyre.New(`^[SHR]-([0-9a-fA-F]{1,16})$`)
-	promptRE     = lazyre.New(`^\S+[#$] \S`)
-	topoGUIDRE   = lazyre.New(`^(switchguid|caguid|rtguid|sysimgguid|vendid|devid)=(0x[0-9a-fA-F]+)(?:\(|\s*$)`)
+	topoNodeRE = lazyre.New(`^(Switch|Ca|Hca|Rt)\s+(\d+)\s+"([^"]+)"\s*(.*)$`)
+	// The comments carry node descriptions, which any node sets: they are
+	// read anchored at both ends, the description being everything between
+	// the first quote and the last, so no description can move a LID or a
+	// rate. A node: `# "desc" enhanced port 0 lid 3 lmc 0`; a port:
+	// `# "remote desc" lid 5 4xEDR s=4 w=2`, or on a CA
+	// `# lid 4 lmc 0 "remote desc" lid 1 4xEDR`.
+	topoNodeCommentRE = lazyre.New(`^#\s*"(.*)"\s*(?:(?:enhanced|base)\s+port\s+0\s+lid\s+(\d+)\s+lmc\s+\d+)?\s*$`)
+	topoPortCommentRE = lazyre.New(`^#\s*(?:lid (\d+) lmc \d+\s+)?(?:"(.*)"\s*)?(?:lid (\d+)\s*)?(?:(\d+)x([A-Z][A-Z0-9]*))?((?:\s+\w+=\d+)*)\s*$`)
+	topoPortRE        = lazyre.New(`^\[(\d+)\](?:\(([0-9a-fA-F]+)\))?\s+"([^"]+)"\s*\[(\d+)\](?:\(([0-9a-fA-F]+)\))?(.*)$`)
+	topoIDGUIDRE      = lazyre.New(`^[SHR]-([0-9a-fA-F]{1,16})$`)
+	promptRE          = lazyre.New(`^\S+[#$] \S`)
+	topoGUIDRE        = lazyre.New(`^(switchguid|caguid|rtguid|sysimgguid|vendid|devid)=(0x[0-9a-fA-F]+)(?:\(|\s*$)`)
 )
 
 // ParseTopology reads ibnetdiscover's topology output or an ibsim netlist
@@ -223,7 +397,11 @@ func ParseTopology(text string) (*Topology, error) {
 				return nil, &ParseError{"topology", n, line, "port count out of range"}
 			}
 			typ := map[string]NodeType{"Switch": Switch, "Ca": CA, "Hca": CA, "Rt": Router}[m[1]]
-			node := TopoNode{ID: m[3], Type: typ, Desc: m[4], Ports: ports, VendorID: pending["vendid"], DeviceID: pending["devid"]}
+			node := TopoNode{ID: m[3], Type: typ, Ports: ports, VendorID: pending["vendid"], DeviceID: pending["devid"]}
+			nodeLID := ""
+			if c := topoNodeCommentRE().FindStringSubmatch(m[4]); c != nil {
+				node.Desc, nodeLID = c[1], c[2]
+			}
 			for _, k := range []string{"switchguid", "caguid", "rtguid"} {
 				if g := pending[k]; g != "" {
 					node.GUID = guid(g)
@@ -238,8 +416,8 @@ func ParseTopology(text string) (*Topology, error) {
 			if node.Desc == "" {
 				node.Desc = node.ID
 			}
-			if l := topoLidRE().FindStringSubmatch(m[5]); l != nil {
-				node.LID, _ = strconv.Atoi(l[1])
+			if nodeLID != "" {
+				node.LID, _ = strconv.Atoi(nodeLID)
 			}
 			clear(pending)
 			t.Nodes = append(t.Nodes, node)
@@ -285,11 +463,16 @@ func ParseTopology(text string) (*Topology, error) {
 		if r.localPortGUID != "" {
 			a.PortGUID = guid(r.localPortGUID)
 		}
-		comment := r.comment
 		// CA lines say `# lid 2 lmc 0 "remote" lid 1 4xQDR`: the first lid is the CA port's own.
-		if l := topoCALidRE().FindStringSubmatch(comment); l != nil {
-			a.LID, _ = strconv.Atoi(l[1])
-			comment = comment[len(l[0]):]
+		// The first '#' starts the comment (a redacted paste may leave
+		// "(b83f<redacted>)" before it); descriptions only follow it.
+		comment := ""
+		if i := strings.Index(r.comment, "#"); i >= 0 {
+			comment = strings.TrimSpace(r.comment[i:])
+		}
+		c := topoPortCommentRE().FindStringSubmatch(comment)
+		if c != nil && c[1] != "" {
+			a.LID, _ = strconv.Atoi(c[1])
 		}
 		b := TopoEnd{Node: r.remoteID, Port: r.remotePort}
 		if rn := byID[r.remoteID]; rn != nil {
@@ -302,11 +485,11 @@ func ParseTopology(text string) (*Topology, error) {
 		}
 		// Real files redact ids, so a port line's own comment
 		// (`# "remote desc" lid 5 4xEDR`) names the far end.
-		if q := topoQuoteRE().FindStringSubmatch(comment); q != nil && q[1] != "" {
-			b.Node = q[1]
-			if q[2] != "" {
-				b.LID, _ = strconv.Atoi(q[2])
-			}
+		if c != nil && c[2] != "" {
+			b.Node = c[2]
+		}
+		if c != nil && c[3] != "" {
+			b.LID, _ = strconv.Atoi(c[3])
 		}
 		ha, hb := half{a.GUID, local.ID, a.Port}, half{b.GUID, r.remoteID, b.Port}
 		if hb.node < ha.node || hb.node == ha.node && (hb.id < ha.id || hb.id == ha.id && hb.port < ha.port) {
@@ -320,8 +503,10 @@ func ParseTopology(text string) (*Topology, error) {
 		if a.Node > b.Node || a.Node == b.Node && a.Port > b.Port {
 			l.A, l.B = b, a
 		}
-		if rm := topoRateRE().FindStringSubmatch(comment); rm != nil {
-			l.Width, l.Speed = rm[1]+"X", rm[2]
+		if c != nil && c[4] != "" {
+			l.Width, l.Speed = c[4]+"X", c[5]
+		} else if c == nil && comment != "" {
+			t.Unreadable = append(t.Unreadable, Unreadable{"ibnetdiscover", r.line, comment, "port comment not read as [lid N lmc N] \"desc\" lid N WIDTHxSPEED: the link's rate is unknown"})
 		}
 		t.Links = append(t.Links, l)
 	}
@@ -374,14 +559,16 @@ func ParseIBQueryErrors(text string) ([]PortErrors, error) {
 		}
 		pe := PortErrors{NodeDesc: desc, GUID: guid(m[1]), Counters: map[string]uint64{}}
 		pe.Port, _ = strconv.Atoi(m[2])
-		for _, c := range qeCounterRE().FindAllStringSubmatch(m[3], -1) {
+		// "Link info:" ends the counters: the far end's description follows.
+		counted, _, _ := strings.Cut(m[3], "Link info:")
+		for _, c := range qeCounterRE().FindAllStringSubmatch(counted, -1) {
 			v, err := strconv.ParseUint(c[2], 10, 64)
 			if err != nil {
 				return nil, &ParseError{"ibqueryerrors", n, line, "counter " + c[1] + " is not a number"}
 			}
 			pe.Counters[c[1]] = v
 		}
-		if len(pe.Counters) == 0 && strings.TrimSpace(m[3]) != "" {
+		if len(pe.Counters) == 0 && strings.TrimSpace(counted) != "" {
 			return nil, &ParseError{"ibqueryerrors", n, line, "no [Counter == value] on a port line"}
 		}
 		out = append(out, pe)

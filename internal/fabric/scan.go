@@ -126,6 +126,10 @@ func lastLine(s string) string {
 // answers). The simulator's own attach notice is not a failure.
 var failureRE = lazyre.New(`(?im)^.*(failed|ibpanic|iberror|timeout|timed out|error:|no sm/sa found).*$`)
 
+// dataLineRE finds the tools' data lines, which carry node descriptions:
+// a node called "failed" or "error: x" is no failure of the tool.
+var dataLineRE = lazyre.New(`^\s*(?:Errors for |Data Counters for |GUID 0x|(?:CA|Switch|Router): |(?:Switch|Ca|Hca|Rt)\s+\d+\s+"|\[\d+\]|0x[0-9a-fA-F]+\s+")|==\(`)
+
 // failureWords are what failureRE looks for, as they are spelled: a cheap
 // test before the regular expression runs over a large output.
 var failureWords = [][]byte{[]byte("ailed"), []byte("AILED"), []byte("ibpanic"), []byte("iberror"), []byte("imeout"), []byte("imed out"), []byte("rror:"), []byte("ERROR:"), []byte("No SM/SA")}
@@ -145,7 +149,7 @@ func ToolFailure(out Output) string {
 		}
 		for _, m := range failureRE().FindAll(b, -1) {
 			l := strings.TrimSpace(string(m))
-			if strings.Contains(l, "sim_connect") || strings.HasPrefix(l, "##") {
+			if strings.Contains(l, "sim_connect") || strings.HasPrefix(l, "##") || dataLineRE().MatchString(l) {
 				continue
 			}
 			return l
@@ -203,6 +207,14 @@ func Scan(ctx context.Context, r Runner, o ScanOptions) (*Snapshot, error) {
 		return nil, fmt.Errorf("discover the fabric: ibnetdiscover printed no nodes (%s)", cmpOr(ToolFailure(out), "no output"))
 	}
 
+	// Node descriptions are set by the nodes themselves: the tools that
+	// follow print every node under its GUID instead (a node name map
+	// rdmalab writes), so no description reaches the lines parsed for
+	// structure; the descriptions shown are the discovery's.
+	nameMap := filepath.Join(dir, "node-name-map")
+	if err := writeNameMap(nameMap, topo.Nodes); err != nil {
+		return nil, fmt.Errorf("write the node name map: %w", err)
+	}
 	o.say("fabric: %d nodes; reading links, error counters and subnet managers…\n", len(topo.Nodes))
 	var (
 		wg                    sync.WaitGroup
@@ -212,9 +224,12 @@ func Scan(ctx context.Context, r Runner, o ScanOptions) (*Snapshot, error) {
 		smirErr               error
 	)
 	wg.Add(4)
-	go func() { defer wg.Done(); linkOut, linkErr = r.Run(ctx, "iblinkinfo", "--line", "--load-cache", cache) }()
+	go func() {
+		defer wg.Done()
+		linkOut, linkErr = r.Run(ctx, "iblinkinfo", "--line", "--load-cache", cache, "--node-name-map", nameMap)
+	}()
 	var qeFails []PMAFailure
-	go func() { defer wg.Done(); qeOut, qeFails, qeErr = queryErrors(ctx, r, cache) }()
+	go func() { defer wg.Done(); qeOut, qeFails, qeErr = queryErrors(ctx, r, cache, nameMap) }()
 	go func() { defer wg.Done(); smOut, smErr = r.Run(ctx, "sminfo") }()
 	go func() { defer wg.Done(); smirOut, smirErr = r.Run(ctx, "saquery", "SMIR") }()
 	wg.Wait()
@@ -224,9 +239,10 @@ func Scan(ctx context.Context, r Runner, o ScanOptions) (*Snapshot, error) {
 	if linkErr != nil {
 		return nil, fmt.Errorf("read links: %w", linkErr)
 	}
-	if s.Ports, err = ParseIBLinkInfo(string(linkOut.Stdout)); err != nil {
+	if s.Ports, s.Unreadable, err = ParseIBLinkInfo(string(linkOut.Stdout)); err != nil {
 		return nil, err
 	}
+	s.Unreadable = append(topo.Unreadable, s.Unreadable...)
 	s.Read = append(s.Read, IBLinkInfo)
 	if f := ToolFailure(linkOut); f != "" {
 		s.Errors = append(s.Errors, "iblinkinfo: "+f)
@@ -236,6 +252,7 @@ func Scan(ctx context.Context, r Runner, o ScanOptions) (*Snapshot, error) {
 	}
 	s.addPortGUIDs(topo)
 	s.Resolve()
+	s.describe(topo)
 
 	s.Read = append(s.Read, IBQueryErrors)
 	first := time.Now()
@@ -250,7 +267,7 @@ func Scan(ctx context.Context, r Runner, o ScanOptions) (*Snapshot, error) {
 		if err := o.wait(ctx, o.Interval); err != nil {
 			return nil, err
 		}
-		again, fails, err := queryErrors(ctx, r, cache)
+		again, fails, err := queryErrors(ctx, r, cache, nameMap)
 		if err != nil {
 			s.CounterError = "second sample: " + err.Error()
 		} else {
@@ -267,6 +284,7 @@ func Scan(ctx context.Context, r Runner, o ScanOptions) (*Snapshot, error) {
 	s.Read = append(s.Read, SMInfo)
 	if smErr != nil {
 		s.SMQueryError = smErr.Error()
+		s.SMNoAnswer = SMNoAnswer(smOut, smErr)
 	} else if sm, err := ParseSMInfo(string(smOut.Stdout)); err != nil {
 		s.SMQueryError = err.Error()
 	} else {
@@ -281,6 +299,34 @@ func Scan(ctx context.Context, r Runner, o ScanOptions) (*Snapshot, error) {
 	}
 	o.say("fabric: done: %d nodes, %d ports\n", len(s.Nodes), len(s.Ports))
 	return s, nil
+}
+
+// SMNoAnswer reports whether a failed sminfo asked the fabric and got no
+// answer ("iberror: failed: query", a dropped MAD, a timeout) rather than
+// failing to ask (not installed, the local port would not open).
+func SMNoAnswer(out Output, err error) bool {
+	var te *ToolError
+	if !errors.As(err, &te) {
+		return false
+	}
+	if te.TimedOut > 0 {
+		return true
+	}
+	if te.Exit < 0 {
+		return false
+	}
+	text := string(out.Stderr) + string(out.Stdout)
+	for _, local := range []string{"can't open UMAD port", "Failed to open", "Permission denied", "No such device"} {
+		if strings.Contains(text, local) {
+			return false
+		}
+	}
+	for _, asked := range []string{"failed: query", "_do_madrpc failed", "No SM/SA found"} {
+		if strings.Contains(text, asked) {
+			return true
+		}
+	}
+	return false
 }
 
 func cmpOr(a, b string) string {
@@ -317,8 +363,8 @@ func (o ScanOptions) wait(ctx context.Context, d time.Duration) error {
 // errors and exits 0 (no SM: "Query SA failed"): that is a failed read,
 // and the counters are unknown. A MAD to one port that got no answer is
 // that port's failure alone: it is returned, not an error.
-func queryErrors(ctx context.Context, r Runner, cache string) (Output, []PMAFailure, error) {
-	out, err := r.Run(ctx, "ibqueryerrors", "--load-cache", cache)
+func queryErrors(ctx context.Context, r Runner, cache, nameMap string) (Output, []PMAFailure, error) {
+	out, err := r.Run(ctx, "ibqueryerrors", "--load-cache", cache, "--node-name-map", nameMap)
 	fails, err := CheckQueryErrors(out, err)
 	return out, fails, err
 }
@@ -340,6 +386,40 @@ func CheckQueryErrors(out Output, err error) ([]PMAFailure, error) {
 		return nil, errors.New("ibqueryerrors printed no summary: the counters are unknown")
 	}
 	return fails, nil
+}
+
+// writeNameMap writes a node name map (infiniband-diags' --node-name-map)
+// naming every node by its own GUID.
+func writeNameMap(path string, nodes []TopoNode) error {
+	var b strings.Builder
+	for _, n := range nodes {
+		if !n.GUID.IsZero() {
+			fmt.Fprintf(&b, "%s \"%s\"\n", n.GUID, n.GUID)
+		}
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o600)
+}
+
+// describe gives every port and far end the description the discovery
+// read for its node (the tools after it printed GUIDs in its place).
+func (s *Snapshot) describe(t *Topology) {
+	desc := map[host.GUID]string{}
+	for _, n := range t.Nodes {
+		if !n.GUID.IsZero() {
+			desc[n.GUID] = n.Desc
+		}
+	}
+	for i := range s.Ports {
+		p := &s.Ports[i]
+		if d, ok := desc[p.NodeGUID]; ok {
+			p.NodeDesc = d
+		}
+		if r := p.Remote; r != nil {
+			if d, ok := desc[r.NodeGUID]; ok {
+				r.NodeDesc = d
+			}
+		}
+	}
 }
 
 // addPortGUIDs records ibnetdiscover's port GUIDs (a CA's port GUID is not

@@ -19,7 +19,7 @@ import (
 // netlist has no GUIDs: its nodes are numbered in file order (0x1, 0x2, …)
 // so links still pair, and Source says so.
 func FromTopology(t *Topology, source string) *Snapshot {
-	s := &Snapshot{SchemaVersion: SchemaVersion, Source: source, Read: []Tool{IBNetDiscover}}
+	s := &Snapshot{SchemaVersion: SchemaVersion, Source: source, Read: []Tool{IBNetDiscover}, Unreadable: t.Unreadable}
 	byName := map[string]host.GUID{}
 	numbered := false
 	for i, n := range t.Nodes {
@@ -81,19 +81,24 @@ func FromTopology(t *Topology, source string) *Snapshot {
 
 // FromIBLinkInfo makes a snapshot of what an iblinkinfo output says.
 func FromIBLinkInfo(text, source string) (*Snapshot, error) {
-	ps, err := ParseIBLinkInfo(text)
+	ps, bad, err := ParseIBLinkInfo(text)
 	if err != nil {
 		return nil, err
 	}
 	if len(ps) == 0 {
+		if len(bad) > 0 {
+			return nil, fmt.Errorf("no port line of the iblinkinfo output could be read (line %d: %s)", bad[0].Line, bad[0].Reason)
+		}
 		return nil, fmt.Errorf("no port lines in iblinkinfo output")
 	}
-	s := &Snapshot{SchemaVersion: SchemaVersion, Source: source, Read: []Tool{IBLinkInfo}, Ports: ps, CollectedAt: time.Time{}}
+	s := &Snapshot{SchemaVersion: SchemaVersion, Source: source, Read: []Tool{IBLinkInfo}, Ports: ps, Unreadable: bad, CollectedAt: time.Time{}}
 	s.Resolve()
 	return s, nil
 }
 
 var portsLineRE = lazyre.New(`^\s*(CA|SW|RT)\s+(\d+)\s+(\d+)\s+(0x[0-9a-fA-F]{1,16})\s+(\d+)x\s+(\S+)\s*(?:-\s+(CA|SW|RT)\s+(\d+)\s+(\d+)\s+(0x[0-9a-fA-F]{1,16})\s+\(\s*'(.*?)'\s+-\s+'(.*?)'\s*\)|'(.*?)'|(\S.*?))\s*$`)
+
+var portsStartRE = lazyre.New(`^\s*(CA|SW|RT)\s+\d`)
 
 var portsType = map[string]NodeType{"CA": CA, "SW": Switch, "RT": Router}
 
@@ -102,6 +107,7 @@ var portsType = map[string]NodeType{"CA": CA, "SW": Switch, "RT": Router}
 // into a snapshot. Ports without a far end are listed, not linked.
 func FromIBNetDiscoverPorts(text, source string) (*Snapshot, error) {
 	s := &Snapshot{SchemaVersion: SchemaVersion, Source: source, Read: []Tool{IBNetDiscover}}
+	var bad *ParseError // the first line that is no port line
 	sc := lineScanner(text)
 	n := 0
 	for sc.Scan() {
@@ -112,7 +118,16 @@ func FromIBNetDiscoverPorts(text, source string) (*Snapshot, error) {
 		}
 		m := portsLineRE().FindStringSubmatch(line)
 		if m == nil {
-			return nil, &ParseError{"ibnetdiscover -p", n, line, "not a port line"}
+			// A line that starts as a port line and does not read is that
+			// port unknown; anything else (a prompt, a banner) is no port.
+			if portsStartRE().MatchString(line) {
+				s.Unreadable = append(s.Unreadable, Unreadable{"ibnetdiscover -p", n, line, "a port line whose fields do not read (type, LID, port, GUID, width and speed, then the far end or a description)"})
+				continue
+			}
+			if bad == nil {
+				bad = &ParseError{"ibnetdiscover -p", n, line, "not a port line"}
+			}
+			continue
 		}
 		p := Port{NodeType: portsType[m[1]], NodeGUID: guid(m[4]), Width: m[5] + "X"}
 		p.LID, _ = strconv.Atoi(m[2])
@@ -134,6 +149,9 @@ func FromIBNetDiscoverPorts(text, source string) (*Snapshot, error) {
 		s.Ports = append(s.Ports, p)
 	}
 	if len(s.Ports) == 0 {
+		if bad != nil {
+			return nil, bad
+		}
 		return nil, fmt.Errorf("no port lines in ibnetdiscover -p output")
 	}
 	s.Resolve()

@@ -160,12 +160,15 @@ func Diff(s *fabric.Snapshot, plan *fabric.Topology) ([]check.Finding, error) {
 			unreachable = "; " + absent[0] + " is not reachable through it"
 		}
 		f := find("fabric.port.down", check.Fail, subject, "planned, but not linked%s", unreachable)
+		var seen []*fabric.Port
 		for _, e := range []planEnd{a, b} {
 			if p, ok := ports[e.key]; ok && e.found {
 				f.Evidence = append(f.Evidence, check.Evidence{What: names.Port(e.key), Value: fmt.Sprintf("GUID %s, %s/%s", p.NodeGUID, p.State, p.PhysState), Source: "iblinkinfo"})
+				seen = append(seen, &p)
 			}
 		}
-		fs = append(fs, f)
+		// ibportstate enables switch ports only.
+		fs = append(fs, filled(f, switchPorts(seen)...))
 	}
 	for _, l := range links {
 		if inPlan[l.A.Key()] || inPlan[l.B.Key()] {

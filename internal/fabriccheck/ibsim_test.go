@@ -236,7 +236,7 @@ func TestNoSubnetManager(t *testing.T) {
 	sim := testhost.StartIBSim(t, testhost.FatTree(1, 1, 2))
 	s := scan(t, sim, 0)
 	f := failing(mustRun(t, s, Options{}), check.Fail)
-	wantOne(t, f, "fabric.sm", "no subnet manager")
+	wantOne(t, f, "fabric.sm", "no subnet manager: 6 linked port(s) stuck in INIT")
 	wantOne(t, f, "fabric.lid.unassigned", "have LID 0")
 	wantOne(t, f, "fabric.port.state", "not Active")
 	if s.SMQueryError == "" {

@@ -89,6 +89,10 @@ func TestLinkJudgementOnCapture(t *testing.T) {
 			t.Errorf("finding lacks %q:\n%s", want, got)
 		}
 	}
+	// Its fix names the switch end from the input (issue 34: no <lid> <port>).
+	if fx := strings.Join(lf[0].Fix, "; "); !strings.Contains(fx, "ibportstate 13 1 ") || strings.Contains(fx, "<") {
+		t.Errorf("fix %q, want ibportstate 13 1", fx)
+	}
 	// The same fabric with its device models unknown: the 4X EDR HCA links
 	// advertising 12X HDR are judged by their peers (2 of 3 CA↔Switch
 	// links run 4X EDR) and pass; the DDR link is named by the same peers.
@@ -132,24 +136,36 @@ func TestLinkJudgementOnCapture(t *testing.T) {
 	// Counters: the injected 50 symbol errors, on the right port.
 	f := failing(mustRun(t, s, Options{}), check.Fail)
 	wantOne(t, f, "fabric.port.errors", "HCA-1 [0x248a0703008a1b30 lid 15] port 1 SymbolErrorCounter: 50, over the threshold 0 (link to SwitchIB Mellanox Technologies [0x7cfe900300a5f7c0 lid 12] port 2)")
-	// sminfo fails while every port is Active with a LID: an SM configured
-	// them; whether it still runs is unknown, not "no SM".
+	if pe := f["fabric.port.errors"]; len(pe) == 1 && !strings.Contains(strings.Join(pe[0].Fix, "; "), "perfquery -R 15 1 ") {
+		t.Errorf("fix %q, want perfquery -R 15 1", pe[0].Fix)
+	}
+	// sminfo asks and no SM answers while every port is Active with a
+	// LID (issue 34: this passed as three unknowns): the SM that configured
+	// them is gone. A failure, with sminfo's and saquery's words.
 	r2 := fabric.Replay{}
 	for k, v := range r {
 		r2[k] = v
 	}
-	r2["sminfo"] = fabric.Captured{Stderr: "sminfo: iberror: failed: query\n", Exit: 255}
-	r2["saquery"] = fabric.Captured{Stderr: "ibwarn: sa query failed\n", Exit: 1}
+	r2["sminfo"] = fabric.Captured{Stderr: "ibwarn: [1647] mad_rpc: _do_madrpc failed; dport (DR path slid 0; dlid 0; 0)\nsminfo: iberror: failed: query\n", Exit: 255}
+	r2["saquery"] = fabric.Captured{Stderr: "ibwarn: [1662] sa_get_handle: No SM/SA found on port (null):0\nibpanic: [1662] main: Failed to bind to the SA: No such file or directory\n", Exit: 255}
 	s2, err := fabric.Scan(context.Background(), r2, fabric.ScanOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	fs2 := mustRun(t, s2, Options{})
-	wantOne(t, failing(fs2, check.Unknown), "fabric.sm", "sminfo could not reach a subnet manager, yet 8 ports are Active")
-	wantOne(t, failing(fs2, check.Unknown), "fabric.sm.priority-clash", "saquery SMIR failed")
-	if len(failing(fs2, check.Fail)["fabric.sm"]) != 0 {
-		t.Error("an unanswered sminfo on a configured fabric is not a missing SM")
+	wantAt(t, failing(fs2, check.Fail), "fabric.sm", "subnet", "no subnet manager answers sminfo, although 8 port(s) are Active with LIDs")
+	if sm := failing(fs2, check.Fail)["fabric.sm"]; len(sm) == 1 && (len(sm[0].Evidence) < 2 || !strings.Contains(sm[0].Evidence[0].Value, "failed") || !strings.Contains(strings.Join(sm[0].Fix, " "), "systemctl enable --now opensm")) {
+		t.Errorf("no SM: evidence %+v fix %q", sm[0].Evidence, sm[0].Fix)
 	}
+	wantOne(t, failing(fs2, check.Unknown), "fabric.sm.priority-clash", "saquery SMIR failed")
+	// sminfo could not ask at all (the local port would not open): the
+	// SM question is open, unknown, never a pass.
+	r2["sminfo"] = fabric.Captured{Stderr: "ibwarn: [1692] mad_rpc_open_port: can't open UMAD port (mlx5_9:0)\nsminfo: iberror: failed: Failed to open 'mlx5_9' port '0'\n", Exit: 255}
+	if s2, err = fabric.Scan(context.Background(), r2, fabric.ScanOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fs2 = mustRun(t, s2, Options{})
+	wantAt(t, failing(fs2, check.Unknown), "fabric.sm", "subnet", "sminfo could not ask for a subnet manager, and 8 ports are Active with LIDs")
 	// No SM: ibqueryerrors exits 0 with nothing on stdout. Unknown, not pass.
 	r["ibqueryerrors"] = fabric.Captured{Stderr: read(t, dir+"ibqueryerrors-nosm.err")}
 	s, err = fabric.Scan(context.Background(), r, fabric.ScanOptions{})

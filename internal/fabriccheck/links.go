@@ -41,16 +41,70 @@ func active(p *fabric.Port) rate {
 }
 
 // couldBe is what iblinkinfo says the link could run at (the active value
-// where it says nothing).
-func couldBe(p *fabric.Port) rate {
-	r := active(p)
+// where it says nothing), and whether it said anything.
+func couldBe(p *fabric.Port) (rate, bool) {
+	r, said := active(p), false
 	if w, ok := linkrate.ParseWidth(p.CouldBeWidth); ok {
-		r.Width = w
+		r.Width, said = w, true
 	}
 	if linkrate.SpeedRank(p.CouldBeSpeed) > 0 {
-		r.Speed = p.CouldBeSpeed
+		r.Speed, said = p.CouldBeSpeed, true
 	}
-	return r
+	return r, said
+}
+
+// linkHint is what iblinkinfo says the link could run at. iblinkinfo
+// computes "Could be" from both ends' supported sets, so either end's line
+// speaks for the link (the other's may be cut from a paste); both, the
+// lower of the two.
+func linkHint(l fabric.Link) rate {
+	a, okA := couldBe(l.A)
+	b, okB := couldBe(l.B)
+	switch {
+	case okA && okB:
+		return a.capTo(b)
+	case okB:
+		return b
+	}
+	return a
+}
+
+// advertisesEverything reports whether the snapshot's "Could be" hints
+// are the universal advertisement ibsim (and some firmware) makes, every
+// width and speed on every port, rather than what the ports support: a
+// hint of 12X that the device models of both ends do not confirm (no
+// ConnectX or Quantum port was ever 12X). Then no hint of this snapshot
+// is evidence by itself; the device models and peers still are.
+func advertisesEverything(s *fabric.Snapshot, nodes map[host.GUID]*fabric.Node) bool {
+	for _, l := range s.Links() {
+		for _, p := range []*fabric.Port{l.A, l.B} {
+			if p.CouldBeWidth != "12X" {
+				continue
+			}
+			mA, _, okA := model(nodes, l.A)
+			mB, _, okB := model(nodes, l.B)
+			if !okA || !okB || !slices.Contains(mA.Widths, 12) || !slices.Contains(mB.Widths, 12) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hintText is a hint as a belief: "53.125 Gbps/lane (HDR)", "4X", or both.
+func hintText(h, now rate) string {
+	var parts []string
+	if h.Width > now.Width {
+		parts = append(parts, fmt.Sprintf("%dX", h.Width))
+	}
+	if linkrate.SpeedRank(h.Speed) > linkrate.SpeedRank(now.Speed) {
+		if sp, ok := linkrate.SpeedByName(h.Speed); ok {
+			parts = append(parts, fmt.Sprintf("%g Gbps/lane (%s)", sp.SignalGbps, sp.Name))
+		} else {
+			parts = append(parts, h.Speed)
+		}
+	}
+	return strings.Join(parts, " and ")
 }
 
 // model is what a node's device can do at best, from linkrate.Models.
@@ -101,9 +155,10 @@ func peerConsensus(links []fabric.Link) map[string]consensus {
 
 // linkRules judges each link's rate as an expert would: against
 // --expect-rate when given (authoritative); otherwise against what both
-// ends' device models can do and what the link's peers (same class) run
-// at. iblinkinfo's "Could be" is believed only as far as the device models
-// confirm it. One finding per degraded link, naming both ends, what it
+// ends' device models can do, what iblinkinfo's "Could be" says both ends
+// support (unless the snapshot's hints are ibsim's advertise-everything,
+// when only the device models confirm them), and what the link's peers
+// (same class) run at: peers degraded alike never outvote the hint. One finding per degraded link, naming both ends, what it
 // runs at, what it should run at and why that is believed.
 func linkRules(s *fabric.Snapshot, o Options, n *fabric.Names) []check.Finding {
 	links := s.Links()
@@ -118,6 +173,7 @@ func linkRules(s *fabric.Snapshot, o Options, n *fabric.Names) []check.Finding {
 	for i := range s.Nodes {
 		nodes[s.Nodes[i].GUID] = &s.Nodes[i]
 	}
+	universal := advertisesEverything(s, nodes)
 	var fs []check.Finding
 	ok, noRate, noBasis := 0, 0, 0
 	var bases []string
@@ -174,12 +230,12 @@ func linkRules(s *fabric.Snapshot, o Options, n *fabric.Names) []check.Finding {
 			}
 			consider(p, fmt.Sprintf("%d of %d %s links run at %s", c.n, c.total, l.Class(), c.rate))
 		}
-		hint := couldBe(l.A).capTo(couldBe(l.B))
+		hint := linkHint(l)
 		unconfirmed, hintConfirmed := false, false
 		if now.less(hint) {
 			if capBoth {
 				h := hint.capTo(limit)
-				reason := fmt.Sprintf("iblinkinfo says both ends could run %s", rateText(h))
+				reason := fmt.Sprintf("both ends support %s per iblinkinfo (\"Could be\")", hintText(h, now))
 				if h != hint {
 					reason = fmt.Sprintf("iblinkinfo says both ends could run %s, which the device models cap at %s", rateText(hint), rateText(h))
 				}
@@ -187,6 +243,23 @@ func linkRules(s *fabric.Snapshot, o Options, n *fabric.Names) []check.Finding {
 					hintConfirmed = true
 				}
 				consider(h, reason)
+			} else if !universal {
+				// The tool's own word on this link, in a fabric whose
+				// hints are not the universal advertisement: iblinkinfo
+				// computed it from both ends' supported sets, so the link
+				// runs below what both ends can do. Peers that run alike
+				// are degraded alike, not a reason to pass. One known end
+				// still caps it.
+				h := hint
+				if okA {
+					h = h.capTo(capA)
+				}
+				if okB {
+					h = h.capTo(capB)
+				}
+				if now.less(h) {
+					consider(h, fmt.Sprintf("both ends support %s per iblinkinfo (\"Could be\")", hintText(h, now)))
+				}
 			} else {
 				// One known end still caps the hint: a Quantum cannot
 				// run 12X, whatever its unknown peer advertises.
@@ -213,7 +286,9 @@ func linkRules(s *fabric.Snapshot, o Options, n *fabric.Names) []check.Finding {
 			if split(now, should) && !hintConfirmed {
 				// 2X at HDR and later is the HDR100/NDR200 split: deliberate
 				// on split switch ports and HDR100 cards, which peers and
-				// device families cannot tell apart from a lost lane pair.
+				// device families cannot tell apart from a lost lane pair;
+				// nor can a "Could be 4X" the device models do not confirm
+				// (what a split port reports as supported is not known here).
 				f.Outcome = check.Warn
 				f.Message += "; 2X " + now.Speed + " is also how split ports and " + now.Speed + "-split cards (HDR100, NDR200) run: if this port should be 4X, check the cable"
 			}
@@ -273,7 +348,7 @@ func evidence(s *fabric.Snapshot, nodes map[host.GUID]*fabric.Node, f check.Find
 		}
 		f.Evidence = append(f.Evidence, check.Evidence{What: n.PortOf(p), Value: v, Source: src})
 	}
-	return f
+	return filled(f, switchPorts([]*fabric.Port{l.A, l.B})...)
 }
 
 // split reports a 2X link at the speed its 4X peers run, from HDR on.

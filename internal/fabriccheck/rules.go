@@ -13,6 +13,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/rdmalab/rdmalab/internal/check"
@@ -52,17 +53,17 @@ func ErrorCounters() []string {
 
 // Catalog lists every fabric check.
 var Catalog = []check.Entry{
-	{ID: "fabric.sm", Title: "one master subnet manager", Why: "nothing on the fabric routes until a subnet manager assigns LIDs; two masters fight over the subnet", Source: "sminfo, saquery SMIR", Fixes: []string{"start exactly one opensm (systemctl enable --now opensm) or the switch's SM"},
-		Needs: "sminfo's answer (and saquery SMIR for standbys)", UnknownWhen: "sminfo fails while the ports are Active with LIDs (an SM configured them, but could not be asked)"},
+	{ID: "fabric.sm", Title: "one master subnet manager", Why: "nothing on the fabric routes until a subnet manager assigns LIDs; two masters fight over the subnet; without an SM, SA path queries (rdma_cm, IPoIB) fail", Source: "sminfo, saquery SMIR, iblinkinfo port states", Fixes: []string{"start exactly one subnet manager: on one node of this fabric, systemctl enable --now opensm (or enable the managed switch's SM)"},
+		Needs: "sminfo's answer (and saquery SMIR for standbys), or the ports' states: every linked port in INIT or at LID 0 is no SM", UnknownWhen: "sminfo could not ask at all (not installed, the local port would not open) while ports are Active with LIDs; sminfo asking and getting no answer (\"failed: query\", a timeout) fails"},
 	{ID: "fabric.sm.priority-clash", Title: "subnet managers with distinct priorities", Why: "two SMs at the same priority elect by GUID, so which one is master depends on which GUID is lower: \"two software SMs racing each other is an afternoon of debugging nobody needs\"", Source: "saquery SMIR", Fixes: []string{"give the intended master a higher priority (opensm -p 15, or PRIORITY in opensm.conf)"},
 		Needs: "saquery SMIR listing every SM (master and standbys)", UnknownWhen: "saquery SMIR failed: only the master is known"},
 	{ID: "fabric.lid.unassigned", Title: "every linked port has a LID", Why: "a port with LID 0 cannot be addressed: no SM has configured it", Source: "iblinkinfo", Fixes: []string{"run a subnet manager", "check it sees the port (ibnetdiscover)"},
 		Needs: "iblinkinfo's port lines (LID and state)", UnknownWhen: "not run on an ibnetdiscover dump alone, which carries no port states"},
 	{ID: "fabric.port.state", Title: "linked ports are Active", Why: "a port with a physical link stuck in Initialize or Armed has not been configured by the SM", Source: "iblinkinfo", Fixes: []string{"check the SM log (/var/log/opensm.log) and sminfo"},
 		Needs: "iblinkinfo's port lines", UnknownWhen: "not run on an ibnetdiscover dump alone"},
-	{ID: "fabric.link.width", Title: "links at the width they should run at", Why: "a 4X link that trains at 1X runs at a quarter of its rate: a bad cable, lane or port", Source: "iblinkinfo or ibnetdiscover; device model table; peers", Fixes: []string{"reseat or replace the cable", "mlxlink -d <dev> -p <port> shows lane errors"},
-		Needs: "the link's active width and one basis for what it should be: --expect-rate, the device models of both ends (vendor/device id → linkrate.Models), or a majority of links of the same class (CA↔Switch, Switch↔Switch) at one rate; iblinkinfo's \"Could be\" counts only when the device models confirm it", UnknownWhen: "no basis at all (no flag, unknown devices, no peer majority); an unconfirmed \"Could be\" is a warning, and so is a 2X link at HDR or later among 4X peers (the HDR100/NDR200 split looks the same)"},
-	{ID: "fabric.link.speed", Title: "links at the speed they should run at", Why: "\"came up at 100 Gb/s instead of 200\" is the most common silent failure", Source: "iblinkinfo or ibnetdiscover; device model table; peers", Fixes: []string{"check the cable's rating (mlxlink --show_module), replace it", "check the ports' enabled speeds"},
+	{ID: "fabric.link.width", Title: "links at the width they should run at", Why: "a 4X link that trains at 1X runs at a quarter of its rate: a bad cable, lane or port", Source: "iblinkinfo or ibnetdiscover; device model table; peers", Fixes: []string{"reseat or replace the cable", "ibportstate <lid> <port> (on the switch end it compares the width and speed enabled, supported and active with the peer's)"},
+		Needs: "the link's active width and one basis for what it should be: --expect-rate, the device models of both ends (vendor/device id → linkrate.Models), or a majority of links of the same class (CA↔Switch, Switch↔Switch) at one rate; or iblinkinfo's \"Could be\" (computed from both ends' supported sets: a link below it fails, whatever its peers run at; where the hints are the advertise-everything kind, a 12X hint no device model confirms, as ibsim gives, they count only as far as the device models confirm them)", UnknownWhen: "no basis at all (no flag, unknown devices, no peer majority, no hint); an advertise-everything hint the models cannot confirm is a warning when no peers judge the link, and so is a 2X link at HDR or later among 4X peers (the HDR100/NDR200 split looks the same)"},
+	{ID: "fabric.link.speed", Title: "links at the speed they should run at", Why: "\"came up at 100 Gb/s instead of 200\" is the most common silent failure", Source: "iblinkinfo or ibnetdiscover; device model table; peers", Fixes: []string{"check the cable's rating (mlxlink --show_module), replace it", "check the ports' enabled speeds: ibportstate <lid> <port> (on the switch end it compares them with the peer's)"},
 		Needs: "as fabric.link.width, for the lane speed", UnknownWhen: "as fabric.link.width"},
 	{ID: "fabric.link.rate", Title: "links at the expected rate", Why: "the fabric was bought for one rate; a slower link halves a job's all-reduce", Source: "iblinkinfo or ibnetdiscover vs --expect-rate", Fixes: []string{"replace the cable or port", "see fabric.link.speed/width"},
 		Needs: "--expect-rate and each link's active width and speed", UnknownWhen: "links whose source gives no rate"},
@@ -76,6 +77,8 @@ var Catalog = []check.Entry{
 		Needs: "as fabric.port.down", UnknownWhen: "as fabric.port.down"},
 	{ID: "fabric.topology.missing", Title: "planned nodes present", Why: "a node the plan lists was not discovered at all", Source: "ibnetdiscover vs the plan", Fixes: []string{"check the node is powered and cabled"},
 		Needs: "as fabric.port.down", UnknownWhen: "as fabric.port.down"},
+	{ID: "fabric.parse.unreadable", Title: "every tool line read", Why: "a node sets its own description, and one holding a tool's own syntax (quotes, \"==(\", \"lid 4\") must never move another link's verdict: a line that cannot be read for certain leaves what it describes unknown", Source: "iblinkinfo, ibnetdiscover", Fixes: []string{"rerun with rdmalab fabric scan (it prints nodes by GUID through a node name map), or ask the node's owner for a plain description (smpquery nodedesc with its LID shows it)"},
+		Decides: true, Needs: "the tools' lines", UnknownWhen: "a line whose fixed fields (GUIDs, LIDs, port numbers, width, speed, state) cannot be told apart from a node description: that port or link is unknown"},
 	{ID: "fabric.topology.extra", Title: "no unplanned links", Why: "a link the plan does not know about", Source: "ibnetdiscover vs the plan", Fixes: []string{"add it to the plan, or remove it"},
 		Needs: "as fabric.port.down; an empty plan is refused", UnknownWhen: "as fabric.port.down"},
 }
@@ -88,6 +91,7 @@ func Run(s *fabric.Snapshot, o Options) ([]check.Finding, error) {
 	}
 	names := s.Names()
 	var fs []check.Finding
+	fs = append(fs, unreadable(s)...)
 	fs = append(fs, subnetManager(s)...)
 	fs = append(fs, portsConfigured(s, names)...)
 	fs = append(fs, linkRules(s, o, names)...)
@@ -113,8 +117,75 @@ func find(id string, out check.Outcome, subject, format string, a ...any) check.
 	return f
 }
 
+// unreadable reports each line a parser could not read: what it
+// describes is unknown, and said to be.
+// filled names the ports a fix is about: each "<lid> <port>" of the
+// catalog's fixes becomes one line per port given that has a LID (the
+// input's own numbers); a fix no port can fill stays as it is.
+func filled(f check.Finding, ports ...*fabric.Port) check.Finding {
+	var out []string
+	for _, fx := range f.Fix {
+		if !strings.Contains(fx, "<lid>") {
+			out = append(out, fx)
+			continue
+		}
+		n := 0
+		for _, p := range ports {
+			if p == nil || p.LID <= 0 {
+				continue
+			}
+			out = append(out, strings.NewReplacer("<lid>", strconv.Itoa(p.LID), "<port>", strconv.Itoa(p.Num)).Replace(fx))
+			n++
+		}
+		if n == 0 {
+			out = append(out, fx)
+		}
+	}
+	f.Fix = out
+	return f
+}
+
+// switchPorts keeps the switch ports of ps, or all of them when none is
+// a switch's (a CA↔CA cable).
+func switchPorts(ps []*fabric.Port) []*fabric.Port {
+	var out []*fabric.Port
+	for _, p := range ps {
+		if p != nil && p.NodeType == fabric.Switch {
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		return ps
+	}
+	return out
+}
+
+func unreadable(s *fabric.Snapshot) []check.Finding {
+	var fs []check.Finding
+	for _, u := range s.Unreadable {
+		f := find("fabric.parse.unreadable", check.Unknown, fmt.Sprintf("%s line %d", u.Tool, u.Line), "%s: the port or link on this line is unknown", u.Reason)
+		f.Evidence = []check.Evidence{{What: "line", Value: u.Text, Source: u.Tool}}
+		fs = append(fs, f)
+	}
+	return fs
+}
+
 func subnetManager(s *fabric.Snapshot) []check.Finding {
+	configured, unconfigured := 0, 0
+	for _, p := range s.Ports {
+		switch {
+		case p.State == portstate.Active && p.LID > 0:
+			configured++
+		case p.PhysState == portstate.LinkUp && (p.State == portstate.Init || p.LID == 0):
+			unconfigured++
+		}
+	}
 	if !s.Has(fabric.SMInfo) && s.SMQueryError == "" {
+		// Without sminfo (a saved iblinkinfo), the ports still tell: every
+		// linked port waiting in INIT is a fabric no SM has configured.
+		if s.Has(fabric.IBLinkInfo) && configured == 0 && unconfigured > 0 {
+			return []check.Finding{find("fabric.sm", check.Fail, "subnet", "no subnet manager: %d linked port(s) stuck in INIT or without a LID, none Active, so nothing routes (iblinkinfo's port states; sminfo was not run)", unconfigured)}
+		}
 		return nil
 	}
 	var masters []fabric.SM
@@ -123,26 +194,35 @@ func subnetManager(s *fabric.Snapshot) []check.Finding {
 			masters = append(masters, sm)
 		}
 	}
-	configured := 0
-	for _, p := range s.Ports {
-		if p.State == portstate.Active && p.LID > 0 {
-			configured++
+	smEvidence := func(f check.Finding) check.Finding {
+		if s.SMQueryError != "" {
+			f.Evidence = append(f.Evidence, check.Evidence{What: "sminfo", Value: s.SMQueryError, Source: "sminfo"})
 		}
+		if s.SMRecordsError != "" {
+			f.Evidence = append(f.Evidence, check.Evidence{What: "saquery SMIR", Value: s.SMRecordsError, Source: "saquery"})
+		}
+		if s.CounterError != "" && strings.Contains(s.CounterError, "SA") {
+			f.Evidence = append(f.Evidence, check.Evidence{What: "ibqueryerrors", Value: s.CounterError, Source: "ibqueryerrors"})
+		}
+		return f
 	}
 	var fs []check.Finding
 	switch {
 	case len(s.SMs) > 0 && len(masters) == 0:
 		fs = append(fs, find("fabric.sm", check.Fail, "subnet", "no subnet manager is MASTER (%s): an election or handover is under way, or stuck", smName(s.SMs[0])))
+	case len(masters) == 0 && configured == 0 && unconfigured > 0:
+		// Every linked port waits for an SM: that is the evidence, whether
+		// or not sminfo could ask.
+		fs = append(fs, smEvidence(find("fabric.sm", check.Fail, "subnet", "no subnet manager: %d linked port(s) stuck in INIT or without a LID, none Active, so nothing routes", unconfigured)))
+	case len(masters) == 0 && s.SMNoAnswer && configured > 0:
+		fs = append(fs, smEvidence(find("fabric.sm", check.Fail, "subnet", "no subnet manager answers sminfo, although %d port(s) are Active with LIDs: the SM that configured them is gone, so SA path queries (rdma_cm, IPoIB) fail and no fault is routed around", configured)))
 	case len(masters) == 0 && configured > 0:
-		f := find("fabric.sm", check.Unknown, "subnet", "sminfo could not reach a subnet manager, yet %d ports are Active with LIDs (an SM configured them): cannot tell whether it still runs", configured)
-		f.Evidence = append(f.Evidence, check.Evidence{What: "sminfo", Value: s.SMQueryError, Source: "sminfo"})
-		fs = append(fs, f)
+		f := find("fabric.sm", check.Unknown, "subnet", "sminfo could not ask for a subnet manager, and %d ports are Active with LIDs (an SM configured them): cannot tell whether it still runs", configured)
+		fs = append(fs, smEvidence(f))
+	case len(masters) == 0 && s.SMNoAnswer:
+		fs = append(fs, smEvidence(find("fabric.sm", check.Fail, "subnet", "no subnet manager answers sminfo")))
 	case len(masters) == 0:
-		f := find("fabric.sm", check.Fail, "subnet", "no subnet manager answers: ports stay Initialize with LID 0 and nothing routes")
-		if s.SMQueryError != "" {
-			f.Evidence = append(f.Evidence, check.Evidence{What: "sminfo", Value: s.SMQueryError, Source: "sminfo"})
-		}
-		fs = append(fs, f)
+		fs = append(fs, smEvidence(find("fabric.sm", check.Unknown, "subnet", "sminfo could not ask for a subnet manager and no port shows whether one runs")))
 	case len(masters) > 1:
 		var names []string
 		for _, m := range masters {
@@ -266,12 +346,12 @@ func counterRules(s *fabric.Snapshot, o Options, n *fabric.Names) []check.Findin
 				bad++
 				f := find("fabric.port.errors", check.Fail, subject, "saturated at %d (a %d-bit counter): the true count is unknown and new errors are not counted%s", v, c.WidthBits, peer(p, n))
 				f.Evidence = append(f.Evidence, ev)
-				fs = append(fs, f)
+				fs = append(fs, filled(f, &p))
 			case v > limit:
 				bad++
 				f := find("fabric.port.errors", check.Fail, subject, "%d, over the threshold %d%s", v, limit, peer(p, n))
 				f.Evidence = append(f.Evidence, ev)
-				fs = append(fs, f)
+				fs = append(fs, filled(f, &p))
 			}
 			if r := p.CounterRates[name]; r > 0 {
 				f := find("fabric.port.errors.rising", check.Fail, subject, "rising at %.2f/s (%.0f/hour) over %.0f s%s", r, r*3600, s.IntervalSeconds, peer(p, n))

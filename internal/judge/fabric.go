@@ -80,12 +80,22 @@ func judgeCheckErrors(name string, b []byte, opt Options) ([]check.Finding, any,
 	prev := 0
 	for _, loc := range checkLineRE().FindAllStringSubmatchIndex(flat, -1) {
 		lid, desc, port := flat[loc[2]:loc[3]], flat[loc[4]:loc[5]], flat[loc[6]:loc[7]]
+		// The fixes name this port: perfquery -R 2 7 (-a for the node's
+		// every port when ibcheckerrors summed them).
+		at := strings.NewReplacer("<lid>", lid, "<port>", port)
+		if port == "all" {
+			at = strings.NewReplacer("-R <lid> <port>", "-a -R "+lid, "<lid> <port>", lid)
+		}
+		var fixes []string
+		for _, fx := range fixOf("fabric.port.errors") {
+			fixes = append(fixes, at.Replace(fx))
+		}
 		for _, w := range checkWarnFlatRE().FindAllStringSubmatch(flat[prev:loc[0]], -1) {
 			f := check.Finding{Check: "fabric.port.errors", Outcome: check.Fail,
 				Subject:  fmt.Sprintf("lid %s (%s) port %s %s", lid, desc, port, w[1]),
 				Message:  fmt.Sprintf("%s, over ibcheckerrors' threshold %s", w[2], w[3]),
 				Evidence: []check.Evidence{{What: w[1], Value: w[2], Source: "ibcheckerrors"}},
-				Fix:      fixOf("fabric.port.errors")}
+				Fix:      slices.Clone(fixes)}
 			if port == "all" {
 				f.Message += " (summed over the node's ports)"
 			}
