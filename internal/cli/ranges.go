@@ -41,7 +41,7 @@ var flagRanges = map[string]numRange{
 	" bench --port":                     {1, 254, "an HCA port number (the fabric scan's, for --schedule cover)"},
 	" bench schedule --timeout":         {1, 86400, "per tool"},
 	" design fabric --gpus-per-node":    {0, 64, "GPUs per node"},
-	" design fabric --hosts":            {1, 1e6, "fabric endpoints"},
+	" design fabric --endpoints":        {1, 1e6, "fabric endpoints"},
 	" design fabric --nics-per-node":    {1, 64, "NICs per node"},
 	" design fabric --nodes":            {1, 1e6, "nodes"},
 	" design fabric --oversubscription": {0.1, 64, "host ports per uplink port"},
@@ -88,6 +88,12 @@ func rangeOf(c *cobra.Command, name string) (numRange, bool) {
 }
 
 func rangeKey(c *cobra.Command, name string) (numRange, string, bool) {
+	// An old spelling (alias) has its new name's range.
+	if f := c.Flags().Lookup(name); f != nil && f.Hidden {
+		if n, ok := strings.CutPrefix(f.Usage, "old spelling of --"); ok {
+			name = n
+		}
+	}
 	for p := c; p != nil; p = p.Parent() {
 		key := strings.TrimPrefix(p.CommandPath(), "rdmalab") + " --" + name
 		if r, ok := flagRanges[key]; ok {
