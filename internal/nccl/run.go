@@ -312,8 +312,8 @@ func judgeRun(raw []byte, j launch.Job, o RunOptions, algo string, r RunResult) 
 	var sum *RunSummary
 	runs := ParseTests(text)
 	if len(runs) > 0 {
-		if runs[0].Collective == "" {
-			runs[0].Collective = collectiveFromName(r.Test)
+		if m := perfNameRE().FindStringSubmatch(r.Test); runs[0].Collective == "" && m != nil {
+			runs[0].Collective = m[1] // the binary this run launched
 		}
 		f, s := JudgeTests(subject, runs[0], opt)
 		fs, sum = append(fs, f...), &s
