@@ -99,6 +99,8 @@ type nicFlags struct {
 	rails  int
 	algo   string
 	socket bool
+	// nodes and ranksPerNode are for output that names no hosts
+	nodes, ranksPerNode int
 }
 
 func (n *nicFlags) register(c *cobra.Command) {
@@ -110,10 +112,15 @@ func (n *nicFlags) register(c *cobra.Command) {
 	c.Flags().IntVar(&n.rails, "rails", 1, "NICs per node NCCL spreads inter-node traffic over")
 	c.Flags().StringVar(&n.algo, "algo", "", "NCCL_ALGO the run used (Ring makes busbw above the NIC limit a failure)")
 	c.Flags().BoolVar(&n.socket, "allow-socket", false, "NET/Socket between nodes is expected (no RDMA)")
+	c.Flags().IntVar(&n.nodes, "nodes", 0, `nodes the run spanned, for output without "#  Rank … on HOST" lines (without hosts or --nodes, busbw is unproven)`)
+	c.Flags().IntVar(&n.ranksPerNode, "ranks-per-node", 0, "ranks per node (with --nodes: the rank count where the columns cannot give it)")
 }
 
 func (n *nicFlags) options() (nccl.JudgeOptions, error) {
-	opt := nccl.JudgeOptions{RailsPerNode: n.rails, Algo: n.algo, AllowSocket: n.socket}
+	opt := nccl.JudgeOptions{RailsPerNode: n.rails, Algo: n.algo, AllowSocket: n.socket, Nodes: n.nodes, RanksPerNode: n.ranksPerNode}
+	if n.ranksPerNode > 0 && n.nodes == 0 {
+		return opt, usageErr("--ranks-per-node needs --nodes N (how many nodes the run spanned)")
+	}
 	if n.rate == "" {
 		return opt, nil
 	}
@@ -140,9 +147,17 @@ is judged on the large-message plateau (never the Avg line) against what the
 NICs carry (--expect-rate, --rails); a plateau that falls at large sizes is
 flagged. From the log, per host: the network NCCL chose, plugins, GPUDirect
 RDMA per HCA and channel, NET/Socket between nodes (a failure), every WARN,
-NCCL versions, and hosts that took part but did not log.
+NCCL versions, and hosts that took part but did not log. A fatal WARN (a work
+completion error such as "error 12", IBV_WC_RETRY_EXC_ERR; a failed ibv_* call;
+a proxy or transport error, timeout or abort) fails; NCCL_IB_DISABLE=1 or
+NCCL_NET=Socket on a launch line (mpirun -x, srun --export, export) or in
+NCCL's "set by environment" lines fails unless --allow-socket. Output that
+names no hosts needs --nodes N (and --ranks-per-node) to judge busbw.
+It also reads ncclras reports (text and -f json): missing or dead ranks fail,
+a collective-count MISMATCH in one report is a lagging rank, not yet a hang.
 
-Exit codes: 0 nothing failed, 1 a failure, 2 could not read a file.`,
+Exit codes: 0 proven healthy, 1 a failure, 2 could not read a file or a bad
+flag, 3 unproven (e.g. busbw with no hosts and no --nodes, or no --expect-rate).`,
 		Example: `  rdmalab nccl judge all_reduce.log
   rdmalab nccl judge run.log --expect-rate "4X NDR" --rails 8 --algo Ring
   rdmalab nccl judge rank0.log -o json`,

@@ -69,6 +69,8 @@ var flagRanges = map[string]numRange{
 	" fabric scan --timeout":            {1, 86400, "per tool"},
 	" nccl judge --mtu":                 {256, 4096, "RDMA MTU bytes"},
 	" nccl judge --rails":               {1, 64, "NICs per node"},
+	" nccl judge --nodes":               {1, 1e5, "nodes the run spanned"},
+	" nccl judge --ranks-per-node":      {1, 1024, "ranks per node"},
 	" nccl run --gpus-per-node":         {1, 64, "ranks per node"},
 	" nccl run --nodes":                 {2, 1e5, "nodes per run"},
 	" nccl run --rails":                 {1, 64, "NICs per node"},

@@ -536,8 +536,30 @@ func InferRanks(r *TestRun) (n int, collective, why string) {
 	if coll == "all_reduce" {
 		formula = "2(n−1)/n"
 	}
+	// busbw and algbw are printed to two decimals: the ratio is known
+	// only within their rounding, and near 2 (or 1) many counts fit it
+	// (64 ranks read as 73). Say the range rather than guess inside it.
+	lo, hi := ranksFor(coll, (p.BusbwGBps-0.005)/(p.AlgbwGBps+0.005)), ranksFor(coll, (p.BusbwGBps+0.005)/math.Max(p.AlgbwGBps-0.005, 1e-9))
+	if lo >= 2 && int(math.Ceil(lo)) < int(math.Floor(hi)) {
+		n = int(math.Ceil(lo))
+		return n, coll, fmt.Sprintf("between %d and %d ranks by busbw/algbw = %.2f/%.2f = %.4g = %s for %s at %s; the two decimals printed cannot tell which (no \"#  Rank\" lines; give --nodes and --ranks-per-node)",
+			n, int(math.Floor(hi)), p.BusbwGBps, p.AlgbwGBps, ratio, formula, coll, humanBytes(row.SizeBytes))
+	}
 	return n, coll, fmt.Sprintf("%d ranks inferred: busbw/algbw = %.2f/%.2f = %.3g = %s for %s at %s (no \"#  Rank\" lines in the output)",
 		n, p.BusbwGBps, p.AlgbwGBps, ratio, formula, coll, humanBytes(row.SizeBytes))
+}
+
+// ranksFor inverts the bus factor: the rank count a busbw/algbw ratio
+// means for coll (+Inf at the factor's limit).
+func ranksFor(coll string, ratio float64) float64 {
+	limit := 1.0
+	if coll == "all_reduce" {
+		limit = 2
+	}
+	if ratio >= limit {
+		return math.Inf(1)
+	}
+	return limit / (limit - ratio)
 }
 
 // Plateau returns the busbw the verdict uses: the median out-of-place busbw
