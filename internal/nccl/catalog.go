@@ -4,9 +4,10 @@ import "github.com/rdmalab/rdmalab/internal/check"
 
 // Catalog lists every check nccl reports: the environment it derives
 // from a snapshot (nccl.env.*), NCCL_DEBUG logs (nccl.log.*), nccl-tests
-// output (nccl.tests.*) and its runs (nccl.run.*). docs/checks.md is made
+// output (nccl.tests.*), its runs (nccl.run.*) and NCCL RAS reports and
+// polls (nccl.ras.*). docs/checks.md is made
 // from it.
-var Catalog = []check.Entry{
+var Catalog = append([]check.Entry{
 	{ID: "nccl.env.socket-ifname", Title: "NCCL_SOCKET_IFNAME names an interface that reaches the other nodes",
 		Why: "NCCL's bootstrap and Socket transport use the first non-loopback interface unless told; a docker0 or management NIC there hangs init or carries the data.", Source: "NCCL environment documentation; gpudirect's socket interface pick",
 		Fixes: []string{"export NCCL_SOCKET_IFNAME=<the interface of the nodes' shared network>"},
@@ -124,4 +125,4 @@ var Catalog = []check.Entry{
 		Source: "NCCL environment variables (NCCL_NET_GDR_LEVEL); seed 001 (PHB)",
 		Fixes:  []string{"unset it (default PXB), or set PHB where GPU and NIC share a socket and it measures faster", "rdmalab nccl env --snapshot <host>.json shows each GPU's path level"},
 		Needs:  "NCCL_NET_GDR_LEVEL in the log (NCCL's own lines, a command line or an export)", UnknownWhen: "never: a log that does not show it is not judged"},
-}
+}, RASCatalog...)

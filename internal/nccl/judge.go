@@ -98,8 +98,11 @@ type RunSummary struct {
 // returns the findings and a *FileResult payload; the error is for bytes
 // that are neither.
 func JudgeFile(name string, b []byte, opt JudgeOptions) ([]check.Finding, any, error) {
+	if SniffRAS(b) {
+		return JudgeRASFile(name, b)
+	}
 	if !Sniff(b) {
-		return nil, nil, fmt.Errorf("%s: neither nccl-tests output nor an NCCL_DEBUG log", name)
+		return nil, nil, fmt.Errorf("%s: neither nccl-tests output, an NCCL_DEBUG log nor an ncclras report", name)
 	}
 	res := &FileResult{File: name}
 	var fs []check.Finding
