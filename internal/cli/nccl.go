@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,13 +31,15 @@ func newNCCLCmd() *cobra.Command {
 level, GPUDirect RDMA, RoCE GID index, bootstrap interface) and writes the
 environment that makes it so (env); runs nccl-tests on 2, 4, 8 … nodes of a
 cluster file through Open MPI's mpirun and judges every run (run); and judges
-saved nccl-tests output and NCCL_DEBUG logs (judge). docs/nccl.md walks
+saved nccl-tests output, NCCL_DEBUG logs and ncclras reports (judge); and
+polls a running job's RAS service to tell a hang from a straggler (ras). docs/nccl.md walks
 through seed 001's bring-up with these commands.`,
 		Example: `  rdmalab nccl env --snapshot example:hgx-h200
   rdmalab nccl run --cluster cluster.yaml --gpus-per-node 8 --rails 8 --snapshot node1.json
-  rdmalab nccl judge all_reduce.log --expect-rate "4X NDR" --rails 8 --algo Ring`,
+  rdmalab nccl judge all_reduce.log --expect-rate "4X NDR" --rails 8 --algo Ring
+  rdmalab nccl ras --host node1 --interval 5s --polls 3`,
 	}
-	c.AddCommand(newNCCLEnvCmd(), newNCCLJudgeCmd(), newNCCLRunCmd())
+	c.AddCommand(newNCCLEnvCmd(), newNCCLJudgeCmd(), newNCCLRunCmd(), newNCCLRASCmd())
 	return c
 }
 
@@ -336,5 +340,64 @@ run, 130 interrupted.`,
 	f.StringVar(&o.dir, "dir", "", "where raw logs go (default nccl-runs-<time>)")
 	f.StringVarP(&o.output, "output", "o", "table", "table or json")
 	f.StringArrayVar(&in.snapshots, "snapshot", nil, "host snapshot(s) of the nodes (example:NAME for a built-in one): every rank gets the environment 'nccl env' derives")
+	return c
+}
+
+func newNCCLRASCmd() *cobra.Command {
+	var o struct {
+		host, output      string
+		port, polls       int
+		interval, timeout time.Duration
+	}
+	c := &cobra.Command{
+		Use:   "ras --host HOST",
+		Short: "Poll a running NCCL job's RAS service: dead ranks, and a hang told from a straggler",
+		Long: `ras polls the RAS service every NCCL ≥ 2.24 process runs (NCCL_RAS_ADDR,
+localhost:28028 by default: run it on a node of the job, or set NCCL_RAS_ADDR
+to listen beyond localhost) with NCCL's own client protocol, --polls times,
+--interval apart, each poll bounded by --timeout. It asks for the JSON report
+(NCCL ≥ 2.28.7: every rank's collective counts) and falls back to the verbose
+text report. Missing or dead ranks fail, naming rank, host, PID and GPU. A rank
+behind the others (a MISMATCH in collective counts) is judged across the polls:
+frozen at the same count in every poll is a hang ("rank 7 on host node1 stuck
+at AllReduce #60 while others reached #64 for 3 polls"), behind but moving a
+straggler, behind in one poll only launch skew.
+
+Exit codes: 0 every rank alive and progressing, 1 a dead or missing rank or a
+hang, 2 could not run (bad flag, or no poll answered), 3 unproven (no
+communicator data), 130 interrupted.`,
+		Example: `  rdmalab nccl ras --host node1
+  rdmalab nccl ras --host 10.0.0.5 --port 28028 --interval 10s --polls 6 -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(o.output); err != nil {
+				return err
+			}
+			if o.host == "" {
+				return usageErr("--host HOST is required (a node of the NCCL job whose RAS port is reachable)")
+			}
+			addr := net.JoinHostPort(o.host, strconv.Itoa(o.port))
+			polls, err := nccl.PollRAS(cmd.Context(), nccl.PollOptions{Addr: addr, Interval: o.interval, Polls: o.polls, Timeout: o.timeout, Progress: cmd.ErrOrStderr()})
+			if errors.Is(err, context.Canceled) {
+				return &exitError{code: ExitInterrupted, err: fmt.Errorf("interrupted after %d poll(s) of %s", len(polls), addr)}
+			}
+			fs := nccl.JudgeRASPolls("RAS at "+addr, polls)
+			if fs == nil {
+				first := ""
+				if len(polls) > 0 {
+					first = polls[0].Err
+				}
+				return usageErr("no RAS report from %s in %d poll(s): %s (is an NCCL ≥ 2.24 job running there with NCCL_RAS_ENABLE=1, and NCCL_RAS_ADDR listening where this host reaches it?)", addr, len(polls), first)
+			}
+			return writeJudged(cmd, o.output, rules.NCCLRAS, fs, polls)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.host, "host", "", "a node of the job (its RAS client socket)")
+	f.IntVar(&o.port, "port", nccl.DefaultRASPort, "the RAS client port (NCCL_RAS_ADDR's)")
+	f.IntVar(&o.polls, "polls", 3, "how many reports to take (a hang needs 2 or more)")
+	f.DurationVar(&o.interval, "interval", 5*time.Second, "between the starts of two polls")
+	f.DurationVar(&o.timeout, "timeout", 15*time.Second, "per poll: connect, handshake and report (RAS gathers for up to 5 s)")
+	f.StringVarP(&o.output, "output", "o", "table", "table or json")
 	return c
 }

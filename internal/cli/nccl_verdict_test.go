@@ -1,9 +1,13 @@
 package cli
 
 import (
+	"bufio"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/rdmalab/rdmalab/internal/testhost"
@@ -75,5 +79,96 @@ func TestNCCLJudgeVerdictContract(t *testing.T) {
 	out, _, code = run(t, "nccl", "judge", healthy)
 	if code != ExitUnproven || !strings.Contains(out, "--expect-rate") {
 		t.Errorf("no --expect-rate: exit %d\n%s", code, out)
+	}
+}
+
+// rasPeer is a test peer for NCCL's RAS client protocol on 127.0.0.1 (the
+// real server runs inside NCCL processes on GPUs), replaying one report
+// text to every connection: it answers the handshake, refuses JSON as
+// NCCL before 2.28.7 does, and writes the report on [VERBOSE ]STATUS.
+func rasPeer(t *testing.T, report string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			r := bufio.NewReader(conn)
+			for {
+				line, err := r.ReadString('\n')
+				if err != nil {
+					break
+				}
+				switch cmd := strings.ToUpper(strings.TrimSpace(line)); {
+				case strings.HasPrefix(cmd, "CLIENT PROTOCOL"):
+					io.WriteString(conn, "SERVER PROTOCOL 2\n")
+				case strings.HasSuffix(cmd, "STATUS"):
+					io.WriteString(conn, report)
+				default:
+					io.WriteString(conn, "ERROR: Unknown command\n")
+					continue
+				}
+				if strings.HasSuffix(strings.TrimSpace(line), "STATUS") {
+					break
+				}
+			}
+			conn.Close()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// The exit contract of nccl ras against replays of the real ncclras
+// captures: healthy 0, a frozen lagging rank (hang) 1, a dead rank 1, no
+// endpoint or a bad flag 2, no communicator data 3.
+func TestNCCLRASVerdictContract(t *testing.T) {
+	d := testhost.SharedTestdata(t)
+	read := func(rel string) string {
+		b, err := os.ReadFile(filepath.Join(d, "ncclras", rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	ras := func(addr string, extra ...string) (string, string, int) {
+		host, port, _ := net.SplitHostPort(addr)
+		return run(t, append([]string{"nccl", "ras", "--host", host, "--port", port, "--polls", "2", "--interval", "100ms", "--timeout", "5s"}, extra...)...)
+	}
+	out, errOut, code := ras(rasPeer(t, read("nccl-docs-example-08_ras_ncclras-v_2.30.7_2node-8rank_healthy-RUNNING-OK_masked.txt")))
+	if code != ExitOK || !strings.Contains(out, "verdict: HEALTHY") || !strings.Contains(errOut, "RAS poll 2/2") {
+		t.Errorf("healthy: exit %d\n%s%s", code, out, errOut)
+	}
+	out, _, code = ras(rasPeer(t, read("nccl-docs-example-08_ras_sleep-fault_rank7-straggler_MISMATCH-AllReduce-64-vs-60_table-onward_masked.txt")))
+	if code != ExitFindings || !strings.Contains(out, "rank 7 on host node1 stuck at AllReduce #60 while others reached #64 for 2 polls") {
+		t.Errorf("frozen rank: exit %d\n%s", code, out)
+	}
+	out, _, code = ras(rasPeer(t, read("nccl-docs-example-08_ras_exit-fault_rank7_INCOMPLETE_communicators-section-only_masked.txt")), "-o", "json")
+	if code != ExitFindings || !strings.Contains(out, `"verdict"`) || !strings.Contains(out, "PID 3748990") {
+		t.Errorf("dead rank: exit %d\n%s", code, out)
+	}
+	out, _, code = ras(rasPeer(t, "Communicators... (0.001s)\n=============\n\nNo communicator data collected!\n"))
+	if code != ExitUnproven || !strings.Contains(out, "verdict: UNPROVEN") {
+		t.Errorf("no communicator data: exit %d\n%s", code, out)
+	}
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	closed := ln.Addr().String()
+	ln.Close()
+	_, errOut, code = ras(closed)
+	if code != ExitUsage || !strings.Contains(errOut, "no RAS report from "+closed) {
+		t.Errorf("no endpoint: exit %d: %s", code, errOut)
+	}
+	for _, args := range [][]string{{"nccl", "ras"}, {"nccl", "ras", "--host", "h", "--polls", "0"}, {"nccl", "ras", "--host", "h", "--port", "70000"}} {
+		if _, errOut, code := run(t, args...); code != ExitUsage || errOut == "" {
+			t.Errorf("%v: exit %d %s", args, code, errOut)
+		}
 	}
 }

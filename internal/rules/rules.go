@@ -121,6 +121,7 @@ const (
 	Bench       Question = "does every measured direction carry what its link can?"
 	NCCL        Question = "did the collective run complete, correct, over RDMA, at the bandwidth the NICs carry?"
 	NCCLEnv     Question = "will NCCL use the intended rails and transport on this host?"
+	NCCLRAS     Question = "is every rank of the NCCL job alive and making progress?"
 	Compare     Question = "did anything get worse?"
 	Report      Question = "is the cluster ready?"
 	PlanCheck   Question = "are these VMs placed, pinned and isolated as the host's topology needs?"
