@@ -13,6 +13,8 @@ import (
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/cluster"
 	"github.com/rdmalab/rdmalab/internal/envelope"
+	"github.com/rdmalab/rdmalab/internal/host"
+	"github.com/rdmalab/rdmalab/internal/intake"
 	"github.com/rdmalab/rdmalab/internal/launch"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"github.com/rdmalab/rdmalab/internal/nccl"
@@ -345,9 +347,10 @@ run, 130 interrupted.`,
 
 func newNCCLRASCmd() *cobra.Command {
 	var o struct {
-		host, output      string
-		port, polls       int
-		interval, timeout time.Duration
+		host, output, cluster string
+		port, polls           int
+		interval, timeout     time.Duration
+		snapshots             []string
 	}
 	c := &cobra.Command{
 		Use:   "ras --host HOST",
@@ -376,12 +379,16 @@ communicator data), 130 interrupted.`,
 			if o.host == "" {
 				return usageErr("--host HOST is required (a node of the NCCL job whose RAS port is reachable)")
 			}
+			paths, err := rasSnapshots(o.snapshots, o.cluster)
+			if err != nil {
+				return err
+			}
 			addr := net.JoinHostPort(o.host, strconv.Itoa(o.port))
 			polls, err := nccl.PollRAS(cmd.Context(), nccl.PollOptions{Addr: addr, Interval: o.interval, Polls: o.polls, Timeout: o.timeout, Progress: cmd.ErrOrStderr()})
 			if errors.Is(err, context.Canceled) {
 				return &exitError{code: ExitInterrupted, err: fmt.Errorf("interrupted after %d poll(s) of %s", len(polls), addr)}
 			}
-			fs := nccl.JudgeRASPolls("RAS at "+addr, polls)
+			fs := nccl.JudgeRASPolls("RAS at "+addr, polls, paths)
 			if fs == nil {
 				first := ""
 				if len(polls) > 0 {
@@ -398,6 +405,30 @@ communicator data), 130 interrupted.`,
 	f.IntVar(&o.polls, "polls", 3, "how many reports to take (a hang needs 2 or more)")
 	f.DurationVar(&o.interval, "interval", 5*time.Second, "between the starts of two polls")
 	f.DurationVar(&o.timeout, "timeout", 15*time.Second, "per poll: connect, handshake and report (RAS gathers for up to 5 s)")
+	f.StringArrayVar(&o.snapshots, "snapshot", nil, "host snapshot of a node of the job, NAME=FILE to bind it to the name RAS prints (an address), or FILE (matched by hostname or RoCE GID address); repeatable: a suspect rank is followed to its GPU's rail NIC and port")
+	f.StringVar(&o.cluster, "cluster", "", "the cluster file the follow-up bench command names")
 	f.StringVarP(&o.output, "output", "o", "table", "table or json")
 	return c
+}
+
+// rasSnapshots reads nccl ras's --snapshot values: NAME=FILE binds a
+// snapshot to a host as RAS prints it, FILE is matched by hostname.
+func rasSnapshots(values []string, clusterFile string) (*nccl.RASOptions, error) {
+	o := &nccl.RASOptions{Hosts: map[string]*host.Snapshot{}, Cluster: clusterFile}
+	for _, v := range values {
+		name, path, bound := strings.Cut(v, "=")
+		if !bound {
+			path = v
+		}
+		s, err := intake.Host(path)
+		if err != nil {
+			return nil, usageErr("--snapshot %v", err)
+		}
+		if bound {
+			o.Hosts[name] = s
+		} else {
+			o.Snapshots = append(o.Snapshots, s)
+		}
+	}
+	return o, nil
 }

@@ -50,7 +50,7 @@ func JudgeRASFile(name string, b []byte) ([]check.Finding, any, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
-	fs := JudgeRAS(filepath.Base(name), r)
+	fs := JudgeRAS(filepath.Base(name), r, nil)
 	check.Sort(fs)
 	return fs, r, nil
 }
@@ -68,13 +68,16 @@ func commName(c RASComm) string {
 // JudgeRAS judges one report: missing and dead ranks, communicators in
 // error, and collective-count mismatches (a warning: one report is not a
 // verdict on a hang).
-func JudgeRAS(source string, r *RASReport) []check.Finding {
-	fs := judgeRASState(source, r)
-	fs = append(fs, judgeRASProgress(source, r)...)
+//
+// With snapshots in o, a named suspect rank is followed to its GPU's rail
+// NIC and port, and the finding offers the bench command that retests it.
+func JudgeRAS(source string, r *RASReport, o *RASOptions) []check.Finding {
+	fs := judgeRASState(source, r, o)
+	fs = append(fs, judgeRASProgress(source, r, o)...)
 	return fs
 }
 
-func judgeRASState(source string, r *RASReport) []check.Finding {
+func judgeRASState(source string, r *RASReport, o *RASOptions) []check.Finding {
 	var fs []check.Finding
 	add := func(id string, o check.Outcome, host, subject, msg string, ev ...check.Evidence) *check.Finding {
 		fs = append(fs, check.Finding{Check: id, Outcome: o, Host: host, Subject: subject, Message: msg, Evidence: ev})
@@ -102,6 +105,7 @@ func judgeRASState(source string, r *RASReport) []check.Finding {
 			f := add("nccl.ras.ranks", check.Fail, k.Host, fmt.Sprintf("rank %d", k.Rank), fmt.Sprintf("%s of %s %s", k.Where(), commName(c), state),
 				ev("missing rank", k.Where()))
 			f.Fix = lookHere(k.Host, k.PID)
+			o.attachPath(f, k)
 		}
 		if len(c.Missing) == 0 && slices.Contains(c.Errors, "INCOMPLETE") {
 			bad++
@@ -170,7 +174,7 @@ func judgeRASState(source string, r *RASReport) []check.Finding {
 			}
 			if len(why) > 0 {
 				statusBad++
-				add("nccl.ras.status", check.Fail, k.Host, fmt.Sprintf("rank %d", k.Rank), fmt.Sprintf("%s of %s: %s", k.Where(), commName(c), strings.Join(why, ", ")))
+				o.attachPath(add("nccl.ras.status", check.Fail, k.Host, fmt.Sprintf("rank %d", k.Rank), fmt.Sprintf("%s of %s: %s", k.Where(), commName(c), strings.Join(why, ", "))), k)
 			}
 		}
 	}
@@ -262,7 +266,7 @@ func (l lag) host() string {
 	return ""
 }
 
-func judgeRASProgress(source string, r *RASReport) []check.Finding {
+func judgeRASProgress(source string, r *RASReport, o *RASOptions) []check.Finding {
 	var fs []check.Finding
 	for _, l := range lagsOf(r) {
 		msg := fmt.Sprintf("%s: %s, while %d rank(s) reached %s %s", commName(l.comm), l.behindText(), l.topN, l.op, opCount(l.top))
@@ -278,6 +282,9 @@ func judgeRASProgress(source string, r *RASReport) []check.Finding {
 		fix := "rdmalab nccl ras --host " + cmpOr(host, "HOST") + " --interval 5s --polls 3   # on a node of the job, or with NCCL_RAS_ADDR listening beyond localhost"
 		fs = append(fs, check.Finding{Check: "nccl.ras.progress", Outcome: check.Warn, Host: host, Subject: strings.TrimPrefix(commName(l.comm), "communicator ") + " " + l.op,
 			Message: msg, Evidence: []check.Evidence{{What: l.op + " counts", Value: l.behindText(), Source: source}}, Fix: []string{fix}})
+		if len(l.named) == 1 {
+			o.attachPath(&fs[len(fs)-1], l.named[0])
+		}
 	}
 	if len(fs) == 0 && len(r.Comms) > 0 && !r.NoCommData {
 		fs = append(fs, check.Finding{Check: "nccl.ras.progress", Outcome: check.Pass, Subject: "communicators", Message: "every communicator's ranks launched the same number of each collective"})
@@ -296,7 +303,7 @@ type RASPoll struct {
 // status, and across the polls each lagging rank: frozen in every poll is
 // a hang (fail), behind but moving a straggler (warn), behind in one poll
 // only launch skew.
-func JudgeRASPolls(source string, polls []RASPoll) []check.Finding {
+func JudgeRASPolls(source string, polls []RASPoll, o *RASOptions) []check.Finding {
 	var ok []RASPoll
 	for _, p := range polls {
 		if p.Report != nil {
@@ -307,9 +314,9 @@ func JudgeRASPolls(source string, polls []RASPoll) []check.Finding {
 		return nil
 	}
 	last := ok[len(ok)-1]
-	fs := judgeRASState(source, last.Report)
+	fs := judgeRASState(source, last.Report, o)
 	if len(ok) < 2 {
-		fs = append(fs, judgeRASProgress(source, last.Report)...)
+		fs = append(fs, judgeRASProgress(source, last.Report, o)...)
 		if len(polls) > 1 {
 			fs = append(fs, check.Finding{Check: "nccl.ras.hang", Outcome: check.Unknown, Subject: "polls", Message: fmt.Sprintf("only 1 of %d polls answered: whether a lagging rank moves is unknown", len(polls)),
 				Fix: []string{"poll again with a longer --timeout"}})
@@ -381,13 +388,20 @@ func JudgeRASPolls(source string, polls []RASPoll) []check.Finding {
 				f := check.Finding{Check: "nccl.ras.hang", Outcome: check.Fail, Host: host, Subject: subject, Message: msg,
 					Evidence: []check.Evidence{{What: l.op + " count per poll", Value: joinCounts(counts) + " (others: " + joinCounts(tops) + ")", Source: source}}}
 				f.Fix = hangFix(rk)
+				if rk.Rank >= 0 {
+					o.attachPath(&f, rk)
+				}
 				out = append(out, f)
 				continue
 			}
-			out = append(out, check.Finding{Check: "nccl.ras.hang", Outcome: check.Warn, Host: host, Subject: subject,
+			f := check.Finding{Check: "nccl.ras.hang", Outcome: check.Warn, Host: host, Subject: subject,
 				Message:  fmt.Sprintf("%s lags but moves: %s %s over %d polls (%s) while others %s: a straggler (slow, not stuck)", who, l.op, joinCounts(counts), len(ok), span, joinCounts(tops)),
 				Evidence: []check.Evidence{{What: l.op + " count per poll", Value: joinCounts(counts), Source: source}},
-				Fix:      hangFix(rk)})
+				Fix:      hangFix(rk)}
+			if rk.Rank >= 0 {
+				o.attachPath(&f, rk)
+			}
+			out = append(out, f)
 		}
 	}
 	skew := 0
@@ -401,7 +415,7 @@ func JudgeRASPolls(source string, polls []RASPoll) []check.Finding {
 		}
 		out = append(out, check.Finding{Check: "nccl.ras.hang", Outcome: check.Pass, Subject: "polls", Message: msg})
 		if seen > 0 {
-			out = append(out, judgeRASProgress(source, last.Report)...)
+			out = append(out, judgeRASProgress(source, last.Report, o)...)
 		}
 	}
 	check.Sort(out)
@@ -451,5 +465,5 @@ func hangFix(rk RASRank) []string {
 		return []string{"ncclras -f json names every rank's counts: poll with it (rdmalab nccl ras uses it on NCCL ≥ 2.28.7)"}
 	}
 	return []string{fmt.Sprintf("on %s: rdmalab doctor (GPU %s's rail NIC, its port and counters), then py-spy/gdb on PID %d to see where it waits", rk.Host, cmpOr(rk.GPUName(), "?"), rk.PID),
-		fmt.Sprintf("rdmalab nccl ras --host %s --snapshot %s.json names the GPU's rail NIC and the bench command that retests it", rk.Host, rk.Host)}
+		fmt.Sprintf("rdmalab nccl ras --host %s --snapshot %s=%s.json names the GPU's rail NIC and port, and the bench command that retests it", rk.Host, rk.Host, rk.Host)}
 }

@@ -132,7 +132,7 @@ func TestRASPastedWithPromptCRLF(t *testing.T) {
 		t.Fatalf("%v %+v", err, r)
 	}
 	b = strings.ReplaceAll(capture(t, rasSleepFault), "\n", "\r\n")
-	fs := JudgeRAS("x", mustRAS(t, b))
+	fs := JudgeRAS("x", mustRAS(t, b), nil)
 	has(t, fs, "nccl.ras.progress", check.Warn, "node1", "#0-0 (78db921d1c117b4a) AllReduce", "rank 7")
 }
 

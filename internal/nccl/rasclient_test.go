@@ -5,12 +5,14 @@ import (
 	"context"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/host"
 )
 
 // replay is one report a fake RAS endpoint gives: the real capture's text
@@ -101,7 +103,7 @@ func poll(t *testing.T, addr string, n int) []RASPoll {
 func TestRASPollFrozenIsHang(t *testing.T) {
 	addr, cmds := fakeRAS(t, replay{body: capture(t, rasSleepFault)})
 	polls := poll(t, addr, 3)
-	fs := JudgeRASPolls("RAS at "+addr, polls)
+	fs := JudgeRASPolls("RAS at "+addr, polls, nil)
 	f := has(t, fs, "nccl.ras.hang", check.Fail, "node1", "rank 7", "rank 7 on host node1 stuck at AllReduce #60 while others reached #64 for 3 polls")
 	if !strings.Contains(f.Message, "GPU 3, PID 1650386") {
 		t.Errorf("%s", f.Message)
@@ -111,7 +113,7 @@ func TestRASPollFrozenIsHang(t *testing.T) {
 		t.Errorf("commands %q", c)
 	}
 	// one poll of the same report is no verdict
-	fs = JudgeRASPolls("x", polls[:1])
+	fs = JudgeRASPolls("x", polls[:1], nil)
 	has(t, fs, "nccl.ras.progress", check.Warn, "node1", "#0-0 (78db921d1c117b4a) AllReduce", "one poll is not a verdict")
 	none(t, fs, "nccl.ras.hang", check.Fail)
 }
@@ -133,7 +135,7 @@ func rayCounts(t *testing.T, r0, r1 string) string {
 // capture itself three times: healthy.
 func TestRASPollStragglerSkewHealthy(t *testing.T) {
 	addr, cmds := fakeRAS(t, replay{json: true, body: rayCounts(t, "10", "8")}, replay{json: true, body: rayCounts(t, "12", "10")}, replay{json: true, body: rayCounts(t, "14", "12")})
-	fs := JudgeRASPolls("x", poll(t, addr, 3))
+	fs := JudgeRASPolls("x", poll(t, addr, 3), nil)
 	has(t, fs, "nccl.ras.hang", check.Warn, "10.0.77.184", "rank 1", "rank 1 (GPU 1, PID 8814 on 10.0.77.184) lags but moves: AllReduce #8 → #10 → #12 over 3 polls")
 	none(t, fs, "nccl.ras.hang", check.Fail)
 	if c := cmds(); len(c) < 3 || c[2] != "STATUS" {
@@ -141,11 +143,11 @@ func TestRASPollStragglerSkewHealthy(t *testing.T) {
 	}
 
 	addr, _ = fakeRAS(t, replay{json: true, body: rayCounts(t, "10", "8")}, replay{json: true, body: rayCounts(t, "12", "12")})
-	fs = JudgeRASPolls("x", poll(t, addr, 3))
+	fs = JudgeRASPolls("x", poll(t, addr, 3), nil)
 	has(t, fs, "nccl.ras.hang", check.Pass, "", "polls", "launch skew, not a hang")
 
 	addr, _ = fakeRAS(t, replay{json: true, body: capture(t, rasRayHealthy)})
-	fs = JudgeRASPolls("x", poll(t, addr, 3))
+	fs = JudgeRASPolls("x", poll(t, addr, 3), nil)
 	has(t, fs, "nccl.ras.hang", check.Pass, "", "polls", "no rank stayed behind across 3 polls")
 	has(t, fs, "nccl.ras.ranks", check.Pass, "", "communicators", "(2 ranks)")
 	for _, f := range fs {
@@ -159,7 +161,7 @@ func TestRASPollStragglerSkewHealthy(t *testing.T) {
 // never answers costs each poll its timeout, no more.
 func TestRASPollDeadAndSilent(t *testing.T) {
 	addr, _ := fakeRAS(t, replay{json: true, body: capture(t, rasRayHealthy)}, replay{json: true, body: capture(t, rasRSTJSON)})
-	fs := JudgeRASPolls("x", poll(t, addr, 2))
+	fs := JudgeRASPolls("x", poll(t, addr, 2), nil)
 	has(t, fs, "nccl.ras.ranks", check.Fail, "172.16.64.245", "rank 1", "PID 1524345")
 
 	addr, _ = fakeRAS(t, replay{silent: true})
@@ -174,7 +176,40 @@ func TestRASPollDeadAndSilent(t *testing.T) {
 	if len(polls) != 2 || polls[0].Report != nil || !strings.Contains(polls[0].Err, "no answer within the poll's timeout") {
 		t.Errorf("%+v", polls)
 	}
-	if JudgeRASPolls("x", polls) != nil {
+	if JudgeRASPolls("x", polls, nil) != nil {
 		t.Error("findings from no report")
 	}
+}
+
+// From rank to path: the frozen rank 7 of the docs' sleep-fault replay,
+// with node1's snapshot (the HGX H200 example bound to RAS's name for it),
+// is followed to GPU 3 (NVML index 3, the 4th GPU by PCI bus id), its rail
+// mlx5_3 and port 1, and the finding offers the bench retest of that rail.
+func TestRASPathFromRankToPort(t *testing.T) {
+	addr, _ := fakeRAS(t, replay{body: capture(t, rasSleepFault)})
+	polls := poll(t, addr, 2)
+	hgx := load(t, "hgx-h200")
+	fs := JudgeRASPolls("x", polls, &RASOptions{Hosts: map[string]*host.Snapshot{"node1": hgx}, Cluster: "cluster.yaml"})
+	f := has(t, fs, "nccl.ras.hang", check.Fail, "node1", "rank 7", "stuck at AllReduce #60 while others reached #64 for 2 polls")
+	if !strings.Contains(f.Message, "its GPU's rail is mlx5_3 port 1") {
+		t.Errorf("message: %s", f.Message)
+	}
+	if !slices.ContainsFunc(f.Evidence, func(e check.Evidence) bool {
+		return e.What == "path" && strings.Contains(e.Value, "hgx-h200-01 → GPU 3 = 0000:43:00.0 H200 SXM (NVML index 3") && strings.Contains(e.Value, "rail NIC mlx5_3 (0000:44:00.0, path PIX) → port 1 (Active, 400 Gb/s, netdev ibp68s0)")
+	}) {
+		t.Errorf("path: %+v", f.Evidence)
+	}
+	if len(f.Fix) == 0 || !strings.Contains(f.Fix[0], "give node node1 device: mlx5_3, port: 1, cuda_gpu: 3") || !strings.Contains(f.Fix[0], "rdmalab bench --cluster cluster.yaml --rounds retest.rounds --use-cuda") {
+		t.Errorf("fix: %q", f.Fix)
+	}
+	// a snapshot matched by hostname works alike; one of another host
+	// names what is missing instead of guessing
+	fs = JudgeRASPolls("x", polls, &RASOptions{Snapshots: []*host.Snapshot{hgx}})
+	f = has(t, fs, "nccl.ras.hang", check.Fail, "node1", "rank 7", "stuck")
+	if !slices.ContainsFunc(f.Evidence, func(e check.Evidence) bool { return strings.Contains(e.Value, "no snapshot of node1 among those given") }) {
+		t.Errorf("%+v", f.Evidence)
+	}
+	// the missing rank of the ras.rst JSON, through one report
+	fs = JudgeRAS("x", mustRAS(t, capture(t, rasRSTJSON)), &RASOptions{Hosts: map[string]*host.Snapshot{"172.16.64.245": hgx}})
+	f = has(t, fs, "nccl.ras.ranks", check.Fail, "172.16.64.245", "rank 1", "its GPU's rail is mlx5_1 port 1")
 }
