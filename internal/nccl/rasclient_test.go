@@ -206,7 +206,9 @@ func TestRASPathFromRankToPort(t *testing.T) {
 	// names what is missing instead of guessing
 	fs = JudgeRASPolls("x", polls, &RASOptions{Snapshots: []*host.Snapshot{hgx}})
 	f = has(t, fs, "nccl.ras.hang", check.Fail, "node1", "rank 7", "stuck")
-	if !slices.ContainsFunc(f.Evidence, func(e check.Evidence) bool { return strings.Contains(e.Value, "no snapshot of node1 among those given") }) {
+	if !slices.ContainsFunc(f.Evidence, func(e check.Evidence) bool {
+		return strings.Contains(e.Value, "no snapshot of node1 among those given")
+	}) {
 		t.Errorf("%+v", f.Evidence)
 	}
 	// the missing rank of the ras.rst JSON, through one report
