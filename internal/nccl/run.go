@@ -307,7 +307,7 @@ func judgeRun(raw []byte, j launch.Job, o RunOptions, algo string, r RunResult) 
 	subject := fmt.Sprintf("%s on %d nodes", r.Test, len(j.Nodes))
 	text := attribute(raw, j)
 	opt := o.Judge
-	opt.Algo, opt.Hosts, opt.Nodes = algo, r.Nodes, len(j.Nodes)
+	opt.Algo, opt.Hosts, opt.Nodes, opt.RanksPerNode = algo, r.Nodes, len(j.Nodes), o.RanksPerNode
 	var fs []check.Finding
 	var sum *RunSummary
 	runs := ParseTests(text)
