@@ -154,8 +154,10 @@ func BusFactor(collective string, n int) (float64, bool) {
 // JudgeTests judges one nccl-tests run: complete, correct, and the
 // large-message busbw plateau against what the NICs carry.
 func JudgeTests(subject string, r *TestRun, opt JudgeOptions) ([]check.Finding, RunSummary) {
+	// the hosts the output names win; --nodes (or the launch) stands in
+	// for output that names none
 	s := RunSummary{TestRun: r, Nodes: len(r.Hosts())}
-	if opt.Nodes > 0 {
+	if s.Nodes == 0 && opt.Nodes > 0 {
 		s.Nodes = opt.Nodes
 	}
 	if opt.Collective != "" {
