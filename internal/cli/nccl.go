@@ -182,14 +182,18 @@ flag, 3 unproven (e.g. busbw with no hosts and no --nodes, or no --expect-rate).
 			}
 			var fs []check.Finding
 			var payloads []any
+			q := rules.NCCLRAS // until a file is other than an ncclras report
 			for _, in := range inputs {
 				f, p, err := nccl.JudgeFile(in.Name, in.Data, opt)
 				if err != nil {
 					return usageErr("%v", err)
 				}
+				if _, ras := p.(*nccl.RASReport); !ras {
+					q = rules.NCCL
+				}
 				fs, payloads = append(fs, f...), append(payloads, p)
 			}
-			return writeJudged(cmd, output, rules.NCCL, fs, payloads)
+			return writeJudged(cmd, output, q, fs, payloads)
 		},
 	}
 	c.Flags().StringVarP(&output, "output", "o", "table", "table or json")

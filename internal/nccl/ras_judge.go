@@ -287,7 +287,7 @@ func judgeRASProgress(source string, r *RASReport, o *RASOptions) []check.Findin
 		}
 	}
 	if len(fs) == 0 && len(r.Comms) > 0 && !r.NoCommData {
-		fs = append(fs, check.Finding{Check: "nccl.ras.progress", Outcome: check.Pass, Subject: "communicators", Message: "every communicator's ranks launched the same number of each collective"})
+		fs = append(fs, check.Finding{Check: "nccl.ras.progress", Outcome: check.Pass, Subject: "communicators", Message: "no collective-count mismatch: the ranks that answered launched the same number of each collective"})
 	}
 	return fs
 }

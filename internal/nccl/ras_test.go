@@ -24,7 +24,7 @@ func TestRASEveryCapture(t *testing.T) {
 	cases := map[string][]want{
 		rasHealthyText: {
 			{"nccl.ras.ranks", check.Pass, "", "communicators", "every rank of 1 communicator(s) answered RAS (8 ranks)"},
-			{"nccl.ras.progress", check.Pass, "", "communicators", "same number"},
+			{"nccl.ras.progress", check.Pass, "", "communicators", "no collective-count mismatch"},
 			{"nccl.ras.status", check.Pass, "", "communicators", "(RUNNING)"}},
 		rasExitFault: {
 			{"nccl.ras.ranks", check.Fail, "node1", "rank 7", "rank 7 (GPU 3, PID 3748990 on node1) of communicator #0-0 (1bdb83b038775869) sent RAS no data (INCOMPLETE"}},
@@ -37,7 +37,7 @@ func TestRASEveryCapture(t *testing.T) {
 			{"nccl.ras.progress", check.Warn, "", "#0-0 (fa93daea854b060b) AllGather", "30 rank(s) at AllGather #640 (not named by RAS), while 2 rank(s) reached AllGather #641 (RAS names the minority, here the ranks ahead: rank 12 (GPU 4, PID 323032 on 10.137.190.124), rank 13 (GPU 5, PID 323033 on 10.137.190.124))"}},
 		rasRayHealthy: {
 			{"nccl.ras.ranks", check.Pass, "", "communicators", "(2 ranks)"},
-			{"nccl.ras.progress", check.Pass, "", "communicators", "same number"},
+			{"nccl.ras.progress", check.Pass, "", "communicators", "no collective-count mismatch"},
 			{"nccl.ras.status", check.Pass, "", "communicators", "no communicator in error"}},
 	}
 	base := testhost.SharedTestdata(t)
