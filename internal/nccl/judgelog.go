@@ -320,6 +320,7 @@ func fatalFix(w, host string) []string {
 	switch {
 	case wcErrorRE().MatchString(w):
 		m := wcErrorRE().FindStringSubmatch(w)
+		m[1], _, _ = strings.Cut(m[1], "<")
 		return []string{fmt.Sprintf("check the path between %s and peer %s: rdmalab doctor on both hosts (port.state, counters), rdmalab fabric check for the links between them", host, m[1]),
 			"retest the pair with rdmalab bench (perftest both directions) before rerunning NCCL"}
 	case strings.Contains(w, "ibv_create_qp") || strings.Contains(w, "ibv_reg_mr"):

@@ -85,6 +85,7 @@ var (
 // continuation) means and the belief that rests on.
 func ClassifyWarn(w string) (WarnClass, string) {
 	if m := wcErrorRE().FindStringSubmatch(w); m != nil {
+		m[1], _, _ = strings.Cut(m[1], "<") // "10.0.0.2<58012>": the address, not NCCL's port
 		n, _ := strconv.Atoi(m[2])
 		name, meaning := IBVWCStatus(n)
 		if name == "" {
