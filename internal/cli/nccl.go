@@ -351,10 +351,10 @@ run, 130 interrupted.`,
 
 func newNCCLRASCmd() *cobra.Command {
 	var o struct {
-		host, output, cluster string
-		port, polls           int
-		interval, timeout     time.Duration
-		snapshots             []string
+		host, output, cluster, fabric string
+		port, polls                   int
+		interval, timeout             time.Duration
+		snapshots                     []string
 	}
 	c := &cobra.Command{
 		Use:   "ras --host HOST",
@@ -368,7 +368,10 @@ text report. Missing or dead ranks fail, naming rank, host, PID and GPU. A rank
 behind the others (a MISMATCH in collective counts) is judged across the polls:
 frozen at the same count in every poll is a hang ("rank 7 on host node1 stuck
 at AllReduce #60 while others reached #64 for 3 polls"), behind but moving a
-straggler, behind in one poll only launch skew.
+straggler, behind in one poll only launch skew. With --snapshot (a node's
+host snapshot) the suspect rank is followed to its GPU, that GPU's rail NIC and
+port, with --fabric to the port's cable, and the finding offers the bench
+command that retests that rail against a known-good node.
 
 Exit codes: 0 every rank alive and progressing, 1 a dead or missing rank or a
 hang, 2 could not run (bad flag, or no poll answered), 3 unproven (no
@@ -386,6 +389,11 @@ communicator data), 130 interrupted.`,
 			paths, err := rasSnapshots(o.snapshots, o.cluster)
 			if err != nil {
 				return err
+			}
+			if o.fabric != "" {
+				if paths.Fabric, err = intake.Fabric(o.fabric); err != nil {
+					return usageErr("--fabric %v", err)
+				}
 			}
 			addr := net.JoinHostPort(o.host, strconv.Itoa(o.port))
 			polls, err := nccl.PollRAS(cmd.Context(), nccl.PollOptions{Addr: addr, Interval: o.interval, Polls: o.polls, Timeout: o.timeout, Progress: cmd.ErrOrStderr()})
@@ -411,6 +419,7 @@ communicator data), 130 interrupted.`,
 	f.DurationVar(&o.timeout, "timeout", 15*time.Second, "per poll: connect, handshake and report (RAS gathers for up to 5 s)")
 	f.StringArrayVar(&o.snapshots, "snapshot", nil, "host snapshot of a node of the job, NAME=FILE to bind it to the name RAS prints (an address), or FILE (matched by hostname or RoCE GID address); repeatable: a suspect rank is followed to its GPU's rail NIC and port")
 	f.StringVar(&o.cluster, "cluster", "", "the cluster file the follow-up bench command names")
+	f.StringVar(&o.fabric, "fabric", "", "fabric snapshot (rdmalab fabric scan -o json, example:NAME): the suspect rail's cable to its switch, by the NIC's node GUID")
 	f.StringVarP(&o.output, "output", "o", "table", "table or json")
 	return c
 }

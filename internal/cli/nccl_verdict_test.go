@@ -160,6 +160,9 @@ func TestNCCLRASVerdictContract(t *testing.T) {
 	if _, errOut, code := ras("127.0.0.1:1", "--snapshot", "node1=/nonexistent.json"); code != ExitUsage || !strings.Contains(errOut, "/nonexistent.json") {
 		t.Errorf("bad snapshot: exit %d %s", code, errOut)
 	}
+	if _, errOut, code := ras("127.0.0.1:1", "--fabric", "example:hgx-h200"); code != ExitUsage || !strings.Contains(errOut, "--fabric") {
+		t.Errorf("a host where a fabric is meant: exit %d %s", code, errOut)
+	}
 	out, _, code = ras(rasPeer(t, read("nccl-docs-example-08_ras_exit-fault_rank7_INCOMPLETE_communicators-section-only_masked.txt")), "-o", "json")
 	if code != ExitFindings || !strings.Contains(out, `"verdict"`) || !strings.Contains(out, "PID 3748990") {
 		t.Errorf("dead rank: exit %d\n%s", code, out)

@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/fabric"
 	"github.com/rdmalab/rdmalab/internal/host"
+	"github.com/rdmalab/rdmalab/internal/portstate"
 )
 
 // replay is one report a fake RAS endpoint gives: the real capture's text
@@ -214,4 +216,28 @@ func TestRASPathFromRankToPort(t *testing.T) {
 	// the missing rank of the ras.rst JSON, through one report
 	fs = JudgeRAS("x", mustRAS(t, capture(t, rasRSTJSON)), &RASOptions{Hosts: map[string]*host.Snapshot{"172.16.64.245": hgx}})
 	f = has(t, fs, "nccl.ras.ranks", check.Fail, "172.16.64.245", "rank 1", "its GPU's rail is mlx5_1 port 1")
+}
+
+// With a fabric snapshot the rail's port is followed one step further: the
+// cable to its switch, found by the NIC's node GUID (a fabric holding the
+// HGX example's mlx5_3 on leaf port 17, as ibnetdiscover would list it).
+func TestRASPathToCable(t *testing.T) {
+	hgx := load(t, "hgx-h200")
+	nic := hgx.RDMA("mlx5_3")
+	leaf := host.GUID(0x7cfe900300a0b0c0)
+	fab := &fabric.Snapshot{Source: "test fabric", Nodes: []fabric.Node{{GUID: leaf, Type: "Switch", Desc: "leaf-3 QM9700", Ports: 64}, {GUID: nic.NodeGUID, Type: "CA", Desc: "hgx-h200-01 mlx5_3", Ports: 1}},
+		Ports: []fabric.Port{{NodeGUID: nic.NodeGUID, NodeDesc: "hgx-h200-01 mlx5_3", NodeType: "CA", Num: 1, State: portstate.Active, Width: "4X", Speed: "NDR",
+			Remote: &fabric.End{NodeGUID: leaf, NodeDesc: "leaf-3 QM9700", Port: 17}}}}
+	addr, _ := fakeRAS(t, replay{body: capture(t, rasSleepFault)})
+	fs := JudgeRASPolls("x", poll(t, addr, 2), &RASOptions{Hosts: map[string]*host.Snapshot{"node1": hgx}, Fabric: fab})
+	f := has(t, fs, "nccl.ras.hang", check.Fail, "node1", "rank 7", "its GPU's rail is mlx5_3 port 1, cabled mlx5_3 port 1 ↔ leaf-3 QM9700 port 17 (4X NDR Active)")
+	// the NIC of another GPU is not in this fabric: said, not guessed
+	fab.Ports[0].NodeGUID = hgx.RDMA("mlx5_0").NodeGUID
+	fs = JudgeRASPolls("x", poll(t, addr, 2), &RASOptions{Hosts: map[string]*host.Snapshot{"node1": hgx}, Fabric: fab})
+	f = has(t, fs, "nccl.ras.hang", check.Fail, "node1", "rank 7", "its GPU's rail is mlx5_3 port 1")
+	if strings.Contains(f.Message, "cabled") || !slices.ContainsFunc(f.Evidence, func(e check.Evidence) bool {
+		return e.What == "cable" && strings.Contains(e.Value, "no port of node GUID")
+	}) {
+		t.Errorf("%s %+v", f.Message, f.Evidence)
+	}
 }

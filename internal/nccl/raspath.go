@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/fabric"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/portstate"
 )
@@ -22,6 +23,9 @@ type RASOptions struct {
 	Snapshots []*host.Snapshot
 	// Cluster is the cluster file the follow-up bench command names.
 	Cluster string
+	// Fabric, when given, names the cable from the rail's port to the
+	// switch (by the NIC's node GUID).
+	Fabric *fabric.Snapshot
 }
 
 func (o *RASOptions) snapshotFor(h string) *host.Snapshot {
@@ -136,6 +140,13 @@ func (o *RASOptions) attachPath(f *check.Finding, k RASRank) {
 		return
 	}
 	f.Message += fmt.Sprintf("; its GPU's rail is %s port %d", dev, port)
+	if o.Fabric != nil {
+		cable, found := cableOf(o.Fabric, s, dev, port)
+		f.Evidence = append(f.Evidence, check.Evidence{What: "cable", Value: cable, Source: cmpOr(o.Fabric.Source, "the fabric snapshot")})
+		if found {
+			f.Message += ", cabled " + cable
+		}
+	}
 	cuda := cudaIndex(k)
 	gpu := ""
 	if cuda >= 0 {
@@ -143,4 +154,30 @@ func (o *RASOptions) attachPath(f *check.Finding, k RASRank) {
 	}
 	f.Fix = append([]string{fmt.Sprintf("retest that rail by traffic against a known-good node GOOD: in %s give node %s device: %s, port: %d%s; then printf '0 %s GOOD\\n' > retest.rounds && rdmalab bench --cluster %s --rounds retest.rounds --use-cuda",
 		cmpOr(o.Cluster, "the cluster file"), k.Host, dev, port, gpu, k.Host, cmpOr(o.Cluster, "CLUSTER"))}, f.Fix...)
+}
+
+// cableOf names the link from a host's RDMA port to the fabric: the
+// port's far end in the fabric snapshot, found by the NIC's node GUID.
+func cableOf(fs *fabric.Snapshot, s *host.Snapshot, dev string, port int) (string, bool) {
+	d := s.RDMA(dev)
+	if d == nil || d.NodeGUID.IsZero() {
+		return fmt.Sprintf("%s has no node GUID in the snapshot of %s: its cable cannot be found in the fabric", dev, s.Hostname), false
+	}
+	names := fs.Names()
+	for i := range fs.Ports {
+		p := &fs.Ports[i]
+		if p.NodeGUID != d.NodeGUID || p.Num != port {
+			continue
+		}
+		if p.Remote == nil {
+			return fmt.Sprintf("%s port %d (%s) has no link in the fabric snapshot", dev, port, d.NodeGUID), false
+		}
+		far := p.Remote.NodeDesc
+		if names.Known(p.Remote.NodeGUID) {
+			far = names.Node(p.Remote.NodeGUID)
+		}
+		state := strings.TrimSpace(strings.Join([]string{p.Width, p.Speed, p.State.String()}, " "))
+		return fmt.Sprintf("%s port %d ↔ %s port %d (%s)", dev, port, far, p.Remote.Port, state), true
+	}
+	return fmt.Sprintf("no port of node GUID %s (%s) in the fabric snapshot", d.NodeGUID, dev), false
 }
