@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/cluster"
 	"github.com/rdmalab/rdmalab/internal/envelope"
+	"github.com/rdmalab/rdmalab/internal/host"
+	"github.com/rdmalab/rdmalab/internal/intake"
 	"github.com/rdmalab/rdmalab/internal/launch"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"github.com/rdmalab/rdmalab/internal/nccl"
@@ -29,13 +33,15 @@ func newNCCLCmd() *cobra.Command {
 level, GPUDirect RDMA, RoCE GID index, bootstrap interface) and writes the
 environment that makes it so (env); runs nccl-tests on 2, 4, 8 … nodes of a
 cluster file through Open MPI's mpirun and judges every run (run); and judges
-saved nccl-tests output and NCCL_DEBUG logs (judge). docs/nccl.md walks
+saved nccl-tests output, NCCL_DEBUG logs and ncclras reports (judge); and
+polls a running job's RAS service to tell a hang from a straggler (ras). docs/nccl.md walks
 through seed 001's bring-up with these commands.`,
 		Example: `  rdmalab nccl env --snapshot example:hgx-h200
   rdmalab nccl run --cluster cluster.yaml --gpus-per-node 8 --rails 8 --snapshot node1.json
-  rdmalab nccl judge all_reduce.log --expect-rate "4X NDR" --rails 8 --algo Ring`,
+  rdmalab nccl judge all_reduce.log --expect-rate "4X NDR" --rails 8 --algo Ring
+  rdmalab nccl ras --host node1 --interval 5s --polls 3`,
 	}
-	c.AddCommand(newNCCLEnvCmd(), newNCCLJudgeCmd(), newNCCLRunCmd())
+	c.AddCommand(newNCCLEnvCmd(), newNCCLJudgeCmd(), newNCCLRunCmd(), newNCCLRASCmd())
 	return c
 }
 
@@ -99,6 +105,8 @@ type nicFlags struct {
 	rails  int
 	algo   string
 	socket bool
+	// nodes and ranksPerNode are for output that names no hosts
+	nodes, ranksPerNode int
 }
 
 func (n *nicFlags) register(c *cobra.Command) {
@@ -110,10 +118,15 @@ func (n *nicFlags) register(c *cobra.Command) {
 	c.Flags().IntVar(&n.rails, "rails", 1, "NICs per node NCCL spreads inter-node traffic over")
 	c.Flags().StringVar(&n.algo, "algo", "", "NCCL_ALGO the run used (Ring makes busbw above the NIC limit a failure)")
 	c.Flags().BoolVar(&n.socket, "allow-socket", false, "NET/Socket between nodes is expected (no RDMA)")
+	c.Flags().IntVar(&n.nodes, "nodes", 0, `nodes the run spanned, for output without "#  Rank … on HOST" lines (without hosts or --nodes, busbw is unproven)`)
+	c.Flags().IntVar(&n.ranksPerNode, "ranks-per-node", 0, "ranks per node (with --nodes: the rank count where the columns cannot give it)")
 }
 
 func (n *nicFlags) options() (nccl.JudgeOptions, error) {
-	opt := nccl.JudgeOptions{RailsPerNode: n.rails, Algo: n.algo, AllowSocket: n.socket}
+	opt := nccl.JudgeOptions{RailsPerNode: n.rails, Algo: n.algo, AllowSocket: n.socket, Nodes: n.nodes, RanksPerNode: n.ranksPerNode}
+	if n.ranksPerNode > 0 && n.nodes == 0 {
+		return opt, usageErr("--ranks-per-node needs --nodes N (how many nodes the run spanned)")
+	}
 	if n.rate == "" {
 		return opt, nil
 	}
@@ -140,9 +153,17 @@ is judged on the large-message plateau (never the Avg line) against what the
 NICs carry (--expect-rate, --rails); a plateau that falls at large sizes is
 flagged. From the log, per host: the network NCCL chose, plugins, GPUDirect
 RDMA per HCA and channel, NET/Socket between nodes (a failure), every WARN,
-NCCL versions, and hosts that took part but did not log.
+NCCL versions, and hosts that took part but did not log. A fatal WARN (a work
+completion error such as "error 12", IBV_WC_RETRY_EXC_ERR; a failed ibv_* call;
+a proxy or transport error, timeout or abort) fails; NCCL_IB_DISABLE=1 or
+NCCL_NET=Socket on a launch line (mpirun -x, srun --export, export) or in
+NCCL's "set by environment" lines fails unless --allow-socket. Output that
+names no hosts needs --nodes N (and --ranks-per-node) to judge busbw.
+It also reads ncclras reports (text and -f json): missing or dead ranks fail,
+a collective-count MISMATCH in one report is a lagging rank, not yet a hang.
 
-Exit codes: 0 nothing failed, 1 a failure, 2 could not read a file.`,
+Exit codes: 0 proven healthy, 1 a failure, 2 could not read a file or a bad
+flag, 3 unproven (e.g. busbw with no hosts and no --nodes, or no --expect-rate).`,
 		Example: `  rdmalab nccl judge all_reduce.log
   rdmalab nccl judge run.log --expect-rate "4X NDR" --rails 8 --algo Ring
   rdmalab nccl judge rank0.log -o json`,
@@ -161,14 +182,18 @@ Exit codes: 0 nothing failed, 1 a failure, 2 could not read a file.`,
 			}
 			var fs []check.Finding
 			var payloads []any
+			q := rules.NCCLRAS // until a file is other than an ncclras report
 			for _, in := range inputs {
 				f, p, err := nccl.JudgeFile(in.Name, in.Data, opt)
 				if err != nil {
 					return usageErr("%v", err)
 				}
+				if _, ras := p.(*nccl.RASReport); !ras {
+					q = rules.NCCL
+				}
 				fs, payloads = append(fs, f...), append(payloads, p)
 			}
-			return writeJudged(cmd, output, rules.NCCL, fs, payloads)
+			return writeJudged(cmd, output, q, fs, payloads)
 		},
 	}
 	c.Flags().StringVarP(&output, "output", "o", "table", "table or json")
@@ -322,4 +347,101 @@ run, 130 interrupted.`,
 	f.StringVarP(&o.output, "output", "o", "table", "table or json")
 	f.StringArrayVar(&in.snapshots, "snapshot", nil, "host snapshot(s) of the nodes (example:NAME for a built-in one): every rank gets the environment 'nccl env' derives")
 	return c
+}
+
+func newNCCLRASCmd() *cobra.Command {
+	var o struct {
+		host, output, cluster, fabric string
+		port, polls                   int
+		interval, timeout             time.Duration
+		snapshots                     []string
+	}
+	c := &cobra.Command{
+		Use:   "ras --host HOST",
+		Short: "Poll a running NCCL job's RAS service: dead ranks, and a hang told from a straggler",
+		Long: `ras polls the RAS service every NCCL ≥ 2.24 process runs (NCCL_RAS_ADDR,
+localhost:28028 by default: run it on a node of the job, or set NCCL_RAS_ADDR
+to listen beyond localhost) with NCCL's own client protocol, --polls times,
+--interval apart, each poll bounded by --timeout. It asks for the JSON report
+(NCCL ≥ 2.28.7: every rank's collective counts) and falls back to the verbose
+text report. Missing or dead ranks fail, naming rank, host, PID and GPU. A rank
+behind the others (a MISMATCH in collective counts) is judged across the polls:
+frozen at the same count in every poll is a hang ("rank 7 on host node1 stuck
+at AllReduce #60 while others reached #64 for 3 polls"), behind but moving a
+straggler, behind in one poll only launch skew. With --snapshot (a node's
+host snapshot) the suspect rank is followed to its GPU, that GPU's rail NIC and
+port, with --fabric to the port's cable, and the finding offers the bench
+command that retests that rail against a known-good node.
+
+Exit codes: 0 every rank alive and progressing, 1 a dead or missing rank or a
+hang, 2 could not run (bad flag, or no poll answered), 3 unproven (no
+communicator data), 130 interrupted.`,
+		Example: `  rdmalab nccl ras --host node1
+  rdmalab nccl ras --host 10.0.0.5 --port 28028 --interval 10s --polls 6 -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(o.output); err != nil {
+				return err
+			}
+			if o.host == "" {
+				return usageErr("--host HOST is required (a node of the NCCL job whose RAS port is reachable)")
+			}
+			paths, err := rasSnapshots(o.snapshots, o.cluster)
+			if err != nil {
+				return err
+			}
+			if o.fabric != "" {
+				if paths.Fabric, err = intake.Fabric(o.fabric); err != nil {
+					return usageErr("--fabric %v", err)
+				}
+			}
+			addr := net.JoinHostPort(o.host, strconv.Itoa(o.port))
+			polls, err := nccl.PollRAS(cmd.Context(), nccl.PollOptions{Addr: addr, Interval: o.interval, Polls: o.polls, Timeout: o.timeout, Progress: cmd.ErrOrStderr()})
+			if errors.Is(err, context.Canceled) {
+				return &exitError{code: ExitInterrupted, err: fmt.Errorf("interrupted after %d poll(s) of %s", len(polls), addr)}
+			}
+			fs := nccl.JudgeRASPolls("RAS at "+addr, polls, paths)
+			if fs == nil {
+				first := ""
+				if len(polls) > 0 {
+					first = polls[0].Err
+				}
+				return usageErr("no RAS report from %s in %d poll(s): %s (is an NCCL ≥ 2.24 job running there with NCCL_RAS_ENABLE=1, and NCCL_RAS_ADDR listening where this host reaches it?)", addr, len(polls), first)
+			}
+			return writeJudged(cmd, o.output, rules.NCCLRAS, fs, polls)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.host, "host", "", "a node of the job (its RAS client socket)")
+	f.IntVar(&o.port, "port", nccl.DefaultRASPort, "the RAS client port (NCCL_RAS_ADDR's)")
+	f.IntVar(&o.polls, "polls", 3, "how many reports to take (a hang needs 2 or more)")
+	f.DurationVar(&o.interval, "interval", 5*time.Second, "between the starts of two polls")
+	f.DurationVar(&o.timeout, "timeout", 15*time.Second, "per poll: connect, handshake and report (RAS gathers for up to 5 s)")
+	f.StringArrayVar(&o.snapshots, "snapshot", nil, "host snapshot of a node of the job, NAME=FILE to bind it to the name RAS prints (an address), or FILE (matched by hostname or RoCE GID address); repeatable: a suspect rank is followed to its GPU's rail NIC and port")
+	f.StringVar(&o.cluster, "cluster", "", "the cluster file the follow-up bench command names")
+	f.StringVar(&o.fabric, "fabric", "", "fabric snapshot (rdmalab fabric scan -o json, example:NAME): the suspect rail's cable to its switch, by the NIC's node GUID")
+	f.StringVarP(&o.output, "output", "o", "table", "table or json")
+	return c
+}
+
+// rasSnapshots reads nccl ras's --snapshot values: NAME=FILE binds a
+// snapshot to a host as RAS prints it, FILE is matched by hostname.
+func rasSnapshots(values []string, clusterFile string) (*nccl.RASOptions, error) {
+	o := &nccl.RASOptions{Hosts: map[string]*host.Snapshot{}, Cluster: clusterFile}
+	for _, v := range values {
+		name, path, bound := strings.Cut(v, "=")
+		if !bound {
+			path = v
+		}
+		s, err := intake.Host(path)
+		if err != nil {
+			return nil, usageErr("--snapshot %v", err)
+		}
+		if bound {
+			o.Hosts[name] = s
+		} else {
+			o.Snapshots = append(o.Snapshots, s)
+		}
+	}
+	return o, nil
 }

@@ -45,7 +45,7 @@ func TestNCCLJudgeExitCodes(t *testing.T) {
 		t.Errorf("exit %d: %s", code, errOut)
 	}
 	_, errOut, code = run(t, "nccl", "judge", filepath.Join(d, "PROVENANCE.md"))
-	if code != ExitUsage || !strings.Contains(errOut, "neither nccl-tests output nor an NCCL_DEBUG log") {
+	if code != ExitUsage || !strings.Contains(errOut, "neither nccl-tests output, an NCCL_DEBUG log nor an ncclras report") {
 		t.Errorf("exit %d: %s", code, errOut)
 	}
 }

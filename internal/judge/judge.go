@@ -51,6 +51,9 @@ const NCCLFormat = "nccl-tests / NCCL_DEBUG"
 
 // Formats is the registry, most specific first.
 var Formats = []Format{
+	{"ncclras (NCCL RAS)", nccl.SniffRAS, func(name string, b []byte, _ Options) ([]check.Finding, any, error) {
+		return nccl.JudgeRASFile(name, b)
+	}},
 	{NCCLFormat, nccl.Sniff, judgeNCCL},
 	{"nvidia-smi topo -m", host.SniffTopo, func(_ string, b []byte, o Options) ([]check.Finding, any, error) {
 		return gpudirect.JudgeTopoFile(b, o.Snapshot)

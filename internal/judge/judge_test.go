@@ -26,6 +26,7 @@ func TestMain(m *testing.M) { os.Exit(testhost.Main(m)) }
 func TestJudgeEveryRealOutput(t *testing.T) {
 	root := testhost.SharedTestdata(t)
 	const nccl = "nccl-tests / NCCL_DEBUG"
+	const ras = "ncclras (NCCL RAS)"
 	const topo = "nvidia-smi topo -m"
 	cases := []struct {
 		file                      string
@@ -144,7 +145,7 @@ func TestJudgeEveryRealOutput(t *testing.T) {
 		{"nccl-tests/superbench/nccl_reduce.log", nccl, 0, 0, 2, 1},
 		{"nccl-tests/superbench/nccl_reducescatter.log", nccl, 0, 0, 2, 1},
 		{"nccl-debug/alps-gh200_aws-ofi-plugin-not-found_WARN.log", nccl, 3, 0, 1, 1},
-		{"nccl-debug/azure-nd96isr-h100-v5_mixed-IB-RoCE-devices_excerpt.log", nccl, 0, 2, 0, 2},
+		{"nccl-debug/azure-nd96isr-h100-v5_mixed-IB-RoCE-devices_excerpt.log", nccl, 0, 1, 0, 3},
 		{"nccl-debug/nccl-issue-1232_socket-ifname_mpi-prefixed_excerpt.log", nccl, 0, 0, 2, 2},
 		{"nccl-debug/nccl-issue-1537_RoCE_GDR-disabled_excerpt.log", nccl, 0, 1, 0, 1},
 		{"nccl-debug/nccl-issue-1866_H100-2vm_nccl-2.27.6_init_excerpt.log", nccl, 0, 0, 2, 2},
@@ -155,6 +156,13 @@ func TestJudgeEveryRealOutput(t *testing.T) {
 		{"nccl-debug/nccl-tests-issue-350_A100-2node_mixed-RoCE-IB_NCCL-TRACE_gather_perf_NO-AVG-LINE.log", nccl, 1, 3, 2, 4},
 		{"nccl-debug/nv_peer_memory-issue-56_2node_NET-IB-mlx5_0-IB_nccl-2.5.6_excerpt.log", nccl, 0, 0, 1, 3},
 		{"nccl-debug/sglang-2node-roce-ofi-fallback-to-ib_excerpt-A.log", nccl, 0, 1, 0, 1},
+		// check IDs, hosts and ranks of these: nccl.TestRASEveryCapture
+		{"ncclras/nccl-docs-example-08_ras_exit-fault_rank7_INCOMPLETE_communicators-section-only_masked.txt", ras, 1, 0, 0, 2},
+		{"ncclras/nccl-docs-example-08_ras_ncclras-v_2.30.7_2node-8rank_healthy-RUNNING-OK_masked.txt", ras, 0, 0, 0, 3},
+		{"ncclras/nccl-docs-example-08_ras_sleep-fault_rank7-straggler_MISMATCH-AllReduce-64-vs-60_table-onward_masked.txt", ras, 0, 1, 0, 2},
+		{"ncclras/nccl-docs-ras-rst_ncclras-f-json_2.29.1_1-of-2-ranks-missing-unresponsive_rst-indented-2-spaces.json", ras, 1, 0, 0, 2},
+		{"ncclras/nccl-issue-1911_2.26.2_4node-32rank_MISMATCH-AllGather-640-vs-641_two-ranks-ahead.txt", ras, 0, 1, 0, 2},
+		{"ncclras/ray-test-nv-hang-detector_HEALTHY_RAS_JSON_2.28.9_1node-2rank_empty-missing-ranks-array.json", ras, 0, 0, 0, 3},
 		// check IDs and subjects of these: gpudirect.TestJudgeTopoReal
 		{"nvidia-smi-topo/club-3090-issue-1229_2xRTX5090-workstation_PHB_no-nic.txt", topo, 0, 1, 0, 0},
 		{"nvidia-smi-topo/deepseek-local-notes-zh_5900X_2xRTX3090-NV4-bridge_nvlink-s-then-topo_uuid-redacted_prompts.txt", topo, 0, 3, 0, 0},
@@ -201,7 +209,7 @@ func TestJudgeEveryRealOutput(t *testing.T) {
 			}
 		})
 	}
-	for _, dir := range []string{"ibtools", "ibnetdiscover", "perftest", "perftest-latency", "perftest-warnings", "nccl-tests", "nccl-debug", "nvidia-smi-topo"} {
+	for _, dir := range []string{"ibtools", "ibnetdiscover", "perftest", "perftest-latency", "perftest-warnings", "nccl-tests", "nccl-debug", "ncclras", "nvidia-smi-topo"} {
 		filepath.Walk(filepath.Join(root, dir), func(p string, info os.FileInfo, err error) error {
 			if err == nil && !info.IsDir() {
 				rel, _ := filepath.Rel(root, p)

@@ -157,3 +157,22 @@ func PCIeUsableGbps(gtps float64, width int) float64 {
 // BytesPerSecond turns a rate in Gb/s (decimal gigabits, as link rates are
 // quoted) into bytes per second, the unit Prometheus exporters report.
 func BytesPerSecond(gbps float64) float64 { return gbps * 1e9 / 8 }
+
+// BusbwCeilingGBps is the most inter-node busbw (nccl-tests' GB/s, 10^9
+// bytes) a node's rails can carry: rails × the link's payload ceiling / 8.
+// An MTU of 0 is the layer's default. It is the one busbw ceiling every
+// command uses (nccl judge and run, design, report), so that 200GbE reads
+// as one number everywhere.
+func BusbwCeilingGBps(l Link, rails int) float64 {
+	if l.MTUBytes == 0 {
+		l.MTUBytes = DefaultMTU(l.Layer)
+	}
+	return float64(max(rails, 1)) * l.CeilingGbps() / 8
+}
+
+// NVLinkMaxGBps is the fastest GPU interconnect's per-GPU, per-direction
+// bandwidth (NVLink 5 on B200/GB200: 18 links × 50 GB/s = 900 GB/s). No
+// busbw measured inside one node can honestly exceed twice it (the
+// all_reduce formula with in-switch reduction, NVLS): a number beyond is a
+// measurement error, not a fast machine.
+const NVLinkMaxGBps = 900

@@ -4,9 +4,10 @@ import "github.com/rdmalab/rdmalab/internal/check"
 
 // Catalog lists every check nccl reports: the environment it derives
 // from a snapshot (nccl.env.*), NCCL_DEBUG logs (nccl.log.*), nccl-tests
-// output (nccl.tests.*) and its runs (nccl.run.*). docs/checks.md is made
+// output (nccl.tests.*), its runs (nccl.run.*) and NCCL RAS reports and
+// polls (nccl.ras.*). docs/checks.md is made
 // from it.
-var Catalog = []check.Entry{
+var Catalog = append([]check.Entry{
 	{ID: "nccl.env.socket-ifname", Title: "NCCL_SOCKET_IFNAME names an interface that reaches the other nodes",
 		Why: "NCCL's bootstrap and Socket transport use the first non-loopback interface unless told; a docker0 or management NIC there hangs init or carries the data.", Source: "NCCL environment documentation; gpudirect's socket interface pick",
 		Fixes: []string{"export NCCL_SOCKET_IFNAME=<the interface of the nodes' shared network>"},
@@ -55,10 +56,15 @@ var Catalog = []check.Entry{
 		Why: "Without GPUDirect RDMA, network traffic stages through host memory (often 5–10× slower).", Source: "NCCL_DEBUG log (GDR lines, /GDRDMA channels)",
 		Fixes: []string{"modprobe nvidia-peermem", "NCCL_NET_GDR_LEVEL if the path is longer than PXB"},
 		Needs: "the log's GDR and channel lines", UnknownWhen: "GPUDirect was predicted on but no line confirms it"},
-	{ID: "nccl.log.warn", Title: "NCCL printed no warning",
-		Why: "An NCCL WARN line is NCCL's own statement that something is off.", Source: "NCCL_DEBUG log",
+	{ID: "nccl.log.warn", Title: "NCCL printed no warning it did not shrug off",
+		Why: "An NCCL WARN line is NCCL's own statement that something is off; the ones NCCL carries on from as meant (a topology attribute a VM does not expose) are named harmless and pass, the fatal ones are nccl.log.fatal.", Source: "NCCL_DEBUG log",
 		Fixes: []string{"read the warning quoted"},
 		Needs: "the log", UnknownWhen: "never"},
+	{ID: "nccl.log.fatal", Title: "NCCL reported no fatal error",
+		Why:    "A failed work completion (\"Got completion from peer … with error 12\": IBV_WC_RETRY_EXC_ERR, the peer stopped answering on the fabric), a failed ibv_* call (ibv_create_qp, ibv_reg_mr, ibv_modify_qp), a proxy or transport error, a timeout or an abort, with the \"-> N\" error chain after it (ncclSystemError, ncclRemoteError …), means the collective did not run as meant, whatever numbers were printed.",
+		Source: "NCCL_DEBUG log; libibverbs enum ibv_wc_status; nccl.h ncclResult_t",
+		Fixes:  []string{"for a work completion error: rdmalab doctor on both hosts and rdmalab bench on the pair", "for ibv_create_qp / ibv_reg_mr: ulimit -l unlimited, nvidia-peermem or DMA-BUF"},
+		Needs:  "the log's WARN lines (a WARN wrapped over two lines is read whole)", UnknownWhen: "never"},
 	{ID: "nccl.log.version", Title: "Every host runs the same NCCL version",
 		Why: "Mismatched NCCL versions hang or crash at init.", Source: "NCCL_DEBUG log (NCCL version lines)",
 		Fixes: []string{"install one NCCL version on every node (or one container image)"},
@@ -78,6 +84,11 @@ var Catalog = []check.Entry{
 	{ID: "nccl.tests.implausible", Title: "No row is faster than memory",
 		Why: "algbw above any GPU memory's speed means the operation did no work (single rank in place): such rows say nothing about the fabric.", Source: "nccl-tests output",
 		Needs: "the result rows", UnknownWhen: "never"},
+	{ID: "nccl.tests.measurement", Title: "Every number of the table is a measurement",
+		Why:    "inf or NaN, or a busbw beyond any GPU interconnect or NIC (more than twice NVLink 5's 900 GB/s per direction, the most the all_reduce formula reaches even with in-switch reduction), is an error of the run, the timer or the capture: judged as bandwidth it would pass anything.",
+		Source: "nccl-tests output; linkrate.NVLinkMaxGBps",
+		Fixes:  []string{"rerun and keep the whole output"},
+		Needs:  "the result rows", UnknownWhen: "never"},
 	{ID: "nccl.tests.plateau", Title: "busbw reaches its plateau and keeps it",
 		Why: "busbw falling at large sizes is memory pressure, congestion or a rail going slow mid-run; still rising at the largest size means the run understates the fabric.", Source: "nccl-tests busbw by size",
 		Fixes: []string{"run up to a larger size (-e 8G)"},
@@ -85,7 +96,7 @@ var Catalog = []check.Entry{
 	{ID: "nccl.tests.busbw", Title: "busbw is what the NICs carry",
 		Why: "Across nodes, busbw is bounded by the NICs: near their ceiling the path is RDMA with GPUDirect; far below, RDMA is likely not used or GPUDirect is off.", Source: "nccl-tests busbw vs linkrate ceilings (--expect-rate)",
 		Fixes: []string{"rdmalab nccl env", "check the NCCL_DEBUG log for NET/Socket or GDR off"},
-		Needs: "several nodes, the ranks' hosts, and the NIC's rate (--expect-rate)", UnknownWhen: "one rank or one node, no hosts named, or no NIC rate"},
+		Needs: "several nodes (the ranks' hosts, or --nodes N for output that names none) and the NIC's rate (--expect-rate, --rails)", UnknownWhen: "one rank or one node, no hosts named and no --nodes, or no NIC rate"},
 	{ID: "nccl.run.timeout", Title: "The nccl-tests run finished in time",
 		Why: "A run killed at its deadline hung: init, a collective, or a node.", Source: "nccl run deadline",
 		Fixes: []string{"run again with NCCL_DEBUG=INFO; look for the last INIT/NET line of each rank"},
@@ -114,4 +125,4 @@ var Catalog = []check.Entry{
 		Source: "NCCL environment variables (NCCL_NET_GDR_LEVEL); seed 001 (PHB)",
 		Fixes:  []string{"unset it (default PXB), or set PHB where GPU and NIC share a socket and it measures faster", "rdmalab nccl env --snapshot <host>.json shows each GPU's path level"},
 		Needs:  "NCCL_NET_GDR_LEVEL in the log (NCCL's own lines, a command line or an export)", UnknownWhen: "never: a log that does not show it is not judged"},
-}
+}, RASCatalog...)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/rdmalab/rdmalab/internal/lazyre"
 )
@@ -16,8 +17,11 @@ type DebugLog struct {
 	// Lines is how many NCCL lines were read.
 	Lines int `json:"lines"`
 	// LaunchEnv holds NCCL variables set on a command line in the log
-	// (before mpirun, an export), not attributed to a host.
+	// (mpirun -x NAME=V, srun --export=…,NAME=V, export NAME=V, NAME=V
+	// before a command), not attributed to a host.
 	LaunchEnv map[string]string `json:"launch_env,omitempty"`
+	// LaunchLines are the lines LaunchEnv came from, by variable.
+	LaunchLines map[string]string `json:"launch_lines,omitempty"`
 }
 
 // HostLog is one host's part of an NCCL_DEBUG log.
@@ -34,12 +38,17 @@ type HostLog struct {
 	Networks  []string `json:"networks,omitempty"` // "Using network IB|Socket|AWS Libfabric"
 	// Plugin: "absent" (internal implementation), "loaded <name>",
 	// "failed <name>: <reason>", or "".
-	Plugins  []string          `json:"plugins,omitempty"`
-	GDR      map[string]bool   `json:"gdr_hca,omitempty"` // HCA → GPU Direct RDMA Enabled
-	DMABuf   bool              `json:"dmabuf,omitempty"`
-	Channels []Channel         `json:"channels,omitempty"`
-	Warns    []string          `json:"warns,omitempty"`
-	Env      map[string]string `json:"env,omitempty"` // "X set by environment to Y"
+	Plugins  []string        `json:"plugins,omitempty"`
+	GDR      map[string]bool `json:"gdr_hca,omitempty"` // HCA → GPU Direct RDMA Enabled
+	DMABuf   bool            `json:"dmabuf,omitempty"`
+	Channels []Channel       `json:"channels,omitempty"`
+	// Warns are the WARN texts (a WARN wrapped onto a second line keeps
+	// its continuation), each once.
+	Warns []string `json:"warns,omitempty"`
+	// Chains are NCCL's "file:line -> N" error returns logged after the
+	// host's first WARN, rendered with the ncclResult name.
+	Chains []string          `json:"error_chain,omitempty"`
+	Env    map[string]string `json:"env,omitempty"` // "X set by environment to Y"
 	// GIN holds the lines that show GPU-initiated networking on the GDAKI
 	// backend (GPU-built DevX QPs): "devCommCreate: GIN backend type 3",
 	// messages from gin_host_gdaki.cc, NCCL_GIN_TYPE=3 from the environment.
@@ -82,20 +91,23 @@ var (
 	// (mpirun -tag-output styles), Ray/vLLM's "(RayWorkerWrapper pid=627,
 	// ip=…) ", srun --label's "0: ", timestamps
 	ncclLineRE = lazyre.New(`(?:^|[\s)\]>])([^\s:\[\]()]+(?:\[\d+\])?):(\d+):(\d+)\s+\[(\d+)\]\s+(.*)$`)
-	// NCCL_NET_GDR_LEVEL=X on a command line or export before the run
-	gdrLevelCmdRE = lazyre.New(`(?:^|[\s;])(?:export\s+)?NCCL_NET_GDR_LEVEL=([A-Za-z0-9]+)`)
-	netIBRE       = lazyre.New(`NET/IB\s*:\s*Using\s+(.*?)\s*(?:\[RO\])?\s*;\s*OOB\s+([^:\s]+)`)
-	netDevRE      = lazyre.New(`\[(\d+)\]([^:\s]+):(\d+)/(\w+)`)
-	netSocketRE   = lazyre.New(`NET/Socket\s*:\s*Using\s+\[\d+\]([^:\s]+)`)
-	usingNetRE    = lazyre.New(`Using network (.+?)\s*$`)
-	bootstrapRE   = lazyre.New(`Bootstrap\s*:\s*Using\s+([^:\s]+)`)
-	gdrHCARE      = lazyre.New(`GPU Direct RDMA (Enabled|Disabled) for HCA \d+ '([^']+)'`)
-	channelRE     = lazyre.New(`(?:Channel|Ring) \d+(?:/\d+)?\s*:\s*.*?(?:\[(send|receive)\]\s+)?via\s+(.+?)\s*$`)
-	commRankRE    = lazyre.New(`comm 0x[0-9a-f]+ rank (\d+) nranks \d+`)
-	envSetRE      = lazyre.New(`(NCCL_[A-Z0-9_]+) set (?:by environment )?to (.+?)\.?\s*$`)
-	pluginInitRE  = lazyre.New(`Initialized NET plugin (.+?)\s*$`)
-	p2pPluginRE   = lazyre.New(`P2P plugin (\S+)`)
-	warnRE        = lazyre.New(`NCCL WARN (.*)$`)
+	// NCCL_X=V on a command line: mpirun -x NCCL_X=V, srun
+	// --export=ALL,NCCL_X=V, export NCCL_X=V, NCCL_X=V before a command
+	launchEnvRE = lazyre.New(`(?:^|[\s;,=])(NCCL_[A-Z0-9_]+)=("[^"]*"|'[^']*'|[^\s,;"']+)`)
+	// Intel MPI's -genv NCCL_X V
+	genvRE       = lazyre.New(`-genv\s+(NCCL_[A-Z0-9_]+)\s+(\S+)`)
+	netIBRE      = lazyre.New(`NET/IB\s*:\s*Using\s+(.*?)\s*(?:\[RO\])?\s*;\s*OOB\s+([^:\s]+)`)
+	netDevRE     = lazyre.New(`\[(\d+)\]([^:\s]+):(\d+)/(\w+)`)
+	netSocketRE  = lazyre.New(`NET/Socket\s*:\s*Using\s+\[\d+\]([^:\s]+)`)
+	usingNetRE   = lazyre.New(`Using network (.+?)\s*$`)
+	bootstrapRE  = lazyre.New(`Bootstrap\s*:\s*Using\s+([^:\s]+)`)
+	gdrHCARE     = lazyre.New(`GPU Direct RDMA (Enabled|Disabled) for HCA \d+ '([^']+)'`)
+	channelRE    = lazyre.New(`(?:Channel|Ring) \d+(?:/\d+)?\s*:\s*.*?(?:\[(send|receive)\]\s+)?via\s+(.+?)\s*$`)
+	commRankRE   = lazyre.New(`comm 0x[0-9a-f]+ rank (\d+) nranks \d+`)
+	envSetRE     = lazyre.New(`(NCCL_[A-Z0-9_]+) set (?:by environment )?to (.+?)\.?\s*$`)
+	pluginInitRE = lazyre.New(`Initialized NET plugin (.+?)\s*$`)
+	p2pPluginRE  = lazyre.New(`P2P plugin (\S+)`)
+	warnRE       = lazyre.New(`NCCL WARN (.*)$`)
 	// NCCL ≥ 2.28's GIN: backend type 3 is GDAKI (NCCL_GIN_TYPE_GDAKI in
 	// nccl_device/core.h); src/gin/gin_host.cc logs the type a device
 	// communicator gets, and the GDAKI backend's own lines name its file.
@@ -120,9 +132,17 @@ func ParseDebug(b []byte) *DebugLog {
 	}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	// the WARN the previous line ended, for a continuation on this one
+	var lastWarn *HostLog
 	for sc.Scan() {
-		line, _ := StripMPIPrefix(sc.Text())
-		line = strings.TrimSpace(line)
+		raw, _ := StripMPIPrefix(sc.Text())
+		line := strings.TrimSpace(raw)
+		if lastWarn != nil && continuation(raw, lastWarn.Warns[len(lastWarn.Warns)-1]) {
+			lastWarn.Warns[len(lastWarn.Warns)-1] += " " + line
+			lastWarn = nil
+			continue
+		}
+		lastWarn = nil
 		if testFailureRE().MatchString(line) {
 			h, _, _ := strings.Cut(line, ":")
 			hl := get(h)
@@ -131,12 +151,7 @@ func ParseDebug(b []byte) *DebugLog {
 		}
 		m := ncclLineRE().FindStringSubmatch(line)
 		if m == nil {
-			if g := gdrLevelCmdRE().FindStringSubmatch(line); g != nil {
-				if d.LaunchEnv == nil {
-					d.LaunchEnv = map[string]string{}
-				}
-				d.LaunchEnv["NCCL_NET_GDR_LEVEL"] = g[1]
-			}
+			d.launchEnv(line)
 			continue
 		}
 		rest := m[5]
@@ -157,10 +172,16 @@ func ParseDebug(b []byte) *DebugLog {
 		}
 		switch {
 		case warnRE().MatchString(rest):
-			w := warnRE().FindStringSubmatch(rest)[1]
-			addUnique(&hl.Warns, w)
+			w := strings.TrimSpace(warnRE().FindStringSubmatch(rest)[1])
+			hl.Warns = append(hl.Warns, w)
+			lastWarn = hl
 			if strings.Contains(w, "network") && strings.Contains(w, "not found") {
 				addUnique(&hl.Plugins, "failed: "+w)
+			}
+		case len(hl.Warns) > 0 && chainRE().MatchString(rest):
+			mm := chainRE().FindStringSubmatch(rest)
+			if n, _ := strconv.Atoi(mm[2]); n != 0 && len(hl.Chains) < 8 {
+				addUnique(&hl.Chains, ChainMeaning(mm[1], n))
 			}
 		case versionRE().MatchString(rest):
 			addUnique(&hl.NCCLVersions, versionRE().FindStringSubmatch(rest)[1])
@@ -224,7 +245,63 @@ func ParseDebug(b []byte) *DebugLog {
 			hl.Env[mm[1]] = mm[2]
 		}
 	}
+	for _, h := range d.Hosts {
+		h.Warns = uniq(h.Warns)
+	}
 	return d
+}
+
+func uniq(list []string) []string {
+	var out []string
+	for _, v := range list {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// continuation reports whether the line after a WARN is that WARN wrapped
+// onto a second line: not an NCCL line, not nccl-tests' own, not empty.
+func continuation(raw, warn string) bool {
+	t := strings.TrimSpace(raw)
+	indented := t != "" && (raw[0] == ' ' || raw[0] == '\t')
+	r := rune(0)
+	if t != "" {
+		r = []rune(t)[0]
+	}
+	cut := !strings.HasSuffix(warn, ".") && (unicode.IsLetter(r) || unicode.IsDigit(r) || r == '(' || r == ':')
+	if !indented && !cut {
+		return false
+	}
+	if t == "" || strings.HasPrefix(t, "#") || strings.HasPrefix(t, "$") || ncclLineRE().MatchString(t) || testFailureRE().MatchString(t) {
+		return false
+	}
+	f := strings.Fields(t)
+	if len(f) >= 11 {
+		if _, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+			return false // a result row
+		}
+	}
+	return !launchEnvRE().MatchString(t) && !perfNameRE().MatchString(t)
+}
+
+// launchEnv takes NCCL variables a command line in the log sets, however
+// the launcher spells it.
+func (d *DebugLog) launchEnv(line string) {
+	set := func(k, v string) {
+		if d.LaunchEnv == nil {
+			d.LaunchEnv, d.LaunchLines = map[string]string{}, map[string]string{}
+		}
+		d.LaunchEnv[k] = strings.Trim(v, `"'`)
+		d.LaunchLines[k] = line
+	}
+	for _, m := range launchEnvRE().FindAllStringSubmatch(line, -1) {
+		set(m[1], m[2])
+	}
+	for _, m := range genvRE().FindAllStringSubmatch(line, -1) {
+		set(m[1], m[2])
+	}
 }
 
 // Host returns the log of host h, or nil.

@@ -43,9 +43,13 @@ type JudgeOptions struct {
 	AllowSocket bool `json:"allow_socket,omitempty"`
 	// GDRExpected is, per host, whether GPUDirect RDMA was predicted on.
 	GDRExpected map[string]bool `json:"gdr_expected,omitempty"`
-	// Nodes is how many nodes the run spanned when the launch knows it;
-	// 0 takes the distinct hosts of the output's rank lines.
+	// Nodes is how many nodes the run spanned when the launch knows it
+	// (nccl run, or nccl judge --nodes for output that names no hosts);
+	// the distinct hosts of the output's rank lines win when present.
 	Nodes int `json:"nodes,omitempty"`
+	// RanksPerNode is --ranks-per-node: with Nodes, the rank count of an
+	// output without "#  Rank" lines.
+	RanksPerNode int `json:"ranks_per_node,omitempty"`
 	// Hosts must each appear in an NCCL_DEBUG log; nil takes them from the
 	// nccl-tests rank lines.
 	Hosts []string `json:"hosts,omitempty"`
@@ -94,17 +98,17 @@ type RunSummary struct {
 // returns the findings and a *FileResult payload; the error is for bytes
 // that are neither.
 func JudgeFile(name string, b []byte, opt JudgeOptions) ([]check.Finding, any, error) {
+	if SniffRAS(b) {
+		return JudgeRASFile(name, b)
+	}
 	if !Sniff(b) {
-		return nil, nil, fmt.Errorf("%s: neither nccl-tests output nor an NCCL_DEBUG log", name)
+		return nil, nil, fmt.Errorf("%s: neither nccl-tests output, an NCCL_DEBUG log nor an ncclras report", name)
 	}
 	res := &FileResult{File: name}
 	var fs []check.Finding
 	subject := filepath.Base(name)
 	runs := ParseTests(b)
 	for i, r := range runs {
-		if r.Collective == "" {
-			r.Collective = collectiveFromName(name)
-		}
 		sub := subject
 		if len(runs) > 1 {
 			sub = fmt.Sprintf("%s run %d", subject, i+1)
@@ -129,20 +133,6 @@ func JudgeFile(name string, b []byte, opt JudgeOptions) ([]check.Finding, any, e
 	return fs, res, nil
 }
 
-func collectiveFromName(name string) string {
-	n := strings.ToLower(filepath.Base(name))
-	for _, c := range []struct{ key, coll string }{
-		{"allreduce", "all_reduce"}, {"all_reduce", "all_reduce"}, {"reducescatter", "reduce_scatter"}, {"reduce_scatter", "reduce_scatter"},
-		{"allgather", "all_gather"}, {"all_gather", "all_gather"}, {"alltoall", "alltoall"}, {"broadcast", "broadcast"},
-		{"sendrecv", "sendrecv"}, {"gather", "gather"}, {"scatter", "scatter"}, {"reduce", "reduce"},
-	} {
-		if strings.Contains(n, c.key) {
-			return c.coll
-		}
-	}
-	return ""
-}
-
 // BusFactor is nccl-tests' busbw/algbw ratio for a collective over n ranks:
 // the share of the data each rank's busiest link carries.
 func BusFactor(collective string, n int) (float64, bool) {
@@ -164,8 +154,10 @@ func BusFactor(collective string, n int) (float64, bool) {
 // JudgeTests judges one nccl-tests run: complete, correct, and the
 // large-message busbw plateau against what the NICs carry.
 func JudgeTests(subject string, r *TestRun, opt JudgeOptions) ([]check.Finding, RunSummary) {
+	// the hosts the output names win; --nodes (or the launch) stands in
+	// for output that names none
 	s := RunSummary{TestRun: r, Nodes: len(r.Hosts())}
-	if opt.Nodes > 0 {
+	if s.Nodes == 0 && opt.Nodes > 0 {
 		s.Nodes = opt.Nodes
 	}
 	if opt.Collective != "" {
@@ -241,21 +233,18 @@ func JudgeTests(subject string, r *TestRun, opt JudgeOptions) ([]check.Finding, 
 		}
 	}
 
-	// plateau
-	n := len(r.Ranks)
-	if n == 0 {
-		n = r.NThread * r.NGPUs
+	// every number a measurement: inf, NaN or a busbw beyond any GPU
+	// interconnect is an error of the run or the capture, never a result
+	if msg := badMeasurement(r.Rows); msg != "" {
+		add("nccl.tests.measurement", check.Fail, msg).Fix = []string{"rerun and keep the whole output; a number beyond physics is never judged as bandwidth"}
+		return fs, s
 	}
-	// Without "#  Rank" lines, nThread × nGpus is one process's share; the
-	// bandwidths themselves say how many ranks took part.
-	var inferred string
-	if len(r.Ranks) == 0 {
-		if m, coll, why := InferRanks(r); m > 1 && m != n {
-			n, inferred = m, why
-			if r.Collective == "" {
-				r.Collective = coll
-			}
-		}
+
+	// plateau
+	n, nWhy := rankCount(r, opt)
+	family := r.Collective
+	if family == "" {
+		family = collectiveFromColumns(r, n)
 	}
 	plateau, peak, peakAt, rising := Plateau(r.Rows)
 	s.PlateauBusbwGBps, s.PeakBusbwGBps = plateau, peak
@@ -272,32 +261,33 @@ func JudgeTests(subject string, r *TestRun, opt JudgeOptions) ([]check.Finding, 
 	}
 
 	// busbw against the NICs
-	if r.Collective == "" {
-		r.Collective = inferCollective(r, n)
-	}
-	factor, knownColl := BusFactor(r.Collective, n)
 	expl := ""
-	if knownColl {
-		expl = fmt.Sprintf("%s over %d ranks: busbw = algbw × %.3g", r.Collective, n, factor)
+	if factor, ok := busFactorOf(family, n); ok {
+		expl = fmt.Sprintf("%s over %d ranks: busbw = algbw × %.3g", family, n, factor)
 	}
-	if inferred != "" {
-		expl = strings.TrimSpace(expl + "; " + inferred)
+	if nWhy != "" {
+		expl = strings.TrimPrefix(expl+"; "+nWhy, "; ")
 	}
+	hosts := r.Hosts()
 	switch {
 	case n == 1:
-		add("nccl.tests.busbw", check.Unknown, fmt.Sprintf("single rank: nothing crosses a link (busbw %.2f GB/s by definition), so this says nothing about the fabric", plateau))
+		add("nccl.tests.busbw", check.Unknown, fmt.Sprintf("single rank: nothing crosses a link (busbw %.2f GB/s by definition), so this says nothing about the fabric", plateau)).Fix =
+			[]string{"run across at least two nodes (rdmalab nccl run --cluster FILE) to measure the network"}
 		return fs, s
 	case s.Nodes == 1:
-		add("nccl.tests.busbw", check.Unknown, fmt.Sprintf("one node (%s): traffic stays on NVLink/PCIe, not the network; plateau busbw %.2f GB/s", strings.Join(r.Hosts(), ","), plateau),
-			ev("busbw plateau", fmt.Sprintf("%.2f GB/s", plateau)), ev("factor", expl))
+		add("nccl.tests.busbw", check.Unknown, fmt.Sprintf("one node (%s): traffic stays on NVLink/PCIe, not the network; plateau busbw %.2f GB/s", cmpOr(strings.Join(hosts, ","), "--nodes 1"), plateau),
+			ev("busbw plateau", fmt.Sprintf("%.2f GB/s", plateau)), ev("factor", expl)).Fix = []string{"run across at least two nodes (rdmalab nccl run --cluster FILE) to measure the network"}
 		return fs, s
 	case s.Nodes == 0:
-		f := add("nccl.tests.busbw", check.Unknown, fmt.Sprintf("plateau busbw %.2f GB/s, but the output names no hosts, so it is not judged against NICs", plateau),
-			ev("busbw plateau", fmt.Sprintf("%.2f GB/s", plateau)))
-		if inferred != "" {
-			f.Message = fmt.Sprintf("plateau busbw %.2f GB/s over %d ranks (%s), but the output names no hosts, so it is not judged against NICs", plateau, n, inferred)
-			f.Evidence = append(f.Evidence, ev("ranks", inferred))
+		msg := fmt.Sprintf("plateau busbw %.2f GB/s, but the output names no hosts and --nodes was not given: how many nodes (and so NICs) carried it is unknown", plateau)
+		if nWhy != "" {
+			msg = fmt.Sprintf("plateau busbw %.2f GB/s over %d ranks (%s), but the output names no hosts and --nodes was not given: how many nodes (and so NICs) carried it is unknown", plateau, n, nWhy)
 		}
+		f := add("nccl.tests.busbw", check.Unknown, msg, ev("busbw plateau", fmt.Sprintf("%.2f GB/s", plateau)))
+		if nWhy != "" {
+			f.Evidence = append(f.Evidence, ev("ranks", nWhy))
+		}
+		f.Fix = []string{fmt.Sprintf("give the node count: rdmalab nccl judge %s --nodes N --ranks-per-node R --expect-rate RATE --rails RAILS (N × R = the %s ranks of the run)", subject, cmpOr(itoaPos(n), "run's"))}
 		return fs, s
 	case opt.NIC.RateGbps <= 0:
 		f := add("nccl.tests.busbw", check.Unknown, fmt.Sprintf("plateau busbw %.2f GB/s over %d nodes, but the NIC rate is unknown, so it is not judged", plateau, s.Nodes),
@@ -305,32 +295,40 @@ func JudgeTests(subject string, r *TestRun, opt JudgeOptions) ([]check.Finding, 
 		if expl != "" {
 			f.Evidence = append(f.Evidence, ev("factor", expl))
 		}
-		f.Fix = []string{"give the NIC: rdmalab nccl judge FILE --expect-rate 200 --rails 8, or rdmalab judge FILE --expect-rate 200 (one rail); or run through rdmalab nccl run, which knows the cluster"}
+		f.Fix = []string{fmt.Sprintf("give the NIC: rdmalab nccl judge %s --expect-rate 200 --rails 8 (the rate of one rail and the rails per node), or run through rdmalab nccl run, which knows the cluster", subject)}
 		return fs, s
 	}
 	rails := max(opt.RailsPerNode, 1)
-	ceiling := float64(rails) * opt.NIC.CeilingGbps() / 8
+	ceiling := linkrate.BusbwCeilingGBps(opt.NIC, rails)
 	s.ExpectedGBps = ceiling
 	why := fmt.Sprintf("%d × %s = %.1f GB/s per node (%s)", rails, opt.NIC.Describe(), ceiling, cmpOr(opt.NICSource, "given"))
 	evs := []check.Evidence{ev("busbw plateau", fmt.Sprintf("%.2f GB/s (out-of-place, median of the 3 largest sizes)", plateau)), ev("NIC ceiling", why)}
 	if expl != "" {
 		evs = append(evs, ev("factor", expl))
 	}
+	if len(hosts) == 0 && opt.Nodes > 0 {
+		evs = append(evs, ev("nodes", fmt.Sprintf("%d (--nodes; the output names no hosts)", opt.Nodes)))
+	}
 	frac := plateau / ceiling
 	fell := peak > 0 && plateau < 0.8*peak
 	if fell {
 		evs = append(evs, ev("peak busbw before the fall", fmt.Sprintf("%.2f GB/s at %s (%.0f%% of the ceiling)", peak, humanBytes(peakAt), 100*peak/ceiling)))
 	}
+	// all_reduce's ring formula overstates what Tree and in-network
+	// reduction (NVLS, CollNet/SHARP) move per rank: up to twice the NIC.
+	reduces := family == "all_reduce" || (family == "" && last.Redop != "" && last.Redop != "none")
+	explained := reduces && !strings.EqualFold(opt.Algo, "Ring") && frac <= 2*1.05
 	switch {
+	case frac > 1.05 && explained:
+		f := add("nccl.tests.busbw", check.Warn, fmt.Sprintf("busbw %.2f GB/s is above what the NICs can carry (%.1f GB/s, %.0f%%): nccl-tests computes busbw with the ring factor, and Tree/NVLS/CollNet (SHARP) move less data per rank, so this is the formula, not a faster network — it proves nothing about the NICs", plateau, ceiling, 100*frac), evs...)
+		f.Fix = []string{"judge the network with NCCL_ALGO=Ring (rdmalab nccl run sets it) and --algo Ring"}
 	case frac > 1.05:
-		msg := fmt.Sprintf("busbw %.2f GB/s is above what the NICs can carry (%.1f GB/s): nccl-tests computes busbw with the ring factor, and Tree/NVLS/CollNet (SHARP) move less data per rank, so this is the formula, not a faster network", plateau, ceiling)
-		o := check.Warn
+		msg := fmt.Sprintf("busbw %.2f GB/s is %.0f%% of what the NICs can carry (%.1f GB/s): beyond physics, so a measurement error or a wrong expectation (more rails or a faster NIC than given, or a run that did not cross the network) — never a good result", plateau, 100*frac, ceiling)
 		if strings.EqualFold(opt.Algo, "Ring") {
-			o = check.Fail
-			msg = fmt.Sprintf("busbw %.2f GB/s with NCCL_ALGO=Ring is above what the NICs can carry (%.1f GB/s): the expectation is wrong (more rails or a faster NIC than given) or the run did not cross the network", plateau, ceiling)
+			msg = fmt.Sprintf("busbw %.2f GB/s with NCCL_ALGO=Ring is %.0f%% of what the NICs can carry (%.1f GB/s): the expectation is wrong (more rails or a faster NIC than given) or the run did not cross the network", plateau, 100*frac, ceiling)
 		}
-		f := add("nccl.tests.busbw", o, msg, evs...)
-		f.Fix = []string{"judge the network with NCCL_ALGO=Ring (rdmalab nccl run sets it)"}
+		f := add("nccl.tests.busbw", check.Fail, msg, evs...)
+		f.Fix = []string{"check --expect-rate and --rails against the nodes (rdmalab inventory), and that the ranks ran on different nodes"}
 	case frac >= HealthyFraction:
 		add("nccl.tests.busbw", check.Pass, fmt.Sprintf("busbw plateau %.2f GB/s is %.0f%% of the NIC ceiling %.1f GB/s", plateau, 100*frac, ceiling), evs...)
 	case frac >= DegradedFraction:
@@ -344,6 +342,122 @@ func JudgeTests(subject string, r *TestRun, opt JudgeOptions) ([]check.Finding, 
 		f.Fix = []string{"rerun with NCCL_DEBUG=INFO and look for NET/Socket or a channel without /GDRDMA (rdmalab judge the log)"}
 	}
 	return fs, s
+}
+
+func itoaPos(n int) string {
+	if n > 0 {
+		return fmt.Sprint(n)
+	}
+	return ""
+}
+
+// badMeasurement names the first number of the table that is not a
+// measurement: inf or NaN anywhere, or a busbw beyond what any GPU
+// interconnect or NIC carries (twice NVLink 5, the all_reduce formula's
+// most with in-switch reduction).
+func badMeasurement(rows []Row) string {
+	limit := 2 * 1.05 * linkrate.NVLinkMaxGBps
+	for _, row := range rows {
+		for _, p := range []struct {
+			half string
+			Perf
+		}{{"out-of-place", row.OutOfPlace}, {"in-place", row.InPlace}} {
+			for _, v := range []struct {
+				name string
+				x    float64
+			}{{"time", p.TimeUS}, {"algbw", p.AlgbwGBps}, {"busbw", p.BusbwGBps}} {
+				if math.IsInf(v.x, 0) || math.IsNaN(v.x) {
+					return fmt.Sprintf("%s %s is %g at %s: not a measurement (a zero time or a broken timer), so the run's numbers cannot be judged", p.half, v.name, v.x, humanBytes(row.SizeBytes))
+				}
+			}
+			if p.BusbwGBps > limit {
+				return fmt.Sprintf("%s busbw %g GB/s at %s is beyond any GPU interconnect or NIC (the fastest, NVLink 5, carries %d GB/s per direction; even in-switch reduction cannot double it past %.0f GB/s): a measurement error, never a result",
+					p.half, p.BusbwGBps, humanBytes(row.SizeBytes), linkrate.NVLinkMaxGBps, limit)
+			}
+		}
+	}
+	return ""
+}
+
+// typeBytes is the size of an nccl-tests data type.
+func typeBytes(t string) int64 {
+	switch strings.ToLower(t) {
+	case "int8", "uint8", "char", "f8e4m3", "f8e5m2", "fp8_e4m3", "fp8_e5m2":
+		return 1
+	case "half", "float16", "bfloat16", "bf16", "fp16":
+		return 2
+	case "float", "float32", "int32", "uint32", "int":
+		return 4
+	case "double", "float64", "int64", "uint64":
+		return 8
+	}
+	return 0
+}
+
+// perRankCount is size / (count × type size) at the largest size: 1 where
+// count is the whole buffer (all_reduce, broadcast, reduce, sendrecv), the
+// rank count where it is one rank's share (all_gather, reduce_scatter,
+// alltoall, gather, scatter). 0 when the columns cannot say.
+func perRankCount(r *TestRun) int64 {
+	for i := len(r.Rows) - 1; i >= 0; i-- {
+		row := r.Rows[i]
+		tb := typeBytes(row.Type)
+		if tb == 0 || row.Count <= 0 || row.SizeBytes <= 0 {
+			continue
+		}
+		if row.SizeBytes%(row.Count*tb) != 0 {
+			return 0
+		}
+		return row.SizeBytes / (row.Count * tb)
+	}
+	return 0
+}
+
+// rankCount is how many ranks the run had, and how that is known: the
+// "#  Rank" lines, the size and count columns, --nodes × --ranks-per-node,
+// nThread × nGpus of a lone process, or busbw/algbw (rounded: a range
+// when it cannot tell one count from the next).
+func rankCount(r *TestRun, opt JudgeOptions) (int, string) {
+	if len(r.Ranks) > 0 {
+		return len(r.Ranks), ""
+	}
+	if k := perRankCount(r); k > 1 {
+		row := r.Rows[len(r.Rows)-1]
+		return int(k), fmt.Sprintf("%d ranks from the size and count columns: %d B / (%d × %d-byte %s) = %d (each rank's share)", k, row.SizeBytes, row.Count, typeBytes(row.Type), row.Type, k)
+	}
+	if opt.Nodes > 0 && opt.RanksPerNode > 0 {
+		return opt.Nodes * opt.RanksPerNode, fmt.Sprintf("%d ranks from --nodes %d × --ranks-per-node %d", opt.Nodes*opt.RanksPerNode, opt.Nodes, opt.RanksPerNode)
+	}
+	n := r.NThread * r.NGPUs
+	if m, coll, why := InferRanks(r); m > 1 && m != n {
+		if r.Collective == "" && coll != "" && perRankCount(r) != 1 {
+			r.Collective = coll
+		}
+		return m, why
+	}
+	return n, ""
+}
+
+// collectiveFromColumns names what the columns show when no header or
+// command line named the collective: a per-rank count is the (n−1)/n
+// family (reduce_scatter when it reduces), else the busbw/algbw ratio.
+func collectiveFromColumns(r *TestRun, n int) string {
+	if k := perRankCount(r); k > 1 {
+		last := r.Rows[len(r.Rows)-1]
+		if last.Redop != "" && last.Redop != "none" {
+			return "reduce_scatter"
+		}
+		return "all_gather/alltoall/gather/scatter"
+	}
+	return inferCollective(r, n)
+}
+
+// busFactorOf is BusFactor with the (n−1)/n family named as one.
+func busFactorOf(coll string, n int) (float64, bool) {
+	if coll == "all_gather/alltoall/gather/scatter" {
+		coll = "all_gather"
+	}
+	return BusFactor(coll, n)
 }
 
 // inferCollective names the collective from the busbw/algbw ratio of the
@@ -427,8 +541,30 @@ func InferRanks(r *TestRun) (n int, collective, why string) {
 	if coll == "all_reduce" {
 		formula = "2(n−1)/n"
 	}
+	// busbw and algbw are printed to two decimals: the ratio is known
+	// only within their rounding, and near 2 (or 1) many counts fit it
+	// (64 ranks read as 73). Say the range rather than guess inside it.
+	lo, hi := ranksFor(coll, (p.BusbwGBps-0.005)/(p.AlgbwGBps+0.005)), ranksFor(coll, (p.BusbwGBps+0.005)/math.Max(p.AlgbwGBps-0.005, 1e-9))
+	if lo >= 2 && int(math.Ceil(lo)) < int(math.Floor(hi)) {
+		n = int(math.Ceil(lo))
+		return n, coll, fmt.Sprintf("between %d and %d ranks by busbw/algbw = %.2f/%.2f = %.4g = %s for %s at %s; the two decimals printed cannot tell which (no \"#  Rank\" lines; give --nodes and --ranks-per-node)",
+			n, int(math.Floor(hi)), p.BusbwGBps, p.AlgbwGBps, ratio, formula, coll, humanBytes(row.SizeBytes))
+	}
 	return n, coll, fmt.Sprintf("%d ranks inferred: busbw/algbw = %.2f/%.2f = %.3g = %s for %s at %s (no \"#  Rank\" lines in the output)",
 		n, p.BusbwGBps, p.AlgbwGBps, ratio, formula, coll, humanBytes(row.SizeBytes))
+}
+
+// ranksFor inverts the bus factor: the rank count a busbw/algbw ratio
+// means for coll (+Inf at the factor's limit).
+func ranksFor(coll string, ratio float64) float64 {
+	limit := 1.0
+	if coll == "all_reduce" {
+		limit = 2
+	}
+	if ratio >= limit {
+		return math.Inf(1)
+	}
+	return limit / (limit - ratio)
 }
 
 // Plateau returns the busbw the verdict uses: the median out-of-place busbw

@@ -12,6 +12,11 @@ import (
 // informative reports whether the log says anything about transports,
 // plugins or failures (a lone "Launch mode Parallel" line does not).
 func (d *DebugLog) informative() bool {
+	for _, k := range []string{"NCCL_IB_DISABLE", "NCCL_NET", "NCCL_NET_GDR_LEVEL"} {
+		if _, ok := d.LaunchEnv[k]; ok {
+			return true
+		}
+	}
 	for _, h := range d.Hosts {
 		if h.said() {
 			return true
@@ -36,6 +41,13 @@ func JudgeDebug(d *DebugLog, opt JudgeOptions) []check.Finding {
 	}
 	if v, ok := d.LaunchEnv["NCCL_NET_GDR_LEVEL"]; ok && !slices.ContainsFunc(d.Hosts, func(h *HostLog) bool { _, set := h.Env["NCCL_NET_GDR_LEVEL"]; return set }) {
 		gdrLevelFinding(add, "", v, "the command line in the log")
+	}
+	if !opt.AllowSocket {
+		if name, v, why := tcpByEnv(d.LaunchEnv); name != "" {
+			f := add("nccl.log.socket", check.Fail, "", name, fmt.Sprintf("%s=%s on the launch line: %s — a TCP run judged as RDMA", name, v, why),
+				check.Evidence{What: "launch line", Value: d.LaunchLines[name], Source: "the command line in the log"})
+			f.Fix = []string{"remove " + name + "=" + v + " from the launch (mpirun -x, srun --export, export) and rerun", "or judge with --allow-socket if TCP between nodes is what was meant"}
+		}
 	}
 	versions := map[string][]string{}
 	for _, h := range d.Hosts {
@@ -77,8 +89,11 @@ func JudgeDebug(d *DebugLog, opt JudgeOptions) []check.Finding {
 
 		// network chosen
 		ib := len(h.NetIB) > 0 || slices.Contains(h.Networks, "IB") || slices.ContainsFunc(h.Networks, func(s string) bool { return strings.HasPrefix(s, "IB") })
-		var socketCh, netCh, gdrCh []Channel
+		var socketCh, netCh, gdrCh, ibCh []Channel
 		for _, c := range h.Channels {
+			if strings.HasPrefix(c.Transport, "NET/IB") {
+				ibCh = append(ibCh, c)
+			}
 			if c.Socket() {
 				socketCh = append(socketCh, c)
 			}
@@ -89,7 +104,12 @@ func JudgeDebug(d *DebugLog, opt JudgeOptions) []check.Finding {
 				}
 			}
 		}
+		envName, envVal, envWhy := tcpByEnv(h.Env)
 		switch {
+		case envName != "" && !opt.AllowSocket:
+			f := add("nccl.log.socket", check.Fail, h.Host, envName, fmt.Sprintf("%s set by environment to %s on %s: %s — a TCP run judged as RDMA", envName, envVal, h.Host, envWhy),
+				ev(envName, envVal))
+			f.Fix = []string{"unset " + envName + " on every rank and rerun", "or judge with --allow-socket if TCP between nodes is what was meant"}
 		case len(socketCh) > 0 && !opt.AllowSocket:
 			f := add("nccl.log.socket", check.Fail, h.Host, "inter-node channels", fmt.Sprintf("%d inter-node channel(s) of %s use NET/Socket: the RDMA path is not being used", len(socketCh), h.Host),
 				ev("channel", socketCh[0].Line))
@@ -118,6 +138,11 @@ func JudgeDebug(d *DebugLog, opt JudgeOptions) []check.Finding {
 			}
 		case len(h.Networks) > 0:
 			add("nccl.log.network", check.Pass, h.Host, "network", "NCCL uses network "+strings.Join(h.Networks, ", "))
+		case len(ibCh) > 0:
+			// NCCL before 2.4 printed no "Using network" line: its
+			// "Ring 00 : … via NET/IB/0" lines say it
+			add("nccl.log.network", check.Pass, h.Host, "network", fmt.Sprintf("NCCL's channels cross the network via NET/IB (%d channel line(s), e.g. %q)", len(ibCh), ibCh[0].Line),
+				ev("channel", ibCh[0].Line))
 		default:
 			add("nccl.log.network", check.Unknown, h.Host, "network", "the log does not say which network NCCL chose (no \"NET/IB : Using\", \"Using network\" or channel line): set NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=INIT,NET")
 		}
@@ -163,12 +188,24 @@ func JudgeDebug(d *DebugLog, opt JudgeOptions) []check.Finding {
 
 		ginTCFinding(add, h)
 
-		// every WARN, once per host
+		// every WARN, once per host, judged by what it means
 		for _, w := range h.Warns {
 			if strings.Contains(w, "network") && strings.Contains(w, "not found") {
 				continue // already a plugin finding
 			}
-			add("nccl.log.warn", check.Warn, h.Host, "NCCL WARN", w, ev("WARN", w))
+			switch class, belief := ClassifyWarn(w); class {
+			case WarnFatal:
+				evs := []check.Evidence{ev("WARN", w)}
+				if len(h.Chains) > 0 {
+					evs = append(evs, ev("error chain after it", strings.Join(h.Chains, ", ")))
+				}
+				f := add("nccl.log.fatal", check.Fail, h.Host, "NCCL WARN", belief+": "+w, evs...)
+				f.Fix = fatalFix(w, h.Host)
+			case WarnHarmless:
+				add("nccl.log.warn", check.Pass, h.Host, "NCCL WARN", belief+": "+w, ev("WARN", w))
+			default:
+				add("nccl.log.warn", check.Warn, h.Host, "NCCL WARN", w, ev("WARN", w))
+			}
 		}
 	}
 
@@ -263,4 +300,31 @@ func ginTCFinding(add func(id string, o check.Outcome, host, subject, msg string
 	f := add("nccl.log.gin-tc", check.Warn, h.Host, "GPU-initiated networking",
 		"GPU-initiated networking (GDAKI) is on and NCCL_IB_TC is unset: its GPU-built (DevX) QPs ignore the kernel's per-port traffic_class and send with DSCP 0, on the lossy priority while the host's own QPs may be lossless; under load they drop, retry out and hang the kernel (NVIDIA/nccl#2383)", e...)
 	f.Fix = []string{"export NCCL_IB_TC=<the lossless class> on every rank: rdmalab nccl env --snapshot <host>.json computes it (106 for DSCP 26 on priority 3)", "or NCCL_GIN_IB_TC for GIN traffic alone (NCCL ≥ 2.30.7)"}
+}
+
+// tcpByEnv names the variable that keeps NCCL off RDMA between nodes:
+// NCCL_IB_DISABLE=1 turns its IB/RoCE transport off, NCCL_NET=Socket
+// picks the TCP transport by name.
+func tcpByEnv(env map[string]string) (name, value, why string) {
+	if v, ok := env["NCCL_IB_DISABLE"]; ok && strings.TrimSpace(v) != "0" && v != "" {
+		return "NCCL_IB_DISABLE", v, "NCCL's IB/RoCE transport is off, so traffic between nodes goes over TCP sockets (NET/Socket)"
+	}
+	if v, ok := env["NCCL_NET"]; ok && strings.EqualFold(strings.Trim(v, `"'`), "Socket") {
+		return "NCCL_NET", v, "NCCL was told to use its TCP socket transport between nodes"
+	}
+	return "", "", ""
+}
+
+// fatalFix is the first thing to do about a fatal WARN on host.
+func fatalFix(w, host string) []string {
+	switch {
+	case wcErrorRE().MatchString(w):
+		m := wcErrorRE().FindStringSubmatch(w)
+		m[1], _, _ = strings.Cut(m[1], "<")
+		return []string{fmt.Sprintf("check the path between %s and peer %s: rdmalab doctor on both hosts (port.state, counters), rdmalab fabric check for the links between them", host, m[1]),
+			"retest the pair with rdmalab bench (perftest both directions) before rerunning NCCL"}
+	case strings.Contains(w, "ibv_create_qp") || strings.Contains(w, "ibv_reg_mr"):
+		return []string{"raise the locked-memory limit on " + host + " (ulimit -l unlimited; LimitMEMLOCK=infinity for the launcher's service)", "rdmalab doctor on " + host + " (memlock, nvidia-peermem)"}
+	}
+	return []string{"read the first fatal WARN on " + host + " and the lines before it; rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET"}
 }

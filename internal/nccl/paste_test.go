@@ -73,7 +73,8 @@ func TestPastedTableRanksInferred(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := finding(fs, "nccl.tests.busbw"); !strings.Contains(f.Message, "8 ranks inferred") || !strings.Contains(f.Message, "(n−1)/n for reduce_scatter") {
+	// reduce_scatter's count is one rank's share: size / (count × 4 bytes) = 8, exact
+	if f := finding(fs, "nccl.tests.busbw"); !strings.Contains(f.Message, "8 ranks from the size and count columns: 8589934592 B / (268435456 × 4-byte float) = 8") {
 		t.Errorf("reduce_scatter: %s", f.Message)
 	}
 }

@@ -307,13 +307,13 @@ func judgeRun(raw []byte, j launch.Job, o RunOptions, algo string, r RunResult) 
 	subject := fmt.Sprintf("%s on %d nodes", r.Test, len(j.Nodes))
 	text := attribute(raw, j)
 	opt := o.Judge
-	opt.Algo, opt.Hosts, opt.Nodes = algo, r.Nodes, len(j.Nodes)
+	opt.Algo, opt.Hosts, opt.Nodes, opt.RanksPerNode = algo, r.Nodes, len(j.Nodes), o.RanksPerNode
 	var fs []check.Finding
 	var sum *RunSummary
 	runs := ParseTests(text)
 	if len(runs) > 0 {
-		if runs[0].Collective == "" {
-			runs[0].Collective = collectiveFromName(r.Test)
+		if m := perfNameRE().FindStringSubmatch(r.Test); runs[0].Collective == "" && m != nil {
+			runs[0].Collective = m[1] // the binary this run launched
 		}
 		f, s := JudgeTests(subject, runs[0], opt)
 		fs, sum = append(fs, f...), &s

@@ -19,8 +19,8 @@ import (
 // TestRun is one nccl-tests run as it printed itself.
 type TestRun struct {
 	// Collective is all_reduce, all_gather, … when the output names it
-	// ("# Collective test starting: all_reduce_perf", a command line, or
-	// the file name), else "".
+	// ("# Collective test starting: all_reduce_perf", or the command line
+	// before the table), else "": never the file's name.
 	Collective string `json:"collective,omitempty"`
 	// Format is "text" or "json".
 	Format string `json:"format"`
@@ -130,7 +130,7 @@ var (
 	oobRE       = lazyre.New(`^#\s*Out of bounds values\s*:\s*(\d+)\s+(OK|FAILED)`)
 	avgRE       = lazyre.New(`^#\s*Avg bus bandwidth\s*:\s*(\S+)`)
 	versionRE   = lazyre.New(`NCCL version (\S+)`)
-	perfNameRE  = lazyre.New(`\b(all_reduce|all_gather|alltoall|broadcast|reduce_scatter|reduce|sendrecv|gather|scatter|hypercube)_perf\b`)
+	perfNameRE  = lazyre.New(`(?:\b|nccl_)(all_reduce|all_gather|alltoall|broadcast|reduce_scatter|reduce|sendrecv|gather|scatter|hypercube)_perf\b`)
 )
 
 // ParseTests reads nccl-tests output (either text layout, or -J/--json

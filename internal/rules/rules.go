@@ -65,7 +65,8 @@ var deciding = map[string]bool{
 	"bench.node.unreachable": true, "bench.run": true, "bench.perftest.bandwidth": true,
 	"bench.perftest.latency": true, "bench.cover": true, "bench.cover.inconclusive": true,
 	"nccl.tests.complete": true, "nccl.tests.correctness": true, "nccl.tests.busbw": true,
-	"nccl.log.network": true, "nccl.log.failure": true, "nccl.run.exit": true, "nccl.run.timeout": true,
+	"nccl.log.network": true, "nccl.log.failure": true, "nccl.log.fatal": true, "nccl.log.socket": true,
+	"nccl.tests.measurement": true, "nccl.ras.ranks": true, "nccl.ras.hang": true, "nccl.ras.status": true, "nccl.run.exit": true, "nccl.run.timeout": true,
 	"compare.direction": true, "compare.node": true, "compare.missing": true,
 	"slurm.health.read": true, "schedule.input": true,
 }
@@ -120,6 +121,7 @@ const (
 	Bench       Question = "does every measured direction carry what its link can?"
 	NCCL        Question = "did the collective run complete, correct, over RDMA, at the bandwidth the NICs carry?"
 	NCCLEnv     Question = "will NCCL use the intended rails and transport on this host?"
+	NCCLRAS     Question = "is every rank of the NCCL job alive and making progress?"
 	Compare     Question = "did anything get worse?"
 	Report      Question = "is the cluster ready?"
 	PlanCheck   Question = "are these VMs placed, pinned and isolated as the host's topology needs?"
