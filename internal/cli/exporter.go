@@ -117,7 +117,7 @@ dashboard.`,
 			defer e.Close()
 			if textfile != "" {
 				if err := e.WriteTextfile(textfile); err != nil {
-					return usageErr("%v", err)
+					return usageErr("--textfile %v", err)
 				}
 				return nil
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/plan"
 	"github.com/rdmalab/rdmalab/internal/report"
 	"github.com/rdmalab/rdmalab/internal/units"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 	"github.com/spf13/cobra"
 )
 
@@ -142,8 +143,8 @@ Exit codes: 0 planned, 1 refused (the nearest plan is shown), 2 bad input.`,
 				return requestErr(err)
 			}
 			if outDir != "" {
-				if err := plan.CheckOutDir(outDir); err != nil {
-					return usageErr("%v", err)
+				if err := userfile.OutDir(outDir); err != nil {
+					return usageErr("--out %v", err)
 				}
 			}
 			hosts, err := in.load()
@@ -170,7 +171,7 @@ Exit codes: 0 planned, 1 refused (the nearest plan is shown), 2 bad input.`,
 					return err
 				}
 				if err := plan.Write(outDir, files); err != nil {
-					return usageErr("%v", err)
+					return usageErr("--out %v", err)
 				}
 			}
 			w := cmd.OutOrStdout()

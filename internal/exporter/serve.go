@@ -13,9 +13,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/exporter-toolkit/web"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 )
 
 // Handler serves /metrics and a landing page linking to it.
@@ -125,14 +126,24 @@ func (e *Exporter) ListenAndServe(ctx context.Context, addr, webConfig string) e
 	return e.Serve(ctx, l, webConfig)
 }
 
-// WriteTextfile gathers once and writes the metrics to path (through a
-// temporary file and a rename), for node_exporter's textfile collector.
+// WriteTextfile gathers once and writes the metrics to path through
+// userfile (a temporary file with a random dot-name that node_exporter's
+// *.prom glob never reads, renamed into place), for node_exporter's
+// textfile collector.
 func (e *Exporter) WriteTextfile(path string) error {
 	if !strings.HasSuffix(path, ".prom") {
-		return fmt.Errorf("textfile %s: node_exporter's textfile collector reads only *.prom files", path)
+		return fmt.Errorf("%s: node_exporter's textfile collector reads only *.prom files", userfile.Name(path))
 	}
-	if err := prometheus.WriteToTextfile(path, e.Registry()); err != nil {
-		return fmt.Errorf("textfile %s: %w", path, err)
+	mfs, err := e.Registry().Gather()
+	if err != nil {
+		return fmt.Errorf("%s: gather: %w", userfile.Name(path), err)
 	}
-	return nil
+	return userfile.WriteAtomic(path, 0o644, func(w io.Writer) error {
+		for _, mf := range mfs {
+			if _, err := expfmt.MetricFamilyToText(w, mf); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }

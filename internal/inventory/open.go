@@ -3,7 +3,7 @@ package inventory
 import (
 	"errors"
 	"fmt"
-	"github.com/rdmalab/rdmalab/internal/userfile"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +12,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/capture"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/hostfs"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 )
 
 // SourceError is a source that cannot be read as a host: the CLI prints it
@@ -290,8 +291,9 @@ func exists(p string) bool {
 
 // Gather reads the host under root with a recorder and writes exactly what
 // it read to out, a tar.gz capture, under a temporary name renamed into
-// place so an interrupted gather never leaves a truncated capture. It
-// returns the snapshot and the number of paths captured.
+// place (userfile.WriteAtomic) so an interrupted gather never leaves a
+// truncated capture. It returns the snapshot and the number of paths
+// captured.
 func Gather(root, out string, now time.Time) (*host.Snapshot, int, error) {
 	if !capture.IsArchive(out) {
 		return nil, 0, &SourceError{out, errors.New("the output name must end in .tar.gz")}
@@ -305,22 +307,12 @@ func Gather(root, out string, now time.Time) (*host.Snapshot, int, error) {
 	if err != nil {
 		return nil, 0, &SourceError{root, err}
 	}
-	tmp := out + ".partial"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return nil, 0, &SourceError{out, err}
-	}
 	entries := rec.Entries()
-	werr := capture.Write(f, fsys, entries, capture.Manifest{Hostname: s.Hostname, CapturedAt: now.UTC(), Root: root, Files: len(entries)})
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		os.Remove(tmp)
-		return nil, 0, fmt.Errorf("gather %s: %w", out, werr)
-	}
-	if err := os.Rename(tmp, out); err != nil {
-		return nil, 0, fmt.Errorf("gather %s: %w", out, err)
+	err = userfile.WriteAtomic(out, 0o644, func(w io.Writer) error {
+		return capture.Write(w, fsys, entries, capture.Manifest{Hostname: s.Hostname, CapturedAt: now.UTC(), Root: root, Files: len(entries)})
+	})
+	if err != nil {
+		return nil, 0, err
 	}
 	return s, len(entries), nil
 }
