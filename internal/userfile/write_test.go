@@ -182,7 +182,7 @@ func TestOutDirAndWriteIn(t *testing.T) {
 	for _, c := range []struct{ dir, want string }{
 		{"", "a directory is required"},
 		{file, "not a directory (a regular file)"},
-		{filepath.Join(file, "sub"), "does not exist"},
+		{filepath.Join(file, "sub"), "a component of the path is not a directory"},
 		{filepath.Join(base, "no", "lab"), "parent directory " + filepath.Join(base, "no") + " does not exist"},
 		{"/dev/null", "not a directory (a character device)"},
 	} {
