@@ -110,11 +110,13 @@ func dirFS(dir, name string, opt Options) (*hostfs.FS, error) {
 	if err != nil {
 		return nil, &SourceError{name, err}
 	}
-	if opt.Recorder != nil {
-		fsys.Record(opt.Recorder)
-	}
+	// The check walks sys/ before the recorder is on: a capture holds what
+	// inventory reads, not what the check looked at.
 	if err := checkRoot(fsys, dir, name); err != nil {
 		return nil, err
+	}
+	if opt.Recorder != nil {
+		fsys.Record(opt.Recorder)
 	}
 	return fsys, nil
 }
@@ -136,6 +138,11 @@ func checkRoot(fsys *hostfs.FS, dir, name string) error {
 		if err == nil && !anyResolves(fsys, "/sys", ents) {
 			// Every entry a symlink loop or a dangling link.
 			return &SourceError{name, fmt.Errorf("%w (%d entries, all symlink loops or dangling links)", ErrUnreadableSys, len(ents))}
+		}
+		budget := 20000
+		if readable, broken := walkSys(fsys, "/sys", 0, &budget); err == nil && !readable && broken > 0 {
+			// Directories that lead only to loops and dangling links.
+			return &SourceError{name, fmt.Errorf("%w (no file under it, %d symlink loops or dangling links)", ErrUnreadableSys, broken)}
 		}
 	case isIBClassDir(dir):
 		// A copy of /sys/class/infiniband alone (as gpud and others keep
@@ -160,6 +167,37 @@ func anyResolves(fsys *hostfs.FS, dir string, ents []string) bool {
 		}
 	}
 	return false
+}
+
+// walkSys looks under dir for one file that can be read, counting the
+// entries that lead nowhere (loops, dangling links) on the way. It stops at
+// the first file, and says readable once the budget of entries is spent
+// (a tree that large is a real one; a real sysfs has files near its top).
+func walkSys(fsys *hostfs.FS, dir string, depth int, budget *int) (readable bool, broken int) {
+	ents, err := fsys.ReadDir(dir)
+	if err != nil {
+		return false, 0
+	}
+	for _, e := range ents {
+		if *budget--; *budget <= 0 {
+			return true, broken
+		}
+		p := dir + "/" + e
+		switch {
+		case fsys.IsDir(p):
+			if depth < 8 {
+				r, b := walkSys(fsys, p, depth+1, budget)
+				if broken += b; r {
+					return true, broken
+				}
+			}
+		case fsys.Exists(p):
+			return true, broken
+		default:
+			broken++
+		}
+	}
+	return false, broken
 }
 
 // OpenFS opens a source that is a tree to be read again and again (the
