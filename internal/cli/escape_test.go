@@ -138,6 +138,7 @@ func TestHostileNamesNeverRaw(t *testing.T) {
 		{[]string{"report", root, fab}, true, ""},
 		{[]string{"report", "--out", html, root, fab}, true, ""},
 		{[]string{"judge", ibstat}, true, `\x1b[8mhid`},
+		{[]string{"plan", "vms", "--root", root}, false, `\x1b[8mhid`},
 		{[]string{"exporter", "--root", root, "--textfile", prom}, false, ""},
 	} {
 		for _, colour := range []bool{false, true} {
