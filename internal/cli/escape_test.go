@@ -35,6 +35,15 @@ func rawControl(s string, colour bool) string {
 	return ""
 }
 
+func mustRead(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 // forged reports a line that the newline inside a hostile name started.
 func forged(s string) bool {
 	for _, l := range strings.Split(s, "\n") {
@@ -105,7 +114,13 @@ func hostileFabric(t *testing.T, dir string) string {
 		}
 		return v
 	}
-	out, _ := json.Marshal(walk(doc))
+	m := walk(doc).(map[string]any)
+	// A GUID-less node with a junk description and a linked port: named
+	// by its (zero) GUID, never a reason to drop the scan.
+	m["nodes"] = append(m["nodes"].([]any), map[string]any{"guid": "", "type": "CA", "desc": "junk" + hostile, "ports": 1})
+	m["ports"] = append(m["ports"].([]any), map[string]any{"node_guid": "", "node_desc": "junk" + hostile, "node_type": "CA", "port": 1,
+		"state": "Active", "phys_state": "LinkUp", "width": "4X", "speed": "QDR"})
+	out, _ := json.Marshal(m)
 	if !strings.Contains(string(out), `\u001b[8m`) {
 		t.Fatal("no description was made hostile")
 	}
@@ -168,6 +183,16 @@ func TestHostileNamesNeverRaw(t *testing.T) {
 			}
 		}
 	}
+	// A GUID that is junk is a snapshot rdmalab cannot read: one line,
+	// escaped, exit 2.
+	lit, _ := json.Marshal("not-a-guid" + hostile)
+	junk := strings.Replace(mustRead(t, fab), `"guid":"0x0000000000200000"`, `"guid":`+string(lit), 1)
+	junkFile := filepath.Join(dir, "junk.json")
+	os.WriteFile(junkFile, []byte(junk), 0o644)
+	if _, errOut, code := run(t, "fabric", "check", "--snapshot", junkFile); code != ExitUsage || strings.Count(errOut, "\n") != 1 || rawControl(errOut, false) != "" || !strings.Contains(errOut, "not-a-guid") {
+		t.Errorf("junk GUID: exit %d %q", code, errOut)
+	}
+
 	b, _ := os.ReadFile(html)
 	if bad := rawControl(string(b), false); bad != "" || !strings.Contains(string(b), `\x1b[8mhid`) {
 		t.Errorf("HTML report: raw control byte near %q, or the name missing", bad)
