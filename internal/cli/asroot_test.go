@@ -49,6 +49,9 @@ func fileWriters() []writer {
 		{"exporter", ".prom", func(t *testing.T, out string) []string {
 			return []string{"exporter", "--textfile", out, "--root", testhost.WriteTree(t, testhost.Seed000())}
 		}},
+		{"design", ".yaml", func(t *testing.T, out string) []string {
+			return []string{"design", "fabric", "--hosts", "8", "--radix", "8", "--rate", "4X HDR", "--plan", out}
+		}},
 	}
 }
 

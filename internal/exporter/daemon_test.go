@@ -5,8 +5,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -152,6 +155,30 @@ func onceEach(t *testing.T, what, text string) {
 				t.Errorf("%s: %s has a second HELP line", what, f[2])
 			}
 			seen[f[2]] = true
+		}
+	}
+}
+
+// SIGHUP's answer is one log line: nothing to reload, the web
+// configuration re-read, or that it no longer validates (serving goes on).
+func TestReloadLogsOneLine(t *testing.T) {
+	var log strings.Builder
+	e := newExporter(t, Options{Root: testhost.WriteTree(t, testhost.R730()), NoFindings: true,
+		Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	cfg := filepath.Join(t.TempDir(), "web.yml")
+	must(t, os.WriteFile(cfg, []byte("basic_auth_users: {}\n"), 0o600))
+	for _, c := range []struct{ config, content, want string }{
+		{"", "", "SIGHUP: nothing to reload"},
+		{cfg, "basic_auth_users: {}\n", "SIGHUP: web configuration re-read"},
+		{cfg, "tls_server_config: [\n", "SIGHUP: the web configuration no longer validates"},
+	} {
+		if c.content != "" {
+			must(t, os.WriteFile(cfg, []byte(c.content), 0o600))
+		}
+		log.Reset()
+		e.Reload(c.config)
+		if strings.Count(log.String(), "\n") != 1 || !strings.Contains(log.String(), c.want) {
+			t.Errorf("%q: log %q, want one line with %q", c.content, log.String(), c.want)
 		}
 	}
 }
