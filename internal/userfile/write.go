@@ -26,7 +26,9 @@ import (
 //   - A character device or a FIFO that exists (/dev/null, /dev/stdout on a
 //     terminal or a pipe, a named pipe being read) is written in place: opened
 //     for writing without O_CREAT, never renamed over or replaced. A FIFO
-//     nobody reads is refused at once rather than blocked on.
+//     nobody reads is refused at once rather than blocked on. So is a regular
+//     file reached through /proc (/dev/stdout of a shell redirected to a file:
+//     the shell's descriptor is that file), truncated as `>` would.
 //   - A block device, a socket or a directory is refused with one line.
 //   - A symlink is followed as the shell follows it: what it points to is
 //     written (a file atomically, replaced under its own name; a device in
