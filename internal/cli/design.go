@@ -3,11 +3,11 @@ package cli
 import (
 	"errors"
 	"io"
-	"os"
 
 	"github.com/rdmalab/rdmalab/internal/design"
 	"github.com/rdmalab/rdmalab/internal/envelope"
 	"github.com/rdmalab/rdmalab/internal/report"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 	"github.com/spf13/cobra"
 )
 
@@ -174,8 +174,8 @@ The layer follows --rate ("4X NDR" is InfiniBand, 400GbE is Ethernet) unless
 				if err != nil {
 					return err
 				}
-				if err := os.WriteFile(planFile, b, 0o644); err != nil {
-					return usageErr("--plan: %v", err)
+				if err := userfile.WriteFile(planFile, b, 0o644); err != nil {
+					return usageErr("--plan %v", err)
 				}
 			}
 			w := cmd.OutOrStdout()
@@ -224,8 +224,11 @@ nothing is written anywhere else. Check them with 'vtysh -C -f FILE'.`,
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			if err := design.CheckOutDir(out); err != nil {
-				return usageErr("%v", err)
+			if out == "" {
+				return usageErr("--out: a directory is required")
+			}
+			if err := userfile.OutDir(out); err != nil {
+				return usageErr("--out %v", err)
 			}
 			r.SpineASN, r.LeafASNBase = spineASN, leafASN
 			clos, err := design.PlanFRR(r)

@@ -2,7 +2,10 @@ package cli
 
 import (
 	"log/slog"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/exporter"
@@ -117,7 +120,7 @@ dashboard.`,
 			defer e.Close()
 			if textfile != "" {
 				if err := e.WriteTextfile(textfile); err != nil {
-					return usageErr("%v", err)
+					return usageErr("--textfile %v", err)
 				}
 				return nil
 			}
@@ -125,6 +128,22 @@ dashboard.`,
 			// finishes the scrapes in flight and the exporter exits 0,
 			// since a service told to stop is not a failure.
 			ctx := cmd.Context()
+			// SIGHUP (a unit's ExecReload, a terminal closing) would end
+			// the process with 129, which Restart=on-failure does not
+			// restart: it re-reads what can be reloaded and logs one line.
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
+			go func() {
+				for {
+					select {
+					case <-hup:
+						e.Reload(webConfig)
+					case <-ctx.Done():
+						return
+					}
+				}
+			}()
 			if err := e.ListenAndServe(ctx, listen, webConfig); err != nil {
 				// exporter-toolkit's YAML errors span lines and name its Go
 				// type: one line, in the file's words.
@@ -145,6 +164,8 @@ dashboard.`,
 	f.StringVar(&linkLayer, "expect-link-layer", "", "InfiniBand or Ethernet, for the findings")
 	f.DurationVar(&findingsInterval, "findings.interval", exporter.DefaultFindingsInterval, "read the whole host (PCIe links, GPU paths) and evaluate doctor's findings at most this often (0: no findings, topology every 60s)")
 	f.DurationVar(&o.ScrapeTimeout, "scrape-timeout", 10*time.Second, "give up on a scrape's collectors after this long")
+	f.DurationVar(&o.IdleTimeout, "web.idle-timeout", exporter.DefaultIdleTimeout, "close a keep-alive connection idle this long")
+	f.IntVar(&o.MaxConnections, "web.max-connections", exporter.DefaultMaxConnections, "serve at most this many connections at once (the rest wait)")
 	f.BoolVar(&o.Fabric, "fabric", false, "also export the InfiniBand fabric reachable from this node (needs infiniband-diags and umad access)")
 	f.StringVar(&fabricCA, "fabric.ca", "", "local HCA to scan the fabric from (default: the tools' first active port)")
 	f.IntVar(&fabricPort, "fabric.port", 0, "port of --fabric.ca")

@@ -12,6 +12,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/report"
 	"github.com/rdmalab/rdmalab/internal/rules"
 	"github.com/rdmalab/rdmalab/internal/units"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 	"github.com/spf13/cobra"
 )
 
@@ -141,8 +142,8 @@ Exit codes: 0 planned, 1 refused (the nearest plan is shown), 2 bad input.`,
 				return requestErr(err)
 			}
 			if outDir != "" {
-				if err := plan.CheckOutDir(outDir); err != nil {
-					return usageErr("%v", err)
+				if err := userfile.OutDir(outDir); err != nil {
+					return usageErr("--out %v", err)
 				}
 			}
 			hosts, err := in.load()
@@ -169,7 +170,7 @@ Exit codes: 0 planned, 1 refused (the nearest plan is shown), 2 bad input.`,
 					return err
 				}
 				if err := plan.Write(outDir, files); err != nil {
-					return usageErr("%v", err)
+					return usageErr("--out %v", err)
 				}
 			}
 			w := cmd.OutOrStdout()

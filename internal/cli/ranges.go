@@ -61,6 +61,8 @@ var flagRanges = map[string]numRange{
 	" exporter --fabric.timeout":        {1, 3600, "per tool"},
 	" exporter --findings.interval":     {0, 86400, "0 turns findings off"},
 	" exporter --scrape-timeout":        {0.1, 600, ""},
+	" exporter --web.idle-timeout":      {0.1, 86400, ""},
+	" exporter --web.max-connections":   {1, 1e6, "connections"},
 	" fabric check --interval":          {1, 86400, ""},
 	" fabric check --port":              {1, 254, "an HCA port number"},
 	" fabric check --timeout":           {1, 86400, "per tool"},

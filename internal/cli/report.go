@@ -2,11 +2,12 @@ package cli
 
 import (
 	"fmt"
-	"os"
+	"io"
 
 	"github.com/rdmalab/rdmalab/internal/intake"
 	"github.com/rdmalab/rdmalab/internal/report"
 	"github.com/rdmalab/rdmalab/internal/report/htmlreport"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 	"github.com/spf13/cobra"
 )
 
@@ -52,9 +53,9 @@ run, 3 unproven (nothing failed, but what decides readiness was not judged).`,
 			v := report.NewClusterView(in)
 			if out != "" {
 				if err := writeHTML(out, v, htmlreport.Options{Title: title}); err != nil {
-					return usageErr("%v", err)
+					return usageErr("--out %v", err)
 				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", out)
+				fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", userfile.Name(out))
 			}
 			report.Cluster(cmd.OutOrStdout(), v)
 			switch v.Verdict.State {
@@ -71,21 +72,9 @@ run, 3 unproven (nothing failed, but what decides readiness was not judged).`,
 	return c
 }
 
-// writeHTML writes to a temporary name and renames, so a failed render
-// never leaves half a page under the real name.
+// writeHTML writes the page through userfile, so a failed render never
+// leaves half a page under the real name and a device, FIFO or link named
+// by --out is written as the shell would, never replaced.
 func writeHTML(path string, v *report.ClusterView, o htmlreport.Options) error {
-	tmp := path + ".partial"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("--out: %w", err)
-	}
-	err = htmlreport.Write(f, v, o)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return os.Rename(tmp, path)
+	return userfile.WriteAtomic(path, 0o644, func(w io.Writer) error { return htmlreport.Write(w, v, o) })
 }

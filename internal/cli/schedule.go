@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"io"
 	"os"
 	"os/signal"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/fabric"
 	"github.com/rdmalab/rdmalab/internal/route"
 	"github.com/rdmalab/rdmalab/internal/schedule"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 	"github.com/spf13/cobra"
 )
 
@@ -84,7 +86,7 @@ Exit codes: 0 planned, 1 host pairs without a route, 2 could not run.`,
 					}
 				}
 				if err := writeRoundFile(roundsFile, rounds, rf); err != nil {
-					return usageErr("--rounds %s: %v", roundsFile, err)
+					return usageErr("--rounds %v", err)
 				}
 			}
 			fs := res.Findings()
@@ -116,13 +118,5 @@ Exit codes: 0 planned, 1 host pairs without a route, 2 could not run.`,
 }
 
 func writeRoundFile(path string, s *schedule.Schedule, f schedule.Format) error {
-	fd, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := schedule.WriteRounds(fd, s, f); err != nil {
-		fd.Close()
-		return err
-	}
-	return fd.Close()
+	return userfile.WriteAtomic(path, 0o644, func(w io.Writer) error { return schedule.WriteRounds(w, s, f) })
 }

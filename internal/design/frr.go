@@ -1,15 +1,13 @@
 package design
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/rdmalab/rdmalab/internal/lazyre"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 )
 
 // FRRRequest are the flags of `design frr`, as given.
@@ -272,48 +270,17 @@ func nthAddr(p netip.Prefix, n int) netip.Addr {
 	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
 }
 
-// ErrNotWritable means the output directory cannot take files.
-var ErrNotWritable = errors.New("not writable")
-
-// CheckOutDir makes dir if needed and proves a file can be created in it,
-// before any work is done.
-func CheckOutDir(dir string) error {
-	if dir == "" {
-		return fmt.Errorf("--out: a directory is required: %w", ErrNotWritable)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("--out %s: %w", dir, err)
-	}
-	f, err := os.CreateTemp(dir, ".rdmalab-write-test-")
-	if err != nil {
-		return fmt.Errorf("--out %s: %w (%w)", dir, ErrNotWritable, err)
-	}
-	name := f.Name()
-	f.Close()
-	return os.Remove(name)
-}
-
-// WriteFiles writes each file into dir and nowhere else: names are plain
-// file names, and each file is written beside its final name and renamed
-// over it, so a symlink planted at that name is replaced, not followed.
+// WriteFiles writes each file into dir (made by userfile.MakeOutDir) and
+// nowhere else, through userfile.WriteIn: names are plain file names, and
+// each file is written beside its final name and renamed over it, so a
+// symlink planted at that name is replaced, not followed.
 func WriteFiles(dir string, files []File) error {
+	if err := userfile.MakeOutDir(dir); err != nil {
+		return err
+	}
 	for _, f := range files {
-		if f.Name == "" || f.Name != filepath.Base(f.Name) || f.Name == "." || f.Name == ".." || strings.ContainsAny(f.Name, `/\`) {
-			return fmt.Errorf("refusing to write %q: not a plain file name", f.Name)
-		}
-		tmp, err := os.CreateTemp(dir, "."+f.Name+".")
-		if err != nil {
-			return fmt.Errorf("write %s: %w", filepath.Join(dir, f.Name), err)
-		}
-		_, werr := tmp.Write(f.Content)
-		cerr := tmp.Close()
-		if err := errors.Join(werr, cerr, os.Chmod(tmp.Name(), 0o644)); err != nil {
-			os.Remove(tmp.Name())
-			return fmt.Errorf("write %s: %w", filepath.Join(dir, f.Name), err)
-		}
-		if err := os.Rename(tmp.Name(), filepath.Join(dir, f.Name)); err != nil {
-			os.Remove(tmp.Name())
-			return fmt.Errorf("write %s: %w", filepath.Join(dir, f.Name), err)
+		if err := userfile.WriteIn(dir, f.Name, f.Content, 0o644); err != nil {
+			return err
 		}
 	}
 	return nil

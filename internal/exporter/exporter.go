@@ -35,6 +35,8 @@ type Exporter struct {
 	collectors map[string]collector
 	host       *hostCollector
 	timeout    time.Duration
+	idle       time.Duration
+	maxConns   int
 	log        *slog.Logger
 	cleanup    func()
 }
@@ -56,7 +58,7 @@ func New(o Options) (*Exporter, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Exporter{collectors: map[string]collector{}, timeout: o.ScrapeTimeout, log: o.Logger, cleanup: cleanup}
+	e := &Exporter{collectors: map[string]collector{}, timeout: o.ScrapeTimeout, idle: o.IdleTimeout, maxConns: o.MaxConnections, log: o.Logger, cleanup: cleanup}
 	e.host = newHostCollector(fsys, o)
 	e.collectors["host"] = e.host
 	topo := newTopologyCache(fsys, o)

@@ -40,6 +40,13 @@ type Options struct {
 
 	// ScrapeTimeout bounds one scrape (default 10s).
 	ScrapeTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection idle this long (default
+	// DefaultIdleTimeout); MaxConnections caps the connections served at
+	// once (default DefaultMaxConnections): each open connection costs
+	// some 28 KB, and neither idle nor excess ones may grow the daemon
+	// toward its unit's memory cap.
+	IdleTimeout    time.Duration
+	MaxConnections int
 	// Now is the clock (tests pin it); nil means time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -49,6 +56,8 @@ type Options struct {
 const (
 	DefaultFindingsInterval = 60 * time.Second
 	DefaultFabricInterval   = 60 * time.Second
+	DefaultIdleTimeout      = 60 * time.Second
+	DefaultMaxConnections   = 512
 )
 
 func (o Options) withDefaults() Options {
@@ -66,6 +75,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ScrapeTimeout == 0 {
 		o.ScrapeTimeout = 10 * time.Second
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.MaxConnections <= 0 {
+		o.MaxConnections = DefaultMaxConnections
 	}
 	if o.Now == nil {
 		o.Now = time.Now

@@ -13,9 +13,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/exporter-toolkit/web"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 )
 
 // Handler serves /metrics and a landing page linking to it.
@@ -85,13 +86,20 @@ type slogPrinter struct{ l *slog.Logger }
 func (p slogPrinter) Println(v ...any) { p.l.Error(strings.TrimSpace(fmt.Sprintln(v...))) }
 
 // Serve serves the exporter on l until ctx ends. webConfig is an
-// exporter-toolkit web configuration file (TLS, basic auth), "" for none.
+// exporter-toolkit web configuration file (TLS, basic auth), "" for none;
+// exporter-toolkit reads it again for every connection, so an edited file
+// takes effect without a restart. A daemon left running for months bounds
+// what clients can hold: a request's headers must arrive within 10 s, a
+// keep-alive connection idle for IdleTimeout is closed, and at most
+// MaxConnections are served at once (the rest wait in the kernel's
+// backlog).
 func (e *Exporter) Serve(ctx context.Context, l net.Listener, webConfig string) error {
 	h, err := e.Handler()
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	l = limitListener(l, e.maxConns)
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: e.idle}
 	done := make(chan error, 1)
 	go func() {
 		done <- web.Serve(l, srv, &web.FlagConfig{WebConfigFile: &webConfig}, e.log)
@@ -110,6 +118,67 @@ func (e *Exporter) Serve(ctx context.Context, l net.Listener, webConfig string) 
 	}
 }
 
+// Reload is the exporter's answer to SIGHUP: the web configuration is
+// checked again (exporter-toolkit reads it anew for every connection, so an
+// edited file already applies) and one line says what happened; the
+// exporter keeps serving whatever the answer.
+func (e *Exporter) Reload(webConfig string) {
+	switch {
+	case webConfig == "":
+		e.log.Info("SIGHUP: nothing to reload (no --web.config.file); still serving")
+	default:
+		if err := web.Validate(webConfig); err != nil {
+			e.log.Error("SIGHUP: the web configuration no longer validates; new connections fail until it is fixed; still serving", "file", userfile.Name(webConfig), "err", strings.Join(strings.Fields(err.Error()), " "))
+			return
+		}
+		e.log.Info("SIGHUP: web configuration re-read; new connections use it; still serving", "file", userfile.Name(webConfig))
+	}
+}
+
+// limitListener accepts at most n connections at once: Accept waits for
+// one to close before taking another.
+func limitListener(l net.Listener, n int) net.Listener {
+	return &limited{Listener: l, sem: make(chan struct{}, n), done: make(chan struct{})}
+}
+
+type limited struct {
+	net.Listener
+	sem       chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+func (l *limited) Accept() (net.Conn, error) {
+	select {
+	case l.sem <- struct{}{}:
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.sem
+		return nil, err
+	}
+	return &limitedConn{Conn: c, release: func() { <-l.sem }}, nil
+}
+
+func (l *limited) Close() error {
+	l.closeOnce.Do(func() { close(l.done) })
+	return l.Listener.Close()
+}
+
+type limitedConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}
+
 // ListenAndServe listens on addr and serves until ctx ends.
 func (e *Exporter) ListenAndServe(ctx context.Context, addr, webConfig string) error {
 	if webConfig != "" {
@@ -125,14 +194,24 @@ func (e *Exporter) ListenAndServe(ctx context.Context, addr, webConfig string) e
 	return e.Serve(ctx, l, webConfig)
 }
 
-// WriteTextfile gathers once and writes the metrics to path (through a
-// temporary file and a rename), for node_exporter's textfile collector.
+// WriteTextfile gathers once and writes the metrics to path through
+// userfile (a temporary file with a random dot-name that node_exporter's
+// *.prom glob never reads, renamed into place), for node_exporter's
+// textfile collector.
 func (e *Exporter) WriteTextfile(path string) error {
 	if !strings.HasSuffix(path, ".prom") {
-		return fmt.Errorf("textfile %s: node_exporter's textfile collector reads only *.prom files", path)
+		return fmt.Errorf("%s: node_exporter's textfile collector reads only *.prom files", userfile.Name(path))
 	}
-	if err := prometheus.WriteToTextfile(path, e.Registry()); err != nil {
-		return fmt.Errorf("textfile %s: %w", path, err)
+	mfs, err := e.Registry().Gather()
+	if err != nil {
+		return fmt.Errorf("%s: gather: %w", userfile.Name(path), err)
 	}
-	return nil
+	return userfile.WriteAtomic(path, 0o644, func(w io.Writer) error {
+		for _, mf := range mfs {
+			if _, err := expfmt.MetricFamilyToText(w, mf); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }

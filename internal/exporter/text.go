@@ -179,30 +179,23 @@ func appendValue(b []byte, v float64) []byte {
 
 const maxFloat = 1.7976931348623157e308
 
-func (t *textBlock) writeTo(w io.Writer) error {
+// writeHeader writes the family's HELP and TYPE lines.
+func (f *textFamily) writeHeader(w io.Writer) error {
 	var b bytes.Buffer
-	for _, f := range t.families {
-		info := descInfos[f.desc]
-		b.Reset()
-		b.WriteString("# HELP ")
-		b.WriteString(info.name)
-		b.WriteByte(' ')
-		helpEscaper.WriteString(&b, info.help)
-		b.WriteString("\n# TYPE ")
-		b.WriteString(info.name)
-		if f.typ == prometheus.CounterValue {
-			b.WriteString(" counter\n")
-		} else {
-			b.WriteString(" gauge\n")
-		}
-		if _, err := w.Write(b.Bytes()); err != nil {
-			return err
-		}
-		if _, err := w.Write(f.lines); err != nil {
-			return err
-		}
+	info := descInfos[f.desc]
+	b.WriteString("# HELP ")
+	b.WriteString(info.name)
+	b.WriteByte(' ')
+	helpEscaper.WriteString(&b, info.help)
+	b.WriteString("\n# TYPE ")
+	b.WriteString(info.name)
+	if f.typ == prometheus.CounterValue {
+		b.WriteString(" counter\n")
+	} else {
+		b.WriteString(" gauge\n")
 	}
-	return nil
+	_, err := w.Write(b.Bytes())
+	return err
 }
 
 // outcome is how one collector did in one scrape.
@@ -291,24 +284,62 @@ func (e *Exporter) serveText(w http.ResponseWriter, r *http.Request, format expf
 		e.log.Error("gather", "err", err)
 	}
 	w.Header().Set("Content-Type", string(format))
-	enc := expfmt.NewEncoder(w, format)
-	for _, mf := range mfs {
-		if err := enc.Encode(mf); err != nil {
-			e.log.Error("encode", "family", mf.GetName(), "err", err)
-			return
-		}
-	}
 	// Only collectors that finished in time: one that outran the scrape
 	// timeout is reported failed and may still be writing its block.
 	slices.SortFunc(rest.finished, func(a, b textDone) int { return strings.Compare(a.name, b.name) })
-	for _, d := range rest.finished {
+	if err := writeFamilies(w, format, mfs, rest.finished); err != nil {
+		e.log.Error("write", "err", err)
+	}
+}
+
+// writeFamilies writes each metric family once, with one HELP and one TYPE
+// line, however many collectors emitted it (rdmalab_finding and
+// rdmalab_findings come from the host's findings, rendered as text, and
+// from the fabric's, gathered by the registry): a family the registry
+// gathered is followed at once by the rendered samples of the same name,
+// and rendered families of one name are merged under one header. The
+// exposition format (and promtool check metrics) refuse a second HELP.
+func writeFamilies(w io.Writer, format expfmt.Format, mfs []*dto.MetricFamily, done []textDone) error {
+	byName := map[string][]*textFamily{}
+	var order []string
+	for _, d := range done {
 		for _, b := range d.blocks {
-			if err := b.writeTo(w); err != nil {
-				e.log.Error("write", "err", err)
-				return
+			for _, f := range b.families {
+				name := descInfos[f.desc].name
+				if _, ok := byName[name]; !ok {
+					order = append(order, name)
+				}
+				byName[name] = append(byName[name], f)
 			}
 		}
 	}
+	enc := expfmt.NewEncoder(w, format)
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			return fmt.Errorf("encode %s: %w", mf.GetName(), err)
+		}
+		for _, f := range byName[mf.GetName()] {
+			if _, err := w.Write(f.lines); err != nil {
+				return err
+			}
+		}
+		delete(byName, mf.GetName())
+	}
+	for _, name := range order {
+		fs := byName[name]
+		if len(fs) == 0 {
+			continue
+		}
+		if err := fs[0].writeHeader(w); err != nil {
+			return err
+		}
+		for _, f := range fs {
+			if _, err := w.Write(f.lines); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // restCollector runs every collector not in skip and reports the outcome

@@ -3,7 +3,7 @@ package inventory
 import (
 	"errors"
 	"fmt"
-	"github.com/rdmalab/rdmalab/internal/userfile"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +12,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/capture"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/hostfs"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 )
 
 // SourceError is a source that cannot be read as a host: the CLI prints it
@@ -109,11 +110,13 @@ func dirFS(dir, name string, opt Options) (*hostfs.FS, error) {
 	if err != nil {
 		return nil, &SourceError{name, err}
 	}
-	if opt.Recorder != nil {
-		fsys.Record(opt.Recorder)
-	}
+	// The check walks sys/ before the recorder is on: a capture holds what
+	// inventory reads, not what the check looked at.
 	if err := checkRoot(fsys, dir, name); err != nil {
 		return nil, err
+	}
+	if opt.Recorder != nil {
+		fsys.Record(opt.Recorder)
 	}
 	return fsys, nil
 }
@@ -135,6 +138,11 @@ func checkRoot(fsys *hostfs.FS, dir, name string) error {
 		if err == nil && !anyResolves(fsys, "/sys", ents) {
 			// Every entry a symlink loop or a dangling link.
 			return &SourceError{name, fmt.Errorf("%w (%d entries, all symlink loops or dangling links)", ErrUnreadableSys, len(ents))}
+		}
+		budget := 20000
+		if readable, broken := walkSys(fsys, "/sys", 0, &budget); err == nil && !readable && broken > 0 {
+			// Directories that lead only to loops and dangling links.
+			return &SourceError{name, fmt.Errorf("%w (no file under it, %d symlink loops or dangling links)", ErrUnreadableSys, broken)}
 		}
 	case isIBClassDir(dir):
 		// A copy of /sys/class/infiniband alone (as gpud and others keep
@@ -159,6 +167,37 @@ func anyResolves(fsys *hostfs.FS, dir string, ents []string) bool {
 		}
 	}
 	return false
+}
+
+// walkSys looks under dir for one file that can be read, counting the
+// entries that lead nowhere (loops, dangling links) on the way. It stops at
+// the first file, and says readable once the budget of entries is spent
+// (a tree that large is a real one; a real sysfs has files near its top).
+func walkSys(fsys *hostfs.FS, dir string, depth int, budget *int) (readable bool, broken int) {
+	ents, err := fsys.ReadDir(dir)
+	if err != nil {
+		return false, 0
+	}
+	for _, e := range ents {
+		if *budget--; *budget <= 0 {
+			return true, broken
+		}
+		p := dir + "/" + e
+		switch {
+		case fsys.IsDir(p):
+			if depth < 8 {
+				r, b := walkSys(fsys, p, depth+1, budget)
+				if broken += b; r {
+					return true, broken
+				}
+			}
+		case fsys.Exists(p):
+			return true, broken
+		default:
+			broken++
+		}
+	}
+	return false, broken
 }
 
 // OpenFS opens a source that is a tree to be read again and again (the
@@ -290,8 +329,9 @@ func exists(p string) bool {
 
 // Gather reads the host under root with a recorder and writes exactly what
 // it read to out, a tar.gz capture, under a temporary name renamed into
-// place so an interrupted gather never leaves a truncated capture. It
-// returns the snapshot and the number of paths captured.
+// place (userfile.WriteAtomic) so an interrupted gather never leaves a
+// truncated capture. It returns the snapshot and the number of paths
+// captured.
 func Gather(root, out string, now time.Time) (*host.Snapshot, int, error) {
 	if !capture.IsArchive(out) {
 		return nil, 0, &SourceError{out, errors.New("the output name must end in .tar.gz")}
@@ -305,22 +345,12 @@ func Gather(root, out string, now time.Time) (*host.Snapshot, int, error) {
 	if err != nil {
 		return nil, 0, &SourceError{root, err}
 	}
-	tmp := out + ".partial"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return nil, 0, &SourceError{out, err}
-	}
 	entries := rec.Entries()
-	werr := capture.Write(f, fsys, entries, capture.Manifest{Hostname: s.Hostname, CapturedAt: now.UTC(), Root: root, Files: len(entries)})
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		os.Remove(tmp)
-		return nil, 0, fmt.Errorf("gather %s: %w", out, werr)
-	}
-	if err := os.Rename(tmp, out); err != nil {
-		return nil, 0, fmt.Errorf("gather %s: %w", out, err)
+	err = userfile.WriteAtomic(out, 0o644, func(w io.Writer) error {
+		return capture.Write(w, fsys, entries, capture.Manifest{Hostname: s.Hostname, CapturedAt: now.UTC(), Root: root, Files: len(entries)})
+	})
+	if err != nil {
+		return nil, 0, err
 	}
 	return s, len(entries), nil
 }

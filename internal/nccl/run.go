@@ -20,6 +20,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/launch"
 	"github.com/rdmalab/rdmalab/internal/lazyre"
 	"github.com/rdmalab/rdmalab/internal/resultslog"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 )
 
 // rankHost is the node a rank runs on: every JobLauncher fills the job's
@@ -196,7 +197,8 @@ func runOne(ctx context.Context, o RunOptions, j launch.Job, algo string) RunRes
 	for _, n := range j.Nodes {
 		r.Nodes = append(r.Nodes, n.Name)
 	}
-	r.Log = filepath.Join(o.Dir, fmt.Sprintf("%s-%dn.log", strings.TrimSuffix(test, "_perf"), len(j.Nodes)))
+	logName := fmt.Sprintf("%s-%dn.log", strings.TrimSuffix(test, "_perf"), len(j.Nodes))
+	r.Log = filepath.Join(o.Dir, logName)
 	progress(o.Progress, "run %s on %d nodes (%s)", test, len(j.Nodes), strings.Join(r.Nodes, ","))
 	rctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
@@ -206,15 +208,20 @@ func runOne(ctx context.Context, o RunOptions, j launch.Job, algo string) RunRes
 		return r
 	}
 	r.Command = cmd.Args
-	logf, err := os.Create(r.Log)
+	// Through userfile: a fresh file renamed over the log's name when the
+	// run ends, never a file planted at that name written through.
+	logf, err := userfile.CreateIn(o.Dir, logName, 0o644)
 	if err != nil {
 		r.Error, r.ExitCode = err.Error(), -1
 		return r
 	}
-	defer logf.Close()
-	cmd.Stdout, cmd.Stderr = logf, logf
+	defer logf.Abort()
+	cmd.Stdout, cmd.Stderr = logf.File(), logf.File()
 	start := time.Now()
 	err = cmd.Run()
+	if cerr := logf.Commit(); cerr != nil && err == nil {
+		err = cerr
+	}
 	if cmd.Process != nil {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // whatever of the launch ignored TERM
 	}

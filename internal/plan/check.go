@@ -2,20 +2,15 @@ package plan
 
 import (
 	"fmt"
-	"io"
-	"os"
 	"strings"
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/hostcheck"
 	"github.com/rdmalab/rdmalab/internal/lazyre"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 	"libvirt.org/go/libvirtxml"
 )
-
-// maxDomainBytes caps what is read of one domain file; real domains are a
-// few KiB, a dumpxml with hundreds of hostdevs well under a MiB.
-const maxDomainBytes = 4 << 20
 
 // Check judges existing libvirt domains (files written by virsh dumpxml or
 // kept in /etc/libvirt/qemu) against the host they run on, with
@@ -33,19 +28,12 @@ func Check(s *host.Snapshot, paths []string) ([]check.Finding, error) {
 	return hostcheck.JudgeDomains(s, doms), nil
 }
 
-// ReadDomain reads one domain from path.
+// ReadDomain reads one domain from path, through userfile: a FIFO or
+// device is refused at once, never blocked on, and the read is bounded.
 func ReadDomain(path string) (hostcheck.VMDomain, error) {
-	f, err := os.Open(path)
+	b, err := userfile.ReadFile(path, userfile.Domain)
 	if err != nil {
-		return hostcheck.VMDomain{}, fmt.Errorf("read %s: %w", path, err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxDomainBytes+1))
-	if err != nil {
-		return hostcheck.VMDomain{}, fmt.Errorf("read %s: %w", path, err)
-	}
-	if len(b) > maxDomainBytes {
-		return hostcheck.VMDomain{}, fmt.Errorf("%s: larger than %d MiB, not a libvirt domain", path, maxDomainBytes>>20)
+		return hostcheck.VMDomain{}, err
 	}
 	return ParseDomain(path, b)
 }

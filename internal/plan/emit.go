@@ -4,10 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/rdmalab/rdmalab/internal/host"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 )
 
 // File is one output of a plan.
@@ -47,55 +47,20 @@ func Files(p *Plan) ([]File, error) {
 	return fs, nil
 }
 
-// Write writes files into dir, each through a temporary file and a rename,
-// so an interrupted run never leaves a half-written file behind.
+// Write writes files into dir (made by userfile.MakeOutDir) and nowhere
+// else, each through userfile.WriteIn: a fresh temporary file under a
+// random name, renamed over its final name, so an interrupted run never
+// leaves a half-written file and nothing planted in dir is written through.
 func Write(dir string, files []File) error {
-	if err := CheckOutDir(dir); err != nil {
+	if err := userfile.MakeOutDir(dir); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", dir, err)
-	}
 	for _, f := range files {
-		if f.Name != filepath.Base(f.Name) || f.Name == ".." || f.Name == "." {
-			return fmt.Errorf("refusing to write %q: not a plain file name inside %s", f.Name, dir)
-		}
-		path := filepath.Join(dir, f.Name)
-		tmp := path + ".tmp"
-		if err := os.WriteFile(tmp, []byte(f.Content), f.Mode); err != nil {
-			return fmt.Errorf("write %s: %w", tmp, err)
-		}
-		if err := os.Rename(tmp, path); err != nil {
-			return fmt.Errorf("rename %s: %w", path, err)
+		if err := userfile.WriteIn(dir, f.Name, []byte(f.Content), f.Mode); err != nil {
+			return err
 		}
 	}
 	return nil
-}
-
-// CheckOutDir makes sure dir is a directory rdmalab can write into, before
-// any work is done: it is created if missing, and a probe file is written
-// and removed.
-func CheckOutDir(dir string) error {
-	st, err := os.Stat(dir)
-	switch {
-	case err == nil && !st.IsDir():
-		return fmt.Errorf("--out %s: not a directory", dir)
-	case os.IsNotExist(err):
-		// Write creates it; what must exist and be writable is the parent.
-		parent := filepath.Dir(filepath.Clean(dir))
-		if pst, perr := os.Stat(parent); perr != nil || !pst.IsDir() {
-			return fmt.Errorf("--out %s: parent directory %s does not exist", dir, parent)
-		}
-		dir = parent
-	case err != nil:
-		return fmt.Errorf("--out %s: %w", dir, err)
-	}
-	probe, err := os.CreateTemp(dir, ".rdmalab-probe-*")
-	if err != nil {
-		return fmt.Errorf("--out %s: not writable: %w", dir, err)
-	}
-	probe.Close()
-	return os.Remove(probe.Name())
 }
 
 // KernelCmdline gives the arguments in grubby's form (RHEL family) and

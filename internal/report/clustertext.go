@@ -7,6 +7,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/compare"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 )
 
 // Cluster prints the verdict of a cluster report, the findings that decide
@@ -15,13 +16,9 @@ import (
 func Cluster(w io.Writer, v *ClusterView) {
 	p := NewPrinter(w)
 	o := map[VerdictState]check.Outcome{Ready: check.Pass, NotReady: check.Fail, Unproven: check.Unknown}[v.Verdict.State]
-	p.Wrapped("", "  ", p.Outcome(o, strings.ToUpper(string(v.Verdict.State)))+": "+v.Verdict.Why)
+	p.Wrapped("", "  ", p.Outcome(o, strings.ToUpper(string(v.Verdict.State)))+": "+userfile.TermLine(v.Verdict.Why))
 	for _, f := range v.Verdict.Deciding {
-		who := f.Subject
-		if f.Host != "" {
-			who = f.Host + " " + f.Subject
-		}
-		msg := who + ": " + f.Message
+		msg := findingText(f.Finding)
 		if f.Others > 0 {
 			msg += fmt.Sprintf(" (and %d more like it)", f.Others)
 		}
@@ -34,7 +31,7 @@ func Cluster(w io.Writer, v *ClusterView) {
 	if len(v.Repeated) > 0 {
 		p.Printf("Inputs given more than once:\n")
 		for _, r := range v.Repeated {
-			p.Wrapped("  ", "    ", r)
+			p.Wrapped("  ", "    ", userfile.TermLine(r))
 		}
 		p.Printf("\n")
 	}
@@ -51,7 +48,7 @@ func Cluster(w io.Writer, v *ClusterView) {
 		t.Render()
 	}
 	for _, f := range v.Fabrics {
-		p.Wrapped("", "  ", fmt.Sprintf("Fabric: %s · %d degraded link(s) · %s", f.Summary, f.Degraded, p.counts(f.Findings.Counts)))
+		p.Wrapped("", "  ", userfile.TermLine(fmt.Sprintf("Fabric: %s · %d degraded link(s) · %s", f.Summary, f.Degraded, p.counts(f.Findings.Counts))))
 	}
 	for _, b := range v.Benches {
 		var parts []string
@@ -64,7 +61,7 @@ func Cluster(w io.Writer, v *ClusterView) {
 		for _, s := range b.Suspects {
 			line += fmt.Sprintf(" · suspect %s (%s side, %d/%d bad)", s.Node, s.Side, s.Bad, s.Total)
 		}
-		p.Wrapped("", "  ", line)
+		p.Wrapped("", "  ", userfile.TermLine(line))
 	}
 	if len(v.Fabrics)+len(v.Benches) > 0 {
 		p.Printf("\n")
@@ -74,11 +71,11 @@ func Cluster(w io.Writer, v *ClusterView) {
 		for _, d := range v.Compare.Directions {
 			n[d.Verdict]++
 		}
-		p.Wrapped("", "  ", fmt.Sprintf("Compare %s → %s (%s): %d worse · %d better · %d no change (rdmalab compare shows each metric)",
-			v.Compare.A, v.Compare.B, v.Compare.What, n[compare.Worse], n[compare.Better], n[compare.NoChange]))
+		p.Wrapped("", "  ", userfile.TermLine(fmt.Sprintf("Compare %s → %s (%s): %d worse · %d better · %d no change (rdmalab compare shows each metric)",
+			v.Compare.A, v.Compare.B, v.Compare.What, n[compare.Worse], n[compare.Better], n[compare.NoChange])))
 		for _, nd := range v.Compare.Nodes {
 			if nd.Named {
-				p.Wrapped("  ", "    ", fmt.Sprintf("%s's %s side is worse with %d of %d partners", nd.Name, nd.Side, nd.Worse, nd.Total))
+				p.Wrapped("  ", "    ", userfile.TermLine(fmt.Sprintf("%s's %s side is worse with %d of %d partners", nd.Name, nd.Side, nd.Worse, nd.Total)))
 			}
 		}
 		p.Printf("\n")

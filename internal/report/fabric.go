@@ -10,6 +10,7 @@ import (
 	"github.com/jedib0t/go-pretty/v6/table"
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/fabric"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 )
 
 // Fabric is the ten-second summary of a fabric: what is there, the subnet
@@ -28,7 +29,7 @@ func Fabric(w io.Writer, s *fabric.Snapshot, fs []check.Finding) {
 	}
 	fmt.Fprintf(w, "Fabric: %d switch(es), %d CA(s), %d link(s), %d port(s) · %s\n", types[fabric.Switch], types[fabric.CA], len(links), len(s.Ports), when)
 	if s.Has(fabric.SMInfo) {
-		fmt.Fprintf(w, "Subnet manager: %s\n", smText(s, names))
+		fmt.Fprintf(w, "Subnet manager: %s\n", userfile.Line(smText(s, names)))
 	}
 
 	rates := map[string]int{}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 )
 
 // Findings renders findings grouped by severity, worst first, each with its
@@ -21,11 +22,7 @@ func Findings(w io.Writer, fs []check.Finding, verbose bool) {
 		}
 		p.Printf("\n%s\n", p.Outcome(g.Outcome, fmt.Sprintf("%s (%d)", strings.ToUpper(string(g.Outcome)), len(g.Findings))))
 		for _, f := range g.Findings {
-			who := f.Subject
-			if f.Host != "" {
-				who = f.Host + " " + f.Subject
-			}
-			p.findingLine(g.Outcome, f.Check, who+": "+f.Message)
+			p.findingLine(g.Outcome, f.Check, findingText(f))
 			if g.Outcome == check.Pass {
 				continue
 			}
@@ -34,10 +31,10 @@ func Findings(w io.Writer, fs []check.Finding, verbose bool) {
 				if e.Source != "" {
 					src = "  (" + e.Source + ")"
 				}
-				p.Wrapped("      ", "        ", e.What+" = "+e.Value+src)
+				p.Wrapped("      ", "        ", userfile.Line(e.What+" = "+e.Value+src))
 			}
 			for _, fix := range f.Fix {
-				p.Wrapped("      fix: ", "           ", fix)
+				p.Wrapped("      fix: ", "           ", userfile.Line(fix))
 			}
 		}
 	}
@@ -76,17 +73,32 @@ func (p *Printer) counts(c Counts) string {
 	return p.Text(part(check.Fail, c.Fail) + " · " + part(check.Warn, c.Warn) + " · " + part(check.Unknown, c.Unknown) + " · " + part(check.Pass, c.Pass))
 }
 
-// NHC prints one line per failure, the way LBNL NHC reports to Slurm, and
-// for an unproven run one line saying so (the exit code is 3: a node
-// health check must not read silence as healthy).
+// findingText is "host subject: message" for one line of a terminal, every
+// part escaped with userfile.Line: the host, the subject and the message
+// carry names from data (hostnames, device and netdev names, node
+// descriptions), and a newline or an escape sequence in one must not
+// forge a line or drive the terminal.
+func findingText(f check.Finding) string {
+	who := f.Subject
+	if f.Host != "" {
+		who = f.Host + " " + f.Subject
+	}
+	return userfile.Line(who + ": " + f.Message)
+}
+
+// NHC prints one line per failure, the way LBNL NHC reports to Slurm
+// (which reads only the first line): exactly one, whatever the names in
+// it hold, because every field is escaped with userfile.Line; and for an
+// unproven run one line saying so (the exit code is 3: a node health
+// check must not read silence as healthy).
 func NHC(w io.Writer, fs []check.Finding, v check.Verdict) {
 	for _, f := range fs {
 		if f.Outcome == check.Fail {
-			fmt.Fprintf(w, "ERROR: rdmalab: %s: %s: %s\n", f.Check, strings.TrimSpace(f.Host+" "+f.Subject), f.Message)
+			fmt.Fprintf(w, "ERROR: rdmalab: %s: %s: %s\n", userfile.Line(f.Check), userfile.Line(strings.TrimSpace(f.Host+" "+f.Subject)), userfile.Line(f.Message))
 		}
 	}
 	if v.Status == check.Unproven {
-		fmt.Fprintf(w, "UNPROVEN: rdmalab: %s\n", strings.TrimSpace(v.Reason+"; "+v.Answer))
+		fmt.Fprintf(w, "UNPROVEN: rdmalab: %s\n", userfile.Line(strings.TrimSpace(v.Reason+"; "+v.Answer)))
 	}
 }
 

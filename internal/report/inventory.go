@@ -16,6 +16,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"github.com/rdmalab/rdmalab/internal/portstate"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 	"k8s.io/utils/cpuset"
 )
 
@@ -23,7 +24,7 @@ import (
 // (title inside the box, no width fitting); new renderers use
 // NewPrinter(w).Table, which fits the terminal. It does honour --ascii.
 func newTable(w io.Writer, title string) table.Writer {
-	t := table.NewWriter()
+	t := escTable{table.NewWriter()}
 	t.SetOutputMirror(w)
 	t.SetStyle(table.StyleLight)
 	if StyleOf(w).ASCII {
@@ -35,6 +36,33 @@ func newTable(w io.Writer, title string) table.Writer {
 		t.SetTitle(title)
 	}
 	return t
+}
+
+// escTable escapes the cells of a go-pretty table (string cells through
+// userfile.TermLine), as Table.Row does, for the renderers that still use
+// go-pretty directly.
+type escTable struct{ table.Writer }
+
+func (t escTable) AppendRow(r table.Row, c ...table.RowConfig) {
+	t.Writer.AppendRow(escRow(r), c...)
+}
+
+func (t escTable) AppendRows(rs []table.Row, c ...table.RowConfig) {
+	for _, r := range rs {
+		t.Writer.AppendRow(escRow(r), c...)
+	}
+}
+
+func escRow(r table.Row) table.Row {
+	out := make(table.Row, len(r))
+	for i, c := range r {
+		if s, ok := c.(string); ok {
+			out[i] = userfile.TermLine(s)
+		} else {
+			out[i] = c
+		}
+	}
+	return out
 }
 
 // Inventory renders a snapshot as the tables a person reads: host summary,
@@ -58,11 +86,11 @@ func summary(p *Printer, s *host.Snapshot) {
 	if name == "" {
 		name = "(unnamed host)"
 	}
-	line := p.Bold(name)
+	line := p.Bold(userfile.TermLine(name))
 	if s.Kernel.Release != "" {
-		line += " · kernel " + s.Kernel.Release
+		line += " · kernel " + userfile.TermLine(s.Kernel.Release)
 	}
-	p.Wrapped("", "  ", line+" · source "+s.Source)
+	p.Wrapped("", "  ", line+" · source "+userfile.TermLine(s.Source))
 	pk, cores, threads := cpuCounts(s)
 	smt := ""
 	if cores > 0 && threads > cores {

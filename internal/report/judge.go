@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/rdmalab/rdmalab/internal/judge"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 )
 
 // Judge renders each judged file: its name and the format it was read
@@ -14,7 +15,7 @@ func Judge(w io.Writer, rs []judge.Result, verbose bool) {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "== %s (%s output)\n", r.File, r.Format)
+		fmt.Fprintf(w, "== %s (%s output)\n", userfile.TermLine(r.File), r.Format)
 		Findings(w, r.Findings, verbose)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/plan"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 )
 
 // Plan renders a VM plan the way seed 000 lays it out by hand: the device
@@ -17,7 +18,7 @@ func Plan(w io.Writer, pl *plan.Plan) {
 	p := NewPrinter(w)
 	r := pl.Request
 	p.Wrapped("", "  ", fmt.Sprintf("Plan for %s: %d VM(s), policy %s, %s hugepages, %d housekeeping cores",
-		p.Bold(pl.Host), len(pl.VMs), r.Policy, Bytes(r.PageSizeBytes), r.HousekeepingCores))
+		p.Bold(userfile.TermLine(pl.Host)), len(pl.VMs), r.Policy, Bytes(r.PageSizeBytes), r.HousekeepingCores))
 	p.Printf("\n")
 	if !p.St.Quiet {
 		planTables(p, pl)
@@ -27,9 +28,9 @@ func Plan(w io.Writer, pl *plan.Plan) {
 			p.Printf("\n")
 		}
 		for _, n := range pl.Notes {
-			p.findingLine(check.Warn, p.Text("⚠ ")+n.Check, n.Message)
+			p.findingLine(check.Warn, p.Text("⚠ ")+n.Check, userfile.Line(n.Message))
 			for _, f := range n.Fix {
-				p.Printf("      fix: %s\n", f) // a command: never wrapped
+				p.Printf("      fix: %s\n", userfile.Line(f)) // a command: never wrapped
 			}
 		}
 	}

@@ -6,18 +6,20 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/slurm"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 )
 
-// SlurmHealth prints a health run the way NHC logs: one line per failure,
-// then what was decided about the node and why.
+// SlurmHealth prints a health run the way NHC logs: one line per failure
+// (names escaped with userfile.Line, so one whatever they hold), then what
+// was decided about the node and why.
 func SlurmHealth(w io.Writer, r slurm.HealthResult) {
 	for _, f := range r.Findings {
 		if f.Outcome == check.Fail {
-			fmt.Fprintf(w, "ERROR: rdmalab: %s %s: %s\n", f.Check, f.Subject, f.Message)
+			fmt.Fprintf(w, "ERROR: rdmalab: %s %s: %s\n", userfile.Line(f.Check), userfile.Line(f.Subject), userfile.Line(f.Message))
 		}
 	}
 	if r.TimedOutIn != "" {
-		fmt.Fprintf(w, "ERROR: rdmalab: health check timed out in %s\n", r.TimedOutIn)
+		fmt.Fprintf(w, "ERROR: rdmalab: health check timed out in %s\n", userfile.Line(r.TimedOutIn))
 	}
 	if r.State == "" {
 		return
@@ -26,5 +28,5 @@ func SlurmHealth(w io.Writer, r slurm.HealthResult) {
 	if r.Decision.Action == slurm.Keep {
 		verb = "no change"
 	}
-	fmt.Fprintf(w, "node %s (%s): %s, %s: %s\n", r.Node, r.State, r.Decision.Action, verb, r.Decision.Why)
+	fmt.Fprintf(w, "node %s (%s): %s, %s: %s\n", userfile.Line(r.Node), userfile.Line(r.State), r.Decision.Action, verb, userfile.Line(r.Decision.Why))
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/jedib0t/go-pretty/v6/table"
 	"github.com/jedib0t/go-pretty/v6/text"
 	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 	"golang.org/x/sys/unix"
 )
 
@@ -213,17 +214,26 @@ type Table struct {
 }
 
 // Table starts a table with a title printed above it (never wrapped
-// mid-word, unlike a title drawn inside the box).
+// mid-word, unlike a title drawn inside the box). The title and the
+// column names may carry names from data (a matrix's columns are devices):
+// they are escaped as cells are.
 func (p *Printer) Table(title string, cols ...Col) *Table {
-	return &Table{p: p, title: title, cols: cols}
+	cols = slices.Clone(cols)
+	for i := range cols {
+		cols[i].Name = userfile.TermLine(cols[i].Name)
+	}
+	return &Table{p: p, title: userfile.TermLine(title), cols: cols}
 }
 
-// Row adds a row; cells are printed with %v.
+// Row adds a row; cells are printed with %v, each escaped with
+// userfile.TermLine, the one escaping of terminal text: a name holding a
+// newline or an escape sequence stays one cell on one line, and the
+// renderer's colours pass.
 func (t *Table) Row(cells ...any) {
 	row := make([]string, len(t.cols))
 	for i := range row {
 		if i < len(cells) {
-			row[i] = t.p.Text(fmt.Sprint(cells[i]))
+			row[i] = t.p.Text(userfile.TermLine(fmt.Sprint(cells[i])))
 		}
 	}
 	t.rows = append(t.rows, row)

@@ -3,11 +3,12 @@ package slurm
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 )
 
 // Action is what a health check does to its node.
@@ -39,18 +40,25 @@ func Decide(n Node, failing []check.Finding, timedOutIn string) Decision {
 	var reason string
 	switch {
 	case timedOutIn != "":
-		reason = fmt.Sprintf("%s health check timed out in %s", ReasonPrefix, timedOutIn)
+		reason = fmt.Sprintf("%s health check timed out in %s", ReasonPrefix, userfile.Line(timedOutIn))
 	case len(failing) > 0:
+		// The one escaping of a Slurm reason: names from the node (device,
+		// netdev, description) shown escaped, so the reason stays one line
+		// in sinfo -R and scontrol show node, whatever they hold.
 		f := failing[0]
-		reason = fmt.Sprintf("%s %s %s: %s", ReasonPrefix, f.Check, f.Subject, f.Message)
+		reason = fmt.Sprintf("%s %s %s: %s", ReasonPrefix, userfile.Line(f.Check), userfile.Line(f.Subject), userfile.Line(f.Message))
 		if len(failing) > 1 {
 			reason += fmt.Sprintf(" (+%d more)", len(failing)-1)
 		}
 	}
 	if len(reason) > maxReason {
-		reason = reason[:maxReason-1] + "…"
+		// Cut on a character boundary, never inside a UTF-8 sequence.
+		cut := maxReason - len("…")
+		for cut > 0 && !utf8.RuneStart(reason[cut]) {
+			cut--
+		}
+		reason = reason[:cut] + "…"
 	}
-	reason = strings.ReplaceAll(reason, "\n", " ")
 	switch {
 	case reason != "" && n.Drained() && !n.OursToResume():
 		return Decision{Action: Keep, Why: fmt.Sprintf("unhealthy, but already drained by someone else (%q): their reason stands", n.Reason)}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rdmalab/rdmalab/internal/check"
 )
@@ -62,6 +63,13 @@ func TestDecide(t *testing.T) {
 	}
 	if d := Decide(idle, long, ""); len(d.Reason) > maxReason+2 {
 		t.Errorf("reason of %d bytes", len(d.Reason))
+	}
+	// A device name from the node holding a newline, ESC and CR stays one
+	// line, escaped, and a cut never splits a character.
+	hostile := []check.Finding{{Check: "port.state", Outcome: check.Fail, Subject: "mlx5_0\r\nREASON=forged\x1b[8m port 1", Message: strings.Repeat("é", 150)}}
+	d := Decide(idle, hostile, "")
+	if strings.ContainsAny(d.Reason, "\r\n\x1b") || !strings.Contains(d.Reason, `mlx5_0\r\nREASON=forged\x1b[8m port 1`) || !utf8.ValidString(d.Reason) || len(d.Reason) > maxReason {
+		t.Errorf("hostile reason: %q", d.Reason)
 	}
 }
 

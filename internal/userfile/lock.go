@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -103,12 +104,32 @@ func cmdline(pid int) string {
 	return s
 }
 
-// OpenLocked opens a log the user named for writing (flag adds to
-// O_CREATE; O_RDWR or O_WRONLY|O_APPEND), refuses anything but a regular
-// file without blocking on it, and takes its exclusive lock: one run
-// writes one log.
+// OpenLocked opens a log the user named for writing (flag adds to the
+// open: O_RDWR or O_WRONLY|O_APPEND), refuses anything but a regular file
+// without blocking on it, and takes its exclusive lock: one run writes one
+// log. A new log is created exclusively and never through a symlink; an
+// existing link is followed as the shell would, under Create's rules (a
+// dangling link, or one another user planted in /tmp, is refused).
 func OpenLocked(path string, flag int, k Kind) (*os.File, error) {
-	f, err := os.OpenFile(path, flag|os.O_CREATE|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o644)
+	flag |= syscall.O_NONBLOCK | syscall.O_CLOEXEC
+	var f *os.File
+	lst, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		f, err = os.OpenFile(path, flag|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+	case err != nil:
+	case lst.Mode()&fs.ModeSymlink != 0:
+		if err = trustLink(path, lst); err != nil {
+			return nil, err
+		}
+		if _, serr := os.Stat(path); errors.Is(serr, fs.ErrNotExist) {
+			dest, _ := os.Readlink(path)
+			return nil, &Error{Path: path, Why: "a symlink to " + Name(dest) + ", which does not exist; rdmalab does not create files through links (remove the link or name the file itself)", Err: ErrDangling}
+		}
+		f, err = os.OpenFile(path, flag, 0)
+	default:
+		f, err = os.OpenFile(path, flag|syscall.O_NOFOLLOW, 0)
+	}
 	if err != nil {
 		return nil, openError(path, err)
 	}

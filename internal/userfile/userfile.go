@@ -40,10 +40,13 @@ var (
 	Rounds         = Kind{"rounds file", 64 << 20}
 	Routes         = Kind{"routing dump", 256 << 20}
 	Config         = Kind{"configuration file", 1 << 20}
+	// Real domains are a few KiB, a dumpxml with hundreds of hostdevs well
+	// under a MiB.
+	Domain = Kind{"libvirt domain", 4 << 20}
 )
 
 // Kinds lists every kind, for docs/inputs.md (a test keeps it equal).
-var Kinds = []Kind{HostSnapshot, FabricSnapshot, Capture, ResultsLog, Document, ToolOutput, ClusterFile, Topology, Rounds, Routes, Config}
+var Kinds = []Kind{HostSnapshot, FabricSnapshot, Capture, ResultsLog, Document, ToolOutput, ClusterFile, Topology, Rounds, Routes, Config, Domain}
 
 // MiB renders a bound for messages.
 func (k Kind) MiB() string { return fmt.Sprintf("%d MiB", k.Max>>20) }

@@ -20,6 +20,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/cluster"
 	"github.com/rdmalab/rdmalab/internal/compare"
 	"github.com/rdmalab/rdmalab/internal/report"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 )
 
 //go:embed report.html.tmpl
@@ -33,8 +34,14 @@ type Options struct {
 	Title string // the page title; default "rdmalab cluster report"
 }
 
-// Write renders the view as one HTML document.
+// Write renders the view as one HTML document. html/template escapes
+// markup; the page goes out through userfile.ControlWriter, the one place
+// the HTML renderer escapes what markup escaping leaves (ESC, CR and other
+// control characters of hostnames, device names and node descriptions,
+// shown as \x1b, \r). A newline in a name is whitespace in HTML: it
+// cannot start a row.
 func Write(w io.Writer, v *report.ClusterView, o Options) error {
+	w = userfile.ControlWriter(w)
 	if o.Title == "" {
 		o.Title = "rdmalab cluster report"
 	}
