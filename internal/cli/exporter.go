@@ -113,6 +113,11 @@ dashboard.`,
 				// One shot: wait for every collector, however long the fabric takes.
 				o.ScrapeTimeout, o.FabricWait = 10*fabricTimeout, 10*fabricTimeout
 			}
+			if name, ok := strings.CutPrefix(o.Root, "example:"); ok {
+				// An example is a snapshot: counters that never move, nothing
+				// to re-read. Say what the exporter takes instead of "stat".
+				return usageErr("--root %s: the built-in examples are snapshots; the exporter re-reads a tree on every scrape: give a directory holding sys/, a copy of /sys/class/infiniband or a capture (rdmalab gather); 'rdmalab doctor --snapshot example:%s' judges the example", o.Root, name)
+			}
 			e, err := exporter.New(o)
 			if err != nil {
 				return usageErr("--root %v", err)

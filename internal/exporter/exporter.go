@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/rdmalab/rdmalab/internal/buildinfo"
 	"github.com/rdmalab/rdmalab/internal/inventory"
 )
 
@@ -46,6 +47,8 @@ var (
 		"How long a collector took during this scrape.", []string{"collector"})
 	scrapeSuccess = newDesc(Namespace+"_scrape_collector_success",
 		"Whether a collector succeeded during this scrape (1) or failed (0); a failed collector's other metrics may be missing.", []string{"collector"})
+	buildInfo = newDesc(Namespace+"_build_info",
+		"Which rdmalab serves these metrics: always 1, labelled with its version, the commit it was built from and the Go version.", []string{"version", "revision", "goversion"})
 )
 
 // New builds an exporter from options. It opens o.Root the way inventory
@@ -96,6 +99,8 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 // collect runs every collector not in skip concurrently and reports how
 // each did.
 func (e *Exporter) collect(ctx context.Context, ch chan<- prometheus.Metric, skip ...string) {
+	b := buildinfo.Get()
+	ch <- prometheus.MustNewConstMetric(buildInfo, prometheus.GaugeValue, 1, b.Version, b.Commit, b.GoVersion)
 	var wg sync.WaitGroup
 	for name, c := range e.collectors {
 		if slices.Contains(skip, name) {
