@@ -112,8 +112,8 @@ func Analyze(c *cluster.Cluster, engine, test string, latency bool, recs []Recor
 	}
 	a.selectRecords(recs)
 	a.measureDirections()
-	a.measureClassNoise()
 	a.judgeRun()
+	a.measureCentres()
 	for i := range a.rep.Directions {
 		a.judgeDirection(&a.rep.Directions[i])
 	}
@@ -144,6 +144,10 @@ type analysis struct {
 	medianShare               float64
 	rateSuspect, clusterBelow bool
 	useAbsolute               bool
+	// ceilingBelieved: a rate was declared and the run does not overrule
+	// it, so a direction above it is a measurement error and every
+	// direction is held to it.
+	ceilingBelieved bool
 
 	suspectSide map[string]bool // "node|side" of each suspect
 	ownBad      map[string]int
@@ -194,6 +198,10 @@ func (a *analysis) selectRecords(recs []Record) {
 	})
 }
 
+// beyondNoise is the share of its peers' centre below which a direction
+// is bad whatever the run's noise.
+const beyondNoise = 0.5
+
 // value is what a record is judged by: Gb/s, or p50 µs for latency.
 func (a *analysis) value(r Record) float64 {
 	return valueOf(r, a.rep.Latency)
@@ -210,10 +218,9 @@ func (a *analysis) class(r Record) string {
 }
 
 // measureDirections fills each measured direction's ceiling and sample
-// spread, and gathers the values the peers are judged against.
+// spread, and gathers every measured value.
 func (a *analysis) measureDirections() {
 	c, rep := a.c, a.rep
-	a.byClass = map[string][]float64{}
 	declared := !rep.Latency && c.Link.Resolved().RateGbps > 0
 	rep.RateDeclared = declared
 	for i := range rep.Directions {
@@ -222,7 +229,6 @@ func (a *analysis) measureDirections() {
 			continue
 		}
 		v := a.value(d.Record)
-		a.byClass[a.class(d.Record)] = append(a.byClass[a.class(d.Record)], v)
 		a.all = append(a.all, v)
 		if declared {
 			l := c.LinkFor(c.Nodes[a.idx[d.From]], c.Nodes[a.idx[d.To]])
@@ -243,11 +249,30 @@ func (a *analysis) measureDirections() {
 	}
 }
 
-// measureClassNoise sets each class's own spread: twice the robust
-// deviation of its directions around their median (MAD × 1.4826
-// estimates σ), so one slow direction does not widen it, a noisy machine
-// does.
-func (a *analysis) measureClassNoise() {
+// measureCentres gathers, per link class, the values a direction's peers
+// are judged against, and each class's own spread. The centre is a median
+// that no minority can move, and never above physics: when the declared
+// ceiling is believed, a direction above AboveCeiling of it is a
+// measurement error (a finding, never a peer) and the rest count at most
+// at their ceiling, so no direction turns good because others got (or
+// seemed) faster. The spread is twice the robust deviation of the class
+// around its median (MAD × 1.4826 estimates σ), so one slow direction does
+// not widen it, a noisy machine does.
+func (a *analysis) measureCentres() {
+	a.byClass = map[string][]float64{}
+	for _, d := range a.rep.Directions {
+		if d.Failed() {
+			continue
+		}
+		v := a.value(d.Record)
+		if a.ceilingBelieved && d.CeilingGbps > 0 {
+			if d.CeilingShare > a.t.AboveCeiling {
+				continue
+			}
+			v = min(v, d.CeilingGbps)
+		}
+		a.byClass[a.class(d.Record)] = append(a.byClass[a.class(d.Record)], v)
+	}
 	a.classNoise = map[string]float64{}
 	for k, vs := range a.byClass {
 		if len(vs) < 3 {
@@ -274,9 +299,28 @@ func (a *analysis) judgeRun() {
 		rep.Link = c.Link.Resolved().Describe()
 	}
 	a.medianShare = Median(a.shares)
-	a.rateSuspect = declared && a.medianShare > a.t.AboveCeiling
-	a.clusterBelow = declared && len(a.shares) > 0 && a.medianShare < a.t.Healthy
-	a.useAbsolute = declared && !a.rateSuspect && !a.clusterBelow
+	// Above the ceiling, the run overrules the declared rate only by a
+	// real majority: with fewer than five directions a median is one or
+	// two of them, and two artefacts must not lift a physical ceiling, so
+	// there every direction must be above it.
+	a.rateSuspect = declared && a.medianShare > a.t.AboveCeiling &&
+		(len(a.shares) >= 5 || slices.Min(a.shares) > a.t.AboveCeiling)
+	a.ceilingBelieved = declared && !a.rateSuspect
+	if a.ceilingBelieved {
+		// Under a believed ceiling, what is above it is a measurement
+		// error: the cluster's level is the median of the rest, capped.
+		var plausible []float64
+		for _, s := range a.shares {
+			if s <= a.t.AboveCeiling {
+				plausible = append(plausible, min(s, 1))
+			}
+		}
+		a.medianShare = Median(plausible)
+		// A cluster-wide cause needs at least three directions to show
+		// it; fewer are judged one by one against the ceiling.
+		a.clusterBelow = len(plausible) >= 3 && a.medianShare < a.t.Healthy
+	}
+	a.useAbsolute = a.ceilingBelieved && !a.clusterBelow
 }
 
 // judgeDirection decides whether one measured direction is bad (with
@@ -302,6 +346,8 @@ func (a *analysis) judgeDirection(d *Direction) {
 		w, n := a.againstCeiling(d, v)
 		why, noisy = append(why, w...), append(noisy, n...)
 	}
+	// Above a believed ceiling is a measurement error, whatever else.
+	d.Above = a.ceilingBelieved && d.CeilingGbps > 0 && d.CeilingShare > a.t.AboveCeiling
 	d.Bad = len(why) > 0
 	d.Why = strings.Join(why, "; ")
 	d.Noisy = !d.Bad && len(noisy) > 0
@@ -321,10 +367,14 @@ func (a *analysis) againstPeers(d *Direction, v float64) (why, noisy []string) {
 		return nil, nil
 	}
 	d.Share = v / ref
-	// A shortfall inside the run's own noise is not a verdict.
+	// A shortfall inside the run's own noise is not a verdict, but no
+	// noise hides a direction below half its peers: the spread is itself
+	// measured on a few directions that one fast and one slow can widen
+	// without bound, while a healthy link's run-to-run noise is tens of
+	// percent (a loaded two-core machine's TCP loopback included), never half.
 	if !a.rep.Latency && d.Share < t.Bandwidth {
 		w := fmt.Sprintf("%.0f%% of the peers' median %.2f Gb/s", 100*d.Share, ref)
-		if 1-d.Share > d.Noise {
+		if 1-d.Share > d.Noise || d.Share < beyondNoise {
 			why = append(why, w)
 		} else {
 			noisy = append(noisy, fmt.Sprintf("%s, a shortfall of %.0f%% inside the run's own noise (%.0f%%)", w, 100*(1-d.Share), 100*d.Noise))
@@ -358,8 +408,6 @@ func (a *analysis) againstCeiling(d *Direction, v float64) (why, noisy []string)
 		why = append(why, fmt.Sprintf("%.0f%% of what %s can carry (%.2f Gb/s): broken", 100*d.CeilingShare, d.Link, d.CeilingGbps))
 	case d.CeilingShare < t.Healthy:
 		why = append(why, fmt.Sprintf("%.0f%% of what %s can carry (%.2f Gb/s): degraded", 100*d.CeilingShare, d.Link, d.CeilingGbps))
-	case d.CeilingShare > t.AboveCeiling:
-		d.Above = true
 	}
 	return why, noisy
 }
