@@ -1,6 +1,9 @@
 package linkrate
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Per-packet overheads in bytes on the wire.
 const (
@@ -157,3 +160,16 @@ func PCIeUsableGbps(gtps float64, width int) float64 {
 // BytesPerSecond turns a rate in Gb/s (decimal gigabits, as link rates are
 // quoted) into bytes per second, the unit Prometheus exporters report.
 func BytesPerSecond(gbps float64) float64 { return gbps * 1e9 / 8 }
+
+// FastestGbps is the most any one link the tables know carries: the
+// widest width at the fastest lane (12X XDR). A bandwidth measured above it
+// on one direction is no measurement.
+func FastestGbps() float64 {
+	return float64(slices.Max(Widths)) * Speeds[len(Speeds)-1].LaneGbps
+}
+
+// GPUFabricMaxGBps is the most one GPU moves: NVLink 5, 18 links of
+// 50 GB/s each way (1.8 TB/s both ways, Blackwell). No collective's bus
+// bandwidth per GPU exceeds it; nccl-tests printing more printed no
+// measurement.
+const GPUFabricMaxGBps = 1800

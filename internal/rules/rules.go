@@ -66,7 +66,7 @@ var deciding = map[string]bool{
 	"bench.perftest.latency": true, "bench.cover": true, "bench.cover.inconclusive": true,
 	"nccl.tests.complete": true, "nccl.tests.correctness": true, "nccl.tests.busbw": true,
 	"nccl.log.network": true, "nccl.log.failure": true, "nccl.run.exit": true, "nccl.run.timeout": true,
-	"compare.direction": true, "compare.node": true, "compare.missing": true,
+	"compare.direction": true, "compare.node": true, "compare.missing": true, "compare.self": true,
 	"slurm.health.read": true, "schedule.input": true,
 }
 
