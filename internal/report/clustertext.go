@@ -17,11 +17,7 @@ func Cluster(w io.Writer, v *ClusterView) {
 	o := map[VerdictState]check.Outcome{Ready: check.Pass, NotReady: check.Fail, Unproven: check.Unknown}[v.Verdict.State]
 	p.Wrapped("", "  ", p.Outcome(o, strings.ToUpper(string(v.Verdict.State)))+": "+v.Verdict.Why)
 	for _, f := range v.Verdict.Deciding {
-		who := f.Subject
-		if f.Host != "" {
-			who = f.Host + " " + f.Subject
-		}
-		msg := who + ": " + f.Message
+		msg := Said(f.Finding)
 		if f.Others > 0 {
 			msg += fmt.Sprintf(" (and %d more like it)", f.Others)
 		}

@@ -21,11 +21,7 @@ func Findings(w io.Writer, fs []check.Finding, verbose bool) {
 		}
 		p.Printf("\n%s\n", p.Outcome(g.Outcome, fmt.Sprintf("%s (%d)", strings.ToUpper(string(g.Outcome)), len(g.Findings))))
 		for _, f := range g.Findings {
-			who := f.Subject
-			if f.Host != "" {
-				who = f.Host + " " + f.Subject
-			}
-			p.findingLine(g.Outcome, f.Check, who+": "+f.Message)
+			p.findingLine(g.Outcome, f.Check, Said(f))
 			if g.Outcome == check.Pass {
 				continue
 			}
@@ -47,6 +43,28 @@ func Findings(w io.Writer, fs []check.Finding, verbose bool) {
 	if p.St.Quiet && v.Counts.Warn+v.Counts.Unknown > 0 {
 		p.Printf("%d warning(s) and %d unknown(s) not shown (--quiet)\n", v.Counts.Warn, v.Counts.Unknown)
 	}
+}
+
+// Said is a finding as one line says it: "host subject: message", with
+// the host left out of the subject when the subject already names it and
+// the subject left out of the message when the message already opens with
+// it (documents written by older versions repeat both).
+func Said(f check.Finding) string {
+	who := f.Subject
+	if f.Host != "" && !strings.HasPrefix(f.Subject, f.Host+" ") && f.Subject != f.Host {
+		who = strings.TrimSpace(f.Host + " " + f.Subject)
+	}
+	msg := f.Message
+	for _, p := range []string{who, f.Subject} {
+		if p != "" && strings.HasPrefix(msg, p+": ") {
+			msg = strings.TrimPrefix(msg, p+": ")
+			break
+		}
+	}
+	if who == "" {
+		return msg
+	}
+	return who + ": " + msg
 }
 
 // findingLine prints "  check-id   subject: message": on a wide terminal
