@@ -198,6 +198,18 @@ func (a *analysis) selectRecords(recs []Record) {
 	})
 }
 
+// absurdValue says why a measured value is no measurement (not finite,
+// not positive, a bandwidth above what any link carries), or "".
+func absurdValue(v float64, latency bool) string {
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0) || v <= 0:
+		return fmt.Sprintf("%v is no measurement", v)
+	case !latency && v > linkrate.FastestGbps():
+		return fmt.Sprintf("no measurement: more than any link carries (%.0f Gb/s, 12X XDR)", linkrate.FastestGbps())
+	}
+	return ""
+}
+
 // beyondNoise is the share of its peers' centre below which a direction
 // is bad whatever the run's noise.
 const beyondNoise = 0.5
@@ -265,6 +277,9 @@ func (a *analysis) measureCentres() {
 			continue
 		}
 		v := a.value(d.Record)
+		if absurdValue(v, a.rep.Latency) != "" {
+			continue
+		}
 		if a.ceilingBelieved && d.CeilingGbps > 0 {
 			if d.CeilingShare > a.t.AboveCeiling {
 				continue
@@ -337,6 +352,9 @@ func (a *analysis) judgeDirection(d *Direction) {
 	d.RefValue = ref
 	d.Noise = math.Max(d.Spread, a.classNoise[a.class(d.Record)])
 	why, noisy := a.againstPeers(d, v)
+	if w := absurdValue(v, a.rep.Latency); w != "" {
+		why, noisy = []string{w}, nil
+	}
 	if a.lat != nil {
 		if b := a.lat.BrokenUs * a.lat.trips; v > b {
 			why = append(why, fmt.Sprintf("p50 above %.1f µs, which is broken, not slow, on one switch (%s)", b, a.lat.Source))

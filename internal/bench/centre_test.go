@@ -66,3 +66,23 @@ func TestCentreFewDirectionsKeepTheCeiling(t *testing.T) {
 		}
 	}
 }
+
+// An absurd value (9,999,999 Gb/s, more than any link carries) is no
+// measurement: bad, named, and no peer of the others.
+func TestCentreAbsurdValueFails(t *testing.T) {
+	c := testCluster(t, 3, "")
+	recs := recorded(c, func(from, to string) []float64 {
+		if from == "n1" && to == "n2" {
+			return []float64{9999999}
+		}
+		return []float64{9.4, 9.5, 9.6}
+	})
+	rep := Analyze(c, "tcp", "bw", false, recs, nil, nil)
+	var got []string
+	for _, f := range findingsOf(rep, check.Fail) {
+		got = append(got, f.Check+" "+f.Subject)
+	}
+	if !slices.Equal(got, []string{"bench.direction.slow n1 → n2"}) {
+		t.Errorf("failed %v\n%+v", got, rep.Findings)
+	}
+}
