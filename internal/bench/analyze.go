@@ -151,6 +151,9 @@ type analysis struct {
 
 	suspectSide map[string]bool // "node|side" of each suspect
 	ownBad      map[string]int
+	// unjudged are directions nothing judged: no ceiling, no latency
+	// table, fewer than three peers.
+	unjudged []string
 }
 
 // selectRecords keeps this test's records between known nodes: the final
@@ -374,6 +377,12 @@ func (a *analysis) judgeDirection(d *Direction) {
 	}
 	if r, ok := a.dirRetests[d.dirKey()]; ok && d.Bad {
 		d.Retest = &r
+	}
+	// Passing against nothing is no pass: with no rate declared, no
+	// latency table and under three directions of its class, a direction
+	// at a tenth of its link has no one to be told from.
+	if !d.Bad && ref == 0 && !a.useAbsolute && !a.clusterBelow && a.lat == nil {
+		a.unjudged = append(a.unjudged, d.From+" → "+d.To)
 	}
 }
 
@@ -738,6 +747,11 @@ func (a *analysis) findings() []check.Finding {
 	if len(a.rep.Directions) == 0 {
 		fs = append(fs, check.Finding{Check: "bench.run", Outcome: check.Unknown, Subject: "cluster", Message: "nothing was measured"})
 	}
+	if u := a.unjudged; len(u) > 0 {
+		fs = append(fs, check.Finding{Check: "bench.run", Outcome: check.Unknown, Subject: "cluster",
+			Message: fmt.Sprintf("%d direction(s) could not be judged: no link rate is declared and their link class has fewer than three measured directions to compare them with (%s)", len(u), strings.Join(u, ", ")),
+			Fix:     []string{"declare link.rate in the cluster file (the ports' rate, as ibstat or ethtool shows it), or measure at least three directions of each link class"}})
+	}
 	return fs
 }
 
@@ -942,8 +956,13 @@ func (a *analysis) linkFindings() []check.Finding {
 func (a *analysis) goodNodeFindings() []check.Finding {
 	rep := a.rep
 	var fs []check.Finding
+	unjudged := map[string]bool{}
+	for _, u := range a.unjudged {
+		from, to, _ := strings.Cut(u, " → ")
+		unjudged[from], unjudged[to] = true, true
+	}
 	for _, n := range rep.Nodes {
-		if n.Out != "" || n.Failed > 0 || a.ownBad[n.Name] > 0 || a.suspectSide[n.Name+"|"+Send] || a.suspectSide[n.Name+"|"+Receive] || n.SendTotal+n.RecvTotal == 0 {
+		if n.Out != "" || n.Failed > 0 || a.ownBad[n.Name] > 0 || a.suspectSide[n.Name+"|"+Send] || a.suspectSide[n.Name+"|"+Receive] || n.SendTotal+n.RecvTotal == 0 || unjudged[n.Name] {
 			continue
 		}
 		msg := fmt.Sprintf("%s sends at %s and receives at %s (medians over %d and %d partners), judged against %s", n.Name,

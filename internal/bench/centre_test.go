@@ -2,6 +2,7 @@ package bench
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/rdmalab/rdmalab/internal/check"
@@ -84,5 +85,30 @@ func TestCentreAbsurdValueFails(t *testing.T) {
 	}
 	if !slices.Equal(got, []string{"bench.direction.slow n1 → n2"}) {
 		t.Errorf("failed %v\n%+v", got, rep.Findings)
+	}
+}
+
+// Two nodes, no rate declared, a TCP run: each direction has one peer
+// at most, so 0.5 Gb/s against 9.5 Gb/s the other way is judged by
+// nothing; the run is unproven (bench.run unknown, with what would answer
+// it), never a pass for either node.
+func TestCentreNothingToJudgeAgainst(t *testing.T) {
+	c := testCluster(t, 2, "")
+	recs := recorded(c, func(from, to string) []float64 {
+		if from == "n1" {
+			return []float64{0.5}
+		}
+		return []float64{9.5}
+	})
+	rep := Analyze(c, "tcp", "bw", false, recs, nil, nil)
+	var got []string
+	for _, f := range rep.Findings {
+		got = append(got, string(f.Outcome)+" "+f.Check)
+		if f.Check == "bench.run" && (len(f.Fix) == 0 || !strings.Contains(f.Fix[0], "link.rate")) {
+			t.Errorf("the unknown names what would answer it: %+v", f)
+		}
+	}
+	if !slices.Equal(got, []string{"unknown bench.run"}) {
+		t.Errorf("got %v", got)
 	}
 }
