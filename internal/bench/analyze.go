@@ -409,7 +409,8 @@ func (a *analysis) againstPeers(d *Direction, v float64) (why, noisy []string) {
 	}
 	if a.rep.Latency && d.Share > t.Latency {
 		w := fmt.Sprintf("%.1f× the peers' median p50 %.2f µs", d.Share, ref)
-		if d.Share-1 > d.Noise {
+		// Likewise no noise hides a p50 at twice the bad threshold.
+		if d.Share-1 > d.Noise || d.Share > 2*t.Latency {
 			why = append(why, w)
 		} else {
 			noisy = append(noisy, fmt.Sprintf("%s, inside the run's own noise (%.0f%%)", w, 100*d.Noise))

@@ -112,3 +112,23 @@ func TestCentreNothingToJudgeAgainst(t *testing.T) {
 		t.Errorf("got %v", got)
 	}
 }
+
+// Latency alike: a p50 at ten times its peers whose own samples spread
+// wildly (1, 300, 3000 µs) is bad, not noisy: no spread hides a p50 at
+// twice the bad threshold.
+func TestCentreLatencyBeyondNoise(t *testing.T) {
+	c := testCluster(t, 3, "")
+	recs := []Record{{From: "n1", To: "n3", P50Us: 30}, {From: "n3", To: "n1", P50Us: 31}, {From: "n2", To: "n3", P50Us: 300}, {From: "n3", To: "n2", P50Us: 32}}
+	for i := range recs {
+		recs[i].Engine, recs[i].Test, recs[i].SamplesP50Us = "tcp", "lat", []float64{recs[i].P50Us}
+	}
+	recs[2].SamplesP50Us = []float64{1, 300, 3000}
+	rep := Analyze(c, "tcp", "lat", true, recs, nil, nil)
+	var slow []string
+	for _, f := range findingsOf(rep, check.Fail) {
+		slow = append(slow, f.Check+" "+f.Subject)
+	}
+	if !slices.Equal(slow, []string{"bench.direction.slow n2 → n3"}) {
+		t.Errorf("failed %v\n%+v", slow, rep.Findings)
+	}
+}
