@@ -929,7 +929,9 @@ func (a *analysis) linkFindings() []check.Finding {
 	rep := a.rep
 	var fs []check.Finding
 	if a.rateSuspect {
-		fs = append(fs, check.Finding{Check: "bench.link.rate-suspect", Outcome: check.Warn, Subject: "cluster file link",
+		// Every direction above what its link can carry: nothing was
+		// judged against physics, so the run proves nothing healthy.
+		fs = append(fs, check.Finding{Check: "bench.link.rate-suspect", Outcome: check.Unknown, Subject: "cluster file link",
 			Message: fmt.Sprintf("the cluster's median %s is %.0f%% of what %s can carry: no link carries more than its ceiling, so the declared rate is likely wrong (the measurements suggest at least %.0f Gb/s), or the measurement is (see any perftest warning); judged against the peers only",
 				rep.FormatValue(rep.MedianValue), 100*a.medianShare, rep.Link, rep.MedianValue),
 			Fix: []string{"set link.rate in the cluster file to the ports' real rate (ibstat / ethtool)"}})

@@ -42,7 +42,7 @@ var Catalog = []check.Entry{
 		Why:    "When the whole cluster measures above what the declared link can carry, the declared rate is wrong (or the measurement is), so verdicts against it mean nothing.",
 		Source: "linkrate ceilings vs the cluster's median",
 		Fixes:  []string{"set link.rate in the cluster file to the ports' real rate (ibstat / ethtool)"},
-		Needs:  "a declared link rate and the cluster's median", UnknownWhen: "never: without a declared rate the cluster is judged against its peers only"},
+		Needs:  "a declared link rate and the cluster's median", UnknownWhen: "the cluster's median is above what the declared rate carries (from five directions; with fewer, every one): the run is unproven until the rate is right"},
 	{ID: "bench.link.below-ceiling", Title: "The cluster reaches what its links carry",
 		Why:    "When every node is equally slow, no peer comparison finds it: only the link's ceiling does. A cluster-wide cause (rate, MTU, PCIe, governor, test size).",
 		Source: "linkrate ceilings (rate, encoding, headers, MTU, PCIe)",
