@@ -25,7 +25,12 @@ direction in each run) and never below 5%: a change inside the noise is
 "no change". A node whose send or receive side got worse with most of its
 partners is named. docs/compare.md describes it.
 
-Exit codes: 0 nothing got worse, 1 something got worse, 2 could not run.`,
+A direction measured in RUN_A that fell to 0, failed or vanished in RUN_B
+got worse; a value that is not finite or above what any link carries is no
+measurement and fails; RUN_A and RUN_B that are one run prove nothing.
+
+Exit codes: 0 nothing got worse, 1 something got worse, 2 could not run,
+3 unproven (the two runs are one run).`,
 		Example: `  rdmalab compare optimised.jsonl contended.jsonl
   rdmalab compare internal/compare/testdata/seed000-optimised.jsonl internal/compare/testdata/seed000-wrong-numa.jsonl
   rdmalab compare -o json before.jsonl after.jsonl`,

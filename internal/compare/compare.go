@@ -10,6 +10,7 @@ package compare
 import (
 	"bytes"
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/bench"
 	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"github.com/rdmalab/rdmalab/internal/nccl"
 )
 
@@ -75,9 +77,19 @@ type Result struct {
 	What       string      `json:"what"` // "perftest ib_write_lat", "all_reduce"
 	Directions []Direction `json:"directions"`
 	Nodes      []Node      `json:"nodes,omitempty"`
-	// OnlyInA / OnlyInB are directions measured in one run only.
-	OnlyInA  []string        `json:"only_in_a,omitempty"`
-	OnlyInB  []string        `json:"only_in_b,omitempty"`
+	// OnlyInA / OnlyInB are directions measured in one run only: one
+	// that vanished from B (absent, or failed there) got worse.
+	OnlyInA []string `json:"only_in_a,omitempty"`
+	OnlyInB []string `json:"only_in_b,omitempty"`
+	// FailedInB holds, per direction of OnlyInA that B ran and failed,
+	// B's error.
+	FailedInB map[string]string `json:"failed_in_b,omitempty"`
+	// Absurd lists values that are no measurement (not finite, negative,
+	// above what any link or GPU carries), with where they are.
+	Absurd []string `json:"absurd,omitempty"`
+	// Self: the two runs are one run (the same bytes, or every compared
+	// direction the same measurement): nothing can have changed.
+	Self     bool            `json:"self,omitempty"`
 	Findings []check.Finding `json:"-"`
 }
 
@@ -101,13 +113,14 @@ func isLog(b []byte) bool {
 type key struct{ engine, test, from, to string }
 
 // finals are the last measurement of each direction (retests are not the
-// run's measurement; failed directions have none).
-func finals(name string, b []byte) (map[key]bench.Record, error) {
+// run's measurement), and the error of each direction whose last attempt
+// failed.
+func finals(name string, b []byte) (map[key]bench.Record, map[key]string, error) {
 	_, recs, _, err := bench.Results.Parse(b)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
-	out := map[key]bench.Record{}
+	out, failed := map[key]bench.Record{}, map[key]string{}
 	for _, r := range recs {
 		if r.Retest {
 			continue
@@ -115,26 +128,58 @@ func finals(name string, b []byte) (map[key]bench.Record, error) {
 		k := key{r.Engine, r.Test, r.From, r.To}
 		if r.Failed() {
 			delete(out, k)
+			failed[k] = cmp.Or(r.Error, r.NotMeasured, "timed out")
 			continue
 		}
+		delete(failed, k)
 		out[k] = r
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no direction was measured", name)
+	if len(out)+len(failed) == 0 {
+		return nil, nil, fmt.Errorf("%s: no direction was measured", name)
 	}
-	return out, nil
+	return out, failed, nil
+}
+
+// absurd says why a bandwidth (Gb/s) or latency (µs) is no measurement,
+// or "".
+func absurd(v, most float64, unit string) string {
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return fmt.Sprintf("%v is not a number", v)
+	case v < 0:
+		return fmt.Sprintf("%g %s is negative", v, unit)
+	case most > 0 && v > most:
+		return fmt.Sprintf("%g %s is more than any link or GPU carries (%g %s)", v, unit, most, unit)
+	}
+	return ""
+}
+
+// recordAbsurd names a record's values that are no measurement.
+func recordAbsurd(run string, r bench.Record) []string {
+	var out []string
+	check := func(what string, vs []float64, most float64, unit string) {
+		for _, v := range vs {
+			if why := absurd(v, most, unit); why != "" {
+				out = append(out, fmt.Sprintf("%s: %s → %s %s %s", run, r.From, r.To, what, why))
+				return
+			}
+		}
+	}
+	check("bandwidth", append([]float64{r.Gbps}, r.SamplesGbps...), linkrate.FastestGbps(), "Gb/s")
+	check("latency", append([]float64{r.P50Us, r.P99Us, r.P999Us}, slices.Concat(r.SamplesP50Us, r.SamplesP99Us, r.SamplesP999Us)...), 0, "µs")
+	return out
 }
 
 func compareLogs(aName string, a []byte, bName string, b []byte) (*Result, error) {
-	fa, err := finals(aName, a)
+	fa, _, err := finals(aName, a)
 	if err != nil {
 		return nil, err
 	}
-	fb, err := finals(bName, b)
+	fb, failedB, err := finals(bName, b)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{A: aName, B: bName, Kind: "bench"}
+	res := &Result{A: aName, B: bName, Kind: "bench", Self: bytes.Equal(bytes.TrimSpace(a), bytes.TrimSpace(b))}
 	var keys []key
 	tests := map[string]bool{}
 	for k := range fa {
@@ -142,7 +187,14 @@ func compareLogs(aName string, a []byte, bName string, b []byte) (*Result, error
 			keys = append(keys, k)
 			tests[k.engine+" "+k.test] = true
 		} else {
-			res.OnlyInA = append(res.OnlyInA, k.from+" → "+k.to+" ("+k.engine+" "+k.test+")")
+			name := k.from + " → " + k.to + " (" + k.engine + " " + k.test + ")"
+			res.OnlyInA = append(res.OnlyInA, name)
+			if e, ok := failedB[k]; ok {
+				if res.FailedInB == nil {
+					res.FailedInB = map[string]string{}
+				}
+				res.FailedInB[name] = e
+			}
 		}
 	}
 	for k := range fb {
@@ -152,7 +204,9 @@ func compareLogs(aName string, a []byte, bName string, b []byte) (*Result, error
 	}
 	slices.Sort(res.OnlyInA)
 	slices.Sort(res.OnlyInB)
-	if len(keys) == 0 {
+	// Two logs of different tests are not two runs of one measurement;
+	// a newer run of the same test whose every direction failed is.
+	if len(keys) == 0 && len(res.FailedInB) == 0 {
 		return nil, errors.New(aName + " and " + bName + " have no direction of the same test in common")
 	}
 	var names []string
@@ -164,25 +218,40 @@ func compareLogs(aName string, a []byte, bName string, b []byte) (*Result, error
 	slices.SortFunc(keys, func(x, y key) int {
 		return cmp.Or(cmp.Compare(x.engine, y.engine), cmp.Compare(x.test, y.test), cmp.Compare(x.from, y.from), cmp.Compare(x.to, y.to))
 	})
+	// One run given twice: every compared direction the same measurement
+	// (its start time and values), whatever the files' other bytes.
+	sameAll := len(keys) > 0 && len(fa) == len(fb)
+	for _, k := range keys {
+		ra, rb := fa[k], fb[k]
+		res.Absurd = append(res.Absurd, recordAbsurd(aName, ra)...)
+		res.Absurd = append(res.Absurd, recordAbsurd(bName, rb)...)
+		ja, _ := json.Marshal(ra)
+		jb, _ := json.Marshal(rb)
+		sameAll = sameAll && !ra.Started.IsZero() && bytes.Equal(ja, jb)
+	}
+	res.Self = res.Self || sameAll
 	for _, k := range keys {
 		ra, rb := fa[k], fb[k]
 		d := Direction{From: k.from, To: k.to, Subject: k.from + " → " + k.to}
 		if len(tests) > 1 {
 			d.Subject += " (" + k.engine + " " + k.test + ")"
 		}
-		if ra.Gbps > 0 && rb.Gbps > 0 {
+		// A bandwidth in either run is compared: one that fell to 0 (or
+		// kept no sample) is a change of −100%, never left out.
+		if ra.Gbps > 0 || rb.Gbps > 0 {
 			d.Changes = append(d.Changes, change("bandwidth", "Gb/s", true, samples(ra.SamplesGbps, ra.Gbps), samples(rb.SamplesGbps, rb.Gbps)))
 		}
 		for _, m := range []struct {
 			name   string
+			a, b   float64
 			sa, sb []float64
 		}{
-			{"p50", samples(ra.SamplesP50Us, ra.P50Us), samples(rb.SamplesP50Us, rb.P50Us)},
-			{"p99", samples(ra.SamplesP99Us, ra.P99Us), samples(rb.SamplesP99Us, rb.P99Us)},
-			{"p99.9", samples(ra.SamplesP999Us, ra.P999Us), samples(rb.SamplesP999Us, rb.P999Us)},
+			{"p50", ra.P50Us, rb.P50Us, ra.SamplesP50Us, rb.SamplesP50Us},
+			{"p99", ra.P99Us, rb.P99Us, ra.SamplesP99Us, rb.SamplesP99Us},
+			{"p99.9", ra.P999Us, rb.P999Us, ra.SamplesP999Us, rb.SamplesP999Us},
 		} {
-			if len(m.sa) > 0 && len(m.sb) > 0 {
-				d.Changes = append(d.Changes, change(m.name, "µs", false, m.sa, m.sb))
+			if m.a > 0 || m.b > 0 || len(m.sa)+len(m.sb) > 0 {
+				d.Changes = append(d.Changes, change(m.name, "µs", false, samples(m.sa, m.a), samples(m.sb, m.b)))
 			}
 		}
 		if len(d.Changes) == 0 {
@@ -196,16 +265,20 @@ func compareLogs(aName string, a []byte, bName string, b []byte) (*Result, error
 	return res, nil
 }
 
-// samples are a record's samples, or its one value when it kept none.
+// samples are a record's finite positive samples, or its one value when
+// it kept none; a run that measured nothing is one sample of 0.
 func samples(s []float64, v float64) []float64 {
 	var out []float64
 	for _, x := range s {
-		if x > 0 {
+		if x > 0 && !math.IsInf(x, 0) {
 			out = append(out, x)
 		}
 	}
-	if len(out) == 0 && v > 0 {
+	if len(out) == 0 && v > 0 && !math.IsInf(v, 0) {
 		out = []float64{v}
+	}
+	if len(out) == 0 {
+		out = []float64{0}
 	}
 	return out
 }
@@ -225,6 +298,9 @@ func change(metric, unit string, higherBetter bool, sa, sb []float64) Change {
 	c.Delta = (c.B - c.A) / math.Max(c.A, 1e-12)
 	c.Noise = max(Floor, spread(sa), spread(sb))
 	switch {
+	case c.A > 0 && c.B == 0:
+		// Fell to nothing: no measurement is worse, latency included.
+		c.Verdict = Worse
 	case math.Abs(c.Delta) <= c.Noise:
 		c.Verdict = NoChange
 	case (c.Delta > 0) == higherBetter:
@@ -335,14 +411,28 @@ func findings(r *Result) []check.Finding {
 		fs = append(fs, check.Finding{Check: "compare.direction", Outcome: check.Pass, Subject: fmt.Sprintf("%d of %d", same, len(r.Directions)),
 			Message: fmt.Sprintf("%d of %d compared directions: no change (every metric within the runs' own noise, at least %.0f%%)", same, len(r.Directions), 100*Floor)})
 	}
-	for _, o := range []struct {
-		run  string
-		dirs []string
-	}{{r.A, r.OnlyInA}, {r.B, r.OnlyInB}} {
-		if len(o.dirs) > 0 {
-			fs = append(fs, check.Finding{Check: "compare.missing", Outcome: check.Warn, Subject: fmt.Sprintf("%d direction(s)", len(o.dirs)),
-				Message: fmt.Sprintf("measured only in %s, so not compared: %s", o.run, strings.Join(o.dirs, ", "))})
+	// Vanished from the newer run: absent or failed there, it got worse.
+	for _, d := range r.OnlyInA {
+		msg := fmt.Sprintf("measured in %s, not in %s: it vanished (a direction that no longer carries anything is worse, not left out)", r.A, r.B)
+		if e, ok := r.FailedInB[d]; ok {
+			msg = fmt.Sprintf("measured in %s, failed in %s: %s", r.A, r.B, e)
 		}
+		fs = append(fs, check.Finding{Check: "compare.missing", Outcome: check.Fail, Subject: d, Message: msg,
+			Fix: []string{"rdmalab bench --resume the run " + r.B + " came from, or find why the direction no longer runs (rdmalab doctor on both ends)"}})
+	}
+	if len(r.OnlyInB) > 0 {
+		fs = append(fs, check.Finding{Check: "compare.missing", Outcome: check.Warn, Subject: fmt.Sprintf("%d direction(s)", len(r.OnlyInB)),
+			Message: fmt.Sprintf("measured only in %s, so not compared: %s", r.B, strings.Join(r.OnlyInB, ", "))})
+	}
+	for _, a := range r.Absurd {
+		fs = append(fs, check.Finding{Check: "compare.absurd", Outcome: check.Fail, Subject: strings.SplitN(a, ": ", 2)[0],
+			Message: "no measurement: " + a,
+			Fix:     []string{"measure again; a tool printing this measured nothing (a timer or counter wrapped, a division by zero)"}})
+	}
+	if r.Self {
+		fs = append(fs, check.Finding{Check: "compare.self", Outcome: check.Unknown, Subject: r.B,
+			Message: fmt.Sprintf("%s and %s are one run (the same measurements): a run compared with itself cannot show whether anything got worse", r.A, r.B),
+			Fix:     []string{"give the earlier run as RUN_A and a newer run of the same test as RUN_B"}})
 	}
 	return fs
 }
@@ -380,7 +470,22 @@ func compareNCCL(aName string, a []byte, bName string, b []byte) (*Result, error
 			return nil, fmt.Errorf("%s: neither a bench results log nor nccl-tests output with a result table", x.name)
 		}
 	}
-	res := &Result{A: aName, B: bName, Kind: "nccl-tests"}
+	res := &Result{A: aName, B: bName, Kind: "nccl-tests", Self: bytes.Equal(bytes.TrimSpace(a), bytes.TrimSpace(b))}
+	for _, x := range []struct {
+		name string
+		runs []*nccl.TestRun
+	}{{aName, ra}, {bName, rb}} {
+		for i, run := range x.runs {
+			for _, row := range run.Rows {
+				for _, v := range []float64{row.OutOfPlace.AlgbwGBps, row.OutOfPlace.BusbwGBps, row.InPlace.AlgbwGBps, row.InPlace.BusbwGBps} {
+					if why := absurd(v, linkrate.GPUFabricMaxGBps, "GB/s"); why != "" {
+						res.Absurd = append(res.Absurd, fmt.Sprintf("%s: run %d size %d B bandwidth %s", x.name, i+1, row.SizeBytes, why))
+						break
+					}
+				}
+			}
+		}
+	}
 	var what []string
 	for i := range min(len(ra), len(rb)) {
 		coll := ra[i].Collective
@@ -393,9 +498,11 @@ func compareNCCL(aName string, a []byte, bName string, b []byte) (*Result, error
 			what = append(what, coll)
 		}
 		sa, sb := plateau(ra[i]), plateau(rb[i])
-		if len(sa) == 0 || len(sb) == 0 {
+		if len(sa) == 0 && len(sb) == 0 {
 			continue
 		}
+		// A plateau in one run only: the other measured nothing (0).
+		sa, sb = samples(sa, 0), samples(sb, 0)
 		d := Direction{Subject: subject, Changes: []Change{change("busbw", "GB/s", true, sa, sb)}}
 		d.Verdict = overall(d.Changes)
 		res.Directions = append(res.Directions, d)
@@ -425,7 +532,7 @@ func plateau(r *nccl.TestRun) []float64 {
 	slices.SortFunc(rows, func(x, y nccl.Row) int { return cmp.Compare(y.SizeBytes, x.SizeBytes) })
 	var out []float64
 	for _, row := range rows[:min(3, len(rows))] {
-		if row.OutOfPlace.BusbwGBps > 0 {
+		if v := row.OutOfPlace.BusbwGBps; v > 0 && absurd(v, linkrate.GPUFabricMaxGBps, "GB/s") == "" {
 			out = append(out, row.OutOfPlace.BusbwGBps)
 		}
 	}

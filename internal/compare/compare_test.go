@@ -148,7 +148,8 @@ func TestCompareNoiseAndNodes(t *testing.T) {
 			fails = append(fails, f.Check+" "+f.Host+" "+f.Subject)
 		}
 	}
-	want := []string{"compare.node n2 send side", "compare.direction  n2 → n1", "compare.direction  n2 → n3", "compare.direction  n2 → n4"}
+	// n4 → n1 vanished from the newer run: worse, never left out.
+	want := []string{"compare.node n2 send side", "compare.direction  n2 → n1", "compare.direction  n2 → n3", "compare.direction  n2 → n4", "compare.missing  n4 → n1 (tcp bw)"}
 	if !slices.Equal(fails, want) {
 		t.Errorf("got %q", fails)
 	}
@@ -174,9 +175,13 @@ func TestCompareNCCLTests(t *testing.T) {
 	if got := verdicts(r); !slices.Equal(got, []string{"run 1 busbw better"}) || r.Directions[0].Changes[0].Describe() != "busbw 8.16 → 9.68 GB/s (+19%, noise 5%): better" {
 		t.Errorf("%v %+v", got, r.Directions)
 	}
+	// A run against itself: no change, and said to prove nothing.
 	r, err = Run("a", mtu1024, "b", mtu1024)
-	if err != nil || check.Failed(r.Findings) || r.Directions[0].Verdict != NoChange {
+	if err != nil || check.Failed(r.Findings) || r.Directions[0].Verdict != NoChange || !r.Self {
 		t.Errorf("%v %+v", err, r)
+	}
+	if got := outcomes(r); !slices.Contains(got, "unknown compare.self b") {
+		t.Errorf("self-comparison not said: %v", got)
 	}
 	if _, err := Run("a", mtu1024, "b", []byte("hello\n")); err == nil || !strings.Contains(err.Error(), "b:") {
 		t.Errorf("not nccl-tests output: %v", err)

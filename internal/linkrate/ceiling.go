@@ -1,6 +1,9 @@
 package linkrate
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Per-packet overheads in bytes on the wire.
 const (
@@ -176,3 +179,16 @@ func BusbwCeilingGBps(l Link, rails int) float64 {
 // all_reduce formula with in-switch reduction, NVLS): a number beyond is a
 // measurement error, not a fast machine.
 const NVLinkMaxGBps = 900
+
+// FastestGbps is the most any one link the tables know carries: the
+// widest width at the fastest lane (12X XDR). A bandwidth measured above it
+// on one direction is no measurement.
+func FastestGbps() float64 {
+	return float64(slices.Max(Widths)) * Speeds[len(Speeds)-1].LaneGbps
+}
+
+// GPUFabricMaxGBps is the most one GPU moves, both ways: NVLink 5, 18
+// links of 50 GB/s each way (1.8 TB/s, Blackwell). No collective's bus
+// bandwidth per GPU exceeds it; nccl-tests printing more printed no
+// measurement.
+const GPUFabricMaxGBps = 2 * NVLinkMaxGBps

@@ -3,11 +3,13 @@ package report
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
 	"github.com/rdmalab/rdmalab/internal/bench"
 	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/cluster"
 	"github.com/rdmalab/rdmalab/internal/compare"
 	"github.com/rdmalab/rdmalab/internal/fabric"
 	"github.com/rdmalab/rdmalab/internal/host"
@@ -21,8 +23,11 @@ import (
 type ClusterView struct {
 	Verdict Verdict
 	Counts  Counts
-	Sources []string
-	Skipped []string
+	// NodeCount is every node any input names: hosts, and the nodes of
+	// every bench test.
+	NodeCount int
+	Sources   []string
+	Skipped   []string
 	// Repeated names inputs given more than once (a file twice, copies of
 	// one snapshot), each once with its count.
 	Repeated []string
@@ -191,6 +196,12 @@ func NewClusterView(in *intake.Inputs) *ClusterView {
 	v.Benches, unmatched = newBenchViews(in.Bench, benchFs)
 	// Bench findings about no pair or node of the results are never lost.
 	v.Fleet = NewFindingsView(append(fleet, unmatched...))
+	for _, b := range v.Benches {
+		for _, n := range b.Nodes {
+			names[n] = true
+		}
+	}
+	v.NodeCount = len(names)
 	return v
 }
 
@@ -305,7 +316,7 @@ func newFabricView(s *fabric.Snapshot, fs []check.Finding) FabricView {
 			Now:     fmt.Sprintf("%s %s %g Gb/s", l.A.Width, l.A.Speed, l.A.RateGbps),
 			CouldBe: strings.TrimSpace(cmp.Or(l.A.CouldBeWidth, l.B.CouldBeWidth) + " " + cmp.Or(l.A.CouldBeSpeed, l.B.CouldBeSpeed))}
 		for _, f := range fs {
-			if f.Outcome == check.Pass || (f.Subject != r.Name && f.Subject != r.A && f.Subject != r.B) {
+			if f.Outcome == check.Pass || !onLink(f.Subject, r) {
 				continue
 			}
 			r.Problems = append(r.Problems, f.Check+": "+f.Message)
@@ -325,6 +336,17 @@ func newFabricView(s *fabric.Snapshot, fs []check.Finding) FabricView {
 	// findings cannot be told apart by subject alone.
 	v.Findings = NewFindingsView(fs)
 	return v
+}
+
+// onLink: a finding's subject is the link, one of its ports, or a
+// counter of one of them ("lab02 HCA-1 port 1 SymbolErrorCounter").
+func onLink(subject string, r LinkRow) bool {
+	for _, s := range []string{r.Name, r.A, r.B} {
+		if s != "" && (subject == s || strings.HasPrefix(subject, s+" ")) {
+			return true
+		}
+	}
+	return false
 }
 
 // degradedRank puts links that could run faster before those that cannot.
@@ -366,6 +388,7 @@ type BenchView struct {
 const (
 	CellGood        = "good"
 	CellBad         = "bad"
+	CellNoisy       = "noisy" // short, but inside the run's own noise: measure again
 	CellAbove       = "above ceiling"
 	CellFailed      = "failed"
 	CellTimedOut    = "timed out"
@@ -374,7 +397,7 @@ const (
 )
 
 // CellStates lists cell states in the order counts are printed.
-var CellStates = []string{CellGood, CellBad, CellAbove, CellFailed, CellTimedOut, CellNotMeasured, CellMissing}
+var CellStates = []string{CellGood, CellBad, CellNoisy, CellAbove, CellFailed, CellTimedOut, CellNotMeasured, CellMissing}
 
 // DirCell is one direction's final measurement.
 type DirCell struct {
@@ -530,11 +553,25 @@ func dirCell(rep *bench.Report, d bench.Direction, c DirCell) DirCell {
 		return c
 	}
 	c.State, c.Text = CellGood, d.Why
-	if d.Bad {
+	// A cell is good only when nothing holds it short of its ceiling:
+	// above AboveCeiling of it is a measurement error (never good, even
+	// when the whole run overruled the declared rate), and below Healthy
+	// it is not healthy, even when the verdict is the whole cluster's
+	// (bench.link.below-ceiling) rather than the direction's. The
+	// thresholds are the one table (cluster.DefaultThresholds) the legend
+	// prints.
+	t := cluster.DefaultThresholds
+	switch {
+	case d.Bad:
 		c.State = CellBad
-	} else if d.Above {
+	case d.Above || (d.CeilingGbps > 0 && d.CeilingShare > t.AboveCeiling):
 		c.State = CellAbove
-		c.Text = fmt.Sprintf("above what %s can carry (%.0f%% of %.2f Gb/s): the rate or the measurement is suspect", d.Link, 100*d.CeilingShare, d.CeilingGbps)
+		c.Text = fmt.Sprintf("above what %s can carry (%.0f%% of %.2f Gb/s): a measurement error or a wrong rate, never good", d.Link, 100*d.CeilingShare, d.CeilingGbps)
+	case d.Noisy:
+		c.State, c.Text = CellNoisy, d.NoisyWhy
+	case rep.RateDeclared && d.CeilingGbps > 0 && d.CeilingShare < t.Healthy:
+		c.State = CellBad
+		c.Text = fmt.Sprintf("%.0f%% of what %s can carry (%.2f Gb/s), below healthy (%.0f%%)", math.Floor(100*d.CeilingShare), d.Link, d.CeilingGbps, 100*t.Healthy)
 	}
 	v := valueOf(rep, d)
 	switch {

@@ -14,8 +14,12 @@ import (
 // each metric in both runs, its change and the noise it was judged
 // against, then each node's sides, then the findings.
 func Compare(w io.Writer, r *compare.Result) {
-	fmt.Fprintf(w, "%s → %s: %s, %d direction(s) compared; a change inside the runs' own noise (at least %.0f%%) is no change\n\n",
+	fmt.Fprintf(w, "%s → %s: %s, %d direction(s) compared; a change inside the runs' own noise (at least %.0f%%) is no change\n",
 		r.A, r.B, r.What, len(r.Directions), 100*compare.Floor)
+	if r.Self {
+		fmt.Fprintf(w, "these are one run given twice: nothing can have changed, and nothing is proven\n")
+	}
+	fmt.Fprintln(w)
 	t := newTable(w, "Directions")
 	t.AppendHeader(table.Row{"Direction", "Metric", "A", "B", "Change", "Noise", "Verdict"})
 	for _, d := range r.Directions {

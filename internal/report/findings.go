@@ -46,6 +46,28 @@ func Findings(w io.Writer, fs []check.Finding, verbose bool) {
 	}
 }
 
+// Said is a finding as one line says it: "host subject: message", with
+// the host left out of the subject when the subject already names it and
+// the subject left out of the message when the message already opens with
+// it (documents written by older versions repeat both).
+func Said(f check.Finding) string {
+	who := f.Subject
+	if f.Host != "" && !strings.HasPrefix(f.Subject, f.Host+" ") && f.Subject != f.Host {
+		who = strings.TrimSpace(f.Host + " " + f.Subject)
+	}
+	msg := f.Message
+	for _, p := range []string{who, f.Subject} {
+		if p != "" && strings.HasPrefix(msg, p+": ") {
+			msg = strings.TrimPrefix(msg, p+": ")
+			break
+		}
+	}
+	if who == "" {
+		return msg
+	}
+	return who + ": " + msg
+}
+
 // findingLine prints "  check-id   subject: message": on a wide terminal
 // in two columns, on a narrow one the id on its own line and the text
 // wrapped under it.
@@ -79,11 +101,7 @@ func (p *Printer) counts(c Counts) string {
 // descriptions), and a newline or an escape sequence in one must not
 // forge a line or drive the terminal.
 func findingText(f check.Finding) string {
-	who := f.Subject
-	if f.Host != "" {
-		who = f.Host + " " + f.Subject
-	}
-	return userfile.Line(who + ": " + f.Message)
+	return userfile.Line(Said(f))
 }
 
 // NHC prints one line per failure, the way LBNL NHC reports to Slurm

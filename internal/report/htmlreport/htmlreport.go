@@ -57,6 +57,7 @@ func Write(w io.Writer, v *report.ClusterView, o Options) error {
 var pageTmpl = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("page").Funcs(template.FuncMap{
 		"upper":   strings.ToUpper,
+		"said":    report.Said,
 		"outcome": func(o check.Outcome) string { return string(o) },
 		"level":   levelClass,
 		"plural":  func(n int, one, many string) string { return map[bool]string{true: one, false: many}[n == 1] },
@@ -106,19 +107,51 @@ type sideRow struct {
 	Failed                                   int
 }
 
-// Okabe–Ito outcome colours live in report.css; the heatmaps use viridis,
-// which stays ordered in lightness for every kind of colour vision.
-var viridis = []struct {
+// The heatmaps' colours are the verdict's, from the Okabe–Ito palette
+// the outcome badges use (report.css), safe for every kind of colour
+// vision and read the usual way: bluish green good, yellow noisy (measure
+// again), orange degraded, vermillion broken or bad, reddish purple a
+// measurement above the ceiling (no measurement), black failed, grey not
+// measured. A cell is coloured by its state, never by its share alone, so
+// colour and verdict cannot disagree; the number and share are printed in
+// it. Unjudged numbers (p99.9) use a single-hue blue ramp, light to dark.
+const (
+	fillGood     = "#009E73"
+	fillNoisy    = "#F0E442"
+	fillDegraded = "#E69F00"
+	fillBad      = "#D55E00"
+	fillAbove    = "#CC79A7"
+)
+
+// stateFill is a judged cell's colour and ink.
+func stateFill(b report.BenchView, c report.DirCell) (fill, ink string) {
+	switch c.State {
+	case report.CellGood:
+		return fillGood, "#000"
+	case report.CellNoisy:
+		return fillNoisy, "#000"
+	case report.CellAbove:
+		return fillAbove, "#000"
+	case report.CellBad:
+		if b.RateDeclared && c.CeilingGbps > 0 && c.CeilingShare >= cluster.DefaultThresholds.Degraded {
+			return fillDegraded, "#000"
+		}
+		return fillBad, "#000"
+	}
+	return "#e8e8e8", "#000"
+}
+
+// blues is the unjudged ramp (ColorBrewer Blues, light to dark).
+var blues = []struct {
 	at      float64
 	r, g, b float64
-}{{0, 68, 1, 84}, {0.25, 59, 82, 139}, {0.5, 33, 145, 140}, {0.75, 94, 201, 98}, {1, 253, 231, 37}}
+}{{0, 239, 243, 255}, {0.5, 107, 174, 214}, {1, 8, 48, 107}}
 
-// ramp returns the viridis colour at x in [0,1] and the ink (text colour)
-// readable on it.
+// ramp returns the blue at x in [0,1] and the ink readable on it.
 func ramp(x float64) (fill, ink string) {
 	x = math.Max(0, math.Min(1, x))
-	for i := 1; i < len(viridis); i++ {
-		a, b := viridis[i-1], viridis[i]
+	for i := 1; i < len(blues); i++ {
+		a, b := blues[i-1], blues[i]
 		if x <= b.at {
 			t := (x - a.at) / (b.at - a.at)
 			r, g, bl := a.r+t*(b.r-a.r), a.g+t*(b.g-a.g), a.b+t*(b.b-a.b)
@@ -129,7 +162,7 @@ func ramp(x float64) (fill, ink string) {
 			return fmt.Sprintf("#%02x%02x%02x", int(r), int(g), int(bl)), ink
 		}
 	}
-	return "#fde725", "#000"
+	return "#08306b", "#fff"
 }
 
 type heatmap struct {
@@ -172,9 +205,9 @@ const (
 )
 
 // stateClass and stateBadge: a cell state as a CSS class and an outcome badge.
-var stateClass = map[string]string{report.CellGood: "good", report.CellBad: "bad", report.CellAbove: "above", report.CellFailed: "failed",
+var stateClass = map[string]string{report.CellGood: "good", report.CellBad: "bad", report.CellNoisy: "noisy", report.CellAbove: "above", report.CellFailed: "failed",
 	report.CellTimedOut: "timedout", report.CellNotMeasured: "notmeasured", report.CellMissing: "missing"}
-var stateBadge = map[string]string{report.CellGood: "pass", report.CellBad: "fail", report.CellAbove: "warn", report.CellFailed: "fail",
+var stateBadge = map[string]string{report.CellGood: "pass", report.CellBad: "fail", report.CellNoisy: "warn", report.CellAbove: "unknown", report.CellFailed: "fail",
 	report.CellTimedOut: "fail", report.CellNotMeasured: "unknown", report.CellMissing: "unknown"}
 
 func newBenchPage(b report.BenchView) benchPage {
@@ -196,7 +229,7 @@ func newBenchPage(b report.BenchView) benchPage {
 					r.Share = fmt.Sprintf("%.2f× %s", c.Share, c.ShareOf)
 				}
 			} else if c.Share > 0 {
-				r.Share = fmt.Sprintf("%.0f%% of the %s", 100*c.Share, c.ShareOf)
+				r.Share = fmt.Sprintf("%.0f%% of the %s", math.Floor(100*c.Share), c.ShareOf)
 			}
 			if c.CeilingGbps > 0 {
 				r.Ceiling = fmt.Sprintf("%.2f Gb/s", c.CeilingGbps)
@@ -225,26 +258,15 @@ func newBenchPage(b report.BenchView) benchPage {
 		return p
 	}
 	if !b.Latency {
-		t := cluster.DefaultThresholds
-		title := "Bandwidth, sender → receiver: Gb/s, and % of what the link can carry"
-		note := fmt.Sprintf("the scale bends at the default thresholds: healthy ≥ %.0f%%, broken < %.0f%% of the link", 100*t.Healthy, 100*t.Degraded)
-		scale := ceilingScale
-		stops := []float64{1, t.Healthy, (t.Healthy + t.Degraded) / 2, t.Degraded, 0.6, 0.4, 0}
-		if !b.RateDeclared {
-			title = "Bandwidth, sender → receiver: Gb/s, and % of the peers' median (no link rate declared)"
-			note = "the scale bends at the default threshold: below 90% of the peers' median is bad"
-			scale = peerScale
-			stops = []float64{1.05, 1, 0.95, 0.9, 0.7, 0.5, 0}
-		}
-		h := newHeatmap(b, title, "bandwidth", func(c report.DirCell) (float64, string, string, string) {
-			return scale(c.Share), fmt.Sprintf("%.2f", c.Gbps), fmt.Sprintf("%.0f%%", 100*c.Share),
-				fmt.Sprintf("%s → %s: %.2f Gb/s, %.0f%% of the %s", c.From, c.To, c.Gbps, 100*c.Share, c.ShareOf)
+		h := newHeatmap(b, "Bandwidth, sender → receiver: Gb/s, and % of what the link can carry", "bandwidth", func(c report.DirCell) (string, string, string, string, string) {
+			fill, ink := stateFill(b, c)
+			return fill, ink, fmt.Sprintf("%.2f", c.Gbps), fmt.Sprintf("%.0f%%", math.Floor(100*c.Share)),
+				fmt.Sprintf("%s → %s: %.2f Gb/s, %.0f%% of the %s", c.From, c.To, c.Gbps, math.Floor(100*c.Share), c.ShareOf)
 		})
-		for _, x := range stops {
-			f, ink := ramp(scale(x))
-			h.Legend = append(h.Legend, legendStop{f, ink, fmt.Sprintf("%.0f%%", 100*x)})
+		h.Legend = bandwidthLegend(b.RateDeclared)
+		if !b.RateDeclared {
+			h.Title = "Bandwidth, sender → receiver: Gb/s, and % of the peers' median (no link rate declared)"
 		}
-		h.LegendNote = note
 		p.Heats = append(p.Heats, h)
 		return p
 	}
@@ -256,13 +278,15 @@ func newBenchPage(b report.BenchView) benchPage {
 		}
 	}
 	med999 := bench.Median(p999)
+	t := cluster.DefaultThresholds
 	for _, m := range []struct {
-		name, aria, note string
-		of               func(report.DirCell) (float64, float64)
+		name, aria string
+		judged     bool
+		of         func(report.DirCell) (float64, float64)
 	}{
-		{"Latency p50, sender → receiver: µs, and × the peers' median (lower is better)", "p50 latency", "above 2.1× the peers' median is bad (default threshold)",
+		{"Latency p50, sender → receiver: µs, and × the peers' median (lower is better)", "p50 latency", true,
 			func(c report.DirCell) (float64, float64) { return c.P50Us, c.Share }},
-		{"Latency p99.9, sender → receiver: µs, and × the median p99.9 (lower is better)", "p99.9 latency", "p99.9 is shown, not judged: colour is its ratio to the median p99.9",
+		{"Latency p99.9, sender → receiver: µs, and × the median p99.9 (lower is better)", "p99.9 latency", false,
 			func(c report.DirCell) (float64, float64) {
 				if med999 <= 0 {
 					return c.P999Us, 0
@@ -270,23 +294,55 @@ func newBenchPage(b report.BenchView) benchPage {
 				return c.P999Us, c.P999Us / med999
 			}},
 	} {
-		h := newHeatmap(b, m.name, m.aria, func(c report.DirCell) (float64, string, string, string) {
+		h := newHeatmap(b, m.name, m.aria, func(c report.DirCell) (string, string, string, string, string) {
 			us, ratio := m.of(c)
 			sub := ""
 			if ratio > 0 {
 				sub = fmt.Sprintf("%.1f×", ratio)
 			}
-			return latencyScale(ratio), fmt.Sprintf("%.2f", us), sub,
+			fill, ink := stateFill(b, c)
+			if !m.judged {
+				fill, ink = ramp(latencyScale(ratio))
+			}
+			return fill, ink, fmt.Sprintf("%.2f", us), sub,
 				fmt.Sprintf("%s → %s: p50 %.2f µs, p99 %.2f µs, p99.9 %.2f µs", c.From, c.To, c.P50Us, c.P99Us, c.P999Us)
 		})
-		for _, x := range []float64{1, 1.5, 2.1, 3, 4} {
-			f, ink := ramp(latencyScale(x))
-			h.Legend = append(h.Legend, legendStop{f, ink, fmt.Sprintf("%.1f×", x)})
+		if m.judged {
+			h.Legend = []legendStop{
+				{fillGood, "#000", fmt.Sprintf("good: p50 ≤ %.1f× the peers' median", t.Latency)},
+				{fillNoisy, "#000", "noisy: above it inside the run's own noise, measure again"},
+				{fillBad, "#000", fmt.Sprintf("bad: p50 > %.1f× the peers' median", t.Latency)},
+			}
+		} else {
+			for _, x := range []float64{1, 1.5, 2, 3, 4} {
+				f, ink := ramp(latencyScale(x))
+				h.Legend = append(h.Legend, legendStop{f, ink, fmt.Sprintf("%.1f×", x)})
+			}
+			h.LegendNote = "p99.9 is shown, not judged: its shade is its ratio to the median p99.9, darker is slower"
 		}
-		h.LegendNote = m.note
 		p.Heats = append(p.Heats, h)
 	}
 	return p
+}
+
+// bandwidthLegend names each colour with the thresholds that give it,
+// from the one threshold table (cluster.DefaultThresholds).
+func bandwidthLegend(rateDeclared bool) []legendStop {
+	t := cluster.DefaultThresholds
+	if !rateDeclared {
+		return []legendStop{
+			{fillGood, "#000", fmt.Sprintf("good: ≥ %.0f%% of the peers' median", 100*t.Bandwidth)},
+			{fillNoisy, "#000", "noisy: short inside the run's own noise, measure again"},
+			{fillBad, "#000", fmt.Sprintf("bad: < %.0f%% of the peers' median", 100*t.Bandwidth)},
+		}
+	}
+	return []legendStop{
+		{fillGood, "#000", fmt.Sprintf("good: ≥ %.0f%% of the link", 100*t.Healthy)},
+		{fillNoisy, "#000", "noisy: short inside the run's own noise, measure again"},
+		{fillDegraded, "#000", fmt.Sprintf("degraded: %.0f–%.0f%%", 100*t.Degraded, 100*t.Healthy)},
+		{fillBad, "#000", fmt.Sprintf("broken: < %.0f%% (or bad against the peers)", 100*t.Degraded)},
+		{fillAbove, "#000", fmt.Sprintf("above %.0f%% of the link: a measurement error, never good", 100*t.AboveCeiling)},
+	}
 }
 
 func cellValue(b report.BenchView, c report.DirCell) float64 {
@@ -299,7 +355,7 @@ func cellValue(b report.BenchView, c report.DirCell) float64 {
 // newHeatmap lays out the directed matrix: row i sends, column j
 // receives, the diagonal empty. value gives a measured cell's position on
 // the colour ramp, its number, its share and its hover text.
-func newHeatmap(b report.BenchView, title, aria string, value func(report.DirCell) (float64, string, string, string)) heatmap {
+func newHeatmap(b report.BenchView, title, aria string, value func(report.DirCell) (fill, ink, text, sub, title string)) heatmap {
 	n := len(b.Nodes)
 	h := heatmap{Title: title, Aria: aria, Width: labelPx + n*cellPx + 4, Height: headerPx + n*cellPx + 4, CornerX: labelPx - 6, CornerY: headerPx - 8}
 	for i := 0; i < n; i++ {
@@ -322,9 +378,7 @@ func newHeatmap(b report.BenchView, title, aria string, value func(report.DirCel
 			hc.Fill, hc.Ink, hc.Text, hc.Sub = "#000", "#fff", "✗", c.State
 			hc.Title = fmt.Sprintf("%s → %s: %s%s", c.From, c.To, c.State, why)
 		default:
-			var at float64
-			at, hc.Text, hc.Sub, hc.Title = value(c)
-			hc.Fill, hc.Ink = ramp(at)
+			hc.Fill, hc.Ink, hc.Text, hc.Sub, hc.Title = value(c)
 			hc.Title += " (" + c.State + why + ")"
 		}
 		if hc.Sub != "" {
@@ -335,42 +389,10 @@ func newHeatmap(b report.BenchView, title, aria string, value func(report.DirCel
 	return h
 }
 
-// ceilingScale bends the colour scale at the default thresholds against
-// the link, so colours split where verdicts do: below Degraded (broken)
-// the dark half of viridis, up to Healthy (degraded) the greens, healthy
-// the yellows.
-func ceilingScale(share float64) float64 {
-	d, h := cluster.DefaultThresholds.Degraded, cluster.DefaultThresholds.Healthy
-	switch {
-	case share < d:
-		return math.Max(0, share) / d * 0.5
-	case share < h:
-		return 0.5 + (share-d)/(h-d)*0.35
-	}
-	return 0.85 + math.Min(share-h, 0.05)/0.05*0.15
-}
-
-// peerScale: against the peers' median, below the bad threshold (90%) the
-// dark half, 90–105% the greens to yellow.
-func peerScale(share float64) float64 {
-	bad := cluster.DefaultThresholds.Bandwidth
-	if share < bad {
-		return math.Max(0, share) / bad * 0.5
-	}
-	return 0.5 + math.Min(share-bad, 0.15)/0.15*0.5
-}
-
-// latencyScale: a ratio to the median, at or below 1 the brightest, the
-// bad threshold (2.1×) mid-ramp, 4× and more the darkest.
+// latencyScale: a ratio to the median on the blue ramp, at or below 1
+// the lightest, 4× and more the darkest.
 func latencyScale(ratio float64) float64 {
-	t := cluster.DefaultThresholds.Latency
-	switch {
-	case ratio <= 1:
-		return 1
-	case ratio <= t:
-		return 1 - (ratio-1)/(t-1)*0.5
-	}
-	return math.Max(0, 0.5-(ratio-t)/(4-t)*0.5)
+	return math.Max(0, math.Min(1, (ratio-1)/3))
 }
 
 // levelClass colours a GPU↔NIC path level from near (PIX) to far (SYS).

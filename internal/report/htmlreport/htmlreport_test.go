@@ -173,10 +173,12 @@ func TestReportFromExamplesAndRecordedBench(t *testing.T) {
 }
 
 // The heatmap itself in a browser: a page with only a results log (judged
-// here against the peers) shows the viridis colours of its cells.
+// here against the peers) paints its good cells the verdict's bluish
+// green and its bad ones vermillion (Okabe–Ito: bad reads as bad for every
+// kind of colour vision), with the legend's own threshold.
 func TestHeatmapRenders(t *testing.T) {
 	chromium := testhost.RequireTool(t, "chromium-headless-shell")
-	page, _ := render(t, "../testdata/bench-tcp-loopback/bw.jsonl")
+	page, v := render(t, "../testdata/bench-tcp-loopback/bw.jsonl")
 	out := artefacts(t)
 	file := filepath.Join(out, "heatmap.html")
 	if err := os.WriteFile(file, []byte(page), 0o644); err != nil {
@@ -185,23 +187,34 @@ func TestHeatmapRenders(t *testing.T) {
 	png := filepath.Join(out, "heatmap.png")
 	Screenshot(t, chromium, file, png, 1000, 1400)
 	img := decode(t, png)
-	// Count pixels in viridis' green-to-yellow band, where healthy and
-	// degraded cells sit (r < g, b low, g high).
-	n := 0
-	b := img.Bounds()
-	for y := b.Min.Y; y < b.Max.Y; y++ {
-		for x := b.Min.X; x < b.Max.X; x++ {
-			r, g, bl, _ := img.At(x, y).RGBA()
-			if g>>8 > 150 && bl>>8 < 110 && r>>8 < 240 && g > r {
-				n++
+	near := func(hex string) int {
+		var want [3]uint32
+		fmt.Sscanf(hex, "#%02x%02x%02x", &want[0], &want[1], &want[2])
+		n := 0
+		b := img.Bounds()
+		for y := b.Min.Y; y < b.Max.Y; y++ {
+			for x := b.Min.X; x < b.Max.X; x++ {
+				r, g, bl, _ := img.At(x, y).RGBA()
+				d := 0
+				for i, c := range []uint32{r >> 8, g >> 8, bl >> 8} {
+					d += int(max(c, want[i]) - min(c, want[i]))
+				}
+				if d < 24 {
+					n++
+				}
 			}
 		}
+		return n
 	}
-	if !strings.Contains(page, "(no link rate declared)") {
-		t.Error("a results log judged here does not say its colours are shares of the peers' median")
+	if !strings.Contains(page, "(no link rate declared)") || !strings.Contains(page, "good: ≥ 90% of the peers&#39; median") {
+		t.Error("a results log judged here does not say its colours are the verdict against the peers' median, with the threshold")
 	}
-	if n < 15*20*20 {
-		t.Errorf("%d viridis-green pixels: the heatmap cells did not paint", n)
+	counts := v.Benches[0].Counts
+	if g := near(fillGood); counts[report.CellGood] == 0 || g < counts[report.CellGood]*30*30 {
+		t.Errorf("%d good-green pixels for %d good cells: the heatmap cells did not paint", g, counts[report.CellGood])
+	}
+	if r := near(fillBad); r < counts[report.CellBad]*30*30 {
+		t.Errorf("%d vermillion pixels for %d bad cells", r, counts[report.CellBad])
 	}
 }
 
