@@ -358,7 +358,8 @@ func wideLines(text string, out []byte, width int) []string {
 	if !strings.Contains(text, "rdmalab ") || strings.Contains(text, "json") || strings.Contains(text, ">") ||
 		strings.Contains(text, "|") || strings.Contains(text, "chromium") || strings.Contains(text, "promtool") ||
 		strings.Contains(text, "release-files") || strings.Contains(text, "source ") ||
-		strings.Contains(text, "--nhc") { // NHC reads one line per failure, whatever its length
+		strings.Contains(text, "--nhc") || // NHC reads one line per failure, whatever its length
+		strings.Contains(text, "nccl env") { // a file for the shell: an export is one line
 		return nil
 	}
 	var wide []string

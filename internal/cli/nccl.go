@@ -37,6 +37,8 @@ saved nccl-tests output, NCCL_DEBUG logs and ncclras reports (judge); and
 polls a running job's RAS service to tell a hang from a straggler (ras). docs/nccl.md walks
 through seed 001's bring-up with these commands.`,
 		Example: `  rdmalab nccl env --snapshot example:hgx-h200
+  source <(rdmalab nccl env --snapshot example:hgx-h200)   # sets, runs nothing
+  rdmalab nccl env --snapshot example:hgx-h200 --launch-lines 2>/dev/null
   rdmalab nccl run --cluster cluster.yaml --gpus-per-node 8 --rails 8 --snapshot node1.json
   rdmalab nccl judge all_reduce.log --expect-rate "4X NDR" --rails 8 --algo Ring
   rdmalab nccl ras --host node1 --interval 5s --polls 3`,
@@ -48,6 +50,7 @@ through seed 001's bring-up with these commands.`,
 func newNCCLEnvCmd() *cobra.Command {
 	var in hostInput
 	var output string
+	var launchLines bool
 	c := &cobra.Command{
 		Use:   "env",
 		Short: "The NCCL environment per node, each value with its reason",
@@ -59,9 +62,18 @@ NCCL_IB_HCA (the rail NIC nearest each GPU, exact names), NCCL_IB_GID_INDEX
 same as mpirun -x and srun --export arguments. Each GPU's rail, PCIe path
 level and GPUDirect RDMA prediction are listed with why.
 
-Exit codes: 0 nothing failed, 1 a failure (no rail near any GPU), 2 could not run.`,
+Standard output is a file a shell sources and that runs nothing: comments
+and shell-quoted exports (with several hosts, the values they share, then the
+rest per node in a case on the short hostname). The mpirun and srun lines,
+the findings and the verdict go to standard error, or the lines to standard
+output after the exports with --launch-lines.
+
+Exit codes: 0 healthy, 1 a failure (no rail near any GPU), 2 could not run,
+3 unproven.`,
 		Example: `  rdmalab nccl env
   rdmalab nccl env --snapshot example:hgx-h200
+  source <(rdmalab nccl env --snapshot example:hgx-h200)   # sets, runs nothing
+  rdmalab nccl env --snapshot example:hgx-h200 --launch-lines 2>/dev/null
   rdmalab nccl env --snapshot node1.json --snapshot node2.json -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -73,27 +85,40 @@ Exit codes: 0 nothing failed, 1 a failure (no rail near any GPU), 2 could not ru
 				return err
 			}
 			env, fs := nccl.MakeEnv(hosts)
+			v := rules.Verdict(rules.NCCLEnv, fs)
 			w := cmd.OutOrStdout()
 			if output == "json" {
-				err = envelope.Write(w, envelope.NCCL, fs, env)
-			} else {
-				err = nccl.WriteEnv(w, env)
-				if err == nil && len(fs) > 0 {
-					fmt.Fprintln(w)
-					report.Findings(w, fs, true)
+				if err := envelope.WriteJudged(w, envelope.NCCL, v, fs, env); err != nil {
+					return err
 				}
+				return verdictErr(v)
 			}
-			if err != nil {
+			// stdout is a file a shell sources: exports and comments only.
+			// The launcher lines and the findings go to stderr unless
+			// --launch-lines asks for the lines on stdout.
+			if err := nccl.WriteEnv(w, env, report.StyleOf(w).Width); err != nil {
 				return err
 			}
-			if check.Failed(fs) {
-				return errFindings
+			lines := cmd.ErrOrStderr()
+			if launchLines {
+				lines = w
+				fmt.Fprintln(w)
 			}
-			return nil
+			if err := nccl.WriteLaunchLines(lines, env); err != nil {
+				return err
+			}
+			e := cmd.ErrOrStderr()
+			if len(fs) > 0 {
+				fmt.Fprintln(e)
+				report.Findings(e, fs, true)
+			}
+			report.VerdictLine(e, v)
+			return verdictErr(v)
 		},
 	}
 	in.register(c, true)
 	c.Flags().StringVarP(&output, "output", "o", "table", "table (shell exports) or json")
+	c.Flags().BoolVar(&launchLines, "launch-lines", false, "print the mpirun -x and srun --export lines on standard output after the exports (then the output is no longer for sourcing)")
 	return c
 }
 

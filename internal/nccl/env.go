@@ -5,6 +5,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/gpudirect"
@@ -70,6 +71,8 @@ func MakeEnv(snaps []*host.Snapshot) (Env, []check.Finding) {
 				}
 			}
 			add("NCCL_IB_HCA", "="+strings.Join(hcas, ","), fmt.Sprintf("the rail nearest each GPU (%d GPU(s), %d rail(s)); '=' so mlx5_1 does not also match mlx5_10", len(hp.GPUs), len(hcas)))
+			// The placement is proven, not silent: every GPU has its rail.
+			finding("nccl.env.rails", check.Pass, "NCCL_IB_HCA", fmt.Sprintf("%d GPU(s) on %d rail(s): %s", len(hp.GPUs), len(hcas), strings.Join(hcas, ",")))
 		}
 		if hp.Layer == "Ethernet" {
 			if hp.GIDIndex != nil {
@@ -210,41 +213,108 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// WriteEnv renders the environment as shell: per node exports with
-// reasons, the per-GPU prediction, then the launcher forms.
-func WriteEnv(w io.Writer, env Env) error {
+// WriteEnv renders the environment as a file a shell sources and that
+// runs nothing: comments (the per-GPU prediction, each value's reason,
+// wrapped to width when it is not 0) and exports, shell-quoted. With one
+// node, plain exports; with several, the values every node shares, then
+// the rest per node in a case on the short hostname. The launcher forms
+// are WriteLaunchLines'.
+func WriteEnv(w io.Writer, env Env, width int) error {
 	var b strings.Builder
+	// comment writes "LEAD# INDENTtext", wrapped.
+	comment := func(lead, indent, s string) {
+		for _, l := range wrapWords(s, width-utf8.RuneCountInString(lead+"# "+indent)) {
+			b.WriteString(strings.TrimRight(lead+"# "+indent+l, " ") + "\n")
+		}
+	}
+	export := func(lead string, v Var) {
+		if v.Reason != "" {
+			comment(lead, "", v.Reason)
+		}
+		fmt.Fprintf(&b, "%sexport %s=%s\n", lead, v.Name, shellQuote(v.Value))
+	}
+	comment("", "", "NCCL environment written by rdmalab nccl env: source it (. FILE) in the job's shell on each node; it runs nothing.")
 	for _, n := range env.Nodes {
-		fmt.Fprintf(&b, "# --- %s ---\n", n.Host)
+		b.WriteString("#\n")
+		comment("", "", "--- "+n.Host+" ---")
 		for _, p := range n.Prediction.GPUs {
 			gdr := "GDR off"
 			if p.GDR {
 				gdr = "GDR on"
 			}
-			fmt.Fprintf(&b, "#   GPU %s → %s (%s, %s: %s)\n", p.GPU, cmpOr(p.Rail, "no rail"), cmpOr(p.Level, "-"), gdr, p.GDRReason)
-		}
-		for _, v := range n.Vars {
-			fmt.Fprintf(&b, "export %s=%s   # %s\n", v.Name, shellQuote(v.Value), v.Reason)
+			comment("", "  ", fmt.Sprintf("GPU %s → %s (%s, %s: %s)", p.GPU, cmpOr(p.Rail, "no rail"), cmpOr(p.Level, "-"), gdr, p.GDRReason))
 		}
 	}
-	if len(env.Common) > 0 {
-		args := MPIArgs(env.Common)
-		for i := range args {
-			args[i] = shellQuote(args[i])
+	if len(env.Nodes) == 1 {
+		for _, v := range env.Nodes[0].Vars {
+			export("", v)
 		}
-		fmt.Fprintf(&b, "\n# Open MPI (values every node shares):\nmpirun %s ...\n", strings.Join(args, " "))
-		exp, shell := SrunExport(env.Common)
-		b.WriteString("\n# Slurm (srun splits --export on commas: those values go through the shell):\n")
-		for _, v := range shell {
-			fmt.Fprintf(&b, "export %s=%s\n", v.Name, shellQuote(v.Value))
+	} else if len(env.Nodes) > 1 {
+		for _, v := range env.Common {
+			export("", v)
 		}
-		fmt.Fprintf(&b, "srun --export=%s ...\n", shellQuote(exp))
-	}
-	if len(env.Differ) > 0 {
-		fmt.Fprintf(&b, "\n# differ between nodes, set per node: %s\n", strings.Join(env.Differ, ", "))
+		if len(env.Differ) > 0 {
+			comment("", "", "differ between nodes, set per node: "+strings.Join(env.Differ, ", "))
+			b.WriteString("case \"$(hostname -s)\" in\n")
+			for _, n := range env.Nodes {
+				fmt.Fprintf(&b, "%s)\n", shellQuote(strings.SplitN(n.Host, ".", 2)[0]))
+				for _, v := range n.Vars {
+					if slices.Contains(env.Differ, v.Name) {
+						export("  ", v)
+					}
+				}
+				b.WriteString("  ;;\n")
+			}
+			b.WriteString("esac\n")
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// WriteLaunchLines renders the values every node shares as launcher
+// arguments: mpirun -x, and srun --export with the values srun would split
+// on their commas exported through the shell first.
+func WriteLaunchLines(w io.Writer, env Env) error {
+	if len(env.Common) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	args := MPIArgs(env.Common)
+	for i := range args {
+		args[i] = shellQuote(args[i])
+	}
+	fmt.Fprintf(&b, "# Open MPI (values every node shares):\nmpirun %s ...\n", strings.Join(args, " "))
+	exp, shell := SrunExport(env.Common)
+	b.WriteString("# Slurm (srun splits --export on commas: those values go through the shell):\n")
+	for _, v := range shell {
+		fmt.Fprintf(&b, "export %s=%s\n", v.Name, shellQuote(v.Value))
+	}
+	fmt.Fprintf(&b, "srun --export=%s ...\n", shellQuote(exp))
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// wrapWords splits s into lines of at most width runes between words (no
+// limit when width < 20); a word longer than width stays whole.
+func wrapWords(s string, width int) []string {
+	if width < 20 {
+		return []string{s}
+	}
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(s) {
+		switch {
+		case line == "":
+			line = word
+		case utf8.RuneCountInString(line)+1+utf8.RuneCountInString(word) <= width:
+			line += " " + word
+		default:
+			lines = append(lines, line)
+			line = "  " + word
+		}
+	}
+	return append(lines, line)
 }
 
 // Expectations are what the judge takes from the prediction: per host,

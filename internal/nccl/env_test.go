@@ -61,7 +61,8 @@ func TestEnvHGX(t *testing.T) {
 		t.Errorf("srun export %q, via shell %+v", exp, shell)
 	}
 	var b bytes.Buffer
-	WriteEnv(&b, Env{Nodes: env.Nodes[:1], Common: env.Common})
+	WriteEnv(&b, Env{Nodes: env.Nodes[:1], Common: env.Common}, 0)
+	WriteLaunchLines(&b, Env{Nodes: env.Nodes[:1], Common: env.Common})
 	golden(t, "env-hgx-h200.golden", b.Bytes())
 }
 
@@ -76,7 +77,7 @@ func TestEnvSeed000AndFleetDiffer(t *testing.T) {
 		}
 	}
 	var b bytes.Buffer
-	WriteEnv(&b, env)
+	WriteEnv(&b, env, 0)
 	golden(t, "env-seed000-epyc.golden", b.Bytes())
 
 	env, fs = MakeEnv([]*host.Snapshot{load(t, "hgx-h200"), load(t, "seed000-epyc")})
