@@ -290,3 +290,37 @@ func TestFabricRefuses(t *testing.T) {
 		}
 	}
 }
+
+func write(t *testing.T, dir, name string, b []byte) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Load reads and says what each input is; it judges nothing (the judge
+// step does, once): a bare host brings no finding, a results log and a
+// saved tool output wait for the judge.
+func TestLoadReadsOnly(t *testing.T) {
+	dir := t.TempDir()
+	log, err := os.ReadFile("../report/testdata/bench-tcp-loopback/bw.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := Load([]string{"example:r730-qdr", write(t, dir, "bw.jsonl", log),
+		write(t, dir, "ibstat.txt", []byte("CA 'mlx5_0'\n\tCA type: MT4123\n\tNumber of ports: 1\n\tPort 1:\n\t\tState: Active\n\t\tRate: 200\n"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Hosts) != 1 || len(in.Logs) != 1 || len(in.Saved) != 1 || in.Saved[0].Format.Name != "ibstat" {
+		t.Errorf("%d hosts, %d logs, %d saved outputs", len(in.Hosts), len(in.Logs), len(in.Saved))
+	}
+	if len(in.Findings)+len(in.Derived)+len(in.Bench) != 0 {
+		t.Errorf("Load judged: %d findings, derived %q, %d bench runs", len(in.Findings), in.Derived, len(in.Bench))
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/fabric"
+	"github.com/rdmalab/rdmalab/internal/formats"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"github.com/rdmalab/rdmalab/internal/testhost"
@@ -182,7 +183,7 @@ func TestJudgeEveryRealOutput(t *testing.T) {
 				return
 			}
 			if c.format == "" {
-				var ue *UnrecognisedError
+				var ue *formats.UnrecognisedError
 				if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.file) {
 					t.Errorf("want unrecognised naming the file, got %v", err)
 				}
@@ -387,14 +388,14 @@ func TestProseIsNoFormat(t *testing.T) {
 			t.Fatal(err)
 		}
 		if r, err := One(p, b, Options{}); err == nil {
-			t.Errorf("%s was judged as %s output: %d findings", p, Recognise(b).Name, len(r.Findings))
+			t.Errorf("%s was judged as %s output: %d findings", p, formats.Recognise(b).Name, len(r.Findings))
 		}
 	}
 	prov, err := os.ReadFile(files[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := Recognise(prov); f != nil {
+	if f := formats.Recognise(prov); f != nil {
 		t.Errorf("PROVENANCE.md, which quotes every tool's command line, is taken for %s output", f.Name)
 	}
 }
@@ -408,7 +409,7 @@ func TestCheckErrorsBehindLauncherPrefix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := Recognise(b); f == nil || f.Name != "ibcheckerrors" {
+	if f := formats.Recognise(b); f == nil || f.Name != "ibcheckerrors" {
 		t.Fatalf("recognised as %v", f)
 	}
 	if !slices.ContainsFunc(r.Findings, func(f check.Finding) bool {
