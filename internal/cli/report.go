@@ -6,7 +6,6 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/envelope"
-	"github.com/rdmalab/rdmalab/internal/intake"
 	"github.com/rdmalab/rdmalab/internal/judge"
 	"github.com/rdmalab/rdmalab/internal/report"
 	"github.com/rdmalab/rdmalab/internal/report/htmlreport"
@@ -55,11 +54,8 @@ run, 3 unproven (nothing failed, but what decides readiness was not judged).`,
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			in, err := intake.Load(args)
+			in, err := judge.Load(args)
 			if err != nil {
-				return usageErr("%v", err)
-			}
-			if err := judge.Cluster(in); err != nil {
 				return usageErr("%v", err)
 			}
 			v := report.NewClusterView(in)

@@ -166,3 +166,16 @@ func sameRun(a, b *bench.Report) bool {
 	}
 	return true
 }
+
+// Load is report's road in: intake.Load reads every input, Cluster
+// judges them once.
+func Load(args []string) (*intake.Inputs, error) {
+	in, err := intake.Load(args)
+	if err != nil {
+		return nil, err
+	}
+	if err := Cluster(in); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
