@@ -6,6 +6,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/bench"
 	"github.com/rdmalab/rdmalab/internal/host"
+	"github.com/rdmalab/rdmalab/internal/portstate"
 )
 
 // Shows says which parts of a host a saved output showed, so the judge
@@ -34,7 +35,10 @@ type HostPart struct {
 	// Readings are ethtool -S readings in the file's order (two of one
 	// interface show whether pauses rise).
 	Readings []host.EthtoolReading
-	// Skipped names what of the output was not read, and why.
+	// PCIeControl is ACS and ATS control as lspci -vvv showed it.
+	PCIeControl []PCIeControl
+	// Skipped names what of the output was not read or not judged, and
+	// why (with line numbers).
 	Skipped []string
 }
 
@@ -136,3 +140,9 @@ func readEthtoolS(name string, b []byte) (any, error) {
 	}
 	return &HostPart{Snapshot: s, Shows: ShowsRoCE, Readings: rs}, nil
 }
+
+// The port state vocabulary is portstate's, whatever the tool's spelling.
+var (
+	parseState = portstate.ParseState
+	parsePhys  = portstate.ParsePhys
+)

@@ -34,12 +34,21 @@ func judgeHost(m *formats.HostPart, opt Options) ([]check.Finding, any, error) {
 		fs = append(fs, hostcheck.RunRoCE(s)...)
 	}
 	switch {
+	case m.Shows&formats.ShowsPCIe != 0:
+		return fs, pciePayload{s.PCIDevices, m.PCIeControl}, nil
 	case m.Shows&formats.ShowsGIDs != 0:
 		return fs, s.RDMADevices, nil
 	case m.Shows&formats.ShowsRoCE != 0:
 		return fs, s.RoCE, nil
 	}
 	return fs, s, nil
+}
+
+// pciePayload is what an lspci -vvv output showed: the functions with
+// their links, and ACS/ATS control as read.
+type pciePayload struct {
+	PCIDevices  []host.PCIDevice      `json:"pci_devices"`
+	PCIeControl []formats.PCIeControl `json:"pcie_control,omitempty"`
 }
 
 // pauseRising: pauses rising between two ethtool -S readings of one

@@ -44,7 +44,9 @@ type Result struct {
 	File     string          `json:"file"`
 	Format   string          `json:"format"`
 	Findings []check.Finding `json:"-"`
-	Payload  any             `json:"payload,omitempty"`
+	// Skipped names what of the file was not read or not judged, and why.
+	Skipped []string `json:"skipped,omitempty"`
+	Payload any      `json:"payload,omitempty"`
 }
 
 // One reads one file with the format that recognises it and judges it.
@@ -70,7 +72,11 @@ func Saved(s *formats.Saved, opt Options) (Result, error) {
 		}
 	}
 	check.Sort(fs)
-	return Result{File: s.File, Format: s.Format.Name, Findings: fs, Payload: payload}, nil
+	r := Result{File: s.File, Format: s.Format.Name, Findings: fs, Payload: payload}
+	if h, ok := s.Model.(*formats.HostPart); ok {
+		r.Skipped = h.Skipped
+	}
+	return r, nil
 }
 
 // Judge applies the live rules to a model read from the file called name

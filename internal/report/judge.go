@@ -15,6 +15,9 @@ func Judge(w io.Writer, rs []judge.Result, verbose bool) {
 			fmt.Fprintln(w)
 		}
 		fmt.Fprintf(w, "== %s (%s output)\n", r.File, r.Format)
+		for _, sk := range r.Skipped {
+			fmt.Fprintf(w, "skipped: %s\n", sk)
+		}
 		Findings(w, r.Findings, verbose)
 	}
 }
