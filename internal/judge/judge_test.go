@@ -156,6 +156,13 @@ func TestJudgeEveryRealOutput(t *testing.T) {
 		{"nccl-debug/nccl-tests-issue-350_A100-2node_mixed-RoCE-IB_NCCL-TRACE_gather_perf_NO-AVG-LINE.log", nccl, 1, 3, 2, 4},
 		{"nccl-debug/nv_peer_memory-issue-56_2node_NET-IB-mlx5_0-IB_nccl-2.5.6_excerpt.log", nccl, 0, 0, 1, 3},
 		{"nccl-debug/sglang-2node-roce-ofi-fallback-to-ib_excerpt-A.log", nccl, 0, 1, 0, 1},
+		// check IDs and subjects of these: newformats_test.go
+		{rdmaLinkCapture, "rdma link", 0, 0, 0, 4},
+		{rdmaStatCapture, "rdma statistic", 0, 0, 0, 1},
+		{rdmaQPCapture, "rdma statistic", 0, 0, 0, 1},
+		{rdmaResourceShow, "", 0, 0, 0, 0},
+		{lspciHDACapture, "lspci -vvv", 0, 0, 0, 0},
+		{lspciACSCapture, "lspci -vvv", 0, 0, 0, 0},
 		// check IDs and subjects of these: gpudirect.TestJudgeTopoReal
 		{"nvidia-smi-topo/club-3090-issue-1229_2xRTX5090-workstation_PHB_no-nic.txt", topo, 0, 1, 0, 0},
 		{"nvidia-smi-topo/deepseek-local-notes-zh_5900X_2xRTX3090-NV4-bridge_nvlink-s-then-topo_uuid-redacted_prompts.txt", topo, 0, 3, 0, 0},
@@ -202,7 +209,7 @@ func TestJudgeEveryRealOutput(t *testing.T) {
 			}
 		})
 	}
-	for _, dir := range []string{"ibtools", "ibnetdiscover", "perftest", "perftest-latency", "perftest-warnings", "nccl-tests", "nccl-debug", "nvidia-smi-topo"} {
+	for _, dir := range []string{"ibtools", "ibnetdiscover", "perftest", "perftest-latency", "perftest-warnings", "nccl-tests", "nccl-debug", "nvidia-smi-topo", "lspci", "rdma-tool"} {
 		filepath.Walk(filepath.Join(root, dir), func(p string, info os.FileInfo, err error) error {
 			if err == nil && !info.IsDir() {
 				rel, _ := filepath.Rel(root, p)
