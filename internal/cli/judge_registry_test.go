@@ -49,7 +49,7 @@ func TestSavedOutputsEverywhere(t *testing.T) {
 			Status, Reason string
 		} `json:"verdict"`
 		Findings []struct{ Check, Host, Subject, Outcome string } `json:"findings"`
-		Payload  struct{ Derived []string } `json:"payload"`
+		Payload  struct{ Derived []string }                       `json:"payload"`
 	}
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("%v\n%s", err, errOut)

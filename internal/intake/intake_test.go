@@ -263,8 +263,9 @@ func TestHostRefuses(t *testing.T) {
 	}
 }
 
-// A fabric snapshot file is read, bare or in its envelope; anything else
-// is one line naming the file and what it is.
+// A fabric snapshot file is read, bare or in its envelope, and so is a
+// saved fabric tool output (read by its format, as judge reads it);
+// anything else is one line naming the file and what it is.
 func TestFabricRefuses(t *testing.T) {
 	dir := t.TempDir()
 	put := func(name string, b []byte) string { return write(t, dir, name, b) }
@@ -279,10 +280,15 @@ func TestFabricRefuses(t *testing.T) {
 			t.Errorf("%s: %v", p, err)
 		}
 	}
+	links := filepath.Join(testhost.SharedTestdata(t), "ibtools/iblinkinfo/xcat-edr-2node_SB7700_iblinkinfo.txt")
+	if s, err := Fabric(links); err != nil || len(s.Links()) != 3 {
+		t.Errorf("saved iblinkinfo: %v", err)
+	}
 	for _, c := range []struct{ file, want string }{
 		{put("host.json", hostDoc.Bytes()), "host.json: this is a host-snapshot document (rdmalab inventory), not a fabric snapshot"},
 		{put("check.json", checkDoc.Bytes()), "check.json: this is a fabric-check document (rdmalab fabric check: findings, not the fabric), not a fabric snapshot"},
-		{put("net.txt", []byte("Switch 8 \"x\"\n")), "net.txt: not a fabric snapshot"},
+		{put("ibstat.txt", []byte("CA 'mlx5_0'\n\tPort 1:\n\t\tState: Active\n")), "ibstat.txt: a saved ibstat output, not a fabric: rdmalab judge reads it"},
+		{put("notes.txt", []byte("hello\n")), "notes.txt: not a fabric snapshot"},
 	} {
 		_, err := Fabric(c.file)
 		if err == nil || !strings.HasPrefix(err.Error(), filepath.Join(dir, c.want)) || strings.Contains(err.Error(), "\n") {

@@ -179,7 +179,9 @@ func TestLspciACSRead(t *testing.T) {
 	if !acs["ReqRedir"] || !acs["CmpltRedir"] || !acs["SrcValid"] || acs["TransBlk"] || acs["EgressCtrl"] {
 		t.Errorf("ACSCtl %v", acs)
 	}
-	if !slices.ContainsFunc(r.Skipped, func(s string) bool { return strings.Contains(s, "0000:40:01.1 ACSCtl") && strings.Contains(s, "ReqRedir+ CmpltRedir+") }) {
+	if !slices.ContainsFunc(r.Skipped, func(s string) bool {
+		return strings.Contains(s, "0000:40:01.1 ACSCtl") && strings.Contains(s, "ReqRedir+ CmpltRedir+")
+	}) {
 		t.Errorf("skipped %q", r.Skipped)
 	}
 }
