@@ -28,6 +28,7 @@ var (
 	lspciSniffRE  = lazyre.New(`(?m)^(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7] [A-Za-z0-9 /\-]+: .*\n(?:.*\n){0,80}?\s*(?:LnkCap|LnkSta|ACSCtl|ATSCtl|Capabilities):`)
 	lspciTreeRE   = lazyre.New(`^\s*[+|\\]-|^\s+\|`)
 	lspciPowerRE  = lazyre.New(`^\s*Status: (D[0-3](?:hot|cold)?)\b`)
+	lspciFieldRE  = lazyre.New(`^[A-Za-z][A-Za-z0-9]*(?: [A-Za-z][A-Za-z0-9]*){0,3}:\s`)
 )
 
 // lspciClasses are lspci's class names (spaces dropped, lower case: mail
@@ -76,7 +77,8 @@ type PCIeControl struct {
 func sniffLspci(b []byte) bool { return lspciSniffRE().Match(b) }
 
 // lspciLines undoes mail wrapping: a line at column 0 that is not a
-// device header, a tree line or an author's dots continues the line
+// device header, a field ("LnkSta: …", of a paste that lost its
+// indentation), a tree line or an author's dots continues the line
 // before it.
 func lspciLines(b []byte) (lines []string, at []int) {
 	sc := bufio.NewScanner(bytes.NewReader(b))
@@ -87,7 +89,7 @@ func lspciLines(b []byte) (lines []string, at []int) {
 		l := strings.TrimRight(sc.Text(), " \t")
 		t := strings.TrimSpace(l)
 		wrapped := len(lines) > 0 && l != "" && l[0] != ' ' && l[0] != '\t' &&
-			!lspciHeadRE().MatchString(l) && !strings.HasPrefix(t, "..") && !lspciTreeRE().MatchString(l) &&
+			!lspciHeadRE().MatchString(l) && !lspciFieldRE().MatchString(l) && !strings.HasPrefix(t, "..") && !lspciTreeRE().MatchString(l) &&
 			strings.TrimSpace(lines[len(lines)-1]) != "" && !strings.HasPrefix(strings.TrimSpace(lines[len(lines)-1]), "..")
 		if wrapped {
 			lines[len(lines)-1] += " " + t

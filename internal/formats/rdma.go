@@ -68,7 +68,7 @@ func rdmaBlocks(b []byte) []rdmaBlock {
 	return out
 }
 
-// port returns the port of s named dev/n, adding it (a port as a tool
+// toolPort returns the port of s named dev/n, adding it (a port as a tool
 // lists it: its GID table is not shown).
 func toolPort(s *host.Snapshot, dev string, n int) *host.RDMAPort {
 	var d *host.RDMADevice

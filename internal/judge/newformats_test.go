@@ -3,6 +3,7 @@ package judge
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -84,6 +85,10 @@ func TestRDMALinkShow(t *testing.T) {
 	}
 	judged(t, "gx10-rdma-link.txt", b, "rdma link", up...)
 
+	// Through pdsh (a "host: " before each line), with CRLF line ends.
+	pdsh := regexp.MustCompile(`(?m)^`).ReplaceAllString(strings.TrimSpace(string(b)), "gx10: ")
+	judged(t, "pdsh.txt", []byte(strings.ReplaceAll(pdsh, "\n", "\r\n")), "rdma link", up...)
+
 	down := strings.ReplaceAll(string(b), "state ACTIVE physical_state LINK_UP", "state DOWN physical_state DISABLED")
 	var fails []want
 	for _, w := range up {
@@ -154,6 +159,9 @@ func TestLspciLinks(t *testing.T) {
 	if f := r.Findings[0]; !strings.Contains(f.Message, "x8") || !strings.Contains(f.Message, "x16") || len(f.Fix) == 0 {
 		t.Errorf("%s: %s (fix %q)", f.Check, f.Message, f.Fix)
 	}
+	// The same paste with its indentation lost reads the same.
+	flat := regexp.MustCompile(`(?m)^[ \t]+`).ReplaceAllString(bad, "")
+	judged(t, "cx6-x8-flat.txt", []byte(flat), "lspci -vvv", want{"pcie.link.degraded", "0000:41:00.0", check.Fail})
 	good := strings.Replace(nic, "LnkSta: Speed 2.5GT/s (downgraded), Width x16", "LnkSta: Speed 16GT/s, Width x16", 1)
 	judged(t, "cx6-x16.txt", []byte(good), "lspci -vvv", want{"pcie.link.degraded", "0000:41:00.0", check.Pass})
 
