@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -109,7 +110,15 @@ func layerOfName(dev string) string {
 func readRDMALink(name string, b []byte) (any, error) {
 	s := partial(name)
 	s.Tool = "rdma link"
+	part := &HostPart{Snapshot: s, Shows: ShowsPorts}
+	var stats []rdmaBlock
 	for _, blk := range rdmaBlocks(b) {
+		if !slices.Contains(blk.words, "state") {
+			// A statistic block pasted with the link list (rdma link;
+			// rdma statistic): the port's counters, read as such.
+			stats = append(stats, blk)
+			continue
+		}
 		p := toolPort(s, blk.dev, blk.port)
 		p.LinkLayer = layerOfName(blk.dev)
 		w := blk.words
@@ -137,8 +146,11 @@ func readRDMALink(name string, b []byte) (any, error) {
 	if len(s.RDMADevices) == 0 {
 		return nil, errors.New("no `link DEV/PORT state …` line")
 	}
+	if addStats(s, filepath.Base(name), stats, &part.Skipped) {
+		part.Shows |= ShowsCounters
+	}
 	s.Normalize()
-	return &HostPart{Snapshot: s, Shows: ShowsPorts}, nil
+	return part, nil
 }
 
 // readRDMAStat reads `rdma statistic show` into the ports' hw_counters.
@@ -147,11 +159,25 @@ func readRDMALink(name string, b []byte) (any, error) {
 func readRDMAStat(name string, b []byte) (any, error) {
 	s := partial(name)
 	s.Tool = "rdma statistic"
-	base := filepath.Base(name)
 	var skipped []string
-	for _, blk := range rdmaBlocks(b) {
+	addStats(s, filepath.Base(name), rdmaBlocks(b), &skipped)
+	if len(s.RDMADevices) == 0 {
+		if len(skipped) > 0 {
+			return nil, fmt.Errorf("only QP counters (rdma statistic qp), no port's counters: %s", skipped[0])
+		}
+		return nil, errors.New("no `link DEV/PORT` line with counters")
+	}
+	s.Normalize()
+	return &HostPart{Snapshot: s, Shows: ShowsCounters, Skipped: skipped}, nil
+}
+
+// addStats reads statistic blocks into their ports' hw_counters; it
+// reports whether any port's counters were read.
+func addStats(s *host.Snapshot, base string, blocks []rdmaBlock, skipped *[]string) bool {
+	read := false
+	for _, blk := range blocks {
 		if len(blk.words) > 0 && blk.words[0] == "cntn" {
-			skipped = append(skipped, fmt.Sprintf("%s line %d: a QP counter of %s/%d (rdma statistic qp), not the port's counters", base, blk.line, blk.dev, blk.port))
+			*skipped = append(*skipped, fmt.Sprintf("%s line %d: a QP counter of %s/%d (rdma statistic qp), not the port's counters", base, blk.line, blk.dev, blk.port))
 			continue
 		}
 		counters := map[string]uint64{}
@@ -182,15 +208,9 @@ func readRDMAStat(name string, b []byte) (any, error) {
 		for k := range counters {
 			p.Sources["hw_counters/"+k] = src
 		}
+		read = true
 	}
-	if len(s.RDMADevices) == 0 {
-		if len(skipped) > 0 {
-			return nil, fmt.Errorf("only QP counters (rdma statistic qp), no port's counters: %s", skipped[0])
-		}
-		return nil, errors.New("no `link DEV/PORT` line with counters")
-	}
-	s.Normalize()
-	return &HostPart{Snapshot: s, Shows: ShowsCounters, Skipped: skipped}, nil
+	return read
 }
 
 func intPtr(v string) *int {

@@ -117,6 +117,16 @@ func TestRDMAStatistic(t *testing.T) {
 	}
 }
 
+// rdma link and rdma statistic pasted together (one command after the
+// other): the link reader reads the counters too, and both rules judge.
+func TestRDMALinkWithStatistic(t *testing.T) {
+	both := string(capture(t, rdmaLinkCapture)) + "$ rdma statistic show link rocep1s0f0/1\n" +
+		"link rocep1s0f0/1 rx_write_requests 0 out_of_buffer 7 packet_seq_err 0\nlocal_ack_timeout_err 0\n"
+	judged(t, "both.txt", []byte(both), "rdma link",
+		want{"port.state", "rocep1s0f0 port 1", check.Pass}, want{"port.state", "rocep1s0f1 port 1", check.Pass},
+		want{"port.errors", "rocep1s0f0 port 1", check.Warn})
+}
+
 // A QP counter object (rdma statistic qp show) counts one process's QPs,
 // not mlx5_2's port: skipped and named with its line; the port shown
 // after it (rocep1s0f5/1, wrapped by the commit message) is judged.
