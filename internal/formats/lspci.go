@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -102,8 +103,9 @@ func lspciLines(b []byte) (lines []string, at []int) {
 
 // readLspci reads lspci -vvv into a partial host snapshot: every function
 // with its class, vendor, driver, NUMA node and link; GPUs (GPU classes)
-// and NICs (network classes) listed as such, so pcie.link.degraded judges
-// them; ACS and ATS control kept in ACS.
+// and RDMA NICs listed as such, so pcie.link.degraded judges them as
+// doctor does (doctor's NICs are RDMA devices: a 1 GbE management port
+// is not one); ACS and ATS control kept in PCIeControl.
 func readLspci(name string, b []byte) (any, error) {
 	s := partial(name)
 	s.Tool = "lspci -vvv"
@@ -186,37 +188,57 @@ func readLspci(name string, b []byte) (any, error) {
 	if len(s.PCIDevices) == 0 {
 		return nil, errors.New("no PCI function header (BB:DD.F class: device)")
 	}
+	var others []string
 	for _, p := range s.PCIDevices {
 		switch {
 		case host.IsGPUClass(p.Class, p.Vendor):
 			s.GPUs = append(s.GPUs, host.GPU{Address: p.Address, Vendor: p.Vendor, Name: p.ClassName, Driver: p.Driver, NUMANode: p.LocalityNUMANode})
-		case strings.HasPrefix(p.Class, "0x02"):
+		case rdmaNIC(p):
 			// lspci names no RDMA device: the NIC is known by its
 			// function, which is what the PCIe rule judges.
 			s.RDMADevices = append(s.RDMADevices, host.RDMADevice{PCIAddress: p.Address, Driver: p.Driver, NUMANode: p.LocalityNUMANode})
-		default:
-			why := "neither a NIC nor a GPU: pcie.link.degraded judges NICs and GPUs"
-			if p.CurrentLinkSpeedGTps > 0 && p.MaxLinkSpeedGTps > 0 {
-				why += fmt.Sprintf(" (its link: %g GT/s x%d of %g GT/s x%d", p.CurrentLinkSpeedGTps, p.CurrentLinkWidth, p.MaxLinkSpeedGTps, p.MaxLinkWidth)
-				if pw := power[p.Address]; pw != "" && pw != "D0" {
-					why += ", in power state " + pw + ", where the link idles"
-				}
-				why += ")"
+		case !host.IsBridgeClass(p.Class) && p.CurrentLinkSpeedGTps > 0 && (p.CurrentLinkSpeedGTps < p.MaxLinkSpeedGTps || p.CurrentLinkWidth < p.MaxLinkWidth):
+			// Below its capability but no RDMA NIC or GPU: named, with
+			// what would explain it, not judged.
+			why := "not an RDMA NIC or a GPU, not judged"
+			if p.Driver != "" {
+				why = "driver " + p.Driver + ": " + why
+			}
+			why += fmt.Sprintf("; its link %g GT/s x%d of %g GT/s x%d", p.CurrentLinkSpeedGTps, p.CurrentLinkWidth, p.MaxLinkSpeedGTps, p.MaxLinkWidth)
+			if pw := power[p.Address]; pw != "" && pw != "D0" {
+				why += ", in power state " + pw + ", where the link idles"
 			}
 			part.Skipped = append(part.Skipped, fmt.Sprintf("%s: %s (%s): %s", strings.TrimPrefix(p.Sources["device"], base+" "), p.Address, p.ClassName, why))
+		default:
+			others = append(others, p.ClassName)
 		}
 	}
+	if len(others) > 0 {
+		slices.Sort(others)
+		part.Skipped = append(part.Skipped, fmt.Sprintf("%d other function(s) (%s) read, not judged: pcie.link.degraded judges RDMA NICs and GPUs", len(others), strings.Join(slices.Compact(others), ", ")))
+	}
+	var acs, redirect []string
 	for _, c := range part.PCIeControl {
+		if c.ACSCtl == nil {
+			continue
+		}
+		acs = append(acs, c.Address.String())
 		var set []string
-		for _, k := range []string{"SrcValid", "TransBlk", "ReqRedir", "CmpltRedir", "UpstreamFwd", "EgressCtrl", "DirectTrans"} {
+		for _, k := range []string{"ReqRedir", "CmpltRedir"} {
 			if c.ACSCtl[k] {
 				set = append(set, k+"+")
 			}
 		}
-		if c.ACSCtl != nil {
-			part.Skipped = append(part.Skipped, fmt.Sprintf("%s: %s ACSCtl %s: read, not judged (gpudirect.acs judges the bridges on a GPU↔NIC path of a host snapshot, which holds no ACS yet)",
-				strings.TrimPrefix(c.Source, base+" "), c.Address, cmpOr(strings.Join(set, " "), "all clear")))
+		if len(set) > 0 {
+			redirect = append(redirect, fmt.Sprintf("%s (%s) %s", c.Address, strings.TrimPrefix(c.Source, base+" "), strings.Join(set, " ")))
 		}
+	}
+	if len(acs) > 0 {
+		what := "none redirects peer requests"
+		if len(redirect) > 0 {
+			what = "ACS redirect on " + strings.Join(redirect, ", ")
+		}
+		part.Skipped = append(part.Skipped, fmt.Sprintf("ACSCtl of %d function(s) read (%s), not judged: gpudirect.acs judges the bridges on a GPU↔NIC path of a host snapshot, which holds no ACS yet", len(acs), what))
 	}
 	s.Normalize()
 	return part, nil
@@ -239,6 +261,20 @@ func flags(s string) map[string]bool {
 		}
 	}
 	return out
+}
+
+// rdmaDrivers are the Ethernet drivers of NICs with an RDMA function
+// (mlx5_ib, bnxt_re, irdma, qedr, efa, ionic_rdma, erdma, iw_cxgb4,
+// hns_roce sit on them).
+var rdmaDrivers = []string{"mlx5_core", "mlx4_core", "bnxt_en", "ice", "qede", "efa", "ionic", "erdma", "cxgb4", "hns3"}
+
+// rdmaNIC: an InfiniBand controller, a Mellanox network function, or a
+// network function whose driver carries RDMA.
+func rdmaNIC(p host.PCIDevice) bool {
+	if !strings.HasPrefix(p.Class, "0x02") {
+		return false
+	}
+	return p.Class == "0x020700" || p.Vendor == host.VendorMellanox || slices.Contains(rdmaDrivers, p.Driver)
 }
 
 func cmpOr(a, b string) string {

@@ -163,6 +163,7 @@ func TestJudgeEveryRealOutput(t *testing.T) {
 		{rdmaResourceShow, "", 0, 0, 0, 0},
 		{lspciHDACapture, "lspci -vvv", 0, 0, 0, 0},
 		{lspciACSCapture, "lspci -vvv", 0, 0, 0, 0},
+		{lspciDellCapture, "lspci -vvv", 0, 0, 0, 20},
 		// check IDs and subjects of these: gpudirect.TestJudgeTopoReal
 		{"nvidia-smi-topo/club-3090-issue-1229_2xRTX5090-workstation_PHB_no-nic.txt", topo, 0, 1, 0, 0},
 		{"nvidia-smi-topo/deepseek-local-notes-zh_5900X_2xRTX3090-NV4-bridge_nvlink-s-then-topo_uuid-redacted_prompts.txt", topo, 0, 3, 0, 0},

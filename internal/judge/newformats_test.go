@@ -71,6 +71,7 @@ const (
 	lspciHDACapture  = "lspci/alsa-devel-2023_nvidia-gpu-hda-function-10fa_D3_LnkSta-2.5GT-downgraded-of-8GT-x16_mail-wrapped-spaces.txt"
 	lspciACSCapture  = "lspci/rccl-issue-547_epyc-gpp-bridge-40-01.1_lspci-vvv-ACSCtl-excerpt-author-dots_plus-lspci-tv-cx6-and-mi100-behind-switches.txt"
 	rdmaResourceShow = "rdma-tool/h100-nvme-rdma-readme_rdma-resource-show-qp_2-RC-QPs-RTS_author-trimmed-columns.txt"
+	lspciDellCapture = "topology-misc/gpud/lspci-vvv_dell-h100-pex890xx.txt"
 )
 
 // rdma link show: four RoCE functions on two PCIe domains, all ACTIVE /
@@ -198,8 +199,32 @@ func TestLspciACSRead(t *testing.T) {
 		t.Errorf("ACSCtl %v", acs)
 	}
 	if !slices.ContainsFunc(r.Skipped, func(s string) bool {
-		return strings.Contains(s, "0000:40:01.1 ACSCtl") && strings.Contains(s, "ReqRedir+ CmpltRedir+")
+		return strings.Contains(s, "ACS redirect on 0000:40:01.1 (line 7) ReqRedir+ CmpltRedir+")
 	}) {
 		t.Errorf("skipped %q", r.Skipped)
+	}
+}
+
+// A whole lspci -vvv of a Dell 8×H100 server (gpud's test data): every
+// H100 and every ConnectX function at its full link passes, the verdict is
+// healthy. The two BCM5720 management ports at x1 of x2 (tg3, no RDMA)
+// are what doctor would not judge either: named as skipped, with their
+// link, never failed. ACS redirect on the Switchtec ports is read.
+func TestLspciWholeServer(t *testing.T) {
+	var ws []want
+	for _, a := range []string{"19:00.0", "3b:00.0", "4c:00.0", "5d:00.0", "9b:00.0", "bb:00.0", "cb:00.0", "db:00.0", // H100
+		"1a:00.0", "3c:00.0", "4d:00.0", "5e:00.0", "9c:00.0", "bc:00.0", "cc:00.0", "dc:00.0", // ConnectX-7
+		"1b:00.0", "1b:00.1", "9d:00.0", "9d:00.1"} { // ConnectX-6 Dx
+		ws = append(ws, want{"pcie.link.degraded", "0000:" + a, check.Pass})
+	}
+	r := judged(t, "dell.txt", capture(t, lspciDellCapture), "lspci -vvv", ws...)
+	if n := len(r.Findings); n != len(ws) {
+		t.Errorf("%d findings, want %d", n, len(ws))
+	}
+	for _, want := range []string{"line 460: 0000:01:00.0 (Ethernet controller): driver tg3: not an RDMA NIC or a GPU, not judged; its link 5 GT/s x1 of 5 GT/s x2",
+		"ACS redirect on 0000:82:00.0 (line 8705) ReqRedir+ CmpltRedir+"} {
+		if !slices.ContainsFunc(r.Skipped, func(s string) bool { return strings.Contains(s, want) }) {
+			t.Errorf("skipped lacks %q: %q", want, r.Skipped)
+		}
 	}
 }
