@@ -18,15 +18,17 @@ import (
 // most (LnkCap) into the host model's PCIe link fields, so doctor's
 // pcie.link.degraded judges a NIC or GPU trained below its capability;
 // ACS control of bridges and ATS control of endpoints (config space only
-// root reads, hence never in a snapshot) into ACS. Paste warts read: mail
+// root reads, hence never in a snapshot) into PCIeControl. With -nn the
+// class code and vendor:device ids are read as printed. Paste warts read: mail
 // archives wrap long lines at column 0, authors cut blocks with dots,
 // indentation changes, an `lspci -tv` tree follows.
 
 var (
-	lspciHeadRE   = lazyre.New(`^(?:([0-9a-fA-F]{4}):)?([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])\s+([A-Za-z0-9 /\-]+?):\s+(.*)$`)
+	lspciHeadRE   = lazyre.New(`^(?:([0-9a-fA-F]{4}):)?([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])\s+([A-Za-z0-9 /\-]+?)(?: \[([0-9a-fA-F]{4})\])?:\s+(.*)$`)
+	lspciIDsRE    = lazyre.New(`\[([0-9a-fA-F]{4}):([0-9a-fA-F]{4})\]`)
 	lspciLnkCapRE = lazyre.New(`LnkCap:\s.*?Speed ([\d.]+)GT/s.*?Width x(\d+)`)
 	lspciLnkStaRE = lazyre.New(`LnkSta:\s.*?Speed ([\d.]+)GT/s[^,]*, Width x(\d+)`)
-	lspciSniffRE  = lazyre.New(`(?m)^(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7] [A-Za-z0-9 /\-]+: .*\n(?:.*\n){0,80}?\s*(?:LnkCap|LnkSta|ACSCtl|ATSCtl|Capabilities):`)
+	lspciSniffRE  = lazyre.New(`(?m)^(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7] [A-Za-z0-9 /\-]+(?: \[[0-9a-fA-F]{4}\])?: .*\n(?:.*\n){0,80}?\s*(?:LnkCap|LnkSta|ACSCtl|ATSCtl|Capabilities):`)
 	lspciTreeRE   = lazyre.New(`^\s*[+|\\]-|^\s+\|`)
 	lspciPowerRE  = lazyre.New(`^\s*Status: (D[0-3](?:hot|cold)?)\b`)
 	lspciFieldRE  = lazyre.New(`^[A-Za-z][A-Za-z0-9]*(?: [A-Za-z][A-Za-z0-9]*){0,3}:\s`)
@@ -73,7 +75,7 @@ type PCIeControl struct {
 	Source     string `json:"source"`
 }
 
-// SniffLspci wants a function's header line and, below it, a capability
+// sniffLspci wants a function's header line and, below it, a capability
 // line of -vv: a bare `lspci` list or a tree is not judged.
 func sniffLspci(b []byte) bool { return lspciSniffRE().Match(b) }
 
@@ -134,7 +136,15 @@ func readLspci(name string, b []byte) (any, error) {
 				continue
 			}
 			cls := lspciClasses[strings.ToLower(strings.ReplaceAll(m[5], " ", ""))]
-			d = &host.PCIDevice{Address: addr, Class: cls, ClassName: m[5], Vendor: vendorOf(m[6]), NUMANode: -1, LocalityNUMANode: -1, LocalitySource: "unknown",
+			if m[6] != "" { // -nn: the class code as printed
+				cls = "0x" + strings.ToLower(m[6]) + "00"
+			}
+			vendor, device := vendorOf(m[7]), ""
+			if ids := lspciIDsRE().FindAllStringSubmatch(m[7], -1); len(ids) > 0 { // -nn: the last [vvvv:dddd] is the function's
+				last := ids[len(ids)-1]
+				vendor, device = "0x"+strings.ToLower(last[1]), "0x"+strings.ToLower(last[2])
+			}
+			d = &host.PCIDevice{Address: addr, Class: cls, ClassName: m[5], Vendor: vendor, Device: device, NUMANode: -1, LocalityNUMANode: -1, LocalitySource: "unknown",
 				Sources: map[string]string{"device": src}}
 			if host.IsBridgeClass(cls) {
 				d.BridgeRole = "bridge"

@@ -170,6 +170,9 @@ func TestLspciLinks(t *testing.T) {
 	if f := r.Findings[0]; !strings.Contains(f.Message, "x8") || !strings.Contains(f.Message, "x16") || len(f.Fix) == 0 {
 		t.Errorf("%s: %s (fix %q)", f.Check, f.Message, f.Fix)
 	}
+	// lspci -vvvnn: class code and ids in brackets.
+	nn := strings.Replace(bad, "41:00.0 Ethernet controller: Mellanox Technologies MT28908 Family [ConnectX-6]", "41:00.0 Ethernet controller [0200]: Mellanox Technologies MT28908 Family [ConnectX-6] [15b3:101b]", 1)
+	judged(t, "cx6-nn.txt", []byte(nn), "lspci -vvv", want{"pcie.link.degraded", "0000:41:00.0", check.Fail})
 	// The same paste with its indentation lost reads the same.
 	flat := regexp.MustCompile(`(?m)^[ \t]+`).ReplaceAllString(bad, "")
 	judged(t, "cx6-x8-flat.txt", []byte(flat), "lspci -vvv", want{"pcie.link.degraded", "0000:41:00.0", check.Fail})
