@@ -177,7 +177,7 @@ func addStats(s *host.Snapshot, base string, blocks []rdmaBlock, skipped *[]stri
 	read := false
 	for _, blk := range blocks {
 		if len(blk.words) > 0 && blk.words[0] == "cntn" {
-			*skipped = append(*skipped, fmt.Sprintf("%s line %d: a QP counter of %s/%d (rdma statistic qp), not the port's counters", base, blk.line, blk.dev, blk.port))
+			*skipped = append(*skipped, fmt.Sprintf("line %d: a QP counter of %s/%d (rdma statistic qp), not the port's counters", blk.line, blk.dev, blk.port))
 			continue
 		}
 		counters := map[string]uint64{}
