@@ -33,14 +33,21 @@ func JudgePerftestFile(name string, b []byte, link *linkrate.Link) ([]check.Find
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
+	fs, payload := JudgePerftestRuns(name, runs, link)
+	return fs, payload, nil
+}
+
+// JudgePerftestRuns judges the runs of one saved output already read
+// (judge reads them through its format registry), as JudgePerftestFile.
+func JudgePerftestRuns(name string, runs []*PerftestResult, link *linkrate.Link) ([]check.Finding, any) {
 	if len(runs) == 1 {
-		return judgeRun(name, runs[0], link), runs[0], nil
+		return judgeRun(name, runs[0], link), runs[0]
 	}
 	var fs []check.Finding
 	for i, p := range runs {
 		fs = append(fs, judgeRun(fmt.Sprintf("%s run %d of %d (%s)", name, i+1, len(runs), cmpOr(p.Test, p.Kind)), p, link)...)
 	}
-	return fs, runs, nil
+	return fs, runs
 }
 
 // judgeRun judges one run; subject names it in every finding.

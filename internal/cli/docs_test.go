@@ -54,6 +54,7 @@ func TestEveryJSONOutputIsTheEnvelope(t *testing.T) {
 		"design":        {"design", "transfer", "--size", "280GB", "--rate", "25GbE"},
 		"schedule":      {"bench", "schedule", "--fabric", "../route/testdata/fattree-2x4x4.fabric.json", "--routes", "../route/testdata/fattree-2x4x4-updn.dump_fts.txt"},
 		"compare":       {"compare", "../compare/testdata/seed000-optimised.jsonl", "../compare/testdata/seed000-wrong-numa.jsonl"},
+		"report":        {"report", "example:qdr-lab", filepath.Join(shared, "ibtools/stmatengss-mlx4/ibstat_4129f2daa9bf.txt")},
 	} {
 		out, errOut, code := run(t, append(args, "--output", "json")...)
 		var doc struct {
@@ -70,7 +71,7 @@ func TestEveryJSONOutputIsTheEnvelope(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"host-snapshot", "doctor", "fabric-snapshot", "fabric-check", "plan", "bench", "judge", "nccl", "design", "schedule", "compare"} {
+	for _, k := range []string{"host-snapshot", "doctor", "fabric-snapshot", "fabric-check", "plan", "bench", "judge", "nccl", "design", "schedule", "compare", "report"} {
 		if !strings.Contains(string(b), "`"+k+"`") {
 			t.Errorf("docs/json.md does not describe kind %s", k)
 		}

@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"fmt"
 	"io"
+	"strings"
 
 	"github.com/rdmalab/rdmalab/internal/userfile"
 
 	"github.com/rdmalab/rdmalab/internal/envelope"
+	"github.com/rdmalab/rdmalab/internal/formats"
 	"github.com/rdmalab/rdmalab/internal/intake"
 	"github.com/rdmalab/rdmalab/internal/judge"
 	"github.com/rdmalab/rdmalab/internal/report"
@@ -19,27 +22,15 @@ func newJudgeCmd() *cobra.Command {
 	var verbose bool
 	c := &cobra.Command{
 		Use:   "judge FILE... | -",
-		Short: "Judge saved outputs of ibnetdiscover, iblinkinfo, ibqueryerrors, ibstat, ibstatus, ibv_devinfo",
+		Short: "Judge saved tool outputs (IB tools, rdma, lspci, perftest, nccl-tests, RoCE QoS…) with the live rules",
 		Long: `judge reads what you already have (a saved tool output, pasted from a ticket
 or captured months ago) and judges it with the same rules and the same
-findings as the live commands. Each file is recognised by its content:
+findings as the live commands. Each file is recognised by its content,
+never its name; the formats (from the registry, internal/formats):
 
-  ibnetdiscover (topology, or -p)  links by GUID: rate against --expect-rate,
-                                   the device models (vendid/devid), peers
-  iblinkinfo (default or --line)   the same, plus port states and LIDs
-  ibqueryerrors, ibcheckerrors     error counters; output cut short or with
-                                   an error line is unknown, not "no errors"
-  ibstat, ibstatus, ibv_devinfo    read as a host snapshot and judged by
-                                   doctor's port rules: state, LID/SM, rate
-                                   (--expect-rate, else the majority of the
-                                   host's ports of one model), link layer
-                                   (--expect-link-layer)
-  nvidia-smi topo -m               rail alignment (each GPU's own NIC at
-                                   PIX/PXB); with --snapshot of the same
-                                   host, compared with the PCI tree
-
+` + formatList() + `
 A file no format recognises is exit 2 naming it. '-' reads standard input.
-docs/judge.md lists the formats and what each rule needs to be sure.
+docs/judge.md says what each format is judged by and what each rule needs.
 
 Exit codes: 0 proven healthy, 1 failures found, 2 could not run, 3 unproven
 (nothing failed, but what decides the output's health could not be judged:
@@ -74,9 +65,13 @@ the verdict line names the flag or input that would answer).`,
 			var rs []judge.Result
 			for _, in := range inputs {
 				if in.Format == nil {
-					return usageErr("%v", &judge.UnrecognisedError{Name: in.Name})
+					return usageErr("%v", &formats.UnrecognisedError{Name: in.Name})
 				}
-				r, err := judge.As(in.Format, in.Name, in.Data, opt)
+				saved, err := in.Format.ReadAs(in.Name, in.Data)
+				if err != nil {
+					return usageErr("%v", err)
+				}
+				r, err := judge.Saved(saved, opt)
 				if err != nil {
 					return usageErr("%v", err)
 				}
@@ -120,4 +115,14 @@ func readInputs(stdin io.Reader, args []string) ([]*intake.Input, error) {
 		in = append(in, i)
 	}
 	return in, nil
+}
+
+// formatList is judge --help's list of formats, one line each, made from
+// the registry so that it names every format there is.
+func formatList() string {
+	var b strings.Builder
+	for _, f := range formats.Formats {
+		fmt.Fprintf(&b, "  %-24s %s\n", f.Name, f.Help)
+	}
+	return b.String()
 }

@@ -4,15 +4,18 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/rdmalab/rdmalab/internal/intake"
+	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/envelope"
+	"github.com/rdmalab/rdmalab/internal/judge"
 	"github.com/rdmalab/rdmalab/internal/report"
 	"github.com/rdmalab/rdmalab/internal/report/htmlreport"
+	"github.com/rdmalab/rdmalab/internal/rules"
 	"github.com/rdmalab/rdmalab/internal/userfile"
 	"github.com/spf13/cobra"
 )
 
 func newReportCmd() *cobra.Command {
-	var out, title string
+	var out, title, output string
 	c := &cobra.Command{
 		Use:   "report [--out FILE.html] INPUT...",
 		Short: "One page for a whole cluster: ready or not, and what is wrong where",
@@ -35,9 +38,12 @@ are skipped and listed) or example:NAME (the built-in examples):
   doctor, fabric check    rdmalab doctor|fabric check --output json
   fabric snapshots        rdmalab fabric scan --output json
   bench                   rdmalab bench --output json (preferred), or its --results log
-Snapshots and results logs given without their judgement are judged here with
-the same rules and default options (a results log: against the peers only, no
-link rate); the page says so.
+  saved tool outputs      anything rdmalab judge reads (ibstat, iblinkinfo, lspci
+                          -vvv, perftest, nccl-tests…), named as files
+Snapshots, results logs and saved outputs given without their judgement are
+judged here once with the same rules and default options (a results log:
+against the peers only, no link rate); the page says so. --output json gives
+the verdict and every finding in the rdmalab envelope (kind report).
 
 Exit codes: 0 ready (proven), 1 not ready (a finding failed), 2 could not
 run, 3 unproven (nothing failed, but what decides readiness was not judged).`,
@@ -46,7 +52,10 @@ run, 3 unproven (nothing failed, but what decides readiness was not judged).`,
   rdmalab report example:hgx-h200 example:qdr-lab      # verdict only, in the terminal`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			in, err := intake.Load(args)
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			in, err := judge.Load(args)
 			if err != nil {
 				return usageErr("%v", err)
 			}
@@ -57,19 +66,40 @@ run, 3 unproven (nothing failed, but what decides readiness was not judged).`,
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", userfile.Name(out))
 			}
-			report.Cluster(cmd.OutOrStdout(), v)
-			switch v.Verdict.State {
-			case report.NotReady:
-				return errFindings
-			case report.Unproven:
-				return errUnproven
+			cv := clusterVerdict(in.Findings, v)
+			if output == "json" {
+				p := reportPayload{Sources: in.Sources, Skipped: in.Skipped, Derived: in.Derived}
+				if err := envelope.WriteJudged(cmd.OutOrStdout(), envelope.Report, cv, in.Findings, p); err != nil {
+					return err
+				}
+			} else {
+				report.Cluster(cmd.OutOrStdout(), v)
 			}
-			return nil
+			return verdictErr(cv)
 		},
 	}
 	c.Flags().StringVar(&out, "out", "", "write the HTML report to this file")
 	c.Flags().StringVar(&title, "title", "", "page title (default: rdmalab cluster report)")
+	c.Flags().StringVarP(&output, "output", "o", "table", "table or json (the readiness verdict and every input's findings, in the rdmalab envelope)")
 	return c
+}
+
+// reportPayload is report -o json's payload: what was read and how.
+type reportPayload struct {
+	Sources []string `json:"sources"`
+	Skipped []string `json:"skipped,omitempty"`
+	Derived []string `json:"derived,omitempty"`
+}
+
+// clusterVerdict is the page's verdict as the envelope carries it: the
+// one rule (rules.Verdict), and unproven where the page found a host not
+// proven to have RDMA, so text, HTML, JSON and the exit code agree.
+func clusterVerdict(fs []check.Finding, v *report.ClusterView) check.Verdict {
+	cv := rules.Verdict(rules.Report, fs)
+	if v.Verdict.State == report.Unproven && cv.Status == check.Healthy {
+		cv.Status, cv.Reason, cv.Answer = check.Unproven, v.Verdict.Why, ""
+	}
+	return cv
 }
 
 // writeHTML writes the page through userfile, so a failed render never

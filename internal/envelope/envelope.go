@@ -34,6 +34,7 @@ const (
 	Design         Kind = "design"          // design calculators
 	Schedule       Kind = "schedule"        // bench schedule
 	Compare        Kind = "compare"         // compare: two runs side by side
+	Report         Kind = "report"          // report: the cluster's readiness over every input
 )
 
 // Summary is what a script reads first.

@@ -11,8 +11,8 @@ import (
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/envelope"
 	"github.com/rdmalab/rdmalab/internal/fabric"
+	"github.com/rdmalab/rdmalab/internal/formats"
 	"github.com/rdmalab/rdmalab/internal/host"
-	"github.com/rdmalab/rdmalab/internal/judge"
 )
 
 // OldBenchWhy: results from before bench measured directions (pairs a/b,
@@ -23,7 +23,7 @@ const OldBenchWhy = "bench results from an older rdmalab (one record per pair a/
 // Classify says what the bytes of the file called name are: a bench
 // results log by its header line; an rdmalab envelope by its kind; a bare
 // host or fabric snapshot by its keys; findings from before envelopes; a
-// saved tool output by judge's registry; else Unknown with why. A snapshot
+// saved tool output by the format registry (internal/formats); else Unknown with why. A snapshot
 // or document that does not decode is an error naming the file.
 func Classify(name string, b []byte) (*Input, error) {
 	in := &Input{Name: name, Data: b}
@@ -53,17 +53,17 @@ func Classify(name string, b []byte) (*Input, error) {
 	return in, nil
 }
 
-// unknown marks an input no rdmalab output claims; judge's registry may
+// unknown marks an input no rdmalab output claims; the format registry may
 // still know it as a saved tool output.
 func (in *Input) unknown(why string) {
 	in.What, in.Why = Unknown, why
 	if in.Why == OldBenchWhy {
 		return
 	}
-	b := bytes.ReplaceAll(in.Data, []byte("\r\n"), []byte("\n"))
-	if f := judge.Recognise(b); f != nil {
+	b := formats.LF(in.Data)
+	if f := formats.Recognise(b); f != nil {
 		in.What, in.Why, in.Format, in.Data = ToolOutput, "", f, b
-		if f.Name == judge.NCCLFormat {
+		if f.Name == formats.NCCLFormat {
 			in.What = NCCLResults
 		}
 	}

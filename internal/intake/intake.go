@@ -2,8 +2,9 @@
 // capture, a host or fabric snapshot, an rdmalab document, a bench results
 // log, a saved tool output, example:NAME) and says what it is, once, for
 // every command and for report. Host trees are read by inventory and saved
-// tool outputs recognised by judge's registry; everything else is told
-// apart here.
+// tool outputs recognised by the format registry (internal/formats);
+// everything else is told apart here. Intake reads; it judges nothing
+// (internal/judge does).
 package intake
 
 import (
@@ -19,9 +20,9 @@ import (
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/envelope"
 	"github.com/rdmalab/rdmalab/internal/fabric"
+	"github.com/rdmalab/rdmalab/internal/formats"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/inventory"
-	"github.com/rdmalab/rdmalab/internal/judge"
 	"github.com/rdmalab/rdmalab/internal/resultslog"
 	"github.com/rdmalab/rdmalab/internal/userfile"
 )
@@ -57,11 +58,11 @@ const (
 type Input struct {
 	Name    string // as given; "(stdin)" for standard input
 	What    What
-	Example bool          // a built-in example:NAME
-	Why     string        // Unknown: why nothing claims it
-	Kind    envelope.Kind // Document, OldFindings, enveloped snapshots: the document's kind
-	Format  *judge.Format // ToolOutput, NCCLResults: judge's format
-	Data    []byte        // the bytes read (files and standard input)
+	Example bool            // a built-in example:NAME
+	Why     string          // Unknown: why nothing claims it
+	Kind    envelope.Kind   // Document, OldFindings, enveloped snapshots: the document's kind
+	Format  *formats.Format // ToolOutput, NCCLResults: its format
+	Data    []byte          // the bytes read (files and standard input)
 	Host    *host.Snapshot
 	Fabric  *fabric.Snapshot
 	// Findings are the judgement a Document or OldFindings carries.
@@ -165,9 +166,10 @@ func Host(name string) (*host.Snapshot, error) {
 	return nil, &inventory.SourceError{Source: name, Err: inventory.ErrNotHost}
 }
 
-// Fabric opens name where a fabric snapshot is expected: example:NAME or
-// a snapshot file (fabric scan --output json); any other kind is refused
-// naming the file and what it is.
+// Fabric opens name where a fabric snapshot is expected: example:NAME, a
+// snapshot file (fabric scan --output json) or a saved fabric tool output
+// (iblinkinfo, ibnetdiscover, ibqueryerrors: what judge reads them into);
+// any other kind is refused naming the file and what it is.
 func Fabric(name string) (*fabric.Snapshot, error) {
 	if in, ok, err := example(name, FabricSnapshot); ok {
 		if err != nil {
@@ -181,6 +183,18 @@ func Fabric(name string) (*fabric.Snapshot, error) {
 	}
 	if in.What == FabricSnapshot {
 		return in.Fabric, nil
+	}
+	if in.Format != nil {
+		// A saved iblinkinfo, ibnetdiscover or ibqueryerrors output is
+		// read into a fabric snapshot by its format's reader.
+		saved, err := in.Format.ReadAs(in.Name, in.Data)
+		if err != nil {
+			return nil, err
+		}
+		if s, ok := saved.Model.(*fabric.Snapshot); ok {
+			return s, nil
+		}
+		return nil, fmt.Errorf("%s: a saved %s output, not a fabric: rdmalab judge reads it", name, in.Format.Name)
 	}
 	// fabric's reader says what the file is instead (a host snapshot, a
 	// fabric check's findings, not JSON).

@@ -263,8 +263,9 @@ func TestHostRefuses(t *testing.T) {
 	}
 }
 
-// A fabric snapshot file is read, bare or in its envelope; anything else
-// is one line naming the file and what it is.
+// A fabric snapshot file is read, bare or in its envelope, and so is a
+// saved fabric tool output (read by its format, as judge reads it);
+// anything else is one line naming the file and what it is.
 func TestFabricRefuses(t *testing.T) {
 	dir := t.TempDir()
 	put := func(name string, b []byte) string { return write(t, dir, name, b) }
@@ -279,14 +280,53 @@ func TestFabricRefuses(t *testing.T) {
 			t.Errorf("%s: %v", p, err)
 		}
 	}
+	links := filepath.Join(testhost.SharedTestdata(t), "ibtools/iblinkinfo/xcat-edr-2node_SB7700_iblinkinfo.txt")
+	if s, err := Fabric(links); err != nil || len(s.Links()) != 3 {
+		t.Errorf("saved iblinkinfo: %v", err)
+	}
 	for _, c := range []struct{ file, want string }{
 		{put("host.json", hostDoc.Bytes()), "host.json: this is a host-snapshot document (rdmalab inventory), not a fabric snapshot"},
 		{put("check.json", checkDoc.Bytes()), "check.json: this is a fabric-check document (rdmalab fabric check: findings, not the fabric), not a fabric snapshot"},
-		{put("net.txt", []byte("Switch 8 \"x\"\n")), "net.txt: not a fabric snapshot"},
+		{put("ibstat.txt", []byte("CA 'mlx5_0'\n\tPort 1:\n\t\tState: Active\n")), "ibstat.txt: a saved ibstat output, not a fabric: rdmalab judge reads it"},
+		{put("notes.txt", []byte("hello\n")), "notes.txt: not a fabric snapshot"},
 	} {
 		_, err := Fabric(c.file)
 		if err == nil || !strings.HasPrefix(err.Error(), filepath.Join(dir, c.want)) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v, want %q", err, c.want)
 		}
+	}
+}
+
+func write(t *testing.T, dir, name string, b []byte) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Load reads and says what each input is; it judges nothing (the judge
+// step does, once): a bare host brings no finding, a results log and a
+// saved tool output wait for the judge.
+func TestLoadReadsOnly(t *testing.T) {
+	dir := t.TempDir()
+	log, err := os.ReadFile("../report/testdata/bench-tcp-loopback/bw.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := Load([]string{"example:r730-qdr", write(t, dir, "bw.jsonl", log),
+		write(t, dir, "ibstat.txt", []byte("CA 'mlx5_0'\n\tCA type: MT4123\n\tNumber of ports: 1\n\tPort 1:\n\t\tState: Active\n\t\tRate: 200\n"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Hosts) != 1 || len(in.Logs) != 1 || len(in.Saved) != 1 || in.Saved[0].Format.Name != "ibstat" {
+		t.Errorf("%d hosts, %d logs, %d saved outputs", len(in.Hosts), len(in.Logs), len(in.Saved))
+	}
+	if len(in.Findings)+len(in.Derived)+len(in.Bench) != 0 {
+		t.Errorf("Load judged: %d findings, derived %q, %d bench runs", len(in.Findings), in.Derived, len(in.Bench))
 	}
 }

@@ -19,10 +19,11 @@ import (
 	"github.com/rdmalab/rdmalab/internal/userfile"
 )
 
-// Inputs is everything a cluster report is made of, read and judged: host
-// snapshots, fabric snapshots, bench runs and the findings of every input,
-// those given (Judged says of which kinds) and those the same rules made
-// here for inputs given without them (Derived says which).
+// Inputs is everything a cluster report is made of: host snapshots,
+// fabric snapshots, bench runs, saved tool outputs and the findings of
+// every input, those given (Judged says of which kinds) and, once the
+// judge step (judge.Cluster) ran, those the same rules made for inputs
+// given without them (Derived says which).
 type Inputs struct {
 	Sources []string // what the user named, in order
 	Skipped []string // files in named directories that are no rdmalab output, with why; files given more than once
@@ -39,18 +40,22 @@ type Inputs struct {
 	// exactly two were given and they compare).
 	Compare *compare.Result
 
-	logs []*Input // results logs, judged once every input is read
-	dups []dupFile
+	// Logs are the results logs, and Saved the saved tool outputs, read
+	// but not judged: the judge step (judge.Cluster) judges them once.
+	Logs  []*Input
+	Saved []*Input
+	dups  []dupFile
 }
 
 // BenchRun is one judged bench test (one engine and test over a cluster):
-// the payload of a bench document, or a results log judged here. Findings
-// are the run's own (the document's, or those bench.Analyze made here).
+// the payload of a bench document, or a results log the judge step
+// judged. Findings are the run's own (the document's, or those
+// bench.Analyze made).
 type BenchRun struct {
 	*bench.Report
 	Source string
-	// FromLog is set when a results log was judged here, against the
-	// peers only (no cluster file, so no declared rate).
+	// FromLog is set when a results log was judged by the judge step,
+	// against the peers only (no cluster file, so no declared rate).
 	FromLog  bool
 	Findings []check.Finding
 }
@@ -61,15 +66,14 @@ type UnknownInputError struct {
 }
 
 func (e *UnknownInputError) Error() string {
-	return fmt.Sprintf("%s: %s (want a host or fabric snapshot, an rdmalab --output json document or a bench results file)", e.Path, e.Why)
+	return fmt.Sprintf("%s: %s (want a host or fabric snapshot, an rdmalab --output json document, a bench results file or a saved tool output rdmalab judge reads)", e.Path, e.Why)
 }
 
 // Load reads every input for report: files, host trees and captures (read
 // as inventory --root reads them), directories of files (recursively,
 // .json and .jsonl; files that are no rdmalab output are skipped and
-// listed), each file once however often named, and example:NAME;
-// then judges what came without its judgement (see judge), so what it
-// returns is only rendered.
+// listed), each file once however often named, and example:NAME, and
+// says what each is. It judges nothing: judge.Cluster does, once.
 func Load(args []string) (*Inputs, error) {
 	in := &Inputs{Judged: map[envelope.Kind]bool{}}
 	if len(args) == 0 {
@@ -110,7 +114,7 @@ func Load(args []string) (*Inputs, error) {
 			return nil, err
 		}
 	}
-	if len(in.Hosts)+len(in.Fabrics)+len(in.Bench)+len(in.logs)+len(in.Findings) == 0 && len(in.Judged) == 0 {
+	if len(in.Hosts)+len(in.Fabrics)+len(in.Bench)+len(in.Logs)+len(in.Saved)+len(in.Findings) == 0 && len(in.Judged) == 0 {
 		// A report of nothing would read as a verdict on nothing.
 		why := "no rdmalab output in " + strings.Join(quoted(args), ", ")
 		if len(in.Skipped) > 0 {
@@ -123,7 +127,6 @@ func Load(args []string) (*Inputs, error) {
 			in.Skipped = append(in.Skipped, fmt.Sprintf("%s: given %d times; read once", userfile.Name(d.path), d.n))
 		}
 	}
-	in.judge()
 	return in, nil
 }
 
@@ -204,7 +207,10 @@ func (in *Inputs) add(x *Input) error {
 	case FabricSnapshot:
 		in.Fabrics = append(in.Fabrics, x.Fabric)
 	case ResultsLog:
-		in.logs = append(in.logs, x)
+		in.Logs = append(in.Logs, x)
+		return nil
+	case ToolOutput, NCCLResults:
+		in.Saved = append(in.Saved, x)
 		return nil
 	case Document, OldFindings:
 		in.Judged[x.Kind] = true
@@ -220,8 +226,6 @@ func (in *Inputs) add(x *Input) error {
 			}
 			in.Bench = append(in.Bench, BenchRun{Report: x.Bench, Source: x.Name, Findings: mine})
 		}
-	case ToolOutput, NCCLResults:
-		return &UnknownInputError{x.Name, fmt.Sprintf("a saved %s output: rdmalab judge reads it, report reads what rdmalab wrote", x.Format.Name)}
 	default:
 		return &UnknownInputError{x.Name, x.Why}
 	}

@@ -1,7 +1,6 @@
 package judge
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -9,17 +8,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
-	"github.com/rdmalab/rdmalab/internal/testhost"
 )
-
-func capture(t *testing.T, rel string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(testhost.SharedTestdata(t), rel))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
 
 const issue71 = "ibtools/iblinkinfo/nccl-tests-issue-71_HDR-MQM8700_SHARP-aggnode_iblinkinfo_excerpt.txt"
 
@@ -29,7 +18,7 @@ const issue71 = "ibtools/iblinkinfo/nccl-tests-issue-71_HDR-MQM8700_SHARP-aggnod
 // prints "( )" on every line; the hint is added on the EDR lines (both
 // ends' lines, as iblinkinfo prints it), the rest is the real paste.
 func TestIBLinkInfoHintOverrulesPeers(t *testing.T) {
-	real := capture(t, issue71)
+	real := string(capture(t, issue71))
 	var b strings.Builder
 	for _, l := range strings.SplitAfter(real, "\n") {
 		if strings.Contains(l, "25.78125 Gbps") {
@@ -129,7 +118,7 @@ func TestFabricCapturesFindings(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(filepath.Base(c.file), func(t *testing.T) {
-			r, err := One(c.file, []byte(capture(t, c.file)), Options{})
+			r, err := One(c.file, capture(t, c.file), Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -91,7 +91,7 @@ func TestJudgeHostPortsEqualDoctor(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: its snapshot does not load back: %v", rel, err)
 			}
-			doc := hostcheck.Doctor([]*host.Snapshot{s}, portOptions(o))
+			doc := hostcheck.Doctor([]*host.Snapshot{s}, hostcheck.Options{Expect: o.Expect, Only: hostcheck.PortRules})
 			if g, w := verdicts(r.Findings), verdicts(doc); !slices.Equal(g, w) {
 				t.Errorf("%s %+v: judge\n%s\ndoctor on its snapshot\n%s", rel, o, strings.Join(g, "\n"), strings.Join(w, "\n"))
 			}

@@ -1,19 +1,23 @@
-// Package judge judges what users already have: saved outputs of the
-// InfiniBand tools (ibnetdiscover, iblinkinfo in both modes, ibqueryerrors
-// and the older ibcheckerrors, ibstat, ibstatus, ibv_devinfo with or
-// without -v), perftest, nccl-tests and NCCL_DEBUG logs, recognised by
-// content, with the same rules and the same check.Finding as the live
-// commands. Each format is one entry of Formats: a sniffer and a judge.
+// Package judge is the judge step: it applies the live commands' rules to
+// what internal/formats read from saved tool outputs (ibnetdiscover,
+// iblinkinfo, ibqueryerrors and the older ibcheckerrors, ibstat, ibstatus,
+// ibv_devinfo, rdma link and statistic, lspci -vvv, perftest, nccl-tests
+// and NCCL_DEBUG logs, the RoCE QoS tools, nvidia-smi topo -m), and to
+// report's inputs, with the same check.Finding. Judge dispatches on the
+// model's type: partial host snapshots to hostcheck's rules, fabric
+// snapshots to fabriccheck's, perftest runs to bench's, nccl output to
+// nccl's, GPU↔NIC matrices to gpudirect's.
 package judge
 
 import (
-	"bytes"
 	"fmt"
 	"path/filepath"
 
 	"github.com/rdmalab/rdmalab/internal/bench"
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/fabric"
+	"github.com/rdmalab/rdmalab/internal/fabriccheck"
+	"github.com/rdmalab/rdmalab/internal/formats"
 	"github.com/rdmalab/rdmalab/internal/gpudirect"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
@@ -35,123 +39,86 @@ type Options struct {
 	Snapshot *host.Snapshot
 }
 
-// Format is one kind of saved output.
-type Format struct {
-	Name string
-	// Sniff reports whether b looks like this format. Formats are tried
-	// in order; the first that claims the bytes judges them.
-	Sniff func(b []byte) bool
-	// Judge parses b (from the file called name) and judges it. The
-	// payload is what was read (a fabric snapshot, the host ports).
-	Judge func(name string, b []byte, opt Options) ([]check.Finding, any, error)
-}
-
-// NCCLFormat is the name of the nccl-tests and NCCL_DEBUG format.
-const NCCLFormat = "nccl-tests / NCCL_DEBUG"
-
-// Formats is the registry, most specific first.
-var Formats = []Format{
-	{"ncclras (NCCL RAS)", nccl.SniffRAS, func(name string, b []byte, _ Options) ([]check.Finding, any, error) {
-		return nccl.JudgeRASFile(name, b)
-	}},
-	{NCCLFormat, nccl.Sniff, judgeNCCL},
-	{"nvidia-smi topo -m", host.SniffTopo, func(_ string, b []byte, o Options) ([]check.Finding, any, error) {
-		return gpudirect.JudgeTopoFile(b, o.Snapshot)
-	}},
-	{"perftest", bench.SniffPerftest, judgePerftest},
-	{"ibv_devinfo", host.SniffDevinfo, hostPorts(host.ParseDevinfo)},
-	{"ibstatus", host.SniffIBStatus, hostPorts(host.ParseIBStatus)},
-	{"ibstat", host.SniffIBStat, hostPorts(host.ParseIBStat)},
-	{"ibqueryerrors", fabric.SniffIBQueryErrors, judgeQueryErrors},
-	{"ibcheckerrors", sniffCheckErrors, judgeCheckErrors},
-	{"iblinkinfo", fabric.SniffIBLinkInfo, judgeLinkInfo},
-	{"ibnetdiscover", fabric.SniffTopology, judgeTopology},
-	{"ibnetdiscover -p", fabric.SniffIBNetDiscoverPorts, judgePorts},
-	{"show_gids", host.SniffShowGIDs, judgeShowGIDs},
-	{"mlnx_qos", host.SniffMlnxQos, judgeQoS(host.ParseMlnxQos)},
-	{"dcb / lldptool", host.SniffDCB, judgeQoS(host.ParseDCB)},
-	{"ethtool -S", host.SniffEthtoolS, judgeEthtoolS},
-	{"cma_roce_mode", host.SniffCMARoCEMode, judgeQoS(host.ParseCMARoCEMode)},
-}
-
-// judgeNCCL judges nccl-tests output and NCCL_DEBUG logs; with
-// --expect-rate, busbw is judged against what one such NIC carries.
-func judgeNCCL(name string, b []byte, opt Options) ([]check.Finding, any, error) {
-	var o nccl.JudgeOptions
-	if opt.Expect.HasRate() {
-		o.NIC, o.NICSource = opt.Expect.Link(), opt.Expect.String()
-	}
-	return nccl.JudgeFile(name, b, o)
-}
-
-// judgePerftest judges saved perftest output against --expect-rate and
-// the expected link layer; the layer and MTU the run used are read from
-// the output (Link type: Ethernet is RoCE), and a differing expected layer
-// is a finding.
-func judgePerftest(name string, b []byte, opt Options) ([]check.Finding, any, error) {
-	// Only what was expected: an empty layer lets the run's own Link type
-	// decide (Expect.Link would default it to InfiniBand).
-	l := linkrate.Link{Layer: opt.Expect.Layer, RateGbps: opt.Expect.Rate.Gbps, Speed: opt.Expect.Rate.Speed}
-	return bench.JudgePerftestFile(name, b, &l)
-}
-
-// UnrecognisedError is a file no format claims.
-type UnrecognisedError struct{ Name string }
-
-func (e *UnrecognisedError) Error() string {
-	names := ""
-	for i, f := range Formats {
-		if i > 0 {
-			names += ", "
-		}
-		names += f.Name
-	}
-	return fmt.Sprintf("%s: not a saved output rdmalab judges (%s)", e.Name, names)
-}
-
 // Result is one file judged.
 type Result struct {
 	File     string          `json:"file"`
 	Format   string          `json:"format"`
 	Findings []check.Finding `json:"-"`
-	Payload  any             `json:"payload,omitempty"`
+	// Skipped names what of the file was not read or not judged, and why.
+	Skipped []string `json:"skipped,omitempty"`
+	Payload any      `json:"payload,omitempty"`
 }
 
-// Recognise returns the first format that claims b (line ends already
-// LF), or nil: the one sniffing of saved outputs, which intake asks.
-func Recognise(b []byte) *Format {
-	for i := range Formats {
-		if Formats[i].Sniff(b) {
-			return &Formats[i]
-		}
-	}
-	return nil
-}
-
-// One judges one file with the format that recognises it.
+// One reads one file with the format that recognises it and judges it.
 func One(name string, b []byte, opt Options) (Result, error) {
-	b = bytes.ReplaceAll(b, []byte("\r\n"), []byte("\n"))
-	f := Recognise(b)
-	if f == nil {
-		return Result{}, &UnrecognisedError{Name: name}
+	s, err := formats.Read(name, b)
+	if err != nil {
+		return Result{}, err
 	}
-	return As(f, name, b, opt)
+	return Saved(s, opt)
 }
 
-// As judges b (line ends LF), from the file called name, as format f.
-func As(f *Format, name string, b []byte, opt Options) (Result, error) {
-	fs, payload, err := f.Judge(name, b, opt)
+// Saved judges one saved output read by formats; findings without a host
+// are the file's (a saved output rarely names its host).
+func Saved(s *formats.Saved, opt Options) (Result, error) {
+	fs, payload, err := Judge(s.File, s.Model, opt)
 	if err != nil {
-		return Result{}, fmt.Errorf("%s (%s output): %w", name, f.Name, err)
+		return Result{}, fmt.Errorf("%s (%s output): %w", s.File, s.Format.Name, err)
 	}
-	host := filepath.Base(name)
+	host := filepath.Base(s.File)
 	for i := range fs {
 		if fs[i].Host == "" {
 			fs[i].Host = host
 		}
 	}
 	check.Sort(fs)
-	return Result{File: name, Format: f.Name, Findings: fs, Payload: payload}, nil
+	r := Result{File: s.File, Format: s.Format.Name, Findings: fs, Payload: payload}
+	if h, ok := s.Model.(*formats.HostPart); ok {
+		r.Skipped = h.Skipped
+	}
+	return r, nil
+}
+
+// Judge applies the live rules to a model read from the file called name
+// and returns the findings and what is shown of the model (the payload of
+// --output json).
+func Judge(name string, model any, opt Options) ([]check.Finding, any, error) {
+	switch m := model.(type) {
+	case *formats.HostPart:
+		return judgeHost(m, opt)
+	case *fabric.Snapshot:
+		fs, err := fabriccheck.Run(m, fabriccheck.Options{Expect: opt.Expect, Plan: opt.Plan, Thresholds: opt.Thresholds})
+		if err != nil {
+			return nil, nil, err
+		}
+		return fs, m, nil
+	case *formats.CheckErrors:
+		return judgeCheckErrors(m), nil, nil
+	case *host.Topo:
+		fs := gpudirect.JudgeTopo(m)
+		if opt.Snapshot != nil {
+			fs = append(fs, gpudirect.CompareTopo(m, opt.Snapshot)...)
+		}
+		return fs, m, nil
+	case formats.PerftestRuns:
+		// Only what was expected: an empty layer lets the run's own Link
+		// type decide (Expect.Link would default it to InfiniBand).
+		l := linkrate.Link{Layer: opt.Expect.Layer, RateGbps: opt.Expect.Rate.Gbps, Speed: opt.Expect.Rate.Speed}
+		fs, payload := bench.JudgePerftestRuns(name, m, &l)
+		return fs, payload, nil
+	case *nccl.RASReport:
+		fs := nccl.JudgeRAS(filepath.Base(name), m, nil)
+		return fs, m, nil
+	case *formats.NCCLOutput:
+		// With --expect-rate, busbw is judged against what one such NIC
+		// carries.
+		var o nccl.JudgeOptions
+		if opt.Expect.HasRate() {
+			o.NIC, o.NICSource = opt.Expect.Link(), opt.Expect.String()
+		}
+		return nccl.JudgeFile(name, m.Text, o)
+	}
+	return nil, nil, fmt.Errorf("no rules judge a %T", model)
 }
 
 // Findings gathers every result's findings.

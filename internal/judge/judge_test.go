@@ -12,6 +12,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/fabric"
+	"github.com/rdmalab/rdmalab/internal/formats"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"github.com/rdmalab/rdmalab/internal/testhost"
@@ -163,6 +164,14 @@ func TestJudgeEveryRealOutput(t *testing.T) {
 		{"ncclras/nccl-docs-ras-rst_ncclras-f-json_2.29.1_1-of-2-ranks-missing-unresponsive_rst-indented-2-spaces.json", ras, 1, 0, 0, 2},
 		{"ncclras/nccl-issue-1911_2.26.2_4node-32rank_MISMATCH-AllGather-640-vs-641_two-ranks-ahead.txt", ras, 0, 1, 0, 2},
 		{"ncclras/ray-test-nv-hang-detector_HEALTHY_RAS_JSON_2.28.9_1node-2rank_empty-missing-ranks-array.json", ras, 0, 0, 0, 3},
+		// check IDs and subjects of these: newformats_test.go
+		{rdmaLinkCapture, "rdma link", 0, 0, 0, 4},
+		{rdmaStatCapture, "rdma statistic", 0, 0, 0, 1},
+		{rdmaQPCapture, "rdma statistic", 0, 0, 0, 1},
+		{rdmaResourceShow, "", 0, 0, 0, 0},
+		{lspciHDACapture, "lspci -vvv", 0, 0, 0, 0},
+		{lspciACSCapture, "lspci -vvv", 0, 0, 0, 0},
+		{lspciDellCapture, "lspci -vvv", 0, 0, 0, 20},
 		// check IDs and subjects of these: gpudirect.TestJudgeTopoReal
 		{"nvidia-smi-topo/club-3090-issue-1229_2xRTX5090-workstation_PHB_no-nic.txt", topo, 0, 1, 0, 0},
 		{"nvidia-smi-topo/deepseek-local-notes-zh_5900X_2xRTX3090-NV4-bridge_nvlink-s-then-topo_uuid-redacted_prompts.txt", topo, 0, 3, 0, 0},
@@ -190,7 +199,7 @@ func TestJudgeEveryRealOutput(t *testing.T) {
 				return
 			}
 			if c.format == "" {
-				var ue *UnrecognisedError
+				var ue *formats.UnrecognisedError
 				if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.file) {
 					t.Errorf("want unrecognised naming the file, got %v", err)
 				}
@@ -209,7 +218,7 @@ func TestJudgeEveryRealOutput(t *testing.T) {
 			}
 		})
 	}
-	for _, dir := range []string{"ibtools", "ibnetdiscover", "perftest", "perftest-latency", "perftest-warnings", "nccl-tests", "nccl-debug", "ncclras", "nvidia-smi-topo"} {
+	for _, dir := range []string{"ibtools", "ibnetdiscover", "perftest", "perftest-latency", "perftest-warnings", "nccl-tests", "nccl-debug", "ncclras", "nvidia-smi-topo", "lspci", "rdma-tool"} {
 		filepath.Walk(filepath.Join(root, dir), func(p string, info os.FileInfo, err error) error {
 			if err == nil && !info.IsDir() {
 				rel, _ := filepath.Rel(root, p)
@@ -395,14 +404,14 @@ func TestProseIsNoFormat(t *testing.T) {
 			t.Fatal(err)
 		}
 		if r, err := One(p, b, Options{}); err == nil {
-			t.Errorf("%s was judged as %s output: %d findings", p, Recognise(b).Name, len(r.Findings))
+			t.Errorf("%s was judged as %s output: %d findings", p, formats.Recognise(b).Name, len(r.Findings))
 		}
 	}
 	prov, err := os.ReadFile(files[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := Recognise(prov); f != nil {
+	if f := formats.Recognise(prov); f != nil {
 		t.Errorf("PROVENANCE.md, which quotes every tool's command line, is taken for %s output", f.Name)
 	}
 }
@@ -416,7 +425,7 @@ func TestCheckErrorsBehindLauncherPrefix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := Recognise(b); f == nil || f.Name != "ibcheckerrors" {
+	if f := formats.Recognise(b); f == nil || f.Name != "ibcheckerrors" {
 		t.Fatalf("recognised as %v", f)
 	}
 	if !slices.ContainsFunc(r.Findings, func(f check.Finding) bool {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/intake"
+	"github.com/rdmalab/rdmalab/internal/judge"
 )
 
 const benchDir = "testdata/bench-tcp-loopback"
@@ -41,7 +42,7 @@ func TestVerdict(t *testing.T) {
 // ordered pair, none on the diagonal), each judged as the bench document
 // says; the results log alone is judged here against the peers and says so.
 func TestBenchView(t *testing.T) {
-	in, err := intake.Load([]string{benchDir})
+	in, err := judge.Load([]string{benchDir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestBenchView(t *testing.T) {
 		t.Errorf("lat: %v %+v", lat.Counts, lat.Cells[0])
 	}
 
-	in, err = intake.Load([]string{filepath.Join(benchDir, "bw.jsonl")})
+	in, err = judge.Load([]string{filepath.Join(benchDir, "bw.jsonl")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func TestBenchView(t *testing.T) {
 }
 
 func TestClusterTextGolden(t *testing.T) {
-	in, err := intake.Load([]string{"example:seed000-epyc", "example:hgx-h200", "example:qdr-lab", benchDir})
+	in, err := judge.Load([]string{"example:seed000-epyc", "example:hgx-h200", "example:qdr-lab", benchDir})
 	if err != nil {
 		t.Fatal(err)
 	}

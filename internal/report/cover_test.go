@@ -4,13 +4,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rdmalab/rdmalab/internal/intake"
+	"github.com/rdmalab/rdmalab/internal/judge"
 )
 
 // A cover run's terminal report says, before the tables, how many rounds
 // ran and what the localiser named.
 func TestBenchCoverLine(t *testing.T) {
-	in, err := intake.Load([]string{"testdata/bench-cover/cover.json"})
+	in, err := judge.Load([]string{"testdata/bench-cover/cover.json"})
 	if err != nil || len(in.Bench) != 1 {
 		t.Fatalf("%v, %d bench runs", err, len(in.Bench))
 	}

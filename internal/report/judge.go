@@ -16,6 +16,9 @@ func Judge(w io.Writer, rs []judge.Result, verbose bool) {
 			fmt.Fprintln(w)
 		}
 		fmt.Fprintf(w, "== %s (%s output)\n", userfile.TermLine(r.File), r.Format)
+		for _, sk := range r.Skipped {
+			fmt.Fprintf(w, "skipped: %s\n", userfile.TermLine(sk))
+		}
 		Findings(w, r.Findings, verbose)
 	}
 }

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rdmalab/rdmalab/internal/intake"
+	"github.com/rdmalab/rdmalab/internal/judge"
 	"github.com/rdmalab/rdmalab/internal/report"
 	"github.com/rdmalab/rdmalab/internal/testhost"
 )
@@ -25,7 +25,7 @@ const hostileName = `evil<script>alert("x")</script>&"node'`
 
 func hostileHost(t *testing.T, dir string) string {
 	t.Helper()
-	in, err := intake.Load([]string{"example:r730-qdr"})
+	in, err := judge.Load([]string{"example:r730-qdr"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func hostileHost(t *testing.T, dir string) string {
 
 func render(t *testing.T, inputs ...string) (string, *report.ClusterView) {
 	t.Helper()
-	in, err := intake.Load(inputs)
+	in, err := judge.Load(inputs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package intake
+package judge
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/bench"
 	"github.com/rdmalab/rdmalab/internal/envelope"
+	"github.com/rdmalab/rdmalab/internal/intake"
 	"github.com/rdmalab/rdmalab/internal/resultslog"
 )
 
@@ -40,15 +41,14 @@ func FuzzBenchLog(f *testing.F) {
 		}
 		whole := strings.Join(lines, "\n") + "\n"
 		extra := lines[1][:int(cut)%len(lines[1])]
-		x, err := Classify("r.jsonl", []byte(whole+extra))
-		if err != nil || x.What != ResultsLog {
+		x, err := intake.Classify("r.jsonl", []byte(whole+extra))
+		if err != nil || x.What != intake.ResultsLog {
 			t.Fatalf("%d records: %v %v", len(lines)-1, x, err)
 		}
-		in := &Inputs{Judged: map[envelope.Kind]bool{}}
-		if err := in.add(x); err != nil {
+		in := &intake.Inputs{Judged: map[envelope.Kind]bool{}, Logs: []*intake.Input{x}}
+		if err := Cluster(in); err != nil {
 			t.Fatal(err)
 		}
-		in.judge()
 		if len(in.Bench) != 1 {
 			t.Fatalf("%d bench runs, want 1", len(in.Bench))
 		}

@@ -1,4 +1,4 @@
-package intake
+package judge
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/envelope"
 	"github.com/rdmalab/rdmalab/internal/fabriccheck"
 	"github.com/rdmalab/rdmalab/internal/hostcheck"
+	"github.com/rdmalab/rdmalab/internal/intake"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"github.com/rdmalab/rdmalab/internal/testhost"
 )
@@ -31,6 +32,18 @@ func write(t *testing.T, dir, name string, b []byte) string {
 }
 
 const benchDir = "../report/testdata/bench-tcp-loopback"
+
+// load is report's road: intake reads, the judge step judges once.
+func load(args []string) (*intake.Inputs, error) {
+	in, err := intake.Load(args)
+	if err != nil {
+		return nil, err
+	}
+	if err := Cluster(in); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
 
 // Every kind of input, in envelopes and bare, is told apart and read.
 func TestLoadKinds(t *testing.T) {
@@ -80,7 +93,7 @@ func TestLoadKinds(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := write(t, dir, strings.ReplaceAll(c.name, " ", "-")+".json", c.file)
-			in, err := Load([]string{p})
+			in, err := load([]string{p})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -123,7 +136,7 @@ func TestDoctorDocumentIsNotRejudged(t *testing.T) {
 	h.Encode(&snap)
 	fs := hostcheck.Run(h, hostcheck.Options{Expect: linkrate.Expect{Rate: linkrate.Rate{Gbps: 100}, Source: "--expect-rate"}})
 	envelope.Write(&doc, envelope.Doctor, fs, nil)
-	in, err := Load([]string{write(t, dir, "h.json", snap.Bytes()), write(t, dir, "d.json", doc.Bytes())})
+	in, err := load([]string{write(t, dir, "h.json", snap.Bytes()), write(t, dir, "d.json", doc.Bytes())})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +156,7 @@ func TestLoadErrors(t *testing.T) {
 		return b.Bytes()
 	}())
 	// A directory skips what is not rdmalab output and says so.
-	in, err := Load([]string{filepath.Join(dir, "d")})
+	in, err := load([]string{filepath.Join(dir, "d")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,15 +164,16 @@ func TestLoadErrors(t *testing.T) {
 		t.Errorf("hosts %d, skipped %q", len(in.Hosts), in.Skipped)
 	}
 	// Named on its own, the same file is an error naming it.
-	_, err = Load([]string{junk})
-	var unknown *UnknownInputError
+	_, err = load([]string{junk})
+	var unknown *intake.UnknownInputError
 	if !errors.As(err, &unknown) || !strings.Contains(err.Error(), "notes.json") {
 		t.Errorf("junk file: %v", err)
 	}
 	for _, c := range []struct{ arg, want string }{
 		{"example:nope", "hgx-h200"},
-		// A saved tool output is named for what it is, and where it is read.
-		{write(t, dir, "ibstat.txt", []byte("CA 'mlx5_0'\n\tCA type: MT4123\n\tNumber of ports: 1\n\tPort 1:\n\t\tState: Active\n\t\tRate: 200\n")), "a saved ibstat output: rdmalab judge reads it"},
+		// A saved tool output that claims a format but does not read is
+		// named with its format.
+		{write(t, dir, "check.txt", []byte("#warn: counter SymbolErrors = 5 (threshold 1)\n")), "check.txt (ibcheckerrors output): no FAILED port and no summary"},
 		{filepath.Join(dir, "missing.json"), "missing.json"},
 		// Bench results from before directions are named, not guessed at.
 		{write(t, dir, "old.jsonl", []byte("{\"a\":\"x\",\"b\":\"y\",\"engine\":\"tcp\",\"test\":\"bw\"}\n{\"a\":\"x\",\"b\":\"z\"}\n")), "older rdmalab"},
@@ -172,11 +186,11 @@ func TestLoadErrors(t *testing.T) {
 			return append(append(head, []byte("\nnot json\n")...), rest...)
 		}()), "line 2"},
 	} {
-		if _, err := Load([]string{c.arg}); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := load([]string{c.arg}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error naming %q", c.arg, err, c.want)
 		}
 	}
-	if _, err := Load(nil); err == nil {
+	if _, err := load(nil); err == nil {
 		t.Error("no inputs accepted")
 	}
 }
@@ -187,7 +201,7 @@ func TestLoadErrors(t *testing.T) {
 func TestLoadHostSources(t *testing.T) {
 	root := testhost.WriteTree(t, testhost.R730())
 	capture := filepath.Join(testhost.SharedTestdata(t), "sysfs", "gpud", "sys-class-infiniband-h100.0.tar.gz")
-	in, err := Load([]string{root, capture, root})
+	in, err := load([]string{root, capture, root})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +216,7 @@ func TestLoadHostSources(t *testing.T) {
 	}
 	empty := t.TempDir()
 	os.MkdirAll(filepath.Join(empty, "sys"), 0o755)
-	if _, err := Load([]string{empty}); err == nil || !strings.Contains(err.Error(), "sys/ is empty") {
+	if _, err := load([]string{empty}); err == nil || !strings.Contains(err.Error(), "sys/ is empty") {
 		t.Errorf("an empty sys/: %v", err)
 	}
 }
