@@ -18,6 +18,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"github.com/rdmalab/rdmalab/internal/nccl"
+	"github.com/rdmalab/rdmalab/internal/phy"
 )
 
 // Options are what saved outputs are judged against.
@@ -69,6 +70,10 @@ var Formats = []Format{
 	{"dcb / lldptool", host.SniffDCB, judgeQoS(host.ParseDCB)},
 	{"ethtool -S", host.SniffEthtoolS, judgeEthtoolS},
 	{"cma_roce_mode", host.SniffCMARoCEMode, judgeQoS(host.ParseCMARoCEMode)},
+	{"mlxlink / mstlink", phy.SniffMlxlink, judgePHY(phy.ParseMlxlink)},
+	{"ethtool --show-fec", phy.SniffShowFEC, judgePHY(phy.ParseShowFEC)},
+	{"ethtool -m", phy.SniffModule, judgePHY(phy.ParseModule)},
+	{"ibdiagnet", phy.SniffIBDiag, judgeIBDiag},
 }
 
 // judgeNCCL judges nccl-tests output and NCCL_DEBUG logs; with

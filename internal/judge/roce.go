@@ -7,6 +7,8 @@ import (
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/hostcheck"
+	"github.com/rdmalab/rdmalab/internal/phy"
+	"github.com/rdmalab/rdmalab/internal/phycheck"
 )
 
 // The RoCE formats parse into the host model's RoCE QoS and GID tables
@@ -50,14 +52,35 @@ func judgeShowGIDs(name string, b []byte, opt Options) ([]check.Finding, any, er
 
 // judgeEthtoolS judges pause counters: storm events in the last reading,
 // and rising pauses when the file holds two readings of one interface.
+//
+// The same rows carry the mlx5 PHY counters (symbol errors, corrected
+// bits, per-lane errors): those readings are judged by phycheck too, and
+// a paste holding only PHY counters is judged by phycheck alone.
 func judgeEthtoolS(name string, b []byte, opt Options) ([]check.Finding, any, error) {
-	rs, err := host.ParseEthtoolS(b)
+	all, err := phy.ReadEthtoolS(b)
 	if err != nil {
 		return nil, nil, err
 	}
 	s := roceSnapshot(name)
 	base := filepath.Base(name)
 	var fs []check.Finding
+	var ports []phy.Port
+	var rs []host.EthtoolReading
+	for i, r := range host.RoCEReadings(all) {
+		if p, ok := phy.FromEthtoolS(all[i], base); ok {
+			ports = append(ports, p)
+		}
+		if len(r.Counters) == 0 && all[i].HasPHY() {
+			continue
+		}
+		rs = append(rs, r)
+	}
+	if len(ports) > 0 {
+		fs = append(fs, phycheck.Ports(ports)...)
+		if len(rs) == 0 {
+			return fs, ports, nil
+		}
+	}
 	last := map[string]host.EthtoolReading{}
 	for _, r := range rs {
 		src := fmt.Sprintf("%s line %d", base, r.Line)

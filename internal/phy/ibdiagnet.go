@@ -51,6 +51,9 @@ type Message struct {
 	Error   bool
 	Text    string
 	Section string // the banner it was printed under ("" before any)
+	// Context is the -I- line printed just before it ("Subnet: IPv4
+	// PKey:0x7fff … rate:10Gbps").
+	Context string `json:",omitempty"`
 	Line    int
 }
 
@@ -68,7 +71,7 @@ func ParseIBDiag(b []byte, name string) (*IBDiag, error) {
 	n := 0
 	// Banners come in pairs around a section title: the line after an
 	// odd banner is a title.
-	section, banner, banners := "", -1, 0
+	section, banner, banners, info := "", -1, 0, ""
 	errFirst, inTable := false, false
 	for sc.Scan() {
 		n++
@@ -123,8 +126,11 @@ func ParseIBDiag(b []byte, name string) (*IBDiag, error) {
 			}
 		}
 		if m := ibdiagMsgRE().FindStringSubmatch(line); m != nil {
-			d.Messages = append(d.Messages, Message{Error: m[1] == "E", Text: m[2], Section: section, Line: n})
+			d.Messages = append(d.Messages, Message{Error: m[1] == "E", Text: m[2], Section: section, Context: info, Line: n})
 			continue
+		}
+		if strings.HasPrefix(line, "-I- ") {
+			info = strings.TrimSpace(strings.TrimPrefix(line, "-I- "))
 		}
 		if strings.HasPrefix(line, "-I- ") && banner == n-1 && banners%2 == 1 {
 			section = strings.TrimSpace(strings.TrimPrefix(line, "-I- "))

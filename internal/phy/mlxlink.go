@@ -83,7 +83,7 @@ func parseMlxlinkText(b []byte, name string) ([]Port, error) {
 	var runs []*run
 	var skipped []string
 	cur := &run{secs: sections{}}
-	prev, section := "", ""
+	prev, prevN, section := "", 0, ""
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	n := 0
@@ -95,6 +95,9 @@ func parseMlxlinkText(b []byte, name string) ([]Port, error) {
 			continue
 		}
 		if m := mlxlinkCmdRE().FindStringSubmatch(line); m != nil {
+			if prev != "" {
+				skipped = append(skipped, fmt.Sprintf("line %d: %s", prevN, prev))
+			}
 			cur = &run{secs: sections{}, device: devName(m[1]), line: n}
 			if p := mlxlinkPortRE().FindStringSubmatch(line); p != nil {
 				cur.port, _ = strconv.Atoi(p[1])
@@ -131,15 +134,15 @@ func parseMlxlinkText(b []byte, name string) ([]Port, error) {
 		}
 		if prev != "" {
 			// The line before was neither a row nor a title: a label.
-			skipped = append(skipped, fmt.Sprintf("line %d: %s", n-1, prev))
+			skipped = append(skipped, fmt.Sprintf("line %d: %s", prevN, prev))
 		}
-		prev = line
+		prev, prevN = line, n
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
 	if prev != "" {
-		skipped = append(skipped, fmt.Sprintf("line %d: %s", n, prev))
+		skipped = append(skipped, fmt.Sprintf("line %d: %s", prevN, prev))
 	}
 	// Runs of the same device (-c then -e) are one port.
 	var out []Port

@@ -16,10 +16,10 @@ import (
 // password prompt and comments: those lines are skipped and named.
 
 var (
-	fecHeadRE  = lazyre.New(`^FEC parameters for (\S+?):?$`)
-	fecRowRE   = lazyre.New(`^(Supported/Configured|Configured|Supported|Active) FEC encodings?:\s*(.*)$`)
-	fecStatRE  = lazyre.New(`^(corrected_blocks|uncorrectable_blocks|corrected_bits)\s*:\s*(\d+)`)
-	fecLaneRE  = lazyre.New(`^Lane\s+(\d+)\s*:\s*(\d+)`)
+	fecHeadRE = lazyre.New(`^FEC parameters for (\S+?):?$`)
+	fecRowRE  = lazyre.New(`^(Supported/Configured|Configured|Supported|Active) FEC encodings?:\s*(.*)$`)
+	fecStatRE = lazyre.New(`^(corrected_blocks|uncorrectable_blocks|corrected_bits)\s*:\s*(\d+)`)
+	fecLaneRE = lazyre.New(`^Lane\s+(\d+)\s*:\s*(\d+)`)
 )
 
 // SniffShowFEC reports whether b looks like `ethtool --show-fec` output.
