@@ -5,7 +5,9 @@ package check
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
+	"strings"
 )
 
 // Outcome is what a check concluded.
@@ -75,6 +77,12 @@ type Entry struct {
 	// makes it say unknown instead of pass or fail.
 	Needs       string
 	UnknownWhen string
+	// Decides marks a check whose answer the command's central question
+	// rests on (a port's state and rate for doctor, a link's rate for
+	// fabric check, a direction's bandwidth for bench): an unknown here
+	// leaves the question open, so the run is unproven (exit 3), never OK.
+	// An unknown on any other check is reported and read, not deciding.
+	Decides bool
 }
 
 // Failed is the one predicate that decides exit code 1 everywhere: any
@@ -86,4 +94,78 @@ func Failed(fs []Finding) bool {
 		}
 	}
 	return false
+}
+
+// Status is a run's answer to its central question.
+type Status string
+
+// Statuses, and the exit code each maps to (cli).
+const (
+	Healthy  Status = "healthy"  // proven: exit 0
+	Failing  Status = "failed"   // a failure found: exit 1
+	Unproven Status = "unproven" // the question could not be answered: exit 3
+)
+
+// Verdict is the one answer a run gives, rendered the same way in text,
+// JSON, HTML and the NHC line, and deciding the exit code.
+type Verdict struct {
+	Status Status `json:"status"`
+	// Question is what the command was asked (doctor: are the RDMA ports
+	// meant to carry traffic up at their rate, and is the host ready?).
+	Question string `json:"question"`
+	// Reason says what decided it, naming the first deciding findings.
+	Reason string `json:"reason"`
+	// Answer is, for an unproven run, the input or flag that would answer
+	// the question (taken from the deciding unknown's fix or catalog).
+	Answer string `json:"answer,omitempty"`
+}
+
+// Decide is the one verdict rule: any failure fails; otherwise an unknown
+// on a deciding check (decides reports whether a check id decides), or a
+// run in which nothing passed, is unproven; otherwise the run is healthy.
+// answer gives, for a deciding unknown, what would answer it (its fix or
+// the catalog's UnknownWhen); it may be nil.
+func Decide(question string, fs []Finding, decides func(id string) bool, answer func(Finding) string) Verdict {
+	v := Verdict{Question: question}
+	var fails, open []Finding
+	pass := 0
+	for _, f := range fs {
+		switch {
+		case f.Outcome == Fail:
+			fails = append(fails, f)
+		case f.Outcome == Unknown && decides != nil && decides(f.Check):
+			open = append(open, f)
+		case f.Outcome == Pass:
+			pass++
+		}
+	}
+	switch {
+	case len(fails) > 0:
+		// The failures are listed with the findings; the verdict counts them.
+		v.Status, v.Reason = Failing, fmt.Sprintf("%d check(s) failed", len(fails))
+	case len(open) > 0:
+		v.Status, v.Reason = Unproven, fmt.Sprintf("%d deciding check(s) could not be judged: %s", len(open), name(open))
+		if answer != nil {
+			v.Answer = answer(open[0])
+		}
+	case pass == 0:
+		v.Status, v.Reason = Unproven, "nothing was proven: no check passed"
+	default:
+		v.Status, v.Reason = Healthy, fmt.Sprintf("%d check(s) passed, no failure and no deciding unknown", pass)
+	}
+	return v
+}
+
+// name lists the first few findings as "check host subject".
+func name(fs []Finding) string {
+	const shown = 3
+	var parts []string
+	for i, f := range fs {
+		if i == shown {
+			parts = append(parts, fmt.Sprintf("and %d more", len(fs)-shown))
+			break
+		}
+		parts = append(parts, strings.TrimSpace(f.Check+" "+f.Host+" "+f.Subject))
+	}
+	return strings.Join(parts, "; ")
 }

@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/bench"
-	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/envelope"
 	"github.com/rdmalab/rdmalab/internal/fabric"
 	"github.com/rdmalab/rdmalab/internal/report"
+	"github.com/rdmalab/rdmalab/internal/rules"
 	"github.com/rdmalab/rdmalab/internal/userfile"
 	"github.com/spf13/cobra"
 )
@@ -93,18 +93,17 @@ run (bad flag or file, unready nodes), 130 interrupted (finished work is saved).
 			if err != nil {
 				return usageErr("%v", err)
 			}
+			v := rules.Verdict(rules.Bench, rep.Findings)
 			w := cmd.OutOrStdout()
 			if output == "json" {
-				if err := envelope.Write(w, envelope.Bench, rep.Findings, rep); err != nil {
+				if err := envelope.WriteJudged(w, envelope.Bench, v, rep.Findings, rep); err != nil {
 					return err
 				}
 			} else {
 				report.Bench(w, rep)
+				report.VerdictLine(w, v)
 			}
-			if check.Failed(rep.Findings) {
-				return errFindings
-			}
-			return nil
+			return verdictErr(v)
 		},
 	}
 	f := c.Flags()

@@ -14,16 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rdmalab/rdmalab/internal/bench"
-	"github.com/rdmalab/rdmalab/internal/check"
-	"github.com/rdmalab/rdmalab/internal/compare"
-	"github.com/rdmalab/rdmalab/internal/fabriccheck"
-	"github.com/rdmalab/rdmalab/internal/gpudirect"
-	"github.com/rdmalab/rdmalab/internal/hostcheck"
-	"github.com/rdmalab/rdmalab/internal/nccl"
-	"github.com/rdmalab/rdmalab/internal/plan"
-	"github.com/rdmalab/rdmalab/internal/schedule"
-	"github.com/rdmalab/rdmalab/internal/slurm"
+	"github.com/rdmalab/rdmalab/internal/rules"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -187,25 +178,8 @@ func TestEveryCheckIDInACatalog(t *testing.T) {
 	}
 }
 
-// catalog is one package's exported catalog and the command that reports it.
-type catalog struct {
-	Name, Command string
-	Entries       []check.Entry
-}
-
-// catalogs is every package's catalog, in the order docs/checks.md lists them.
-func catalogs() []catalog {
-	return []catalog{
-		{"doctor", "rdmalab doctor (and judge on ibstat, ibstatus, ibv_devinfo; slurm health)", hostcheck.Catalog()},
-		{"fabric", "rdmalab fabric check (and judge on the fabric tools' outputs)", fabriccheck.Catalog},
-		{"bench", "rdmalab bench, report on a results log, judge on perftest output", append(append(slices.Clone(bench.Catalog), bench.CoverCatalog...), gpudirect.BenchEntry)},
-		{"nccl", "rdmalab nccl env / run / judge, and judge on nccl-tests and NCCL_DEBUG logs", nccl.Catalog},
-		{"schedule", "rdmalab bench --schedule, schedule locate", schedule.Catalog},
-		{"plan", "rdmalab plan vms (refusals fail, notes warn)", plan.Catalog},
-		{"slurm", "rdmalab slurm health", slurm.Catalog},
-		{"compare", "rdmalab compare, and report given two runs", compare.Catalog},
-	}
-}
+// catalogs is every package's catalog: the production list.
+func catalogs() []rules.Catalog { return rules.Catalogs() }
 
 // docs/checks.md is every catalog, generated:
 // go test ./internal/cli -run TestChecksDoc -update-checks.
@@ -213,6 +187,7 @@ func TestChecksDoc(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("# Checks\n\nEvery check rdmalab reports, generated from the packages' catalogs (`go test ./internal/cli -run TestChecksDoc -update-checks`).\n")
 	b.WriteString("Outcomes: `fail` (exit 1), `warn`, `unknown` (inputs could not be read: never reported as pass), `pass`.\n")
+	b.WriteString(verdictContract)
 	b.WriteString("Each check says what it needs to be sure and what makes it say unknown instead. A test fails on a check id the code reports that no catalog holds.\n\n")
 	for _, c := range catalogs() {
 		fmt.Fprintf(&b, "- [%s](#%s): %s\n", c.Name, c.Name, c.Command)
@@ -231,6 +206,9 @@ func TestChecksDoc(t *testing.T) {
 			}
 			fmt.Fprintf(&b, "\n## %s\n\n**%s.** %s\n\n", e.ID, e.Title, e.Why)
 			fmt.Fprintf(&b, "- Needs: %s\n- Unknown when: %s\n- Source: %s\n", e.Needs, e.UnknownWhen, e.Source)
+			if e.Decides {
+				b.WriteString("- Decides: an unknown here leaves the command's question open: the run is unproven (exit 3)\n")
+			}
 			for _, f := range e.Fixes {
 				fmt.Fprintf(&b, "- Fix: %s\n", f)
 			}
@@ -301,3 +279,28 @@ func TestHelpNamesOnlyItsFlags(t *testing.T) {
 	}
 	walk(root)
 }
+
+// verdictContract heads docs/checks.md: what every judging command holds to.
+const verdictContract = `
+## The verdict contract
+
+1. Evidence of a fault in the input is a finding (fail, or warn where the fault is minor) whose message states the
+   belief it rests on ("all 7 ports of this host's MT4131 NICs are down"). A check says unknown only when the input
+   holds no evidence either way.
+2. Every judging command answers one central question and ends with one verdict, the same in its text (the last
+   line, ` + "`verdict: …`" + `), its JSON (` + "`verdict`" + ` in the envelope), the HTML report, the NHC line and the exit code:
+   - **failed** (exit 1): a check failed;
+   - **unproven** (exit 3, Nagios UNKNOWN): nothing failed, but a check marked *Decides* below is unknown, or
+     nothing passed at all; the verdict names the input or flag that would answer it;
+   - **healthy** (exit 0): something passed, nothing failed, no deciding check is unknown. Unknowns on other
+     checks are listed to read; they do not decide.
+   Exit 2 means the command could not run (bad flag, unreadable input); 130/143 an interrupt.
+3. The questions: doctor, are the RDMA ports meant to carry traffic up at their rate, and is the host ready?
+   judge, does this output show a healthy result? fabric check, is every link at its rate under one master
+   subnet manager? bench, does every measured direction carry what its link can? nccl judge/run, did the
+   collective complete, correct, over RDMA, at the bandwidth the NICs carry? compare, did anything get worse?
+   report, is the cluster ready? plan check, are these VMs placed as the host's topology needs?
+4. Structure is read from content, never from file names; tool semantics decide fatal from harmless.
+5. Judgement is against the physical ceiling first, then against peers through a centre no minority can move;
+   a value above ~105% of a ceiling is a measurement error, never good; inf, NaN and absurd values fail.
+`

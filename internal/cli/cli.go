@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/userfile"
 	"github.com/spf13/cobra"
 )
@@ -22,6 +23,9 @@ const (
 	ExitOK       = 0 // ran; nothing failed
 	ExitFindings = 1 // ran; found failures
 	ExitUsage    = 2 // could not run: bad flag, unreadable input
+	// ExitUnproven: ran, found no failure, but could not answer its
+	// question (Nagios UNKNOWN): never read as healthy.
+	ExitUnproven = 3
 	// ExitInterrupted is what shells and schedulers expect after SIGINT
 	// (128 + 2); what finished before it is saved.
 	ExitInterrupted = 130
@@ -70,6 +74,21 @@ func usageErr(format string, a ...any) error {
 
 // errFindings means the command ran and found failures: exit 1.
 var errFindings = &exitError{code: ExitFindings, err: errors.New("failures found")}
+
+// errUnproven means the command ran, found no failure, and could not
+// answer its question: exit 3. Its verdict line has said why.
+var errUnproven = &exitError{code: ExitUnproven, err: errors.New("unproven")}
+
+// verdictErr is the exit a verdict maps to: healthy 0, failed 1, unproven 3.
+func verdictErr(v check.Verdict) error {
+	switch v.Status {
+	case check.Failing:
+		return errFindings
+	case check.Unproven:
+		return errUnproven
+	}
+	return nil
+}
 
 // Version is set at build time with -ldflags "-X .../cli.Version=v1.2.3".
 var Version = "dev"
@@ -138,7 +157,7 @@ func runCtx(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee != errFindings {
+		if ee != errFindings && ee != errUnproven {
 			fmt.Fprintf(stderr, "rdmalab: %s\n", userfile.Escape(ee.err.Error()))
 		}
 		return ee.code
@@ -162,7 +181,9 @@ Every command reads a host in one of three ways:
                      /sys/class/infiniband, or a tar.gz from 'rdmalab gather')
   --snapshot FILE    a JSON snapshot from 'rdmalab inventory --output json'
 
-Exit codes: 0 ran and nothing failed, 1 ran and found failures, 2 could not run.`,
+Exit codes: 0 proven healthy, 1 a failure found, 2 could not run (bad flag,
+unreadable input), 3 unproven (no failure, but the run could not answer its
+question: the verdict line names what would), 130/143 interrupted.`,
 		Example: `  rdmalab demo                             # everything, on the built-in example hosts
   rdmalab inventory                        # this host
   rdmalab inventory --output json > h.json # a snapshot for later or for another machine
@@ -178,7 +199,7 @@ Exit codes: 0 ran and nothing failed, 1 ran and found failures, 2 could not run.
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(plainFlagError)
-	root.AddCommand(newInventoryCmd(), newDoctorCmd(), newGatherCmd(), newPlanCmd(), newFabricCmd(), newBenchCmd(), newSlurmCmd(), newReportCmd(), newExporterCmd(), newJudgeCmd(), newNCCLCmd(), newDesignCmd(), newDemoCmd(), newCompareCmd())
+	root.AddCommand(newInventoryCmd(), newDoctorCmd(), newGatherCmd(), newPlanCmd(), newFabricCmd(), newBenchCmd(), newSlurmCmd(), newReportCmd(), newExporterCmd(), newJudgeCmd(), newNCCLCmd(), newDesignCmd(), newDemoCmd(), newCompareCmd(), newExplainCmd())
 	addOutputFlags(root, stdout)
 	return root
 }

@@ -1,11 +1,11 @@
 package cli
 
 import (
-	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/compare"
 	"github.com/rdmalab/rdmalab/internal/envelope"
 	"github.com/rdmalab/rdmalab/internal/intake"
 	"github.com/rdmalab/rdmalab/internal/report"
+	"github.com/rdmalab/rdmalab/internal/rules"
 	"github.com/rdmalab/rdmalab/internal/userfile"
 	"github.com/spf13/cobra"
 )
@@ -47,18 +47,17 @@ Exit codes: 0 nothing got worse, 1 something got worse, 2 could not run.`,
 			if err != nil {
 				return usageErr("%v", err)
 			}
+			v := rules.Verdict(rules.Compare, r.Findings)
 			w := cmd.OutOrStdout()
 			if output == "json" {
-				if err := envelope.Write(w, envelope.Compare, r.Findings, r); err != nil {
+				if err := envelope.WriteJudged(w, envelope.Compare, v, r.Findings, r); err != nil {
 					return err
 				}
 			} else {
 				report.Compare(w, r)
+				report.VerdictLine(w, v)
 			}
-			if check.Failed(r.Findings) {
-				return errFindings
-			}
-			return nil
+			return verdictErr(v)
 		},
 	}
 	c.Flags().StringVarP(&output, "output", "o", "table", "table or json (the comparison, in the rdmalab envelope)")

@@ -1,10 +1,10 @@
 package cli
 
 import (
-	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/envelope"
 	"github.com/rdmalab/rdmalab/internal/hostcheck"
 	"github.com/rdmalab/rdmalab/internal/report"
+	"github.com/rdmalab/rdmalab/internal/rules"
 	"github.com/spf13/cobra"
 )
 
@@ -30,7 +30,9 @@ docs/checks.md.
 A port that is down and shows no sign of use (no data since boot, no
 address, not in --expect-ports) is reported as unused, not failed.
 
-Exit codes: 0 no failures, 1 failures found, 2 could not run.
+Exit codes: 0 proven healthy, 1 failures found, 2 could not run, 3 unproven
+(nothing failed, but a port's state or rate, the RDMA device or the SM could
+not be judged: the verdict line names the flag or input that would answer).
 --nhc prints one line per failure for Slurm's HealthCheckProgram (via NHC);
 it also means RDMA is expected on the node, so a node without any RDMA device
 fails.`,
@@ -77,21 +79,20 @@ fails.`,
 				return err
 			}
 			fs := hostcheck.Doctor(hosts, opt)
+			v := rules.Verdict(rules.Doctor, fs)
 			w := cmd.OutOrStdout()
 			switch {
 			case nhc:
-				report.NHC(w, fs)
+				report.NHC(w, fs, v)
 			case output == "json":
-				if err := envelope.Write(w, envelope.Doctor, fs, nil); err != nil {
+				if err := envelope.WriteJudged(w, envelope.Doctor, v, fs, nil); err != nil {
 					return err
 				}
 			default:
 				report.Findings(w, fs, verbose)
+				report.VerdictLine(w, v)
 			}
-			if check.Failed(fs) {
-				return errFindings
-			}
-			return nil
+			return verdictErr(v)
 		},
 	}
 	in.register(c, true)

@@ -12,12 +12,12 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/examples"
-	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/envelope"
 	"github.com/rdmalab/rdmalab/internal/fabric"
 	"github.com/rdmalab/rdmalab/internal/fabriccheck"
 	"github.com/rdmalab/rdmalab/internal/intake"
 	"github.com/rdmalab/rdmalab/internal/report"
+	"github.com/rdmalab/rdmalab/internal/rules"
 	"github.com/spf13/cobra"
 )
 
@@ -239,19 +239,18 @@ Exit codes: 0 no failures, 1 failures found, 2 could not run, 130 interrupted.`,
 			if err != nil {
 				return usageErr("--topology %s: %v", fl.topology, err)
 			}
+			v := rules.Verdict(rules.FabricCheck, fs)
 			w := cmd.OutOrStdout()
 			if output == "json" {
-				if err := envelope.Write(w, envelope.FabricCheck, fs, s); err != nil {
+				if err := envelope.WriteJudged(w, envelope.FabricCheck, v, fs, s); err != nil {
 					return err
 				}
 			} else {
 				report.Fabric(w, s, fs)
 				report.Findings(w, fs, verbose)
+				report.VerdictLine(w, v)
 			}
-			if check.Failed(fs) {
-				return errFindings
-			}
-			return nil
+			return verdictErr(v)
 		},
 	}
 	in.register(c)

@@ -1,14 +1,15 @@
 package cli
 
 import (
-	"github.com/rdmalab/rdmalab/internal/userfile"
 	"io"
 
-	"github.com/rdmalab/rdmalab/internal/check"
+	"github.com/rdmalab/rdmalab/internal/userfile"
+
 	"github.com/rdmalab/rdmalab/internal/envelope"
 	"github.com/rdmalab/rdmalab/internal/intake"
 	"github.com/rdmalab/rdmalab/internal/judge"
 	"github.com/rdmalab/rdmalab/internal/report"
+	"github.com/rdmalab/rdmalab/internal/rules"
 	"github.com/spf13/cobra"
 )
 
@@ -40,7 +41,9 @@ findings as the live commands. Each file is recognised by its content:
 A file no format recognises is exit 2 naming it. '-' reads standard input.
 docs/judge.md lists the formats and what each rule needs to be sure.
 
-Exit codes: 0 no failures, 1 failures found, 2 could not run.`,
+Exit codes: 0 proven healthy, 1 failures found, 2 could not run, 3 unproven
+(nothing failed, but what decides the output's health could not be judged:
+the verdict line names the flag or input that would answer).`,
 		Example: `  rdmalab judge ibnetdiscover.txt
   rdmalab judge --expect-rate "4X HDR" iblinkinfo.txt ibqueryerrors.txt
   ssh node017 ibstat | rdmalab judge --expect-rate 200 --expect-link-layer IB -
@@ -80,18 +83,17 @@ Exit codes: 0 no failures, 1 failures found, 2 could not run.`,
 				rs = append(rs, r)
 			}
 			fs := judge.Findings(rs)
+			v := rules.Verdict(rules.Judge, fs)
 			w := cmd.OutOrStdout()
 			if output == "json" {
-				if err := envelope.Write(w, envelope.Judge, fs, rs); err != nil {
+				if err := envelope.WriteJudged(w, envelope.Judge, v, fs, rs); err != nil {
 					return err
 				}
 			} else {
 				report.Judge(w, rs, verbose)
+				report.VerdictLine(w, v)
 			}
-			if check.Failed(fs) {
-				return errFindings
-			}
-			return nil
+			return verdictErr(v)
 		},
 	}
 	f := c.Flags()

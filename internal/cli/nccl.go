@@ -16,6 +16,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/nccl"
 	"github.com/rdmalab/rdmalab/internal/report"
 	"github.com/rdmalab/rdmalab/internal/resultslog"
+	"github.com/rdmalab/rdmalab/internal/rules"
 	"github.com/rdmalab/rdmalab/internal/userfile"
 	"github.com/spf13/cobra"
 )
@@ -167,13 +168,7 @@ Exit codes: 0 nothing failed, 1 a failure, 2 could not read a file.`,
 				}
 				fs, payloads = append(fs, f...), append(payloads, p)
 			}
-			if err := writeFindings(cmd, output, fs, payloads); err != nil {
-				return err
-			}
-			if check.Failed(fs) {
-				return errFindings
-			}
-			return nil
+			return writeJudged(cmd, output, rules.NCCL, fs, payloads)
 		},
 	}
 	c.Flags().StringVarP(&output, "output", "o", "table", "table or json")
@@ -181,14 +176,21 @@ Exit codes: 0 nothing failed, 1 a failure, 2 could not read a file.`,
 	return c
 }
 
-func writeFindings(cmd *cobra.Command, output string, fs []check.Finding, payload any) error {
+// writeJudged renders nccl's findings and verdict and returns the exit
+// the verdict maps to.
+func writeJudged(cmd *cobra.Command, output string, q rules.Question, fs []check.Finding, payload any) error {
 	w := cmd.OutOrStdout()
+	v := rules.Verdict(q, fs)
 	if output == "json" {
-		return envelope.Write(w, envelope.NCCL, fs, payload)
+		if err := envelope.WriteJudged(w, envelope.NCCL, v, fs, payload); err != nil {
+			return err
+		}
+	} else {
+		check.Sort(fs)
+		report.Findings(w, fs, true)
+		report.VerdictLine(w, v)
 	}
-	check.Sort(fs)
-	report.Findings(w, fs, true)
-	return nil
+	return verdictErr(v)
 }
 
 func newNCCLRunCmd() *cobra.Command {
@@ -300,13 +302,7 @@ run, 130 interrupted.`,
 			for _, r := range rs {
 				fs = append(fs, r.Findings...)
 			}
-			if err := writeFindings(cmd, o.output, fs, rs); err != nil {
-				return err
-			}
-			if check.Failed(fs) {
-				return errFindings
-			}
-			return nil
+			return writeJudged(cmd, o.output, rules.NCCL, fs, rs)
 		},
 	}
 	f := c.Flags()

@@ -6,11 +6,11 @@ import (
 	"io"
 	"strings"
 
-	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/envelope"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/plan"
 	"github.com/rdmalab/rdmalab/internal/report"
+	"github.com/rdmalab/rdmalab/internal/rules"
 	"github.com/rdmalab/rdmalab/internal/units"
 	"github.com/spf13/cobra"
 )
@@ -63,18 +63,17 @@ could not be read.`,
 			if err != nil {
 				return usageErr("%v", err)
 			}
+			v := rules.Verdict(rules.PlanCheck, fs)
 			w := cmd.OutOrStdout()
 			if output == "json" {
-				if err := envelope.Write(w, envelope.Doctor, fs, nil); err != nil {
+				if err := envelope.WriteJudged(w, envelope.Doctor, v, fs, nil); err != nil {
 					return err
 				}
 			} else {
 				report.Findings(w, fs, false)
+				report.VerdictLine(w, v)
 			}
-			if check.Failed(fs) {
-				return errFindings
-			}
-			return nil
+			return verdictErr(v)
 		},
 	}
 	in.register(c, false)

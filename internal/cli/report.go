@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/intake"
 	"github.com/rdmalab/rdmalab/internal/report"
 	"github.com/rdmalab/rdmalab/internal/report/htmlreport"
@@ -39,7 +38,8 @@ Snapshots and results logs given without their judgement are judged here with
 the same rules and default options (a results log: against the peers only, no
 link rate); the page says so.
 
-Exit codes: 0 nothing failed, 1 a finding failed, 2 could not run.`,
+Exit codes: 0 ready (proven), 1 not ready (a finding failed), 2 could not
+run, 3 unproven (nothing failed, but what decides readiness was not judged).`,
 		Example: `  rdmalab report --out cluster.html doctor.json fabric.json bench.json
   rdmalab report --out cluster.html snapshots/ run1.jsonl
   rdmalab report example:hgx-h200 example:qdr-lab      # verdict only, in the terminal`,
@@ -57,8 +57,11 @@ Exit codes: 0 nothing failed, 1 a finding failed, 2 could not run.`,
 				fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", out)
 			}
 			report.Cluster(cmd.OutOrStdout(), v)
-			if check.Failed(in.Findings) {
+			switch v.Verdict.State {
+			case report.NotReady:
 				return errFindings
+			case report.Unproven:
+				return errUnproven
 			}
 			return nil
 		},

@@ -54,22 +54,37 @@ func Summarize(fs []check.Finding) Summary {
 
 // Document is the envelope.
 type Document struct {
-	Kind          Kind            `json:"kind"`
-	SchemaVersion int             `json:"schema_version"`
-	Summary       Summary         `json:"summary"`
-	Findings      []check.Finding `json:"findings"`
-	Payload       any             `json:"payload,omitempty"`
+	Kind          Kind    `json:"kind"`
+	SchemaVersion int     `json:"schema_version"`
+	Summary       Summary `json:"summary"`
+	// Verdict is the run's one answer to its command's question (absent
+	// on documents that judge nothing: snapshots, designs, plans).
+	Verdict  *check.Verdict  `json:"verdict,omitempty"`
+	Findings []check.Finding `json:"findings"`
+	Payload  any             `json:"payload,omitempty"`
 }
 
-// Write encodes one document, indented, findings worst first.
+// Write encodes one document that judges nothing, indented, findings
+// worst first.
 func Write(w io.Writer, kind Kind, fs []check.Finding, payload any) error {
-	if fs == nil {
-		fs = []check.Finding{}
+	return write(w, Document{Kind: kind, Findings: fs, Payload: payload})
+}
+
+// WriteJudged encodes one document with the run's verdict: the same
+// verdict the command's text, exit code and NHC line give.
+func WriteJudged(w io.Writer, kind Kind, v check.Verdict, fs []check.Finding, payload any) error {
+	return write(w, Document{Kind: kind, Verdict: &v, Findings: fs, Payload: payload})
+}
+
+func write(w io.Writer, d Document) error {
+	if d.Findings == nil {
+		d.Findings = []check.Finding{}
 	}
-	check.Sort(fs)
+	check.Sort(d.Findings)
+	d.SchemaVersion, d.Summary = Version, Summarize(d.Findings)
 	e := json.NewEncoder(w)
 	e.SetIndent("", "  ")
-	return e.Encode(Document{Kind: kind, SchemaVersion: Version, Summary: Summarize(fs), Findings: fs, Payload: payload})
+	return e.Encode(d)
 }
 
 // ErrNotEnvelope means the bytes are JSON but not an rdmalab envelope (a

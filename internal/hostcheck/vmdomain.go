@@ -110,6 +110,7 @@ func JudgeDomains(s *host.Snapshot, doms []VMDomain) []check.Finding {
 		return &fs[len(fs)-1]
 	}
 	for _, d := range doms {
+		before := len(fs)
 		devNodes, devDesc, unknown := deviceNodes(s, d)
 		for _, a := range unknown {
 			find("vm.device.local", check.Fail, d, "hostdev %s is not a PCI device of %s", a, s.Hostname)
@@ -215,6 +216,15 @@ func JudgeDomains(s *host.Snapshot, doms []VMDomain) []check.Finding {
 					a, n, setString(cpuNodes), setString(memNodes))
 			}
 		}
+		// What this domain was judged on and passed is counted, so a
+		// clean domain is proven, not silent.
+		for _, e := range DomainCatalog {
+			if e.ID == "vm.cpu.shared" || slices.ContainsFunc(fs[before:], func(f check.Finding) bool { return f.Check == e.ID }) {
+				continue
+			}
+			fs = append(fs, check.Finding{Check: e.ID, Outcome: check.Pass, Host: s.Hostname, Subject: d.Name, Message: e.Title,
+				Evidence: []check.Evidence{{What: "domain", Value: d.Name, Source: d.Source}}})
+		}
 	}
 
 	// One host CPU behind two VMs.
@@ -224,7 +234,7 @@ func JudgeDomains(s *host.Snapshot, doms []VMDomain) []check.Finding {
 				fs = append(fs, check.Finding{Check: "vm.cpu.shared", Outcome: check.Fail, Host: s.Hostname,
 					Subject: doms[i].Name + " + " + doms[j].Name,
 					Message: fmt.Sprintf("host CPUs %s are pinned to vCPUs of both %s and %s", both.String(), doms[i].Name, doms[j].Name),
-					Fix:     []string{domainEntry("vm.cpu.shared").Fix},
+					Fix:     slices.Clone(domainEntry("vm.cpu.shared").Fixes),
 					Evidence: []check.Evidence{{What: "domain", Value: doms[i].Name, Source: doms[i].Source},
 						{What: "domain", Value: doms[j].Name, Source: doms[j].Source}}})
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/hostcheck"
 	"github.com/rdmalab/rdmalab/internal/intake"
+	"github.com/rdmalab/rdmalab/internal/rules"
 )
 
 // ClusterView is the whole cluster report, computed once from the inputs:
@@ -194,33 +195,34 @@ func NewClusterView(in *intake.Inputs) *ClusterView {
 }
 
 func verdictOf(fs []check.Finding, c Counts) Verdict {
-	pick := func(o check.Outcome) []check.Finding {
-		var out []check.Finding
+	// The one verdict rule (rules.Verdict), as every command decides it;
+	// the page lists the findings that decided it.
+	cv := rules.Verdict(rules.Report, fs)
+	var v Verdict
+	v.Why = cv.Reason
+	if cv.Answer != "" {
+		v.Why += "; to answer it: " + cv.Answer
+	}
+	var deciding []check.Finding
+	switch cv.Status {
+	case check.Failing:
+		v.State = NotReady
 		for _, f := range fs {
-			if f.Outcome == o {
-				out = append(out, f)
+			if f.Outcome == check.Fail {
+				deciding = append(deciding, f)
 			}
 		}
-		return out
-	}
-	var v Verdict
-	var deciding []check.Finding
-	switch {
-	case c.Fail > 0:
-		v.State, deciding = NotReady, pick(check.Fail)
-		v.Why = fmt.Sprintf("%d check(s) failed", c.Fail)
-	case c.Unknown > 0:
-		v.State, deciding = Unproven, pick(check.Unknown)
-		v.Why = fmt.Sprintf("nothing failed, but %d check(s) could not be judged: unknown is not pass", c.Unknown)
-	case c.Total() == 0:
-		v.State, v.Why = Unproven, "nothing was checked"
-	case c.Pass == 0:
-		v.State, v.Why = Unproven, fmt.Sprintf("no check passed: %d warning(s) only", c.Warn)
+	case check.Unproven:
+		v.State = Unproven
+		for _, f := range fs {
+			if f.Outcome == check.Unknown && rules.Decides(f.Check) {
+				deciding = append(deciding, f)
+			}
+		}
 	default:
 		v.State = Ready
-		v.Why = fmt.Sprintf("%d check(s) passed, none failed or unknown", c.Pass)
-		if c.Warn > 0 {
-			v.Why += fmt.Sprintf("; %d warning(s) to read", c.Warn)
+		if c.Warn+c.Unknown > 0 {
+			v.Why += fmt.Sprintf("; %d warning(s) and %d unknown(s) that decide nothing, to read", c.Warn, c.Unknown)
 		}
 	}
 	// One line per check, so one bad pattern (eleven slow pairs) does not

@@ -26,7 +26,8 @@ func TestVerdict(t *testing.T) {
 	}{
 		{nil, Unproven, 0},
 		{[]check.Finding{f("a", check.Pass), f("b", check.Warn)}, Ready, 0},
-		{[]check.Finding{f("a", check.Pass), f("b", check.Unknown)}, Unproven, 1},
+		{[]check.Finding{f("a", check.Pass), f("b", check.Unknown)}, Ready, 0}, // b decides nothing
+		{[]check.Finding{f("a", check.Pass), f("port.state", check.Unknown)}, Unproven, 1},
 		{[]check.Finding{f("a", check.Fail), f("a", check.Fail), f("b", check.Fail), f("c", check.Unknown)}, NotReady, 2},
 	} {
 		v := NewClusterView(&intake.Inputs{Findings: c.fs})

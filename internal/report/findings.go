@@ -76,11 +76,30 @@ func (p *Printer) counts(c Counts) string {
 	return p.Text(part(check.Fail, c.Fail) + " · " + part(check.Warn, c.Warn) + " · " + part(check.Unknown, c.Unknown) + " · " + part(check.Pass, c.Pass))
 }
 
-// NHC prints one line per failure, the way LBNL NHC reports to Slurm.
-func NHC(w io.Writer, fs []check.Finding) {
+// NHC prints one line per failure, the way LBNL NHC reports to Slurm, and
+// for an unproven run one line saying so (the exit code is 3: a node
+// health check must not read silence as healthy).
+func NHC(w io.Writer, fs []check.Finding, v check.Verdict) {
 	for _, f := range fs {
 		if f.Outcome == check.Fail {
 			fmt.Fprintf(w, "ERROR: rdmalab: %s: %s: %s\n", f.Check, strings.TrimSpace(f.Host+" "+f.Subject), f.Message)
 		}
+	}
+	if v.Status == check.Unproven {
+		fmt.Fprintf(w, "UNPROVEN: rdmalab: %s\n", strings.TrimSpace(v.Reason+"; "+v.Answer))
+	}
+}
+
+// VerdictLine prints the run's verdict last, as every judging command
+// does: the status, the question and what decided it, and for an
+// unproven run what would answer it.
+func VerdictLine(w io.Writer, v check.Verdict) {
+	p := NewPrinter(w)
+	o := map[check.Status]check.Outcome{check.Healthy: check.Pass, check.Failing: check.Fail, check.Unproven: check.Unknown}[v.Status]
+	word := map[check.Status]string{check.Healthy: "HEALTHY", check.Failing: "FAILED", check.Unproven: "UNPROVEN"}[v.Status]
+	p.Printf("\n")
+	p.Wrapped("", "  ", p.Outcome(o, "verdict: "+word)+" — "+v.Question+" "+v.Reason)
+	if v.Answer != "" {
+		p.Wrapped("  to answer it: ", "    ", v.Answer)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/hostcheck"
 	"github.com/rdmalab/rdmalab/internal/inventory"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
+	"github.com/rdmalab/rdmalab/internal/rules"
 	"github.com/rdmalab/rdmalab/internal/testhost"
 )
 
@@ -31,7 +32,8 @@ func TestNHCLines(t *testing.T) {
 			t.Fatal(err)
 		}
 		var b strings.Builder
-		NHC(&b, hostcheck.Doctor([]*host.Snapshot{s}, c.opt))
+		fs := hostcheck.Doctor([]*host.Snapshot{s}, c.opt)
+		NHC(&b, fs, rules.Verdict(rules.Doctor, fs))
 		if got := strings.Count(b.String(), "ERROR: rdmalab:"); got != c.n || (c.n > 0 && strings.Count(b.String(), c.want) != c.n) {
 			t.Errorf("%s %+v: %d lines, want %d × %q:\n%s", c.capture, c.opt, got, c.n, c.want, b.String())
 		}
