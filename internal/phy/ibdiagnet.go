@@ -21,7 +21,9 @@ var (
 	ibdiagBannerRE = lazyre.New(`^-I-{5,}$`)
 	ibdiagMsgRE    = lazyre.New(`^-([WE])-\s*(.*)$`)
 	ibdiagRowRE    = lazyre.New(`^(?:-I-\s+)?(\S.*?)\s{2,}(\d+)\s+(\d+)\s*(.*)$`)
-	ibdiagVerRE    = lazyre.New(`(?i)ibdiagnet[\s:]*(?:version\s*)?(\d+\.\d+(?:\.\d+)?)|/ibdiagnet(\d+\.\d+\.\d+)`)
+	// The stages table's header line, in either column order.
+	ibdiagSniffRE = lazyre.New(`(?mi)^[ \t]*(?:-I-[ \t]+)?Stage[ \t]+(?:Errors[ \t]+Warnings|Warnings[ \t]+Errors)`)
+	ibdiagVerRE   = lazyre.New(`(?i)ibdiagnet[\s:]*(?:version\s*)?(\d+\.\d+(?:\.\d+)?)|/ibdiagnet(\d+\.\d+\.\d+)`)
 )
 
 // IBDiag is an ibdiagnet run's summary.
@@ -58,10 +60,7 @@ type Message struct {
 }
 
 // SniffIBDiag reports whether b looks like an ibdiagnet summary.
-func SniffIBDiag(b []byte) bool {
-	return bytes.Contains(b, []byte("Stages Status Report")) ||
-		bytes.Contains(b, []byte("-I- Stage")) && bytes.Contains(b, []byte("Warnings")) && bytes.Contains(b, []byte("Errors"))
-}
+func SniffIBDiag(b []byte) bool { return ibdiagSniffRE().Match(b) }
 
 // ParseIBDiag reads the stages table and the messages.
 func ParseIBDiag(b []byte, name string) (*IBDiag, error) {

@@ -27,14 +27,21 @@ var (
 	rangeRE       = lazyre.New(`^(.*?)\s*\[\s*(-?[\d.]+|-?inf)\s*\.\.\s*(-?[\d.]+|-?inf)\s*\]\s*$`)
 	binRangeRE    = lazyre.New(`^\[\s*(\d+)\s*(?::\s*(\d+)\s*)?\]$`)
 	speedListRE   = lazyre.New(`\(([^)]*)\)\s*$`)
+	// The sections every mlxlink run prints one of, as JSON keys and as
+	// text titles over dashes.
+	mlxlinkJSONKeyRE = lazyre.New(`"(?:Operational Info|Physical Counters and BER Info|Module Info|Histogram of FEC Errors)"\s*:`)
+	mlxlinkTitleRE   = lazyre.New(`(?m)^[ \t]*(?:Operational Info|Physical Counters and BER Info|Module Info)[ \t]*\r?\n(?:[ \t]*\r?\n)?[ \t]*-{4,}[ \t]*$`)
 )
 
-// SniffMlxlink reports whether b looks like mlxlink/mstlink output.
+// SniffMlxlink reports whether b looks like mlxlink/mstlink output: the
+// JSON envelope with one of its sections as a key, or a section title on
+// its own line over a line of dashes (blank lines between, as forums
+// render it).
 func SniffMlxlink(b []byte) bool {
-	if bytes.Contains(b, []byte(`"Operational Info"`)) || bytes.Contains(b, []byte(`"Physical Counters and BER Info"`)) || bytes.Contains(b, []byte(`"Module Info"`)) && bytes.Contains(b, []byte(`"result"`)) {
+	if jsonStart(b) >= 0 && mlxlinkJSONKeyRE().Match(b) && bytes.Contains(b, []byte(`"result"`)) {
 		return true
 	}
-	return bytes.Contains(b, []byte("Operational Info")) && (bytes.Contains(b, []byte("Troubleshooting Info")) || bytes.Contains(b, []byte("Physical state")))
+	return mlxlinkTitleRE().Match(b)
 }
 
 // value is one mlxlink value: a string, or a list (per-lane values, bin

@@ -25,14 +25,12 @@ var (
 	moduleChanRE = lazyre.New(`\s*\((?:Channel|Chan)\s*(\d+)\)`)
 	moduleNumRE  = lazyre.New(`(-?inf|-?[\d.]+)\s*(mW|dBm|mA|V|mV|degrees C|C)\b`)
 	moduleIDRE   = lazyre.New(`^0x[0-9a-fA-F]+\s*\((.*)\)$`)
+	// ethtool -m's first row: the SFF-8024 identifier byte and its name.
+	moduleSniffRE = lazyre.New(`(?m)^[ \t]*Identifier[ \t]+:[ \t]*0x[0-9a-fA-F]{2}[ \t]*\(`)
 )
 
 // SniffModule reports whether b looks like `ethtool -m` output.
-func SniffModule(b []byte) bool {
-	return bytes.Contains(b, []byte("Identifier")) && (moduleCmdRE().Match(b) ||
-		bytes.Contains(b, []byte("Vendor PN")) || bytes.Contains(b, []byte("optical power")) || bytes.Contains(b, []byte("Module temperature")) ||
-		bytes.Contains(b, []byte("Extended identifier")))
-}
+func SniffModule(b []byte) bool { return moduleSniffRE().Match(b) }
 
 // quantityOf says what a row measures, from ethtool's names in qsfp.c,
 // sfpdiag.c and cmis.c.

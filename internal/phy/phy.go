@@ -202,8 +202,9 @@ type Histogram struct {
 
 // Bin is one histogram bin: codewords with Lo..Hi corrected symbols.
 type Bin struct {
-	Lo, Hi int
-	Count  uint64
+	Lo    int    `json:"lo"`
+	Hi    int    `json:"hi"`
+	Count uint64 `json:"count"`
 }
 
 // Highest is the highest bin with a non-zero count (-1: none).
@@ -268,8 +269,10 @@ type Reading struct {
 // unit. Level says what they are: "alarm and warning" (ethtool -m), or
 // "range" (mlxlink's [lo..hi], whose level mlxlink does not state).
 type Thresholds struct {
-	AlarmLo, AlarmHi *float64 `json:",omitempty"`
-	WarnLo, WarnHi   *float64 `json:",omitempty"`
+	AlarmLo *float64 `json:"alarm_lo,omitempty"`
+	AlarmHi *float64 `json:"alarm_hi,omitempty"`
+	WarnLo  *float64 `json:"warn_lo,omitempty"`
+	WarnHi  *float64 `json:"warn_hi,omitempty"`
 	Level            string   `json:"level"`
 	Text             string   `json:"text"`
 }

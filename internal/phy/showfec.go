@@ -16,15 +16,16 @@ import (
 // password prompt and comments: those lines are skipped and named.
 
 var (
-	fecHeadRE = lazyre.New(`^FEC parameters for (\S+?):?$`)
-	fecRowRE  = lazyre.New(`^(Supported/Configured|Configured|Supported|Active) FEC encodings?:\s*(.*)$`)
-	fecStatRE = lazyre.New(`^(corrected_blocks|uncorrectable_blocks|corrected_bits)\s*:\s*(\d+)`)
-	fecLaneRE = lazyre.New(`^Lane\s+(\d+)\s*:\s*(\d+)`)
+	fecHeadRE  = lazyre.New(`^FEC parameters for (\S+?):?$`)
+	fecRowRE   = lazyre.New(`^(Supported/Configured|Configured|Supported|Active) FEC encodings?:\s*(.*)$`)
+	fecStatRE  = lazyre.New(`^(corrected_blocks|uncorrectable_blocks|corrected_bits)\s*:\s*(\d+)`)
+	fecLaneRE  = lazyre.New(`^Lane\s+(\d+)\s*:\s*(\d+)`)
+	fecSniffRE = lazyre.New(`(?m)^[ \t]*FEC parameters for \S+[ \t]*\r?\n[ \t]*(?:Supported/Configured|Configured|Supported|Active) FEC encoding`)
 )
 
 // SniffShowFEC reports whether b looks like `ethtool --show-fec` output.
 func SniffShowFEC(b []byte) bool {
-	return bytes.Contains(b, []byte("FEC parameters for ")) && bytes.Contains(b, []byte("FEC encoding"))
+	return fecSniffRE().Match(b)
 }
 
 // ParseShowFEC reads every `ethtool --show-fec` block in b.

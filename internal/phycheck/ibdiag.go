@@ -51,7 +51,7 @@ func IBDiag(d *phy.IBDiag) []check.Finding {
 				}
 				line := fmt.Sprintf("in OpenSM's partitions.conf give %s ipoib group the members' rate", pk)
 				if code, ok := ibRateCode[g[1]]; ok {
-					line = fmt.Sprintf("in OpenSM's partitions.conf give %s ipoib group rate=%d (%s Gb/s, the lowest member's), e.g. Default=%s, ipoib, rate=%d : ALL=full; then restart opensm", pk, code, g[1], pkOr(m.Context), code)
+					line = fmt.Sprintf("in OpenSM's partitions.conf give %s ipoib group rate=%d (%s Gb/s, the lowest member's), e.g. %s, ipoib, rate=%d : ALL=full; then restart opensm", pk, code, g[1], partitionOf(m.Context), code)
 				}
 				fix = []string{line}
 			}
@@ -77,11 +77,17 @@ func kind(m phy.Message) string {
 	return "-W-"
 }
 
-func pkOr(ctx string) string {
-	if k := pkeyRE().FindStringSubmatch(ctx); k != nil {
-		return k[1]
+// partitionOf is the partitions.conf name=pkey of the message's PKey:
+// the default partition is "Default=0x7fff"; others keep their name.
+func partitionOf(ctx string) string {
+	k := pkeyRE().FindStringSubmatch(ctx)
+	switch {
+	case k == nil:
+		return "<partition>=<pkey>"
+	case strings.EqualFold(k[1], "0x7fff") || strings.EqualFold(k[1], "0xffff"):
+		return "Default=0x7fff"
 	}
-	return "0x7fff"
+	return "<its name>=" + k[1]
 }
 
 func logFix(d *phy.IBDiag) string {

@@ -205,18 +205,20 @@ func levelName(t phy.Thresholds) string {
 	return "alarm thresholds"
 }
 
+// Module readings are per channel, counted from 1 as ethtool -m prints
+// them (mlxlink's per-lane lists: the Nth value is channel N); error
+// counters' lanes count from 0 as the counters' names do.
 func readingName(r phy.Reading) string {
 	if r.Lane > 0 {
-		return fmt.Sprintf("%s lane %d", r.Quantity, r.Lane)
+		return fmt.Sprintf("%s channel %d", r.Quantity, r.Lane)
 	}
 	return string(r.Quantity)
 }
 
-// laneSubject names the port, and the lane for a per-lane reading
-// (lanes counted from 1 as ethtool's channels and mlxlink's lists here).
+// laneSubject names the port, and the channel for a per-channel reading.
 func laneSubject(p phy.Port, r phy.Reading) string {
 	if r.Lane > 0 {
-		return fmt.Sprintf("%s lane %d", p.Name(), r.Lane)
+		return fmt.Sprintf("%s channel %d", p.Name(), r.Lane)
 	}
 	return p.Name()
 }

@@ -89,7 +89,11 @@ func cableFix(p phy.Port, what string) []string {
 	} else if p.Netdev != "" {
 		out = append(out, fmt.Sprintf("ethtool -S %s | grep -E 'lane|corrected|symbol' and ethtool -m %s", p.Netdev, p.Netdev))
 	}
-	return append(out, fmt.Sprintf("%s on %s: reseat, clean, then swap with a known-good cable: the fault follows the cable or stays with the port", what, p.Name()))
+	port := p.Name()
+	if p.Device == "" && p.Netdev == "" {
+		port = "the port this output came from (the output names none)"
+	}
+	return append(out, fmt.Sprintf("%s on %s: reseat, clean, then swap with a known-good cable: the fault follows the cable or stays with the port", what, port))
 }
 
 // rateGbps is the operating rate of the port: IB speed × width, or the
@@ -289,9 +293,12 @@ func effectiveBER(p phy.Port) []check.Finding {
 	case errs == 0 && n >= zeroErrorFactor/EffectiveBERLimit:
 		f = find(IDEffectiveBER, check.Pass, p.Name(), nil, "no errors after FEC in %s at %g Gb/s (%.2g bits): effective BER < %.1g at 95%% confidence; %s", c.Window, rateGbps(p), n, zeroErrorFactor/n, lim)
 	case errs == 0 && n > 0:
+		need := zeroErrorFactor / EffectiveBERLimit / (rateGbps(p) * 1e9) / 60
 		f = find(IDEffectiveBER, check.Unknown, p.Name(), nil, "no errors after FEC, but %s at %g Gb/s is only %.2g bits: zero errors there shows BER < %.1g, not < %g; %s is not a BER over this window", c.Window, rateGbps(p), n, zeroErrorFactor/n, EffectiveBERLimit, textOr(c.EffectiveBER))
+		f.Fix = []string{fmt.Sprintf("read the counters again once the window is at least %.1f min (3e12 bits at %g Gb/s): %s", need, rateGbps(p), orDefault(mlxlinkCmd(p, "-c"), "mlxlink -c on this port"))}
 	case errs == 0:
 		f = find(IDEffectiveBER, check.Unknown, p.Name(), nil, "no errors after FEC, but the output lacks the window or the speed (%s; speed %q width %d), so how many bits were counted is not known", c.Window, p.Speed, p.Width)
+		f.Fix = []string{"save mlxlink -c with its Operational Info (speed, width) and Time Since Last Clear: " + orDefault(mlxlinkCmd(p, "-c"), "mlxlink -d <this port's device> -c")}
 	default:
 		ber, how := 0.0, ""
 		switch {
