@@ -273,8 +273,8 @@ type Thresholds struct {
 	AlarmHi *float64 `json:"alarm_hi,omitempty"`
 	WarnLo  *float64 `json:"warn_lo,omitempty"`
 	WarnHi  *float64 `json:"warn_hi,omitempty"`
-	Level            string   `json:"level"`
-	Text             string   `json:"text"`
+	Level   string   `json:"level"`
+	Text    string   `json:"text"`
 }
 
 // Flag is a per-lane module status bit.

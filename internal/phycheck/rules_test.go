@@ -86,7 +86,9 @@ func expect(t *testing.T, fs []check.Finding, ws ...want) {
 	}
 	for _, f := range fs {
 		if f.Outcome == check.Fail || f.Outcome == check.Warn || f.Outcome == check.Unknown {
-			if !slices.ContainsFunc(ws, func(w want) bool { return w.id == f.Check && w.out == f.Outcome && strings.Contains(f.Subject, w.subject) }) {
+			if !slices.ContainsFunc(ws, func(w want) bool {
+				return w.id == f.Check && w.out == f.Outcome && strings.Contains(f.Subject, w.subject)
+			}) {
 				t.Errorf("unexpected %s %s %s: %s", f.Outcome, f.Check, f.Subject, f.Message)
 			}
 		}
