@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/fabric"
 	"github.com/rdmalab/rdmalab/internal/fabriccheck"
 	"github.com/rdmalab/rdmalab/internal/hostcheck"
+	"github.com/rdmalab/rdmalab/internal/phy"
 )
 
 // Options configure the exporter; the zero value reads the live host.
@@ -38,6 +40,15 @@ type Options struct {
 	// FabricCheck are the fabric rules' options (expected rate, thresholds, plan).
 	FabricCheck fabriccheck.Options
 
+	// PHY turns on the physical-layer poller: every PHYInterval (default
+	// DefaultPHYInterval) it reads the outputs saved under the root's
+	// var/lib/rdmalab/phy/ and, on a live host, runs mstlink and ethtool
+	// -S, out of band; scrapes serve the last poll (docs/phy.md).
+	// PHYPoll replaces the poll (tests).
+	PHY         bool
+	PHYInterval time.Duration
+	PHYPoll     func(context.Context) ([]phy.Port, error)
+
 	// ScrapeTimeout bounds one scrape (default 10s).
 	ScrapeTimeout time.Duration
 	// Now is the clock (tests pin it); nil means time.Now.
@@ -49,6 +60,7 @@ type Options struct {
 const (
 	DefaultFindingsInterval = 60 * time.Second
 	DefaultFabricInterval   = 60 * time.Second
+	DefaultPHYInterval      = 60 * time.Second
 )
 
 func (o Options) withDefaults() Options {
@@ -63,6 +75,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.FabricWait == 0 {
 		o.FabricWait = 5 * time.Second
+	}
+	if o.PHYInterval <= 0 {
+		o.PHYInterval = DefaultPHYInterval
 	}
 	if o.ScrapeTimeout == 0 {
 		o.ScrapeTimeout = 10 * time.Second
