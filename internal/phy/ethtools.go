@@ -203,6 +203,7 @@ func FromEthtoolS(r EthtoolReading, name string) (Port, bool) {
 		c.SymbolName = "rx_pcs_symbol_err_phy"
 	}
 	c.CorrectedBits = get("rx_corrected_bits_phy")
+	c.ReceivedBits = get("rx_bits_phy")
 	c.LinkDown = get("link_down_events_phy")
 	// Per-lane raw errors: rx_err_lane_<l>_phy, in lane order; a gap (a
 	// lane the poster dropped) leaves the list unread rather than shifted.

@@ -457,6 +457,12 @@ func mlxCounters(s sections) *Counters {
 			c.WindowMin = f64(v)
 			c.Window = fmt.Sprintf("%s min since the counters were last cleared", w)
 		}
+	} else if w := s.str(sec, "Time Since Last Clear [ms]"); w != "" {
+		// Some MFT releases print the window in milliseconds.
+		if v, err := strconv.ParseFloat(w, 64); err == nil && v >= 0 && !math.IsInf(v, 0) {
+			c.WindowMin = f64(v / 60000)
+			c.Window = fmt.Sprintf("%.1f min (%s ms) since the counters were last cleared", v/60000, w)
+		}
 	}
 	cnt := func(keys ...string) *uint64 {
 		if v, ok := parseCount(s.str(sec, keys...)); ok {
@@ -478,6 +484,8 @@ func mlxCounters(s sections) *Counters {
 		c.SymbolName = "Symbol Errors"
 	}
 	c.SymbolBER = ber("Symbol BER")
+	c.ReceivedBits = cnt("PHY Received Bits")
+	c.CorrectedBits = cnt("PHY Corrected Bits")
 	c.LinkDown = cnt("Link Down Counter")
 	c.Recovery = cnt("Link Error Recovery Counter")
 	if v, ok := s.get(sec, "Raw Physical Errors Per Lane"); ok {

@@ -158,6 +158,9 @@ type Counters struct {
 	SymbolBER  *BER    `json:"symbol_ber,omitempty"`
 	// CorrectedBits are bits the FEC corrected.
 	CorrectedBits *uint64 `json:"corrected_bits,omitempty"`
+	// ReceivedBits are the bits the window counted (mlxlink "PHY Received
+	// Bits", mlx5 rx_bits_phy): the BER's denominator when shown.
+	ReceivedBits *uint64 `json:"received_bits,omitempty"`
 	// CorrectedBlocks and Uncorrectable are FEC blocks (codewords).
 	CorrectedBlocks *uint64 `json:"corrected_blocks,omitempty"`
 	Uncorrectable   *uint64 `json:"uncorrectable_blocks,omitempty"`

@@ -343,3 +343,12 @@ func FuzzReaders(f *testing.F) {
 		SniffIBDiag(b)
 	})
 }
+
+// MFT spelling drift: the window in milliseconds, the received bits.
+func TestMlxlinkDrift(t *testing.T) {
+	j := `{"result": {"output": {"Physical Counters and BER Info": {"Time Since Last Clear [ms]": "600000", "PHY Received Bits": "24000000000000", "PHY Corrected Bits": "12", "Effective Physical Errors": "0", "Effective Physical BER": "15E-255"}}}, "status": {"code": 0, "message": "success"}}`
+	p := one(ParseMlxlink([]byte(j), "x"))(t)
+	if c := p.Counters; *c.WindowMin != 10 || *c.ReceivedBits != 24e12 || *c.CorrectedBits != 12 {
+		t.Errorf("%+v", c)
+	}
+}

@@ -261,6 +261,10 @@ func fecMode(p phy.Port) []check.Finding {
 
 // bits is how many bits the window held at the operating rate (0: unknown).
 func bits(p phy.Port) float64 {
+	if p.Counters != nil && p.Counters.ReceivedBits != nil && *p.Counters.ReceivedBits > 0 {
+		// The tool counted them: no rate × window needed.
+		return float64(*p.Counters.ReceivedBits)
+	}
 	if p.Counters == nil || p.Counters.WindowMin == nil {
 		return 0
 	}
@@ -295,7 +299,11 @@ func effectiveBER(p phy.Port) []check.Finding {
 	case errs == 0 && n > 0:
 		need := zeroErrorFactor / EffectiveBERLimit / (rateGbps(p) * 1e9) / 60
 		f = find(IDEffectiveBER, check.Unknown, p.Name(), nil, "no errors after FEC, but %s at %g Gb/s is only %.2g bits: zero errors there shows BER < %.1g, not < %g; %s is not a BER over this window", c.Window, rateGbps(p), n, zeroErrorFactor/n, EffectiveBERLimit, textOr(c.EffectiveBER))
-		f.Fix = []string{fmt.Sprintf("read the counters again once the window is at least %.1f min (3e12 bits at %g Gb/s): %s", need, rateGbps(p), orDefault(mlxlinkCmd(p, "-c"), "mlxlink -c on this port"))}
+		when := "once the counters hold 3e12 bits"
+		if rateGbps(p) > 0 {
+			when = fmt.Sprintf("once the window is at least %.1f min (3e12 bits at %g Gb/s)", need, rateGbps(p))
+		}
+		f.Fix = []string{fmt.Sprintf("read the counters again %s: %s", when, orDefault(mlxlinkCmd(p, "-c"), "mlxlink -c on this port"))}
 	case errs == 0:
 		f = find(IDEffectiveBER, check.Unknown, p.Name(), nil, "no errors after FEC, but the output lacks the window or the speed (%s; speed %q width %d), so how many bits were counted is not known", c.Window, p.Speed, p.Width)
 		f.Fix = []string{"save mlxlink -c with its Operational Info (speed, width) and Time Since Last Clear: " + orDefault(mlxlinkCmd(p, "-c"), "mlxlink -d <this port's device> -c")}
