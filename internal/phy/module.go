@@ -152,6 +152,10 @@ func ParseModule(b []byte, name string) ([]Port, error) {
 			overrideOn = boolp(strings.EqualFold(val, "On"))
 			continue
 		}
+		if f, ok := losFlag(lk, val); ok {
+			m.Flags = append(m.Flags, f)
+			continue
+		}
 		q, ok := quantityOf(key)
 		if !ok {
 			continue
@@ -241,4 +245,34 @@ func onOff(b bool) string {
 		return "On"
 	}
 	return "Off"
+}
+
+// losFlag reads SFF-8636/CMIS per-channel status rows: "Rx loss of
+// signal : [ Yes, No, No, No ]", "Tx fault : None", "Tx loss of lock".
+func losFlag(key, val string) (Flag, bool) {
+	var name string
+	switch {
+	case strings.Contains(key, "loss of signal") && strings.HasPrefix(key, "rx"):
+		name = "Rx LOS"
+	case strings.Contains(key, "loss of signal") && strings.HasPrefix(key, "tx"):
+		name = "Tx LOS"
+	case strings.Contains(key, "loss of lock") && strings.HasPrefix(key, "rx"):
+		name = "Rx CDR LOL"
+	case strings.Contains(key, "loss of lock") && strings.HasPrefix(key, "tx"):
+		name = "Tx CDR LOL"
+	case key == "tx fault" || key == "tx adaptive eq fault":
+		name = "Tx Fault"
+	default:
+		return Flag{}, false
+	}
+	f := Flag{Name: name, Text: val}
+	t := strings.Trim(strings.TrimSpace(val), "[]")
+	if strings.EqualFold(strings.TrimSpace(t), "None") {
+		return f, true
+	}
+	for _, it := range strings.Split(t, ",") {
+		it = strings.TrimSpace(it)
+		f.Lanes = append(f.Lanes, strings.EqualFold(it, "Yes") || strings.EqualFold(it, "On") || it == "1")
+	}
+	return f, true
 }

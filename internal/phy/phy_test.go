@@ -352,3 +352,12 @@ func TestMlxlinkDrift(t *testing.T) {
 		t.Errorf("%+v", c)
 	}
 }
+
+// SFF-8636 per-channel status rows become flags by lane.
+func TestModuleLOSRows(t *testing.T) {
+	b := " Identifier                                : 0x11 (QSFP28)\n Rx loss of signal                         : [ Yes, No, No, No ]\n Tx loss of signal                         : None\n"
+	p := one(ParseModule([]byte(b), "x"))(t)
+	if len(p.Module.Flags) != 2 || p.Module.Flags[0].Name != "Rx LOS" || !slices.Equal(p.Module.Flags[0].Set(), []int{0}) || len(p.Module.Flags[1].Set()) != 0 {
+		t.Errorf("%+v", p.Module.Flags)
+	}
+}

@@ -271,6 +271,8 @@ func flags(p phy.Port) []check.Finding {
 			f = find(IDModuleFlags, check.Warn, p.Name(), readAgain(p), "the module's own %s flag is set (%s): latched since it was last read", fl.Name, lanes)
 		case strings.Contains(name, "alarm"):
 			f = find(IDModuleFlags, check.Fail, p.Name(), readAgain(p), "the module's own %s flag is set (%s): latched since it was last read", fl.Name, lanes)
+		case p.State == "":
+			f = find(IDModuleFlags, check.Warn, p.Name(), readAgain(p), "%s on %s: the module reported a loss on those lanes (latched since it was last read); the port's state is not in this output (ethtool %s shows the link)", fl.Name, lanes, ifName(p))
 		case up:
 			f = find(IDModuleFlags, check.Warn, p.Name(), readAgain(p), "%s latched on %s while the port is Active: a loss since the flags were last read (a bring-up or a flap); read again to see whether it recurs", fl.Name, lanes)
 		default:
