@@ -72,7 +72,7 @@ var Catalog = []check.Entry{
 		Source:      srcFECCap + "; K17 (rx_pcs_symbol_err_phy: not corrected by FEC)",
 		Fixes:       []string{"ethtool -S <if> | grep -E 'symbol_err|corrected|lane' twice a minute apart: rising is a live fault", "reseat or replace the cable or module"},
 		Needs:       "uncorrectable_blocks (ethtool -I --show-fec) or rx_pcs_symbol_err_phy (ethtool -S) or IB Symbol Errors (mlxlink)",
-		UnknownWhen: "never: a port without these counters gets no finding"},
+		UnknownWhen: "an ethtool -S output shows PHY counters but not rx_pcs_symbol_err_phy (a grep or the author dropped it, or the NIC lacks the counter group); other outputs without these counters get no finding"},
 	{ID: IDHistogram, Title: "FEC histogram: the worst codeword within the correction limit",
 		Why:         "the highest non-zero bin shows how close the worst codeword came to what the FEC corrects (15 symbols for RS(544,514)); a count above the limit is an uncorrectable codeword.",
 		Source:      srcFECCap + "; MF3 (Histogram of FEC Errors)",

@@ -142,6 +142,7 @@ func cut(p phy.Port) []check.Finding {
 	}
 	f := find(IDCut, check.Unknown, p.Name(), nil, "the output was cut in %s: what is whole before it is judged; the facts after it are not in the file", p.Cut)
 	f.Evidence = []check.Evidence{ev("cut", p.Cut, p.Source)}
+	f.Fix = []string{"judge the whole output: " + orDefault(mlxlinkCmd(p, fmt.Sprintf("--json > %s-%d.mlxlink.json", p.Device, max(p.Port, 1))), "save the tool's whole output to a file")}
 	return []check.Finding{f}
 }
 
@@ -386,6 +387,13 @@ func uncorrectable(p phy.Port) []check.Finding {
 		return nil
 	}
 	var fs []check.Finding
+	if p.Tool == "ethtool -S" && c.Symbol == nil {
+		// A paste with PHY counters but not the one that counts what the
+		// FEC could not correct: whether frames were lost is not shown.
+		f := find(IDUncorrectable, check.Unknown, p.Name(), nil, "the output shows PHY counters but not rx_pcs_symbol_err_phy, which counts what the FEC could not correct (a grep or the author dropped it, or the NIC lacks the counter group): whether frames were lost is not shown")
+		f.Fix = []string{fmt.Sprintf("ethtool -S %s | grep -E 'symbol_err|corrected_bits|lane'", ifName(p))}
+		fs = append(fs, f)
+	}
 	for _, x := range []struct {
 		v    *uint64
 		name string
