@@ -391,14 +391,9 @@ func (s sections) str(section string, keys ...string) string {
 	if !ok {
 		return ""
 	}
-	if v.isL && v.s == "" {
+	// A list keeps its text, but a mask's text is the mask: give the names.
+	if v.isL && (v.s == "" || strings.HasPrefix(v.s, "0x")) {
 		return strings.Join(v.list, ",")
-	}
-	if v.isL && strings.HasPrefix(v.s, "0x") {
-		return strings.Join(v.list, ",")
-	}
-	if v.isL {
-		return v.s
 	}
 	return v.s
 }
