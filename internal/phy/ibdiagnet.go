@@ -19,6 +19,7 @@ import (
 
 var (
 	ibdiagBannerRE = lazyre.New(`^-I-{5,}$`)
+	ibdiag2RuleRE  = lazyre.New(`^-{10,}$`)
 	ibdiagMsgRE    = lazyre.New(`^-([WE])-\s*(.*)$`)
 	ibdiagRowRE    = lazyre.New(`^(?:-I-\s+)?(\S.*?)\s{2,}(\d+)\s+(\d+)\s*(.*)$`)
 	// The stages table's header line, in either column order.
@@ -70,7 +71,7 @@ func ParseIBDiag(b []byte, name string) (*IBDiag, error) {
 	n := 0
 	// Banners come in pairs around a section title: the line after an
 	// odd banner is a title.
-	section, banner, banners, info := "", -1, 0, ""
+	section, banner, banners, info, rule := "", -1, 0, "", -1
 	errFirst, inTable := false, false
 	for sc.Scan() {
 		n++
@@ -88,6 +89,13 @@ func ParseIBDiag(b []byte, name string) (*IBDiag, error) {
 		case ibdiagBannerRE().MatchString(line):
 			banner = n
 			banners++
+			continue
+		case ibdiag2RuleRE().MatchString(line):
+			// ibdiagnet2: a rule of dashes, then the stage's title.
+			rule = n
+			continue
+		case rule == n-1 && !strings.HasPrefix(line, "-") && !strings.Contains(line, "Status Report"):
+			section = line
 			continue
 		case strings.Contains(line, "Stages Status Report"):
 			d.Legacy = true

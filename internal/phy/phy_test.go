@@ -361,3 +361,19 @@ func TestModuleLOSRows(t *testing.T) {
 		t.Errorf("%+v", p.Module.Flags)
 	}
 }
+
+// ibdiagnet2's console: a rule, the stage's title, its messages; the
+// summary's stage finds them by name.
+func TestIBDiag2Sections(t *testing.T) {
+	b := "---------------------------------------------\nLinks Check\n-E- Link: S0002c90200409558/U1/P3<-->0002c903000a6571/U1/P1 - Unexpected actual link speed 2.5 (enable_speed1=\"2.5 or 5 or 10\")\n\n---------------------------------------------\nSummary\n-I- Stage                     Warnings   Errors     Comment   \n-I- Discovery                 0          0          \n-I- Links Check               0          1          \n\n-I- You can find detailed errors/warnings in: /var/tmp/ibdiagnet2/ibdiagnet2.log\n"
+	if !SniffIBDiag([]byte(b)) {
+		t.Fatal("not sniffed")
+	}
+	d, err := ParseIBDiag([]byte(b), "x")
+	if err != nil || len(d.Stages) != 2 || d.Log != "/var/tmp/ibdiagnet2/ibdiagnet2.log" {
+		t.Fatalf("%+v %v", d, err)
+	}
+	if ms := d.MessagesOf(d.Stages[1], true); len(ms) != 1 || !strings.Contains(ms[0].Text, "Unexpected actual link speed") {
+		t.Errorf("%+v", d.Messages)
+	}
+}
