@@ -9,14 +9,16 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/host"
+	"github.com/rdmalab/rdmalab/internal/inventory"
 	"github.com/rdmalab/rdmalab/internal/phy"
 	"github.com/rdmalab/rdmalab/internal/phycheck"
 	"github.com/rdmalab/rdmalab/internal/testhost"
 )
 
-// A host's cable named by the cover schedule (FatTree(2,4,4) from ibsim,
-// simulated) carries the PHY facts saved in that host's tree for its
-// port: a bad lane from its mlxlink; the switch end, with nothing
+// A host's cable named by the cover schedule (FatTree(2,4,4) routed by
+// OpenSM, captured from ibsim; the run simulated) carries the PHY facts
+// saved in that host's tree for its port: a bad lane from the mlxlink
+// placed under var/lib/rdmalab/phy/; the switch end, with nothing
 // gathered, says "no PHY evidence"; without host snapshots both ends do.
 func TestCoverCarriesPHYEvidence(t *testing.T) {
 	c, cp := smallCover(t)
@@ -44,12 +46,29 @@ func TestCoverCarriesPHYEvidence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad := strings.Replace(string(b), `"3017647"`, `"993017647"`, 1)
-	facts, err := phy.Named([]byte(bad), phy.Dir+"/mlx5_0-1.mlxlink.json", node)
-	if err != nil {
+	// The capture placed in the host's tree, read by inventory as for any
+	// node: the tree's first RDMA port stands for the fabric's CA port
+	// (the tree's GUIDs are not the simulated fabric's).
+	root := testhost.WriteTree(t, testhost.R730())
+	snap0, err := inventory.Open(root, inventory.Options{})
+	if err != nil || len(snap0.RDMADevices) == 0 {
+		t.Fatalf("tree: %v", err)
+	}
+	dev := snap0.RDMADevices[0].Name
+	if err := os.MkdirAll(filepath.Join(root, phy.Dir), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cp.hosts = []*host.Snapshot{{Hostname: node, Phy: facts, RDMADevices: []host.RDMADevice{{Name: "mlx5_0", Ports: []host.RDMAPort{{Port: ca.Key.Port, PortGUID: ca.Key.GUID}}}}}}
+	bad := strings.Replace(string(b), `"3017647"`, `"993017647"`, 1)
+	if err := os.WriteFile(filepath.Join(root, phy.Dir, dev+"-1.mlxlink.json"), []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := inventory.Open(root, inventory.Options{})
+	if err != nil || len(snap.Phy) != 1 {
+		t.Fatalf("PHY facts from the tree: %+v %v", snap.Phy, err)
+	}
+	snap.Hostname = node
+	snap.RDMADevices[0].Ports[0].Port, snap.RDMADevices[0].Ports[0].PortGUID = 1, ca.Key.GUID
+	cp.hosts = []*host.Snapshot{snap}
 	rep, _ := simulateCover(c, cp, []int{link, f.Reverse(link)})
 	fd := named(t, rep)
 	phyEv := phyEvidence(fd)
@@ -57,7 +76,7 @@ func TestCoverCarriesPHYEvidence(t *testing.T) {
 		t.Fatalf("PHY evidence %+v", phyEv)
 	}
 	if !slices.ContainsFunc(phyEv, func(e check.Evidence) bool {
-		return strings.Contains(e.Value, phycheck.IDLane) && strings.Contains(e.Value, "lane 0") && strings.Contains(e.Source, "mlx5_0-1.mlxlink.json")
+		return strings.Contains(e.Value, phycheck.IDLane) && strings.Contains(e.Value, "lane 0") && strings.Contains(e.Source, dev+"-1.mlxlink.json") && strings.Contains(e.What, node)
 	}) || !slices.ContainsFunc(phyEv, func(e check.Evidence) bool { return e.Value == phycheck.NoEvidence }) {
 		t.Errorf("want the host end's bad lane and the switch end without evidence: %+v", phyEv)
 	}
