@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -207,27 +208,15 @@ func FromEthtoolS(r EthtoolReading, name string) (Port, bool) {
 	c.LinkDown = get("link_down_events_phy")
 	// Per-lane raw errors: rx_err_lane_<l>_phy, in lane order; a gap (a
 	// lane the poster dropped) leaves the list unread rather than shifted.
-	lanes := map[int]uint64{}
-	maxLane := -1
-	for k, v := range r.Counters {
-		if m := ethtoolLaneRE().FindStringSubmatch(k); m != nil {
-			l, _ := strconv.Atoi(m[1])
-			if l < 64 {
-				lanes[l] = v
-				maxLane = max(maxLane, l)
-			}
-		}
+	c.RawLane = laneCounts(r, ethtoolLaneRE())
+	c.RawLaneName = "rx_err_lane_<N>_phy"
+	if c.RawLane == nil {
+		// Per-lane corrected bits, where the driver prints those instead.
+		c.RawLane = laneCounts(r, ethtoolCLaneRE())
+		c.RawLaneName = "rx_corrected_bits_lane<N>"
 	}
-	if len(lanes) > 0 && len(lanes) == maxLane+1 {
-		keys := make([]int, 0, len(lanes))
-		for l := range lanes {
-			keys = append(keys, l)
-		}
-		sort.Ints(keys)
-		for _, l := range keys {
-			c.RawLane = append(c.RawLane, lanes[l])
-		}
-		c.RawLaneName = "rx_err_lane_<N>_phy"
+	if c.RawLane == nil {
+		c.RawLaneName = ""
 	}
 	p.Counters = c
 	if len(r.Annotated) > 0 {
@@ -237,4 +226,34 @@ func FromEthtoolS(r EthtoolReading, name string) (Port, bool) {
 		p.Skipped = append(p.Skipped, "no \"NIC statistics:\" header: a partial paste; counters not shown are unknown, not zero")
 	}
 	return p, true
+}
+
+// laneCounts lists the counters named by re (lane number in its first
+// group) in lane order; nil when none, or when a lane is missing (a lane
+// the poster dropped leaves the list unread rather than shifted).
+func laneCounts(r EthtoolReading, re *regexp.Regexp) []uint64 {
+	lanes := map[int]uint64{}
+	maxLane := -1
+	for k, v := range r.Counters {
+		if m := re.FindStringSubmatch(k); m != nil {
+			l, _ := strconv.Atoi(m[1])
+			if l < 64 {
+				lanes[l] = v
+				maxLane = max(maxLane, l)
+			}
+		}
+	}
+	if len(lanes) == 0 || len(lanes) != maxLane+1 {
+		return nil
+	}
+	keys := make([]int, 0, len(lanes))
+	for l := range lanes {
+		keys = append(keys, l)
+	}
+	sort.Ints(keys)
+	var out []uint64
+	for _, l := range keys {
+		out = append(out, lanes[l])
+	}
+	return out
 }

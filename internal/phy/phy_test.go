@@ -377,3 +377,16 @@ func TestIBDiag2Sections(t *testing.T) {
 		t.Errorf("%+v", d.Messages)
 	}
 }
+
+// Per-lane corrected bits stand for the lanes when the lane errors are
+// not printed; a missing lane leaves the lanes unread, never shifted.
+func TestEthtoolSLaneForms(t *testing.T) {
+	ps, err := ParseEthtoolS([]byte("rx_corrected_bits_lane0: 5\nrx_corrected_bits_lane1: 900\nrx_corrected_bits_lane2: 3\nrx_corrected_bits_lane3: 1\n"), "x")
+	if p := one(ps, err)(t); !slices.Equal(p.Counters.RawLane, []uint64{5, 900, 3, 1}) || p.Counters.RawLaneName != "rx_corrected_bits_lane<N>" {
+		t.Errorf("%+v", p.Counters)
+	}
+	ps, err = ParseEthtoolS([]byte("rx_err_lane_0_phy: 5\nrx_err_lane_2_phy: 900\n"), "x")
+	if p := one(ps, err)(t); p.Counters.RawLane != nil {
+		t.Errorf("gap read as lanes: %v", p.Counters.RawLane)
+	}
+}
