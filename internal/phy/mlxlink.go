@@ -587,7 +587,15 @@ func mlxModule(s sections) *Module {
 			lo, e1 := strconv.ParseFloat(r[2], 64)
 			hi, e2 := strconv.ParseFloat(r[3], 64)
 			if e1 == nil && e2 == nil {
-				m.Thresholds[q.q] = Thresholds{AlarmLo: f64(lo), AlarmHi: f64(hi), Level: "range", Text: "[" + r[2] + ".." + r[3] + "]"}
+				t := Thresholds{Level: "range", Text: "[" + r[2] + ".." + r[3] + "]"}
+				// An infinite bound is no bound (JSON could not carry it either).
+				if !math.IsInf(lo, 0) {
+					t.AlarmLo = f64(lo)
+				}
+				if !math.IsInf(hi, 0) {
+					t.AlarmHi = f64(hi)
+				}
+				m.Thresholds[q.q] = t
 			}
 		}
 		items := splitList(vals)

@@ -172,6 +172,11 @@ func ParseModule(b []byte, name string) ([]Port, error) {
 			if !ok {
 				continue
 			}
+			if math.IsInf(f, 0) {
+				// 0 mW as a limit is no limit: kept in the text, not as a bound.
+				set(q, func(t *Thresholds) { t.Text += fmt.Sprintf("%s %s (line %d, no bound); ", level, val, n) })
+				continue
+			}
 			set(q, func(t *Thresholds) {
 				switch level {
 				case "high alarm":

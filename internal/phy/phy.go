@@ -13,6 +13,7 @@
 package phy
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -266,6 +267,45 @@ type Reading struct {
 	Value float64 `json:"value"` // may be -Inf (0 mW in dBm)
 	Unit  string  `json:"unit"`
 	Text  string  `json:"text"`
+}
+
+// readingJSON is a Reading as JSON: JSON has no -Inf, so a power of 0 mW
+// (-inf dBm) is value null with no_light set, and reads back as -Inf.
+type readingJSON struct {
+	Quantity Quantity `json:"quantity"`
+	Lane     int      `json:"lane,omitempty"`
+	Value    *float64 `json:"value"`
+	NoLight  bool     `json:"no_light,omitempty"`
+	Unit     string   `json:"unit"`
+	Text     string   `json:"text"`
+}
+
+// MarshalJSON writes a non-finite value as null (no_light for -Inf).
+func (r Reading) MarshalJSON() ([]byte, error) {
+	j := readingJSON{Quantity: r.Quantity, Lane: r.Lane, Unit: r.Unit, Text: r.Text}
+	switch {
+	case math.IsInf(r.Value, -1):
+		j.NoLight = true
+	case !math.IsNaN(r.Value) && !math.IsInf(r.Value, 0):
+		j.Value = &r.Value
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote.
+func (r *Reading) UnmarshalJSON(b []byte) error {
+	var j readingJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*r = Reading{Quantity: j.Quantity, Lane: j.Lane, Unit: j.Unit, Text: j.Text, Value: math.NaN()}
+	switch {
+	case j.Value != nil:
+		r.Value = *j.Value
+	case j.NoLight:
+		r.Value = math.Inf(-1)
+	}
+	return nil
 }
 
 // Thresholds are a module's limits for one quantity, in the reading's

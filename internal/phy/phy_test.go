@@ -1,6 +1,7 @@
 package phy
 
 import (
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -271,6 +272,15 @@ func TestModuleQSFP28Elided(t *testing.T) {
 	inf := one(ParseModule([]byte("Identifier : 0x11 (QSFP28)\nRcvr signal avg optical power(Channel 2) : 0.0000 mW / -inf dBm\n"), "x"))(t)
 	if !math.IsInf(inf.Module.Readings[0].Value, -1) {
 		t.Errorf("-inf read as %v", inf.Module.Readings[0].Value)
+	}
+	// JSON has no -Inf: it travels as no_light and reads back.
+	j, err := json.Marshal(inf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Port
+	if err := json.Unmarshal(j, &back); err != nil || !math.IsInf(back.Module.Readings[0].Value, -1) {
+		t.Errorf("round trip %s: %+v %v", j, back.Module, err)
 	}
 }
 
