@@ -15,6 +15,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/cluster"
 	"github.com/rdmalab/rdmalab/internal/gpudirect"
+	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/launch"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"github.com/rdmalab/rdmalab/internal/resultslog"
@@ -66,6 +67,10 @@ type Options struct {
 	// UseCUDA measures every pair a second time with perftest's buffers in
 	// GPU memory (--use_cuda) and judges GPU against host memory.
 	UseCUDA bool
+	// Hosts are the nodes' host snapshots, when given: a cable the cover
+	// schedule names carries its two ports' PHY facts from their phy[]
+	// (docs/phy.md), or says there is no PHY evidence.
+	Hosts []*host.Snapshot
 }
 
 // UsageError is a flag or input bench refuses before doing anything.
@@ -225,6 +230,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if cover, err = planCover(ctx, o.Fabric, c); err != nil {
 			return nil, &UsageError{err}
 		}
+		cover.hosts = o.Hosts
 		sched = func(int) [][]Pair { return cover.rounds }
 	}
 	mode, _ := resultslog.ModeOf(o.Resume, o.Overwrite) // Validate refused both

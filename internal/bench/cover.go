@@ -10,6 +10,8 @@ import (
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/cluster"
 	"github.com/rdmalab/rdmalab/internal/fabric"
+	"github.com/rdmalab/rdmalab/internal/host"
+	"github.com/rdmalab/rdmalab/internal/phycheck"
 	"github.com/rdmalab/rdmalab/internal/route"
 	"github.com/rdmalab/rdmalab/internal/schedule"
 )
@@ -74,6 +76,8 @@ type coverPlan struct {
 	live          fabric.Runner
 	before, after *fabric.Snapshot
 	scanErr       error
+	// hosts are the nodes' snapshots, for the named cable's PHY facts.
+	hosts []*host.Snapshot
 }
 
 // planCover reads the fabric, computes the cover rounds and maps every CA
@@ -312,6 +316,12 @@ func (cp *coverPlan) judgeCover(c *cluster.Cluster, rep *Report, recs []Record) 
 			fd.Evidence = append(fd.Evidence, check.Evidence{What: "end", Value: fmt.Sprintf("%s: GUID %s port %d", e.Name, e.GUID, e.Port), Source: cp.src})
 		}
 		fd.Evidence = append(fd.Evidence, counterEv...)
+		// a third witness: each end's own physical layer, or "no PHY evidence"
+		var phyEnds []phycheck.End
+		for _, e := range fault.Ends {
+			phyEnds = append(phyEnds, phycheck.EndOf(cp.hosts, e.GUID, e.Port, e.Name))
+		}
+		fd.Evidence = append(fd.Evidence, phycheck.CableEvidence(phyEnds, phycheck.HostFacts(cp.hosts))...)
 		for _, s := range fault.Slow[:min(len(fault.Slow), 8)] {
 			fd.Evidence = append(fd.Evidence, check.Evidence{What: "crossed it slow", Value: s, Source: "measured; route from the forwarding tables"})
 		}

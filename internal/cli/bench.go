@@ -9,6 +9,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/bench"
 	"github.com/rdmalab/rdmalab/internal/envelope"
 	"github.com/rdmalab/rdmalab/internal/fabric"
+	"github.com/rdmalab/rdmalab/internal/intake"
 	"github.com/rdmalab/rdmalab/internal/report"
 	"github.com/rdmalab/rdmalab/internal/rules"
 	"github.com/rdmalab/rdmalab/internal/userfile"
@@ -18,6 +19,7 @@ import (
 func newBenchCmd() *cobra.Command {
 	var o bench.Options
 	var output, fabricCA string
+	var hostArgs []string
 	var fabricPort int
 	c := &cobra.Command{
 		Use:   "bench",
@@ -72,6 +74,13 @@ run (bad flag or file, unready nodes), 130 interrupted (finished work is saved).
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(output); err != nil {
 				return err
+			}
+			for _, h := range hostArgs {
+				s, err := intake.Host(h)
+				if err != nil {
+					return usageErr("--hosts %v", err)
+				}
+				o.Hosts = append(o.Hosts, s)
 			}
 			dir, cleanup, err := tempDir()
 			if err != nil {
@@ -133,6 +142,7 @@ run (bad flag or file, unready nodes), 130 interrupted (finished work is saved).
 	f.StringVar(&o.Fabric.FabricFile, "fabric", "", "--schedule cover: cabling, ibnetdiscover output or a fabric snapshot (default: scan the live fabric)")
 	f.StringVar(&o.Fabric.RoutesFile, "routes", "", "--schedule cover: forwarding tables, dump_fts/ibroute output or opensm-lfts.dump (default: run dump_fts)")
 	f.StringVar(&fabricCA, "ca", "", "--schedule cover: local HCA to read the live fabric from, e.g. mlx5_0")
+	f.StringSliceVar(&hostArgs, "hosts", nil, "--schedule cover: the nodes' host snapshots, trees or captures (repeatable): a named cable carries its ports' PHY facts from them (docs/phy.md), else says no PHY evidence")
 	f.IntVar(&fabricPort, "port", 0, "port of --ca")
 	f.StringVarP(&output, "output", "o", "table", "table or json")
 	c.AddCommand(newBenchAgentCmd(), newBenchScheduleCmd())

@@ -88,6 +88,7 @@ dashboard.`,
 				{"--scrape-timeout", o.ScrapeTimeout, 100 * time.Millisecond, 10 * time.Minute, false},
 				{"--fabric.interval", o.FabricInterval, time.Second, 24 * time.Hour, false},
 				{"--fabric.timeout", fabricTimeout, time.Second, time.Hour, false},
+				{"--phy.interval", o.PHYInterval, time.Second, 24 * time.Hour, false},
 			} {
 				if d.zeroOff && d.v == 0 {
 					continue
@@ -177,6 +178,8 @@ dashboard.`,
 	f.DurationVar(&o.FabricInterval, "fabric.interval", exporter.DefaultFabricInterval, "scan the fabric at most this often; scrapes in between serve the last scan")
 	f.DurationVar(&fabricTimeout, "fabric.timeout", 2*time.Minute, "give up on any one diagnostic tool after this long")
 	f.StringVar(&fabricRate, "fabric.expect-rate", "", `rate every fabric link should run at, for the fabric findings: "200", "4X HDR"`)
+	f.BoolVar(&o.PHY, "phy", false, "also export each port's BER, FEC and module readings, polled out of band (saved outputs under var/lib/rdmalab/phy/; live: mstlink and ethtool -S; docs/phy.md)")
+	f.DurationVar(&o.PHYInterval, "phy.interval", exporter.DefaultPHYInterval, "poll the physical layer this often; scrapes serve the last poll")
 	f.StringVar(&textfile, "textfile", "", "gather once, write this .prom file for node_exporter's textfile collector, and exit")
 	return c
 }

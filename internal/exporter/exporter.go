@@ -35,6 +35,7 @@ type collector interface {
 type Exporter struct {
 	collectors map[string]collector
 	host       *hostCollector
+	phy        *phyPoller
 	timeout    time.Duration
 	idle       time.Duration
 	maxConns   int
@@ -69,6 +70,10 @@ func New(o Options) (*Exporter, error) {
 	if !o.NoFindings {
 		e.collectors["findings"] = &findingsCollector{cache: topo}
 	}
+	if o.PHY {
+		e.phy = newPHYPoller(fsys, o)
+		e.collectors["phy"] = e.phy
+	}
 	if o.Fabric {
 		if o.FabricRunner == nil {
 			return nil, fmt.Errorf("fabric collector: no runner")
@@ -81,6 +86,9 @@ func New(o Options) (*Exporter, error) {
 // Close closes the files the host collector keeps open and removes what
 // New unpacked.
 func (e *Exporter) Close() {
+	if e.phy != nil {
+		e.phy.close()
+	}
 	e.host.close()
 	e.cleanup()
 }

@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/fabric"
 	"github.com/rdmalab/rdmalab/internal/fabriccheck"
 	"github.com/rdmalab/rdmalab/internal/hostcheck"
+	"github.com/rdmalab/rdmalab/internal/phy"
 )
 
 // Options configure the exporter; the zero value reads the live host.
@@ -38,6 +40,15 @@ type Options struct {
 	// FabricCheck are the fabric rules' options (expected rate, thresholds, plan).
 	FabricCheck fabriccheck.Options
 
+	// PHY turns on the physical-layer poller: every PHYInterval (default
+	// DefaultPHYInterval) it reads the outputs saved under the root's
+	// var/lib/rdmalab/phy/ and, on a live host, runs mstlink and ethtool
+	// -S, out of band; scrapes serve the last poll (docs/phy.md).
+	// PHYPoll replaces the poll (tests).
+	PHY         bool
+	PHYInterval time.Duration
+	PHYPoll     func(context.Context) ([]phy.Port, error)
+
 	// ScrapeTimeout bounds one scrape (default 10s).
 	ScrapeTimeout time.Duration
 	// IdleTimeout closes a keep-alive connection idle this long (default
@@ -58,6 +69,7 @@ const (
 	DefaultFabricInterval   = 60 * time.Second
 	DefaultIdleTimeout      = 60 * time.Second
 	DefaultMaxConnections   = 512
+	DefaultPHYInterval      = 60 * time.Second
 )
 
 func (o Options) withDefaults() Options {
@@ -72,6 +84,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.FabricWait == 0 {
 		o.FabricWait = 5 * time.Second
+	}
+	if o.PHYInterval <= 0 {
+		o.PHYInterval = DefaultPHYInterval
 	}
 	if o.ScrapeTimeout == 0 {
 		o.ScrapeTimeout = 10 * time.Second

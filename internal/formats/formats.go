@@ -15,6 +15,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/fabric"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/nccl"
+	"github.com/rdmalab/rdmalab/internal/phy"
 )
 
 // Format is one kind of saved output.
@@ -55,6 +56,10 @@ var Formats = []Format{
 	{"dcb / lldptool", "RoCE QoS (DCB: PFC, DSCP map, ETS) into a host snapshot", host.SniffDCB, readQoS(host.ParseDCB)},
 	{"ethtool -S", "pause and discard counters, one or two readings", host.SniffEthtoolS, readEthtoolS},
 	{"cma_roce_mode", "the RoCE mode rdma_cm uses", host.SniffCMARoCEMode, readQoS(host.ParseCMARoCEMode)},
+	{"mlxlink / mstlink", "a port's physical layer (text or --json): BER, FEC, lanes, module, link state", phy.SniffMlxlink, readPHY(phy.ParseMlxlink)},
+	{"ethtool --show-fec", "the FEC mode configured and active (with -I, its counters)", phy.SniffShowFEC, readPHY(phy.ParseShowFEC)},
+	{"ethtool -m", "a module's readings against its own thresholds (SFF-8472, SFF-8636, CMIS)", phy.SniffModule, readPHY(phy.ParseModule)},
+	{"ibdiagnet", "ibdiagnet's stage summary and its warnings", phy.SniffIBDiag, readIBDiag},
 }
 
 // Saved is one saved output read: the file, its format and the model.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/bench"
 	"github.com/rdmalab/rdmalab/internal/host"
+	"github.com/rdmalab/rdmalab/internal/phy"
 	"github.com/rdmalab/rdmalab/internal/portstate"
 )
 
@@ -37,6 +38,9 @@ type HostPart struct {
 	Readings []host.EthtoolReading
 	// PCIeControl is ACS and ATS control as lspci -vvv showed it.
 	PCIeControl []PCIeControl
+	// PHY are the physical-layer facts the same ethtool -S rows carry
+	// (symbol errors, corrected bits, per-lane errors).
+	PHY []phy.Port
 	// Skipped names what of the output was not read or not judged, and
 	// why (with line numbers).
 	Skipped []string
@@ -128,17 +132,52 @@ func readShowGIDs(name string, b []byte) (any, error) {
 
 // readEthtoolS reads every ethtool -S reading; the last of each
 // interface is the snapshot's, the earlier ones stay in Readings.
+// readEthtoolS reads ethtool -S rows once: the RoCE pause and discard
+// counters into the host snapshot, and the mlx5 PHY counters the same rows
+// carry into phy's per-port facts. A paste of PHY counters alone shows no
+// RoCE part.
 func readEthtoolS(name string, b []byte) (any, error) {
-	rs, err := host.ParseEthtoolS(b)
+	all, err := phy.ReadEthtoolS(b)
 	if err != nil {
 		return nil, err
 	}
 	s := partial(name)
 	base := filepath.Base(name)
-	for _, r := range rs {
+	hp := &HostPart{Snapshot: s}
+	for i, r := range host.RoCEReadings(all) {
+		if p, ok := phy.FromEthtoolS(all[i], base); ok {
+			hp.PHY = append(hp.PHY, p)
+		}
+		if len(r.Counters) == 0 && all[i].HasPHY() {
+			continue
+		}
+		hp.Readings = append(hp.Readings, r)
 		s.AddRoCEQoS(host.RoCEQoS{Netdev: r.Netdev, Counters: host.Got(r.Counters, fmt.Sprintf("%s line %d", base, r.Line))})
 	}
-	return &HostPart{Snapshot: s, Shows: ShowsRoCE, Readings: rs}, nil
+	if len(hp.Readings) > 0 {
+		hp.Shows = ShowsRoCE
+	}
+	return hp, nil
+}
+
+// PHYPorts are the physical-layer facts of a saved mlxlink/mstlink,
+// ethtool --show-fec or ethtool -m output.
+type PHYPorts []phy.Port
+
+// readPHY reads a physical-layer output into per-port facts.
+func readPHY(parse func([]byte, string) ([]phy.Port, error)) func(string, []byte) (any, error) {
+	return func(name string, b []byte) (any, error) {
+		ps, err := parse(b, filepath.Base(name))
+		if err != nil {
+			return nil, err
+		}
+		return PHYPorts(ps), nil
+	}
+}
+
+// readIBDiag reads an ibdiagnet summary.
+func readIBDiag(name string, b []byte) (any, error) {
+	return phy.ParseIBDiag(b, filepath.Base(name))
 }
 
 // The port state vocabulary is portstate's, whatever the tool's spelling.

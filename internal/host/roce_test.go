@@ -410,3 +410,29 @@ func FuzzParseEthtoolS(f *testing.F) {
 		}
 	})
 }
+
+// Paste warts of ethtool -S (issue 34): a `| grep pause` without the
+// header, and a full output with a comment on every row, are read; the
+// real captures still read as before (TestParseEthtoolSCaptures).
+func TestParseEthtoolSWarts(t *testing.T) {
+	grep := "$ ethtool -S eth03 | grep pause\n     rx_pause_ctrl_phy: 0\n     tx_pause_ctrl_phy: 12\n     rx_prio3_pause: 5\n"
+	if !SniffEthtoolS([]byte(grep)) {
+		t.Fatal("grep paste not recognised")
+	}
+	rs, err := ParseEthtoolS([]byte(grep))
+	if err != nil || len(rs) != 1 || rs[0].Netdev != "eth03" || rs[0].Counters["tx_pause_ctrl_phy"] != 12 || rs[0].Counters["rx_prio3_pause"] != 5 {
+		t.Errorf("%+v %v", rs, err)
+	}
+	b, _ := capture(t, "ethtool-S", "kernel-6.5")
+	var annotated strings.Builder
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, ": ") {
+			l += "   # checked " + "by hand"
+		}
+		annotated.WriteString(l + "\n")
+	}
+	rs, err = ParseEthtoolS([]byte(annotated.String()))
+	if err != nil || len(rs) != 1 || rs[0].Counters["rx_discards_phy"] != 441063206498 || rs[0].Counters["tx_global_pause"] != 44414017 {
+		t.Errorf("annotated: %+v %v", rs, err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rdmalab/rdmalab/internal/phy"
 	"io"
 	"slices"
 	"time"
@@ -48,6 +49,10 @@ type Snapshot struct {
 	Affinity    []AffinityPair `json:"gpu_nic_affinity"`
 	// RoCE is the QoS of each RoCE netdev (host/roce.go).
 	RoCE []RoCEQoS `json:"roce_qos,omitempty"`
+	// Phy is the physical-layer facts of the host's ports, from the tool
+	// outputs saved in its tree (docs/phy.md: var/lib/rdmalab/phy/) or
+	// gathered live; absent when none were read.
+	Phy []phy.Port `json:"phy,omitempty"`
 	// Errors lists what could not be read; the rest of the snapshot still stands.
 	Errors []CollectError `json:"errors"`
 }

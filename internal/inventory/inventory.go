@@ -65,6 +65,7 @@ func Collect(fsys *hostfs.FS, opt Options) *host.Snapshot {
 	c.linkNetdevs()
 	c.rdmaMTU()
 	c.roce()
+	c.phy()
 	c.gpus()
 	c.snap.ComputeAffinity()
 	c.snap.Baseboard = baseboard(c.snap)

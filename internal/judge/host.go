@@ -8,6 +8,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/formats"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/hostcheck"
+	"github.com/rdmalab/rdmalab/internal/phycheck"
 )
 
 // judgeHost judges a partial host snapshot with doctor's own rules, only
@@ -26,6 +27,13 @@ func judgeHost(m *formats.HostPart, opt Options) ([]check.Finding, any, error) {
 		only = append(only, "pcie.link.degraded")
 	}
 	var fs []check.Finding
+	if len(m.PHY) > 0 {
+		// The PHY counters ethtool -S rows carry, by phycheck's rules.
+		fs = append(fs, phycheck.Ports(m.PHY)...)
+		if m.Shows == 0 {
+			return fs, m.PHY, nil
+		}
+	}
 	if len(only) > 0 {
 		fs = hostcheck.Doctor([]*host.Snapshot{s}, hostcheck.Options{Expect: opt.Expect, Only: only})
 	}

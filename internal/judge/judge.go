@@ -22,6 +22,8 @@ import (
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"github.com/rdmalab/rdmalab/internal/nccl"
+	"github.com/rdmalab/rdmalab/internal/phy"
+	"github.com/rdmalab/rdmalab/internal/phycheck"
 )
 
 // Options are what saved outputs are judged against.
@@ -106,6 +108,10 @@ func Judge(name string, model any, opt Options) ([]check.Finding, any, error) {
 		l := linkrate.Link{Layer: opt.Expect.Layer, RateGbps: opt.Expect.Rate.Gbps, Speed: opt.Expect.Rate.Speed}
 		fs, payload := bench.JudgePerftestRuns(name, m, &l)
 		return fs, payload, nil
+	case formats.PHYPorts:
+		return phycheck.Ports(m), []phy.Port(m), nil
+	case *phy.IBDiag:
+		return phycheck.IBDiag(m), m, nil
 	case *nccl.RASReport:
 		fs := nccl.JudgeRAS(filepath.Base(name), m, nil)
 		return fs, m, nil

@@ -37,7 +37,7 @@ func TestJudgeEveryRealOutput(t *testing.T) {
 		{"ibtools/azure-hbv3/ibdev2netdev_ibv_devices.txt", "", 0, 0, 0, 0},
 		{"ibtools/azure-hbv3/ibstat.txt", "ibstat", 0, 0, 0, 2},
 		{"ibtools/azure-hbv3/ibv_devinfo.txt", "ibv_devinfo", 0, 0, 0, 2},
-		{"ibtools/cx7-ndr-b2b/mlxlink_show_mo_NDR_osfp_dac.txt", "", 0, 0, 0, 0},
+		{"ibtools/cx7-ndr-b2b/mlxlink_show_mo_NDR_osfp_dac.txt", "mlxlink / mstlink", 0, 0, 0, 6},
 		{"ibtools/gpud-ibstat/ibstat.39.0.a100.failed.ibpanic.exit-255.0.txt", "ibstat", 0, 0, 1, 24},
 		{"ibtools/gpud-ibstat/ibstat.47.0.a100.all.active.0.txt", "ibstat", 0, 0, 0, 25},
 		{"ibtools/gpud-ibstat/ibstat.47.0.h100.all.active.0.txt", "ibstat", 0, 0, 0, 24},

@@ -17,6 +17,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/gpudirect"
 	"github.com/rdmalab/rdmalab/internal/hostcheck"
 	"github.com/rdmalab/rdmalab/internal/nccl"
+	"github.com/rdmalab/rdmalab/internal/phycheck"
 	"github.com/rdmalab/rdmalab/internal/plan"
 	"github.com/rdmalab/rdmalab/internal/schedule"
 	"github.com/rdmalab/rdmalab/internal/slurm"
@@ -40,6 +41,7 @@ func Catalogs() []Catalog {
 		{"plan", "rdmalab plan vms (refusals fail, notes warn)", plan.Catalog},
 		{"slurm", "rdmalab slurm health", slurm.Catalog},
 		{"compare", "rdmalab compare, and report given two runs", compare.Catalog},
+		{"phy", "rdmalab judge on mlxlink/mstlink, ethtool -S PHY counters, ethtool --show-fec, ethtool -m and ibdiagnet outputs", phycheck.Catalog},
 	}
 	for i := range cs {
 		cs[i].Entries = slices.Clone(cs[i].Entries)
@@ -69,6 +71,7 @@ var deciding = map[string]bool{
 	"nccl.tests.measurement": true, "nccl.ras.ranks": true, "nccl.ras.hang": true, "nccl.ras.status": true, "nccl.run.exit": true, "nccl.run.timeout": true,
 	"compare.direction": true, "compare.node": true, "compare.missing": true, "compare.self": true,
 	"slurm.health.read": true, "schedule.input": true,
+	"phy.ber.effective": true, "phy.fec.uncorrectable": true, "phy.link.state": true, "phy.output.cut": true,
 }
 
 var (
