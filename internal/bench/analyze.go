@@ -59,6 +59,9 @@ type NodeSummary struct {
 	RecvTotal int     `json:"receive_measured"`
 	Failed    int     `json:"failed"`
 	Out       string  `json:"taken_out,omitempty"`
+	// NotMeasured counts the directions not tried because the node was
+	// out (the runner summarises them per node, not one record per pair).
+	NotMeasured int `json:"not_measured,omitempty"`
 }
 
 // Suspect is a node one of whose sides fails most of its directions.
@@ -91,6 +94,7 @@ type Report struct {
 	// per-direction verdicts of GPU against host memory.
 	CUDA      *Report         `json:"cuda,omitempty"`
 	Cover     *Cover          `json:"cover,omitempty"` // --schedule cover: the localiser's verdict
+	Rounds    *RoundsUsed     `json:"rounds,omitempty"` // what the run took (bench.Run sets it)
 	GPUDirect []check.Finding `json:"gpudirect,omitempty"`
 	Findings  []check.Finding `json:"-"`
 	// layer is the cluster file's link layer, as written.
@@ -104,7 +108,14 @@ type Report struct {
 // findings. Later records of a direction replace earlier ones, so a
 // resumed log is judged once, from its final state.
 func Analyze(c *cluster.Cluster, engine, test string, latency bool, recs []Record, out map[string]string, leftovers []string) *Report {
+	return AnalyzeRun(c, engine, test, latency, recs, out, nil, leftovers)
+}
+
+// AnalyzeRun is Analyze with the directions not measured because a node
+// was out, counted per node (Runner.Skipped).
+func AnalyzeRun(c *cluster.Cluster, engine, test string, latency bool, recs []Record, out map[string]string, skipped map[string]int, leftovers []string) *Report {
 	a := &analysis{
+		skipped: skipped,
 		c:   c,
 		t:   c.Thresholds,
 		idx: c.Index(),
@@ -147,6 +158,7 @@ type analysis struct {
 
 	suspectSide map[string]bool // "node|side" of each suspect
 	ownBad      map[string]int
+	skipped     map[string]int // node → directions not measured, it being out
 }
 
 // selectRecords keeps this test's records between known nodes: the final
@@ -371,7 +383,7 @@ func (a *analysis) summarizeNodes() {
 	nodes := make([]NodeSummary, len(c.Nodes))
 	sendVals, recvVals := make([][]float64, len(c.Nodes)), make([][]float64, len(c.Nodes))
 	for i, n := range c.Nodes {
-		nodes[i] = NodeSummary{Name: n.Name, Out: out[n.Name]}
+		nodes[i] = NodeSummary{Name: n.Name, Out: out[n.Name], NotMeasured: a.skipped[n.Name]}
 	}
 	for _, d := range rep.Directions {
 		f, to := idx[d.From], idx[d.To]
@@ -797,7 +809,7 @@ func (a *analysis) failureFindings() []check.Finding {
 	byNode := map[string]*nodeFail{}
 	for _, n := range a.c.Nodes {
 		if why := rep.Out[n.Name]; why != "" {
-			byNode[n.Name] = &nodeFail{why: why}
+			byNode[n.Name] = &nodeFail{why: why, dirs: a.skipped[n.Name]}
 		}
 	}
 	for _, d := range rep.Directions {
