@@ -93,7 +93,7 @@ type Report struct {
 	// CUDA is the same test in GPU memory (--use-cuda), GPUDirect the
 	// per-direction verdicts of GPU against host memory.
 	CUDA      *Report         `json:"cuda,omitempty"`
-	Cover     *Cover          `json:"cover,omitempty"` // --schedule cover: the localiser's verdict
+	Cover     *Cover          `json:"cover,omitempty"`  // --schedule cover: the localiser's verdict
 	Rounds    *RoundsUsed     `json:"rounds,omitempty"` // what the run took (bench.Run sets it)
 	GPUDirect []check.Finding `json:"gpudirect,omitempty"`
 	Findings  []check.Finding `json:"-"`
@@ -116,10 +116,10 @@ func Analyze(c *cluster.Cluster, engine, test string, latency bool, recs []Recor
 func AnalyzeRun(c *cluster.Cluster, engine, test string, latency bool, recs []Record, out map[string]string, skipped map[string]int, leftovers []string) *Report {
 	a := &analysis{
 		skipped: skipped,
-		c:   c,
-		t:   c.Thresholds,
-		idx: c.Index(),
-		rep: &Report{Engine: engine, Test: test, Latency: latency, Out: out, Leftovers: leftovers, layer: c.Link.Layer},
+		c:       c,
+		t:       c.Thresholds,
+		idx:     c.Index(),
+		rep:     &Report{Engine: engine, Test: test, Latency: latency, Out: out, Leftovers: leftovers, layer: c.Link.Layer},
 	}
 	a.selectRecords(recs)
 	a.measureDirections()
@@ -158,7 +158,8 @@ type analysis struct {
 
 	suspectSide map[string]bool // "node|side" of each suspect
 	ownBad      map[string]int
-	skipped     map[string]int // node → directions not measured, it being out
+	skipped     map[string]int     // node → directions not measured, it being out
+	refs        map[string]float64 // class → its median, once
 }
 
 // selectRecords keeps this test's records between known nodes: the final
@@ -298,10 +299,7 @@ func (a *analysis) judgeDirection(d *Direction) {
 		return
 	}
 	v := a.value(d.Record)
-	ref := 0.0
-	if vs := a.byClass[a.class(d.Record)]; len(vs) >= 3 {
-		ref = Median(vs)
-	}
+	ref := a.classRef(a.class(d.Record))
 	d.RefValue = ref
 	d.Noise = math.Max(d.Spread, a.classNoise[a.class(d.Record)])
 	why, noisy := a.againstPeers(d, v)
@@ -323,6 +321,24 @@ func (a *analysis) judgeDirection(d *Direction) {
 	if r, ok := a.dirRetests[d.dirKey()]; ok && d.Bad {
 		d.Retest = &r
 	}
+}
+
+// classRef is the median of a link class (0 under 3 directions), sorted
+// once per class: per direction it made judging 120,000 directions
+// quadratic.
+func (a *analysis) classRef(class string) float64 {
+	if ref, ok := a.refs[class]; ok {
+		return ref
+	}
+	ref := 0.0
+	if vs := a.byClass[class]; len(vs) >= 3 {
+		ref = Median(vs)
+	}
+	if a.refs == nil {
+		a.refs = map[string]float64{}
+	}
+	a.refs[class] = ref
+	return ref
 }
 
 // againstPeers judges a direction's value v against the median of its
