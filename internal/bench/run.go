@@ -78,7 +78,7 @@ type Runner struct {
 	Engine   Engine
 	// Plan gives the rounds of disjoint pairs, one at a time.
 	Plan    Plan
-	Samples  int
+	Samples int
 	// Timeout bounds one run of the test; both ends are killed after it.
 	Timeout time.Duration
 	// ProbeTimeout bounds a readiness probe of a node.
@@ -103,8 +103,8 @@ type Runner struct {
 	// thousands of nodes that would be millions of records).
 	skipped map[string]int
 	used    RoundsUsed
-	seq       atomic.Int64
-	logErr    error
+	seq     atomic.Int64
+	logErr  error
 }
 
 // Out reports the nodes taken out of the run and why.
