@@ -103,7 +103,14 @@ func main() {
 	seconds := flag.Int("seconds", 5, "bench --seconds the projection uses (default bench's)")
 	samples := flag.Int("samples", 3, "bench --samples the projection uses (default bench's)")
 	prof := flag.String("cpuprofile", "", "write a CPU profile of the orchestrator here")
+	write := flag.String("write-cluster", "", "only write the simulated fleet's cluster file here (for bench --dry-run)")
 	flag.Parse()
+	if *write != "" {
+		if err := os.WriteFile(*write, []byte(bench.SimClusterFile(*nodes)), 0o600); err != nil {
+			fail(err)
+		}
+		return
+	}
 	if *prof != "" {
 		f, err := os.Create(*prof)
 		if err != nil {

@@ -78,3 +78,32 @@ func TestSimulatedFleetNamesTheSlowNode(t *testing.T) {
 		}
 	}
 }
+
+// A dry run of 2,048 nodes plans the default (3 matchings) and says what
+// the circle method would cost, without starting anything.
+func TestDryRunPlansWithoutStarting(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "fleet.yaml")
+	if err := os.WriteFile(file, []byte(SimClusterFile(2048)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fake := &launch.Fake{}
+	d, err := PlanRun(context.Background(), Options{ClusterFile: file, Engine: "tcp", Seconds: 5, Samples: 3, Timeout: time.Minute, Launcher: fake})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fake.Calls()) != 0 {
+		t.Errorf("a dry run started %d processes", len(fake.Calls()))
+	}
+	m, c := d.Schedules[0], d.Schedules[1]
+	if d.Chosen != "matching" || m.Rounds != 3 || m.PairsPerRound != 1024 || m.WallSeconds > 15*60 || c.Name != "circle" || c.Rounds != 2047 || c.WallSeconds < 12*3600 {
+		t.Errorf("%+v", d.Schedules)
+	}
+	if len(d.Rounds) != 3 || d.Rounds[0].Pairs != 1024 || len(d.Rounds[0].List) != 0 {
+		t.Errorf("rounds %+v", d.Rounds)
+	}
+	var out strings.Builder
+	d.Write(&out)
+	if !strings.Contains(out.String(), "matching (this run)  3") {
+		t.Errorf("%s", out.String())
+	}
+}

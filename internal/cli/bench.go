@@ -19,6 +19,7 @@ func newBenchCmd() *cobra.Command {
 	var o bench.Options
 	var output, fabricCA string
 	var fabricPort int
+	var dryRun bool
 	c := &cobra.Command{
 		Use:   "bench",
 		Short: "Pairwise benchmarks across a cluster, both directions, judged against the link and the peers",
@@ -73,7 +74,8 @@ run (bad flag or file, unready nodes), 130 interrupted (finished work is saved).
   rdmalab bench --cluster cluster.yaml --without-unready --output json
   salloc -N 8 rdmalab bench --engine tcp             # the allocation's nodes, through srun
   rdmalab bench --cluster cluster.yaml --schedule cover         # cover rounds from the live fabric's routes; name the slow cable
-  rdmalab bench --cluster cluster.yaml --schedule cover --fabric fabric.json --routes opensm-lfts.dump`,
+  rdmalab bench --cluster cluster.yaml --schedule cover --fabric fabric.json --routes opensm-lfts.dump
+  rdmalab bench --cluster fleet.yaml --dry-run                   # rounds, wall time and memory before touching the fleet`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(output); err != nil {
@@ -87,6 +89,16 @@ run (bad flag or file, unready nodes), 130 interrupted (finished work is saved).
 			o.ControlDir, o.Progress = dir, cmd.ErrOrStderr()
 			o.Fabric.Runner = fabric.Exec{CA: fabricCA, Port: fabricPort, Timeout: 2 * time.Minute}
 			ctx := cmd.Context()
+			if dryRun {
+				d, err := bench.PlanRun(ctx, o)
+				if err != nil {
+					return usageErr("%v", err)
+				}
+				if output == "json" {
+					return envelope.Write(cmd.OutOrStdout(), envelope.BenchPlan, nil, d)
+				}
+				return d.Write(cmd.OutOrStdout())
+			}
 			rep, err := bench.Run(ctx, o)
 			if ctx.Err() != nil {
 				// No report: the verdict of a run cut short would judge
@@ -142,6 +154,7 @@ run (bad flag or file, unready nodes), 130 interrupted (finished work is saved).
 	f.StringVar(&fabricCA, "ca", "", "--schedule cover: local HCA to read the live fabric from, e.g. mlx5_0")
 	f.IntVar(&fabricPort, "port", 0, "port of --ca")
 	f.StringVarP(&output, "output", "o", "table", "table or json")
+	f.BoolVar(&dryRun, "dry-run", false, "print the plan (each schedule's rounds, pairs per round, expected wall time and the orchestrator's peak memory) and start nothing")
 	c.AddCommand(newBenchAgentCmd(), newBenchScheduleCmd())
 	return c
 }
