@@ -7,6 +7,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/userfile"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -245,6 +246,17 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		case "srun":
 			l = launch.Srun{}
 		default:
+			if o.ControlDir != "" {
+				// Masters a run killed with SIGKILL left behind are ended
+				// now (they would end by themselves after ControlPersist),
+				// and this run's directory is marked for the next.
+				if swept := launch.SweepControlDirs(ctx, filepath.Dir(o.ControlDir), "rdmalab-"); len(swept) > 0 && o.Progress != nil {
+					fmt.Fprintf(o.Progress, "ended %d ssh control master(s) of an earlier run that did not end\n", len(swept))
+				}
+				if err := launch.MarkControlDir(o.ControlDir); err != nil {
+					return nil, err
+				}
+			}
 			l = &launch.SSH{Options: c.Launcher.Options, KnownHosts: c.Launcher.KnownHosts, ControlDir: o.ControlDir, ConnectTimeout: 5 * time.Second}
 		}
 	}

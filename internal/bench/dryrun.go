@@ -32,6 +32,10 @@ type DryRun struct {
 	// adds to the measuring seconds (WallModel).
 	PerSampleOverheadS float64 `json:"per_sample_overhead_s"`
 	PerRoundOverheadS  float64 `json:"per_round_overhead_s"`
+	// Window is the most pairs measured at once; WavesPerRound how many
+	// times a round fills it.
+	Window        int `json:"window_pairs"`
+	WavesPerRound int `json:"waves_per_round"`
 }
 
 // PlannedSchedule is one schedule's cost over the cluster.
@@ -98,7 +102,7 @@ func PlanRun(ctx context.Context, o Options) (*DryRun, error) {
 	}
 	m := Model(o.Seconds, o.Samples, n)
 	d := &DryRun{SchemaVersion: DryRunVersion, Nodes: n, Seconds: o.Seconds, Samples: o.Samples, Chosen: chosen.Name(),
-		PerSampleOverheadS: m.PerSample.Seconds(), PerRoundOverheadS: m.PerRound.Seconds()}
+		PerSampleOverheadS: m.PerSample.Seconds(), PerRoundOverheadS: m.PerRound.Seconds(), Window: DefaultWindow, WavesPerRound: m.Waves}
 	plans := []Plan{chosen}
 	for _, name := range []string{"matching", "circle"} {
 		if name != chosen.Name() {
@@ -143,8 +147,8 @@ func PlanRun(ctx context.Context, o Options) (*DryRun, error) {
 // and memory, then the chosen schedule's rounds.
 func (d *DryRun) Write(w io.Writer) error {
 	fmt.Fprintf(w, "Dry run: %d nodes, --seconds %d --samples %d; nothing is started on any node.\n", d.Nodes, d.Seconds, d.Samples)
-	fmt.Fprintf(w, "Expected wall time: rounds × (2 directions × samples × (seconds + %.2f s launch overhead per sample) + %.1f s reap per round), retests one direction a round, plus a preflight.\n\n",
-		d.PerSampleOverheadS, d.PerRoundOverheadS)
+	fmt.Fprintf(w, "Expected wall time: rounds × (%d wave(s) of at most %d pairs × 2 directions × samples × (seconds + %.2f s launch overhead per sample) + %.1f s reap per round), retests one direction a round, plus a preflight.\n\n",
+		d.WavesPerRound, d.Window, d.PerSampleOverheadS, d.PerRoundOverheadS)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "Schedule\tRounds\t+ retest\tPairs/round\tDirections\tExpected wall\tExpected peak memory\t")
 	for i, s := range d.Schedules {

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -71,6 +72,11 @@ func PairKey(a, b, engine, test string) string {
 	return a + "|" + b + "|" + engine + "|" + test
 }
 
+// DefaultWindow is how many pairs run at once at most: 1,024 ssh
+// sessions (a server and a client each) and their control masters. A
+// 2,048-node matching round is one wave; 20,000 nodes run in 10.
+const DefaultWindow = 1024
+
 // Runner measures the pairs of a cluster, both directions of each.
 type Runner struct {
 	Cluster  *cluster.Cluster
@@ -91,6 +97,11 @@ type Runner struct {
 	KeepFailed bool
 	Retest     bool
 	Progress   io.Writer
+	// Window bounds the pairs measured at once (0: DefaultWindow): the
+	// ssh sessions, control masters and processes of the orchestrator are
+	// bounded by it whatever the cluster's size; a bigger round runs in
+	// waves.
+	Window int
 
 	mu        sync.Mutex
 	records   []Record
@@ -307,6 +318,7 @@ func (r *Runner) runRound(ctx context.Context, round int, pairs []Pair) {
 	if len(pairs) > 0 {
 		r.count(false)
 	}
+	window := make(chan struct{}, cmp.Or(r.Window, DefaultWindow))
 	ran := make([]int, 0, 2*len(pairs))
 	for _, p := range pairs {
 		a, b := nodes[p.A], nodes[p.B]
@@ -314,7 +326,9 @@ func (r *Runner) runRound(ctx context.Context, round int, pairs []Pair) {
 			continue
 		}
 		ran = append(ran, p.A, p.B)
+		window <- struct{}{}
 		wg.Go(func() {
+			defer func() { <-window }()
 			// Which direction goes first alternates, so no node always
 			// sends first.
 			first, second := a, b
@@ -707,9 +721,12 @@ func (r *Runner) runRetests(ctx context.Context, jobs []retestJob) bool {
 		var wg sync.WaitGroup
 		var interrupted atomic.Bool
 		ran := make([]int, 0, 2*len(round))
+		window := make(chan struct{}, cmp.Or(r.Window, DefaultWindow))
 		for _, j := range round {
 			ran = append(ran, j.from, j.to)
+			window <- struct{}{}
 			wg.Go(func() {
+				defer func() { <-window }()
 				rec := r.runDirection(ctx, 0, nodes[j.from], nodes[j.to], j.suspect)
 				if ctx.Err() != nil && rec.Failed() {
 					interrupted.Store(true)

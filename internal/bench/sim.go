@@ -81,6 +81,8 @@ type WallModel struct {
 	PerSample time.Duration
 	// PerRound is the reap and probe after a round.
 	PerRound time.Duration
+	// Waves is how many times a round's pairs fill the window.
+	Waves int
 }
 
 // LaunchOverhead is the measured cost of one sample beyond its seconds
@@ -97,13 +99,14 @@ const ReapOverhead = 100 * time.Millisecond
 // Model is the wall model of these flags over n nodes.
 func Model(seconds, samples, nodes int) WallModel {
 	return WallModel{Seconds: seconds, Samples: samples, PerSample: LaunchOverhead,
-		PerRound: time.Duration((nodes+63)/64) * ReapOverhead}
+		PerRound: time.Duration((nodes+63)/64) * ReapOverhead, Waves: max(1, (nodes/2+DefaultWindow-1)/DefaultWindow)}
 }
 
-// Project is the wall time of measured rounds plus retest rounds.
+// Project is the wall time of measured rounds plus retest rounds (a few
+// pairs: one wave).
 func (m WallModel) Project(measured, retest int) time.Duration {
 	sample := time.Duration(m.Seconds)*time.Second + m.PerSample
-	return time.Duration(measured)*(2*time.Duration(m.Samples)*sample+m.PerRound) +
+	return time.Duration(measured)*(time.Duration(max(1, m.Waves))*2*time.Duration(m.Samples)*sample+m.PerRound) +
 		time.Duration(retest)*(time.Duration(m.Samples)*sample+m.PerRound)
 }
 
