@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"runtime"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -16,87 +17,94 @@ import (
 // kernel, as iperf3 does. Only the bulk loops use it; the control lines
 // go through the net.Conn as before.
 
-// blockingFD turns conn's socket to blocking mode and returns its raw
-// connection; the caller's goroutine should be locked to its thread. When
-// ctx ends the socket is shut down both ways, which wakes a blocked read
-// or write (closing it would not: the call holds the descriptor); stop
-// ends that watch.
-func blockingFD(ctx context.Context, conn net.Conn) (raw syscall.RawConn, stop func() bool, err error) {
+// blockingLoop runs loop on conn's socket turned to blocking mode, on a
+// locked thread. When ctx ends the socket is shut down both ways, which
+// wakes a blocked read or write (closing it would not: Close waits for
+// the call holding the descriptor). The shutdown happens only while loop
+// runs, when the descriptor is certainly still this socket's.
+func blockingLoop(ctx context.Context, conn net.Conn, loop func(fd int) error) error {
 	tc, ok := conn.(*net.TCPConn)
 	if !ok {
-		return nil, nil, errors.New("not a TCP connection")
+		return errors.New("not a TCP connection")
 	}
-	if raw, err = tc.SyscallConn(); err != nil {
-		return nil, nil, err
+	raw, err := tc.SyscallConn()
+	if err != nil {
+		return err
 	}
-	var serr error
-	if err := raw.Control(func(fd uintptr) { serr = syscall.SetNonblock(int(fd), false) }); err != nil {
-		return nil, nil, err
-	}
-	stop = context.AfterFunc(ctx, func() {
-		raw.Control(func(fd uintptr) { syscall.Shutdown(int(fd), syscall.SHUT_RDWR) })
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var mu sync.Mutex
+	active, fdNum := false, -1
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if active {
+			syscall.Shutdown(fdNum, syscall.SHUT_RDWR)
+		}
 	})
-	return raw, stop, serr
+	defer stop()
+	var lerr error
+	err = raw.Control(func(fd uintptr) {
+		if lerr = syscall.SetNonblock(int(fd), false); lerr != nil {
+			return
+		}
+		mu.Lock()
+		active, fdNum = ctx.Err() == nil, int(fd)
+		mu.Unlock()
+		if ctx.Err() == nil {
+			lerr = loop(int(fd))
+		}
+		mu.Lock()
+		active = false
+		mu.Unlock()
+	})
+	if err == nil {
+		err = lerr
+	}
+	if err == nil {
+		err = ctx.Err()
+	}
+	return err
 }
 
 // sendFor writes buf again and again for d, blocking, and returns what
 // was sent.
 func sendFor(ctx context.Context, conn net.Conn, buf []byte, d time.Duration) (int64, error) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	raw, stop, err := blockingFD(ctx, conn)
-	if err != nil {
-		return 0, err
-	}
-	defer stop()
 	var sent int64
 	deadline := time.Now().Add(d)
-	var werr error
-	err = raw.Control(func(fd uintptr) {
+	err := blockingLoop(ctx, conn, func(fd int) error {
 		for time.Now().Before(deadline) {
 			for off := 0; off < len(buf); {
-				n, err := syscall.Write(int(fd), buf[off:])
+				n, err := syscall.Write(fd, buf[off:])
 				if err == syscall.EINTR {
 					continue
 				}
 				if err != nil {
-					werr = err
-					return
+					return err
 				}
 				off += n
 				sent += int64(n)
 			}
 		}
+		return nil
 	})
-	if err == nil {
-		err = werr
-	}
 	return sent, err
 }
 
 // receiveAll reads until the peer's half-close, blocking, and returns the
 // bytes and when the first arrived.
 func receiveAll(ctx context.Context, conn net.Conn, buf []byte) (n int64, first time.Time, err error) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	raw, stop, err := blockingFD(ctx, conn)
-	if err != nil {
-		return 0, first, err
-	}
-	defer stop()
-	var rerr error
-	err = raw.Control(func(fd uintptr) {
+	err = blockingLoop(ctx, conn, func(fd int) error {
 		for {
-			k, err := syscall.Read(int(fd), buf)
+			k, err := syscall.Read(fd, buf)
 			if err == syscall.EINTR {
 				continue
 			}
 			if err != nil {
-				rerr = err
-				return
+				return err
 			}
 			if k == 0 {
-				return
+				return nil
 			}
 			if first.IsZero() {
 				first = time.Now()
@@ -104,8 +112,5 @@ func receiveAll(ctx context.Context, conn net.Conn, buf []byte) (n int64, first 
 			n += int64(k)
 		}
 	})
-	if err == nil {
-		err = rerr
-	}
 	return n, first, err
 }
