@@ -59,6 +59,9 @@ type NodeSummary struct {
 	RecvTotal int     `json:"receive_measured"`
 	Failed    int     `json:"failed"`
 	Out       string  `json:"taken_out,omitempty"`
+	// NotMeasured counts the directions not tried because the node was
+	// out (the runner summarises them per node, not one record per pair).
+	NotMeasured int `json:"not_measured,omitempty"`
 }
 
 // Suspect is a node one of whose sides fails most of its directions.
@@ -90,7 +93,8 @@ type Report struct {
 	// CUDA is the same test in GPU memory (--use-cuda), GPUDirect the
 	// per-direction verdicts of GPU against host memory.
 	CUDA      *Report         `json:"cuda,omitempty"`
-	Cover     *Cover          `json:"cover,omitempty"` // --schedule cover: the localiser's verdict
+	Cover     *Cover          `json:"cover,omitempty"`  // --schedule cover: the localiser's verdict
+	Rounds    *RoundsUsed     `json:"rounds,omitempty"` // what the run took (bench.Run sets it)
 	GPUDirect []check.Finding `json:"gpudirect,omitempty"`
 	Findings  []check.Finding `json:"-"`
 	// layer is the cluster file's link layer, as written.
@@ -104,11 +108,18 @@ type Report struct {
 // findings. Later records of a direction replace earlier ones, so a
 // resumed log is judged once, from its final state.
 func Analyze(c *cluster.Cluster, engine, test string, latency bool, recs []Record, out map[string]string, leftovers []string) *Report {
+	return AnalyzeRun(c, engine, test, latency, recs, out, nil, leftovers)
+}
+
+// AnalyzeRun is Analyze with the directions not measured because a node
+// was out, counted per node (Runner.Skipped).
+func AnalyzeRun(c *cluster.Cluster, engine, test string, latency bool, recs []Record, out map[string]string, skipped map[string]int, leftovers []string) *Report {
 	a := &analysis{
-		c:   c,
-		t:   c.Thresholds,
-		idx: c.Index(),
-		rep: &Report{Engine: engine, Test: test, Latency: latency, Out: out, Leftovers: leftovers, layer: c.Link.Layer},
+		skipped: skipped,
+		c:       c,
+		t:       c.Thresholds,
+		idx:     c.Index(),
+		rep:     &Report{Engine: engine, Test: test, Latency: latency, Out: out, Leftovers: leftovers, layer: c.Link.Layer},
 	}
 	a.selectRecords(recs)
 	a.measureDirections()
@@ -154,6 +165,8 @@ type analysis struct {
 	// unjudged are directions nothing judged: no ceiling, no latency
 	// table, fewer than three peers.
 	unjudged []string
+	skipped  map[string]int     // node → directions not measured, it being out
+	refs     map[string]float64 // class → its median, once
 }
 
 // selectRecords keeps this test's records between known nodes: the final
@@ -348,10 +361,7 @@ func (a *analysis) judgeDirection(d *Direction) {
 		return
 	}
 	v := a.value(d.Record)
-	ref := 0.0
-	if vs := a.byClass[a.class(d.Record)]; len(vs) >= 3 {
-		ref = Median(vs)
-	}
+	ref := a.classRef(a.class(d.Record))
 	d.RefValue = ref
 	d.Noise = math.Max(d.Spread, a.classNoise[a.class(d.Record)])
 	why, noisy := a.againstPeers(d, v)
@@ -384,6 +394,24 @@ func (a *analysis) judgeDirection(d *Direction) {
 	if !d.Bad && ref == 0 && !a.useAbsolute && !a.clusterBelow && a.lat == nil {
 		a.unjudged = append(a.unjudged, d.From+" → "+d.To)
 	}
+}
+
+// classRef is the median of a link class (0 under 3 directions), sorted
+// once per class: per direction it made judging 120,000 directions
+// quadratic.
+func (a *analysis) classRef(class string) float64 {
+	if ref, ok := a.refs[class]; ok {
+		return ref
+	}
+	ref := 0.0
+	if vs := a.byClass[class]; len(vs) >= 3 {
+		ref = Median(vs)
+	}
+	if a.refs == nil {
+		a.refs = map[string]float64{}
+	}
+	a.refs[class] = ref
+	return ref
 }
 
 // againstPeers judges a direction's value v against the median of its
@@ -447,7 +475,7 @@ func (a *analysis) summarizeNodes() {
 	nodes := make([]NodeSummary, len(c.Nodes))
 	sendVals, recvVals := make([][]float64, len(c.Nodes)), make([][]float64, len(c.Nodes))
 	for i, n := range c.Nodes {
-		nodes[i] = NodeSummary{Name: n.Name, Out: out[n.Name]}
+		nodes[i] = NodeSummary{Name: n.Name, Out: out[n.Name], NotMeasured: a.skipped[n.Name]}
 	}
 	for _, d := range rep.Directions {
 		f, to := idx[d.From], idx[d.To]
@@ -878,7 +906,7 @@ func (a *analysis) failureFindings() []check.Finding {
 	byNode := map[string]*nodeFail{}
 	for _, n := range a.c.Nodes {
 		if why := rep.Out[n.Name]; why != "" {
-			byNode[n.Name] = &nodeFail{why: why}
+			byNode[n.Name] = &nodeFail{why: why, dirs: a.skipped[n.Name]}
 		}
 	}
 	for _, d := range rep.Directions {

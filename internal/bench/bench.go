@@ -7,6 +7,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/userfile"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -61,7 +62,9 @@ type Options struct {
 	RoundsFormat string
 	// Schedule "cover" plans the rounds from the fabric's routes (Fabric:
 	// files, or the live fabric through its Runner), runs them and the
-	// localiser's follow-ups, and names the slow cable or node.
+	// localiser's follow-ups, and names the slow cable or node. "circle"
+	// is every pair; "matching" is MatchingRounds perfect matchings; ""
+	// picks by size (DefaultSchedule).
 	Schedule string
 	Fabric   route.Input
 	// UseCUDA measures every pair a second time with perftest's buffers in
@@ -126,7 +129,7 @@ func (o *Options) Validate() error {
 		return &UsageError{errors.New("--use-cuda needs --engine perftest and a bandwidth test (ib_write_bw, ib_read_bw, ib_send_bw)")}
 	}
 	switch o.Schedule {
-	case "", "circle":
+	case "", "circle", "matching":
 		if o.Fabric.FabricFile != "" || o.Fabric.RoutesFile != "" {
 			return &UsageError{errors.New("--fabric and --routes plan the rounds of --schedule cover: add --schedule cover")}
 		}
@@ -135,7 +138,7 @@ func (o *Options) Validate() error {
 			return &UsageError{errors.New("--schedule cover plans its own rounds: leave out --rounds")}
 		}
 	default:
-		return &UsageError{fmt.Errorf("--schedule %q: want cover or circle", o.Schedule)}
+		return &UsageError{fmt.Errorf("--schedule %q: want matching, circle or cover", o.Schedule)}
 	}
 	if o.Rounds != "" {
 		if _, err := schedule.ParseFormat(o.RoundsFormat); err != nil {
@@ -147,7 +150,7 @@ func (o *Options) Validate() error {
 
 // roundsFromFile reads a round file by the cluster's node names and turns
 // it into the runner's pairs of node indices.
-func roundsFromFile(path, format string, c *cluster.Cluster) (func(int) [][]Pair, error) {
+func roundsFromFile(path, format string, c *cluster.Cluster) (Plan, error) {
 	f, err := userfile.Open(path, userfile.Rounds)
 	if err != nil {
 		return nil, fmt.Errorf("--rounds %w", err)
@@ -178,7 +181,8 @@ func roundsFromFile(path, format string, c *cluster.Cluster) (func(int) [][]Pair
 		// Measuring nothing would end in a verdict on nothing.
 		return nil, fmt.Errorf("--rounds %s: no rounds in it", userfile.Name(path))
 	}
-	return func(int) [][]Pair { return rounds }, nil
+	return fixedPlan{name: "rounds", rounds: rounds,
+		why: fmt.Sprintf("--rounds %s: %d round(s), only the pairs it lists", userfile.Name(path), len(rounds))}, nil
 }
 
 // cluster reads the cluster file, or, without one inside a Slurm
@@ -219,7 +223,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, &UsageError{err}
 	}
 	// Every input is read before the log is touched or a node is probed.
-	sched := Rounds
+	sched := planFor(o.Schedule, len(c.Nodes))
 	if o.Rounds != "" {
 		if sched, err = roundsFromFile(o.Rounds, o.RoundsFormat, c); err != nil {
 			return nil, &UsageError{err}
@@ -231,7 +235,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return nil, &UsageError{err}
 		}
 		cover.hosts = o.Hosts
-		sched = func(int) [][]Pair { return cover.rounds }
+		sched = fixedPlan{name: "cover", rounds: cover.rounds,
+			why: fmt.Sprintf("cover: %d round(s) planned from the fabric's routes that together cross every link host traffic reaches; then up to %d follow-up rounds the localiser chooses", len(cover.rounds), MaxFollowUps)}
 	}
 	mode, _ := resultslog.ModeOf(o.Resume, o.Overwrite) // Validate refused both
 	log, prior, err := Results.Open(o.Results, resultslog.Target{ClusterFile: o.ClusterFile, Cluster: c.Fingerprint(), Nodes: len(c.Nodes), Mode: mode})
@@ -247,11 +252,26 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		case "srun":
 			l = launch.Srun{}
 		default:
+			if o.ControlDir != "" {
+				// Masters a run killed with SIGKILL left behind are ended
+				// now (they would end by themselves after ControlPersist),
+				// and this run's directory is marked for the next.
+				if swept := launch.SweepControlDirs(ctx, filepath.Dir(o.ControlDir), "rdmalab-"); len(swept) > 0 && o.Progress != nil {
+					fmt.Fprintf(o.Progress, "ended %d ssh control master(s) of an earlier run that did not end\n", len(swept))
+				}
+				if err := launch.MarkControlDir(o.ControlDir); err != nil {
+					return nil, err
+				}
+			}
 			l = &launch.SSH{Options: c.Launcher.Options, KnownHosts: c.Launcher.KnownHosts, ControlDir: o.ControlDir, ConnectTimeout: 5 * time.Second}
 		}
 	}
 	defer l.Close()
-	r := &Runner{Cluster: c, Launcher: l, Engine: eng, Schedule: sched, Samples: o.Samples, Timeout: o.Timeout,
+	if o.Progress != nil {
+		// Before anything runs: how long this will take, and why.
+		fmt.Fprintf(o.Progress, "schedule %s\n", sched.Why())
+	}
+	r := &Runner{Cluster: c, Launcher: l, Engine: eng, Plan: sched, Samples: o.Samples, Timeout: o.Timeout,
 		RunID: launch.NewRunID(), Log: log, KeepFailed: o.KeepFailed, Retest: !o.NoRetest, Progress: o.Progress}
 	// a node gets as long to answer the probe as one test may take
 	unready := Preflight(ctx, l, c.Nodes, eng, max(15*time.Second, o.Timeout))
@@ -274,7 +294,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	} else {
 		recs, runErr = r.Run(ctx, prior)
 	}
-	rep := Analyze(c, eng.Name(), eng.Test(), eng.Latency(), recs, r.Out(), r.Leftovers())
+	rep := AnalyzeRun(c, eng.Name(), eng.Test(), eng.Latency(), recs, r.Out(), r.Skipped(), r.Leftovers())
+	used := r.RoundsUsed()
+	rep.Rounds = &used
 	if cover != nil {
 		cover.judgeCover(c, rep, recs)
 	}
@@ -284,14 +306,14 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	// The same schedule again with the buffers in GPU memory; a node taken
 	// out in the host pass stays out.
 	cudaEng, _ := CUDAEngine(eng)
-	rc := &Runner{Cluster: c, Launcher: l, Engine: cudaEng, Schedule: sched, Samples: o.Samples, Timeout: o.Timeout,
+	rc := &Runner{Cluster: c, Launcher: l, Engine: cudaEng, Plan: sched, Samples: o.Samples, Timeout: o.Timeout,
 		RunID: r.RunID, Log: log, KeepFailed: o.KeepFailed, Retest: !o.NoRetest, Progress: o.Progress}
 	for n, why := range r.Out() {
 		rc.TakeOut(n, why)
 	}
 	r.progress("GPU memory (--use_cuda): the same pairs again\n")
 	crecs, runErr := rc.Run(ctx, prior)
-	cuda := Analyze(c, cudaEng.Name(), cudaEng.Test(), false, crecs, rc.Out(), rc.Leftovers())
+	cuda := AnalyzeRun(c, cudaEng.Name(), cudaEng.Test(), false, crecs, rc.Out(), rc.Skipped(), rc.Leftovers())
 	rep.CompareCUDA(cuda)
 	return rep, runErr
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -98,34 +99,42 @@ func FuzzParsePerftest(f *testing.F) {
 
 func TestRounds(t *testing.T) {
 	for n := 2; n <= 17; n++ {
-		rounds := Rounds(n)
-		want := n - 1
-		if n%2 == 1 {
-			want = n
-		}
-		if len(rounds) != want {
-			t.Errorf("n=%d: %d rounds, want %d", n, len(rounds), want)
-		}
-		seen := map[Pair]bool{}
-		for _, r := range rounds {
-			busy := map[int]bool{}
-			for _, p := range r {
-				if busy[p.A] || busy[p.B] || p.A >= p.B {
-					t.Fatalf("n=%d: node twice in a round or bad pair: %v", n, r)
-				}
-				busy[p.A], busy[p.B] = true, true
-				if seen[p] {
-					t.Fatalf("n=%d: pair %v twice", n, p)
-				}
-				seen[p] = true
+		checkPlan(t, CirclePlan(n), n, n-1+n%2, true)
+		checkPlan(t, MatchingPlan(n, MatchingRounds), n, min(MatchingRounds, n-1+n%2), false)
+	}
+	// The closed form gives the rounds the rotating ring did.
+	if got := CirclePlan(6).Round(2, nil); !slices.Equal(got, []Pair{{0, 3}, {2, 4}, {1, 5}}) {
+		t.Errorf("circle round 3 of 6: %v", got)
+	}
+}
+
+// checkPlan: rounds of disjoint pairs, no pair twice, n/2 pairs a round;
+// every pair when all is set.
+func checkPlan(t *testing.T, p Plan, n, rounds int, all bool) {
+	t.Helper()
+	if p.Len() != rounds {
+		t.Errorf("%s n=%d: %d rounds, want %d", p.Name(), n, p.Len(), rounds)
+	}
+	seen := map[Pair]bool{}
+	for i := range p.Len() {
+		r := p.Round(i, nil)
+		busy := map[int]bool{}
+		for _, pr := range r {
+			if busy[pr.A] || busy[pr.B] || pr.A >= pr.B || pr.B >= n {
+				t.Fatalf("%s n=%d: node twice in a round or bad pair: %v", p.Name(), n, r)
 			}
-			if len(r) != n/2 {
-				t.Errorf("n=%d: a round of %d pairs, want %d", n, len(r), n/2)
+			busy[pr.A], busy[pr.B] = true, true
+			if seen[pr] {
+				t.Fatalf("%s n=%d: pair %v twice", p.Name(), n, pr)
 			}
+			seen[pr] = true
 		}
-		if len(seen) != n*(n-1)/2 {
-			t.Errorf("n=%d: %d pairs, want every one of %d", n, len(seen), n*(n-1)/2)
+		if len(r) != n/2 {
+			t.Errorf("%s n=%d: a round of %d pairs, want %d", p.Name(), n, len(r), n/2)
 		}
+	}
+	if all && len(seen) != n*(n-1)/2 {
+		t.Errorf("n=%d: %d pairs, want every one of %d", n, len(seen), n*(n-1)/2)
 	}
 }
 

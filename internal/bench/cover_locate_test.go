@@ -227,7 +227,7 @@ func TestCoverRefusals(t *testing.T) {
 		edit func(*Options)
 		want string
 	}{
-		{func(o *Options) { o.Schedule = "fastest" }, `--schedule "fastest": want cover or circle`},
+		{func(o *Options) { o.Schedule = "fastest" }, `--schedule "fastest": want matching, circle or cover`},
 		{func(o *Options) { o.Rounds = "r.txt" }, "--schedule cover plans its own rounds"},
 		{func(o *Options) { o.Schedule, o.Fabric.RoutesFile = "", "lfts.dump" }, "add --schedule cover"},
 	} {

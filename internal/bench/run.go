@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -71,14 +72,19 @@ func PairKey(a, b, engine, test string) string {
 	return a + "|" + b + "|" + engine + "|" + test
 }
 
+// DefaultWindow is how many pairs run at once at most: 1,024 ssh
+// sessions (a server and a client each) and their control masters. A
+// 2,048-node matching round is one wave; 20,000 nodes run in 10.
+const DefaultWindow = 1024
+
 // Runner measures the pairs of a cluster, both directions of each.
 type Runner struct {
 	Cluster  *cluster.Cluster
 	Launcher launch.Launcher
 	Engine   Engine
-	// Schedule returns rounds of disjoint pairs for n nodes (Rounds).
-	Schedule func(n int) [][]Pair
-	Samples  int
+	// Plan gives the rounds of disjoint pairs, one at a time.
+	Plan    Plan
+	Samples int
 	// Timeout bounds one run of the test; both ends are killed after it.
 	Timeout time.Duration
 	// ProbeTimeout bounds a readiness probe of a node.
@@ -91,6 +97,11 @@ type Runner struct {
 	KeepFailed bool
 	Retest     bool
 	Progress   io.Writer
+	// Window bounds the pairs measured at once (0: DefaultWindow): the
+	// ssh sessions, control masters and processes of the orchestrator are
+	// bounded by it whatever the cluster's size; a bigger round runs in
+	// waves.
+	Window int
 
 	mu        sync.Mutex
 	records   []Record
@@ -98,8 +109,13 @@ type Runner struct {
 	timeouts  map[string]map[string]bool // node → partners it timed out with
 	leftovers []string
 	first     int // records before it came from the log being resumed
-	seq       atomic.Int64
-	logErr    error
+	// skipped counts, per node taken out, the directions not measured
+	// because of it: summarised per node, not one record per pair (at
+	// thousands of nodes that would be millions of records).
+	skipped map[string]int
+	used    RoundsUsed
+	seq     atomic.Int64
+	logErr  error
 }
 
 // Out reports the nodes taken out of the run and why.
@@ -119,6 +135,39 @@ func (r *Runner) Leftovers() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.leftovers)
+}
+
+// Skipped is, per node taken out, how many directions were not measured
+// because of it.
+func (r *Runner) Skipped() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := make(map[string]int, len(r.skipped))
+	for k, v := range r.skipped {
+		m[k] = v
+	}
+	return m
+}
+
+// RoundsUsed is how many rounds the run took so far.
+func (r *Runner) RoundsUsed() RoundsUsed {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	u := r.used
+	if r.Plan != nil {
+		u.Schedule = r.Plan.Name()
+	}
+	return u
+}
+
+func (r *Runner) count(retest bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if retest {
+		r.used.Retest++
+	} else {
+		r.used.Measured++
+	}
 }
 
 // TakeOut removes a node from the run before it starts (preflight).
@@ -167,15 +216,17 @@ func (r *Runner) Run(ctx context.Context, prior []Record) ([]Record, error) {
 		}
 		return false
 	}
-	rounds := r.Schedule(len(nodes))
-	for ri, round := range rounds {
-		var todo []Pair
+	// One round at a time, its pairs in one reused slice.
+	var round []Pair
+	for ri := range r.Plan.Len() {
+		round = r.Plan.Round(ri, round[:0])
+		todo := round[:0]
 		for _, p := range round {
 			if needs(nodes[p.A], nodes[p.B]) {
 				todo = append(todo, p)
 			}
 		}
-		r.progress("round %d/%d: %d pair(s)%s\n", ri+1, len(rounds), len(todo), skipped(len(round)-len(todo)))
+		r.progress("round %d/%d: %d pair(s)%s\n", ri+1, r.Plan.Len(), len(todo), skipped(len(round)-len(todo)))
 		r.runRound(ctx, ri+1, todo)
 		if err := r.logError(); err != nil {
 			return r.records, err
@@ -240,19 +291,44 @@ func (r *Runner) isOut(names ...string) (string, bool) {
 	return "", false
 }
 
+// skipOut counts a pair's two directions against the first of its nodes
+// that is out (no record: the node's own finding says it once), and
+// reports whether one is.
+func (r *Runner) skipOut(a, b string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, n := range []string{a, b} {
+		if _, ok := r.out[n]; ok {
+			if r.skipped == nil {
+				r.skipped = map[string]int{}
+			}
+			r.skipped[n] += 2
+			return true
+		}
+	}
+	return false
+}
+
 // runRound runs the pairs of a round at once, then reaps what is left of
 // the run on their nodes and takes out nodes that stopped answering.
 func (r *Runner) runRound(ctx context.Context, round int, pairs []Pair) {
 	var wg sync.WaitGroup
 	nodes := r.Cluster.Nodes
+	start := r.mark()
+	if len(pairs) > 0 {
+		r.count(false)
+	}
+	window := make(chan struct{}, cmp.Or(r.Window, DefaultWindow))
+	ran := make([]int, 0, 2*len(pairs))
 	for _, p := range pairs {
 		a, b := nodes[p.A], nodes[p.B]
-		if why, out := r.isOut(a.Name, b.Name); out {
-			r.record(r.skip(round, a, b, why))
-			r.record(r.skip(round, b, a, why))
+		if r.skipOut(a.Name, b.Name) {
 			continue
 		}
+		ran = append(ran, p.A, p.B)
+		window <- struct{}{}
 		wg.Go(func() {
+			defer func() { <-window }()
 			// Which direction goes first alternates, so no node always
 			// sends first.
 			first, second := a, b
@@ -276,24 +352,33 @@ func (r *Runner) runRound(ctx context.Context, round int, pairs []Pair) {
 		})
 	}
 	wg.Wait()
-	r.afterRound(ctx, round)
+	r.afterRound(ctx, round, start, ran)
+}
+
+// mark is where the next record will go: afterRound reads the round's own
+// records from there, never the whole run's again.
+func (r *Runner) mark() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.records)
 }
 
 func (r *Runner) skip(round int, from, to cluster.Node, why string) Record {
 	return Record{From: from.Name, To: to.Name, Engine: r.Engine.Name(), Test: r.Engine.Test(), Round: round, Started: time.Now().UTC(), NotMeasured: why}
 }
 
-// afterRound reaps the run's processes on every node still in, probes the
-// nodes a failure touched and takes out those that do not answer or that
-// timed out with two different partners (one timeout cannot tell which
-// end hangs; two can).
-func (r *Runner) afterRound(ctx context.Context, round int) {
+// afterRound reaps the run's processes on the nodes that ran something in
+// the round (ran: node indices), probes the nodes a failure touched and
+// takes out those that do not answer or that timed out with two different
+// partners (one timeout cannot tell which end hangs; two can). It reads
+// the round's records only: those from start on.
+func (r *Runner) afterRound(ctx context.Context, round, start int, ran []int) {
 	if ctx.Err() != nil {
 		ctx = context.WithoutCancel(ctx) // still reap what an interrupt left
 	}
 	r.mu.Lock()
 	suspect := map[string]bool{}
-	for _, rec := range r.records[r.first:] {
+	for _, rec := range r.records[max(start, r.first):] {
 		if rec.Round == round && !rec.Retest && (rec.Error != "" || rec.TimedOut) {
 			if rec.ErrorNode != "" {
 				suspect[rec.ErrorNode] = true
@@ -333,7 +418,13 @@ func (r *Runner) afterRound(ctx context.Context, round int) {
 	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 64)
-	for _, n := range r.Cluster.Nodes {
+	seen := make(map[int]bool, len(ran))
+	for _, i := range ran {
+		if seen[i] {
+			continue
+		}
+		seen[i] = true
+		n := r.Cluster.Nodes[i]
 		if _, out := r.isOut(n.Name); out && !suspect[n.Name] {
 			continue
 		}
@@ -544,8 +635,9 @@ func Median(v []float64) float64 {
 
 // retest measures once more each bad direction no suspect explains, and
 // repeats each suspect's failing direction against two known-good
-// partners (nodes whose both directions are healthy), one at a time so
-// the suspect's link carries one test only.
+// partners (nodes whose both directions are healthy). The retests run in
+// rounds of disjoint pairs, so a suspect's link carries one test at a
+// time and a thousand nodes' suspects take two rounds, not two each.
 func (r *Runner) retest(ctx context.Context) {
 	rep := Analyze(r.Cluster, r.Engine.Name(), r.Engine.Test(), r.Engine.Latency(), r.records, r.Out(), nil)
 	index := r.Cluster.Index()
@@ -555,58 +647,100 @@ func (r *Runner) retest(ctx context.Context) {
 	for _, s := range rep.Suspects {
 		suspect[s.Node+"|"+s.Side] = true
 	}
-	var lone []Direction
+	var lone []retestJob
 	for _, d := range rep.Directions {
 		if d.Bad && !suspect[d.From+"|"+Send] && !suspect[d.To+"|"+Receive] {
-			lone = append(lone, d)
+			lone = append(lone, retestJob{from: index[d.From], to: index[d.To]})
 		}
 	}
 	if len(lone) > 0 {
 		r.progress("retest %d direction(s) no node explains\n", len(lone))
-	}
-	for _, d := range lone {
-		if ctx.Err() != nil {
+		if !r.runRetests(ctx, lone) {
 			return
 		}
-		rec := r.runDirection(ctx, 0, r.Cluster.Nodes[index[d.From]], r.Cluster.Nodes[index[d.To]], "")
-		if ctx.Err() != nil && rec.Failed() {
-			return
-		}
-		rec.Retest = true
-		r.record(rec)
 	}
 	if len(rep.Suspects) == 0 {
-		if len(lone) > 0 {
-			r.afterRound(ctx, 0)
-		}
 		return
 	}
+	// Each suspect gets its own two partners where there are enough known-
+	// good nodes (the best first), so the suspects retest side by side.
+	var jobs []retestJob
+	next := 0
 	for _, s := range rep.Suspects {
 		var partners []string
-		for _, g := range rep.Good {
-			if g != s.Node && len(partners) < 2 {
+		for k := 0; k < len(rep.Good) && len(partners) < 2; k++ {
+			g := rep.Good[(next+k)%len(rep.Good)]
+			if g != s.Node && !slices.Contains(partners, g) {
 				partners = append(partners, g)
 			}
 		}
+		next += 2
 		if len(partners) == 0 {
 			r.progress("retest %s (%s): no node is healthy both ways to retest against\n", s.Node, s.Side)
 			continue
 		}
 		r.progress("retest %s (%s) against known-good %s\n", s.Node, s.Side, strings.Join(partners, ", "))
 		for _, p := range partners {
-			if ctx.Err() != nil {
-				return
-			}
-			from, to := r.Cluster.Nodes[index[s.Node]], r.Cluster.Nodes[index[p]]
+			from, to := index[s.Node], index[p]
 			if s.Side == Receive {
 				from, to = to, from
 			}
-			rec := r.runDirection(ctx, 0, from, to, s.Node)
-			if ctx.Err() != nil && rec.Failed() {
-				return
-			}
-			r.record(rec)
+			jobs = append(jobs, retestJob{from: from, to: to, suspect: s.Node})
 		}
 	}
-	r.afterRound(ctx, 0)
+	r.runRetests(ctx, jobs)
+}
+
+// retestJob is one direction measured again, for a suspect or alone.
+type retestJob struct {
+	from, to int
+	suspect  string
+}
+
+// runRetests packs the jobs into rounds where no node is in two (first
+// fit, in order) and runs each round's directions at once. False when
+// interrupted.
+func (r *Runner) runRetests(ctx context.Context, jobs []retestJob) bool {
+	var rounds [][]retestJob
+	var busy []map[int]bool
+	for _, j := range jobs {
+		k := 0
+		for k < len(rounds) && (busy[k][j.from] || busy[k][j.to]) {
+			k++
+		}
+		if k == len(rounds) {
+			rounds, busy = append(rounds, nil), append(busy, map[int]bool{})
+		}
+		rounds[k] = append(rounds[k], j)
+		busy[k][j.from], busy[k][j.to] = true, true
+	}
+	nodes := r.Cluster.Nodes
+	for _, round := range rounds {
+		start := r.mark()
+		r.count(true)
+		var wg sync.WaitGroup
+		var interrupted atomic.Bool
+		ran := make([]int, 0, 2*len(round))
+		window := make(chan struct{}, cmp.Or(r.Window, DefaultWindow))
+		for _, j := range round {
+			ran = append(ran, j.from, j.to)
+			window <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-window }()
+				rec := r.runDirection(ctx, 0, nodes[j.from], nodes[j.to], j.suspect)
+				if ctx.Err() != nil && rec.Failed() {
+					interrupted.Store(true)
+					return
+				}
+				rec.Retest = true
+				r.record(rec)
+			})
+		}
+		wg.Wait()
+		r.afterRound(ctx, 0, start, ran)
+		if interrupted.Load() || ctx.Err() != nil {
+			return false
+		}
+	}
+	return true
 }

@@ -58,20 +58,24 @@ func ServeTCP(ctx context.Context, addr string, out io.Writer) error {
 	switch strings.TrimSpace(mode) {
 	case "bw":
 		buf := make([]byte, 1<<20)
-		var n int64
+		// what the reader already holds beyond the test line, then the
+		// socket itself, blocking
+		n := int64(r.Buffered())
 		var start time.Time
-		for {
-			k, err := r.Read(buf)
-			if k > 0 && start.IsZero() {
-				start = time.Now()
-			}
-			n += int64(k)
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return fmt.Errorf("receive: %w", err)
-			}
+		if n > 0 {
+			start = time.Now()
+		}
+		r.Discard(r.Buffered())
+		k, first, err := receiveAll(ctx, conn, buf)
+		if err != nil {
+			return fmt.Errorf("receive: %w", err)
+		}
+		n += k
+		if start.IsZero() {
+			start = first
+		}
+		if start.IsZero() {
+			start = time.Now()
 		}
 		secs := time.Since(start).Seconds()
 		// The client half-closed; the count goes back on the same connection.
@@ -118,11 +122,8 @@ func RunTCPClient(ctx context.Context, addr, mode string, seconds float64, count
 	switch mode {
 	case "bw":
 		buf := make([]byte, 1<<20)
-		deadline := time.Now().Add(time.Duration(seconds * float64(time.Second)))
-		for time.Now().Before(deadline) {
-			if _, err := conn.Write(buf); err != nil {
-				return nil, fmt.Errorf("send to %s: %w", addr, err)
-			}
+		if _, err := sendFor(ctx, conn, buf, time.Duration(seconds*float64(time.Second))); err != nil {
+			return nil, fmt.Errorf("send to %s: %w", addr, err)
 		}
 		if err := conn.(*net.TCPConn).CloseWrite(); err != nil {
 			return nil, err

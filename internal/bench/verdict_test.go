@@ -220,7 +220,7 @@ func fakeTCP(c *cluster.Cluster, rate func(from, to string) (float64, error)) *l
 func runFake(t *testing.T, c *cluster.Cluster, l launch.Launcher, prior []Record, retest bool) ([]Record, *Runner) {
 	t.Helper()
 	eng, _ := NewEngine("tcp", "bw", 1, time.Second, "rdmalab", nil)
-	r := &Runner{Cluster: c, Launcher: l, Engine: eng, Schedule: Rounds, Samples: 2, Timeout: 300 * time.Millisecond, RunID: "t", Retest: retest}
+	r := &Runner{Cluster: c, Launcher: l, Engine: eng, Plan: CirclePlan(len(c.Nodes)), Samples: 2, Timeout: 300 * time.Millisecond, RunID: "t", Retest: retest}
 	recs, err := r.Run(context.Background(), prior)
 	if err != nil {
 		t.Fatal(err)
@@ -349,7 +349,7 @@ func TestRunnerResume(t *testing.T) {
 	// --keep-failed: nothing is measured again.
 	eng, _ := NewEngine("tcp", "bw", 1, time.Second, "rdmalab", nil)
 	keep := fakeTCP(c, func(string, string) (float64, error) { return 95, nil })
-	kr := &Runner{Cluster: c, Launcher: keep, Engine: eng, Schedule: Rounds, Samples: 2, Timeout: time.Second, RunID: "t", KeepFailed: true}
+	kr := &Runner{Cluster: c, Launcher: keep, Engine: eng, Plan: CirclePlan(len(c.Nodes)), Samples: 2, Timeout: time.Second, RunID: "t", KeepFailed: true}
 	if _, err := kr.Run(context.Background(), first); err != nil || len(keep.Calls()) != 0 {
 		t.Errorf("--keep-failed measured %d commands again (%v)", len(keep.Calls()), err)
 	}

@@ -21,12 +21,19 @@ func newBenchCmd() *cobra.Command {
 	var output, fabricCA string
 	var hostArgs []string
 	var fabricPort int
+	var dryRun bool
 	c := &cobra.Command{
 		Use:   "bench",
 		Short: "Pairwise benchmarks across a cluster, both directions, judged against the link and the peers",
-		Long: `bench measures both directions of every pair of nodes of a cluster file
-(docs/cluster-file.md), in N−1 rounds (N odd: N) of N/2 pairs at once (the circle
-method), --samples times each, and judges every direction against what the
+		Long: `bench measures both directions of pairs of nodes of a cluster file
+(docs/cluster-file.md), N/2 pairs at once per round, --samples times each. Up to
+16 nodes it measures every pair, in N−1 rounds (N odd: N; --schedule circle);
+beyond, 3 rounds of perfect matchings (--schedule matching: every node meets 3
+partners from the whole cluster, both ways), then suspects are re-paired with
+known-good partners in 2 rounds more: a 2,048-node fleet in 5 rounds instead of
+2,047. The schedule, its rounds and why are printed before round 1;
+--dry-run prints the plan (rounds, wall time, memory) and measures nothing.
+It judges every direction against what the
 link can carry (when the cluster file declares a rate; PCIe-capped when it
 gives the NICs' slots) and against the median of its link class. A node whose
 send or receive side fails most of its directions is named with that side and
@@ -69,7 +76,8 @@ run (bad flag or file, unready nodes), 130 interrupted (finished work is saved).
   rdmalab bench --cluster cluster.yaml --without-unready --output json
   salloc -N 8 rdmalab bench --engine tcp             # the allocation's nodes, through srun
   rdmalab bench --cluster cluster.yaml --schedule cover         # cover rounds from the live fabric's routes; name the slow cable
-  rdmalab bench --cluster cluster.yaml --schedule cover --fabric fabric.json --routes opensm-lfts.dump`,
+  rdmalab bench --cluster cluster.yaml --schedule cover --fabric fabric.json --routes opensm-lfts.dump
+  rdmalab bench --cluster fleet.yaml --dry-run                   # rounds, wall time and memory before touching the fleet`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(output); err != nil {
@@ -90,6 +98,16 @@ run (bad flag or file, unready nodes), 130 interrupted (finished work is saved).
 			o.ControlDir, o.Progress = dir, cmd.ErrOrStderr()
 			o.Fabric.Runner = fabric.Exec{CA: fabricCA, Port: fabricPort, Timeout: 2 * time.Minute}
 			ctx := cmd.Context()
+			if dryRun {
+				d, err := bench.PlanRun(ctx, o)
+				if err != nil {
+					return usageErr("%v", err)
+				}
+				if output == "json" {
+					return envelope.Write(cmd.OutOrStdout(), envelope.BenchPlan, nil, d)
+				}
+				return d.Write(cmd.OutOrStdout())
+			}
 			rep, err := bench.Run(ctx, o)
 			if ctx.Err() != nil {
 				// No report: the verdict of a run cut short would judge
@@ -138,13 +156,14 @@ run (bad flag or file, unready nodes), 130 interrupted (finished work is saved).
 	f.BoolVar(&o.UseCUDA, "use-cuda", false, "measure every pair again with perftest's buffers in GPU memory (--use_cuda=<node's cuda_gpu>) and judge GPU against host memory: GPUDirect RDMA proven or not")
 	f.StringVar(&o.Rounds, "rounds", "", "measure the pairs of this round file (SuperBench's or ClusterKit's) instead of every pair")
 	f.StringVar(&o.RoundsFormat, "rounds-format", "clusterkit", "the round file's format: clusterkit (<round> <node1> <node2>) or superbench (i,j;k,l by node index)")
-	f.StringVar(&o.Schedule, "schedule", "circle", "circle (every pair) or cover (rounds from the fabric's routes that cross every link, then the localiser's follow-ups)")
+	f.StringVar(&o.Schedule, "schedule", "", "matching (3 perfect matchings, then suspects' retests), circle (every pair) or cover (rounds from the fabric's routes that cross every link, then the localiser's follow-ups); default: circle up to 16 nodes, matching beyond")
 	f.StringVar(&o.Fabric.FabricFile, "fabric", "", "--schedule cover: cabling, ibnetdiscover output or a fabric snapshot (default: scan the live fabric)")
 	f.StringVar(&o.Fabric.RoutesFile, "routes", "", "--schedule cover: forwarding tables, dump_fts/ibroute output or opensm-lfts.dump (default: run dump_fts)")
 	f.StringVar(&fabricCA, "ca", "", "--schedule cover: local HCA to read the live fabric from, e.g. mlx5_0")
 	f.StringSliceVar(&hostArgs, "hosts", nil, "--schedule cover: the nodes' host snapshots, trees or captures (repeatable): a named cable carries its ports' PHY facts from them (docs/phy.md), else says no PHY evidence")
 	f.IntVar(&fabricPort, "port", 0, "port of --ca")
 	f.StringVarP(&output, "output", "o", "table", "table or json")
+	f.BoolVar(&dryRun, "dry-run", false, "print the plan (each schedule's rounds, pairs per round, expected wall time and the orchestrator's peak memory) and start nothing")
 	c.AddCommand(newBenchAgentCmd(), newBenchScheduleCmd())
 	return c
 }

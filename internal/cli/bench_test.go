@@ -54,3 +54,28 @@ func TestBenchRefusesMistakes(t *testing.T) {
 		t.Errorf("missing cluster file: %d %q", code, errOut)
 	}
 }
+
+// bench --dry-run plans, prints and exits 0 without touching a node or the
+// results log; -o json is a bench-plan document.
+func TestBenchDryRun(t *testing.T) {
+	dir := t.TempDir()
+	cluster := filepath.Join(dir, "cluster.yaml")
+	var b strings.Builder
+	b.WriteString("launcher: {type: ssh}\nnodes:\n")
+	for i := range 40 {
+		b.WriteString("  - {name: n" + string(rune('a'+i/26)) + string(rune('a'+i%26)) + ", ssh: root@192.0.2.1, data: 192.0.2.1}\n")
+	}
+	os.WriteFile(cluster, []byte(b.String()), 0o644)
+	results := filepath.Join(dir, "results.jsonl")
+	out, errOut, code := run(t, "bench", "--cluster", cluster, "--engine", "tcp", "--results", results, "--dry-run")
+	if code != 0 || !strings.Contains(out, "matching (this run)  3") || !strings.Contains(out, "circle") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if _, err := os.Stat(results); !os.IsNotExist(err) {
+		t.Errorf("a dry run touched the results log: %v", err)
+	}
+	out, _, code = run(t, "bench", "--cluster", cluster, "--engine", "tcp", "--dry-run", "-o", "json")
+	if code != 0 || !strings.Contains(out, `"kind": "bench-plan"`) || !strings.Contains(out, `"pairs_per_round": 20`) {
+		t.Errorf("exit %d\n%s", code, out)
+	}
+}

@@ -33,6 +33,7 @@ const (
 	NCCL           Kind = "nccl"            // nccl env / run / judge
 	Design         Kind = "design"          // design calculators
 	Schedule       Kind = "schedule"        // bench schedule
+	BenchPlan      Kind = "bench-plan"      // bench --dry-run: rounds, wall time, memory
 	Compare        Kind = "compare"         // compare: two runs side by side
 	Report         Kind = "report"          // report: the cluster's readiness over every input
 )

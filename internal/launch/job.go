@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/cluster"
+	"github.com/rdmalab/rdmalab/internal/userfile"
 )
 
 // Job is one launch that starts every rank of a run at once (an MPI job):
@@ -100,8 +101,11 @@ func (m *MPIRun) Command(ctx context.Context, j Job) (*exec.Cmd, error) {
 	for _, n := range j.Nodes {
 		fmt.Fprintf(&hf, "%s slots=%d\n", hostOf(n.SSH), j.RanksPerNode)
 	}
-	hostfile := filepath.Join(j.Dir, fmt.Sprintf("hostfile-%d", len(j.Nodes)))
-	if err := os.WriteFile(hostfile, hf.Bytes(), 0o644); err != nil {
+	name := fmt.Sprintf("hostfile-%d", len(j.Nodes))
+	hostfile := filepath.Join(j.Dir, name)
+	// Through userfile: a link or file planted at this predictable name is
+	// replaced, never written through.
+	if err := userfile.WriteIn(j.Dir, name, hf.Bytes(), 0o644); err != nil {
 		return nil, fmt.Errorf("hostfile: %w", err)
 	}
 	args := []string{"--tag-output", "--hostfile", hostfile, "-np", strconv.Itoa(len(j.Nodes) * j.RanksPerNode), "-npernode", strconv.Itoa(j.RanksPerNode),

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -45,7 +46,7 @@ func (s *SSH) base(port int, nodes ...cluster.Node) []string {
 		ct = 10 * time.Second
 	}
 	args := []string{"-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o", fmt.Sprintf("ConnectTimeout=%d", deadlineSeconds(ct)),
-		"-o", "ControlMaster=auto", "-o", "ControlPersist=300", "-o", "ControlPath=" + filepath.Join(s.ControlDir, "%C"),
+		"-o", "ControlMaster=auto", "-o", fmt.Sprintf("ControlPersist=%d", int(ControlPersist.Seconds())), "-o", "ControlPath=" + filepath.Join(s.ControlDir, "%C"),
 		"-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3", "-p", strconv.Itoa(port)}
 	if s.KnownHosts != "" {
 		args = append(args, "-o", "UserKnownHostsFile="+s.KnownHosts)
@@ -163,7 +164,7 @@ func (p *sshProc) Kill() {
 		case pid, ok := <-p.pid:
 			if ok {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				_ = p.s.command(ctx, p.node, fmt.Sprintf("kill -KILL -- -%d 2>/dev/null; true", pid)).Run()
+				_, _ = output(ctx, p.s.command(ctx, p.node, fmt.Sprintf("kill -KILL -- -%d 2>/dev/null; true", pid)))
 				cancel()
 			}
 		default: // not started there yet: its own deadline ends it
@@ -183,8 +184,7 @@ func (s *SSH) Probe(ctx context.Context, n cluster.Node, need []string) error {
 	if len(need) == 0 {
 		remote = "true"
 	}
-	cmd := s.command(ctx, n, remote)
-	out, err := cmd.CombinedOutput()
+	out, err := output(ctx, s.command(ctx, n, remote))
 	if err == nil {
 		return nil
 	}
@@ -226,7 +226,7 @@ const reapScript = `for e in $(grep -lazx "$1=$2" /proc/[0-9]*/environ 2>/dev/nu
 // Reap implements Launcher.
 func (s *SSH) Reap(ctx context.Context, n cluster.Node, run string) ([]string, error) {
 	// Bounded on the node too: a reap must never become a leftover itself.
-	out, err := s.command(ctx, n, "timeout -k 1 10 sh -c "+shellJoin([]string{reapScript})+" reap "+shellJoin([]string{EnvRun, run})).CombinedOutput()
+	out, err := output(ctx, s.command(ctx, n, "timeout -k 1 10 sh -c "+shellJoin([]string{reapScript})+" reap "+shellJoin([]string{EnvRun, run})))
 	if err != nil {
 		if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 255 {
 			return nil, &UnreachableError{Node: n.Name, Reason: sshReason(string(out))}
@@ -256,6 +256,31 @@ func (s *SSH) Close() error {
 	}
 	wg.Wait()
 	return nil
+}
+
+// output is CombinedOutput that waits on the pipe, not the process: the
+// output is read to its end (the runtime's poller, no OS thread) and the
+// process waited for only then, briefly. CombinedOutput waits in wait4
+// first, one OS thread per ssh for as long as it runs: thousands of
+// nodes' probes and reaps were thousands of threads.
+func output(ctx context.Context, cmd *exec.Cmd) ([]byte, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	cmd.Stdout, cmd.Stderr = w, w
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		return nil, err
+	}
+	// As WaitDelay does for exec's own pipes: once the command is killed,
+	// a descendant still holding the pipe does not hold the caller.
+	stop := context.AfterFunc(ctx, func() { r.SetReadDeadline(time.Now().Add(cmd.WaitDelay)) })
+	defer stop()
+	out, _ := io.ReadAll(r)
+	return out, cmd.Wait()
 }
 
 func nonEmptyLines(s string) []string {

@@ -193,30 +193,13 @@ func CircleRounds(n int) int {
 // would be 8 million pairs.
 func eachCircleRound(order []int, fn func([]IPair) bool) {
 	n := len(order)
-	if n < 2 {
-		return
-	}
-	m := n + n%2 // a bye when odd
-	ring := make([]int, m)
-	for i := range ring {
-		ring[i] = i
-	}
-	round := make([]IPair, 0, m/2)
-	for range m - 1 {
+	round := make([]IPair, 0, n/2)
+	for r := range CircleRounds(n) {
 		round = round[:0]
-		for i := range m / 2 {
-			a, b := ring[i], ring[m-1-i]
-			if a >= n || b >= n {
-				continue
-			}
-			round = append(round, IPair{order[a], order[b]})
-		}
+		CircleRound(n, r, func(a, b int) { round = append(round, IPair{order[a], order[b]}) })
 		if !fn(round) {
 			return
 		}
-		last := ring[m-1]
-		copy(ring[2:], ring[1:m-1])
-		ring[1] = last
 	}
 }
 
