@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -73,6 +74,16 @@ func golden(t *testing.T, name string, e *Exporter) string {
 	t.Helper()
 	reg := e.Registry()
 	text, names := exposition(t, reg)
+	// rdmalab_build_info names the Go toolchain and commit the test runs
+	// with: held by TestBuildInfo, not by the goldens.
+	names = slices.DeleteFunc(names, func(n string) bool { return n == "rdmalab_build_info" })
+	var kept []string
+	for _, l := range strings.SplitAfter(text, "\n") {
+		if !strings.Contains(l, "rdmalab_build_info") {
+			kept = append(kept, l)
+		}
+	}
+	text = strings.Join(kept, "")
 	file := filepath.Join("testdata", name+".prom")
 	if *update {
 		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
@@ -389,5 +400,15 @@ func TestHungSysfsReadBoundsTheScrape(t *testing.T) {
 			t.Fatalf("mlx5_4 never came back:\n%s", grep(text, "mlx5_4"))
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// rdmalab_build_info says which build serves: always 1, with the version,
+// commit and Go version labels, as node_exporter's build_info does.
+func TestBuildInfo(t *testing.T) {
+	e := newExporter(t, Options{Root: testhost.WriteTree(t, testhost.Seed000())})
+	text, _ := exposition(t, e.Registry())
+	if !regexp.MustCompile(`(?m)^rdmalab_build_info\{goversion="go[0-9.]+[^"]*",revision="[0-9a-f]*",version="[^"]+"\} 1$`).MatchString(text) {
+		t.Errorf("no rdmalab_build_info:\n%s", grep(text, "build_info"))
 	}
 }
