@@ -168,7 +168,15 @@ func judgeLatency(name string, p *PerftestResult, l linkrate.Link, layerSource s
 	e := linkrate.ExpectedFor(l.RateGbps)
 	trips := linkrate.LatencyRoundTrips(p.Operation())
 	lo, hi, broken := e.LowUs*trips, e.HighUs*trips, e.BrokenUs*trips
-	got := fmt.Sprintf("%d-byte latency: typical %.2f µs, p99 %.2f µs, p99.9 %.2f µs", best.Bytes, best.TypicalUs, best.P99Us, best.P999Us)
+	// Older perftest prints no percentile columns: say what was printed,
+	// never "p99 0.00 µs".
+	got := fmt.Sprintf("%d-byte latency: typical %.2f µs", best.Bytes, best.TypicalUs)
+	if best.P99Us > 0 {
+		got += fmt.Sprintf(", p99 %.2f µs", best.P99Us)
+	}
+	if best.P999Us > 0 {
+		got += fmt.Sprintf(", p99.9 %.2f µs", best.P999Us)
+	}
 	what := "one way"
 	if trips > 1 {
 		what = "a round trip (read/atomic: twice the one-way range)"
