@@ -47,6 +47,7 @@ func varOf(vs []Var, name string) string {
 
 func TestEnvHGX(t *testing.T) {
 	env, fs := MakeEnv([]*host.Snapshot{load(t, "hgx-h200"), load(t, "hgx-h200")})
+	fs = slices.DeleteFunc(fs, func(f check.Finding) bool { return f.Outcome == check.Pass })
 	if len(fs) != 0 {
 		t.Errorf("findings on a healthy HGX:\n%s", dump(fs))
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/cluster"
-	"github.com/rdmalab/rdmalab/internal/intake"
+	"github.com/rdmalab/rdmalab/internal/judge"
 )
 
 // The page's parts agree with the verdict, on the recorded qdr-lab fabric
@@ -16,7 +16,7 @@ import (
 // no cell above 105% of its ceiling or below 93% of a declared one is
 // good; a subject is said once.
 func TestViewAgreesWithTheVerdict(t *testing.T) {
-	in, err := intake.Load([]string{"example:qdr-lab", "testdata/bench-tcp-loopback"})
+	in, err := judge.Load([]string{"example:qdr-lab", "testdata/bench-tcp-loopback"})
 	if err != nil {
 		t.Fatal(err)
 	}
