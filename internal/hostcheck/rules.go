@@ -241,7 +241,7 @@ var Rules = []rule{
 	{check.Entry{ID: "roce.gid.v2", Title: "RoCE port has a RoCE v2 GID for its IPv4 address",
 		Why:    "RoCE v2 (UDP/4791) is what modern stacks route; without a v2 GID bound to the netdev's address, perftest and NCCL pick a wrong index.",
 		Source: "seed 000 (GID table, -x 3), seed 001 (cma_roce_mode)",
-		Fixes:  []string{"assign an IPv4 address to the netdev", "cma_roce_mode -d <dev> -p 1 -m 2", "pass -x N / NCCL_IB_GID_INDEX=N"},
+		Fixes:  []string{"assign an IPv4 address to <netdev>", "cma_roce_mode -d <dev> -p <port> -m 2", "pass -x N / NCCL_IB_GID_INDEX=N"},
 		Needs:  "the GID table (gids/, gid_attrs/types, gid_attrs/ndevs) of Active RoCE ports", UnknownWhen: "gids/ is not in the source (a partial capture)"}, roceGID},
 	{check.Entry{ID: "ib.sm", Title: "InfiniBand port sees a subnet manager and has a LID",
 		Why:    "Nothing on an InfiniBand fabric routes until a subnet manager assigns LIDs.",
@@ -412,6 +412,7 @@ func portState(r rule, s *host.Snapshot, o Options) []check.Finding {
 			noneUp = noneUp && p.State != portstate.Active && p.State.Known()
 		}
 	}
+	models, main := hostModels(s, listCut)
 	for _, d := range s.RDMADevices {
 		for _, e := range s.Errors {
 			if e.Subject == d.Name && len(d.Ports) == 0 {
@@ -454,7 +455,8 @@ func portState(r rule, s *host.Snapshot, o Options) []check.Finding {
 					break
 				}
 				if use == useUnknown {
-					f = r.finding(s, check.Unknown, sub, "port is %s and its counters could not be read, so whether it is meant to be in use is unknown (list the ports that must be up with --expect-ports)", stateText(p))
+					f = r.downByIntent(s, d, p, models, main)
+					e = append(e, f.Evidence...)
 					break
 				}
 				if use == unused {
@@ -469,6 +471,160 @@ func portState(r rule, s *host.Snapshot, o Options) []check.Finding {
 		}
 	}
 	return out
+}
+
+// modelCount is how many ports of one NIC model a host has, and how many
+// of them are up.
+type modelCount struct {
+	ports, up int
+	ib        bool
+}
+
+// hostModels groups a host's ports by NIC model, fleet-less evidence of
+// intent: the model most ports belong to is the host's main RDMA NIC
+// (eight rail NICs beside two management ones). main is "" when it cannot
+// be told: a port's state was not read, the list was cut, or two models
+// tie (InfiniBand beats Ethernet in a tie: management NICs are Ethernet).
+func hostModels(s *host.Snapshot, listCut bool) (models map[string]*modelCount, main string) {
+	models = map[string]*modelCount{}
+	allKnown := !listCut
+	for _, d := range s.RDMADevices {
+		m := nicModel(s, d)
+		for _, p := range d.Ports {
+			c := models[m]
+			if c == nil {
+				c = &modelCount{}
+				models[m] = c
+			}
+			c.ports++
+			if p.State == portstate.Active {
+				c.up++
+			}
+			c.ib = c.ib || p.LinkLayer == "InfiniBand"
+			allKnown = allKnown && p.State.Known()
+		}
+	}
+	if !allKnown || len(models) == 0 {
+		return models, ""
+	}
+	better := func(a, b *modelCount) int {
+		if a.ports != b.ports {
+			return cmp.Compare(a.ports, b.ports)
+		}
+		switch {
+		case a.ib && !b.ib:
+			return 1
+		case b.ib && !a.ib:
+			return -1
+		}
+		return 0
+	}
+	tie := false
+	for m, c := range models {
+		if m == "" {
+			continue
+		}
+		switch {
+		case main == "" || better(c, models[main]) > 0:
+			main, tie = m, false
+		case better(c, models[main]) == 0:
+			tie = true
+		}
+	}
+	if tie {
+		return models, ""
+	}
+	return models, main
+}
+
+// sameCardUp is an Active port on the same card as port p of device d:
+// another port of d (mlx4 dual-port devices), or a port of a device with
+// the same system image GUID (mlx5 makes one device per port).
+func sameCardUp(s *host.Snapshot, d host.RDMADevice, p host.RDMAPort) (string, bool) {
+	for _, o := range s.RDMADevices {
+		same := o.Name == d.Name || (!d.SysImageGUID.IsZero() && o.SysImageGUID == d.SysImageGUID)
+		if !same {
+			continue
+		}
+		for _, q := range o.Ports {
+			if (o.Name != d.Name || q.Port != p.Port) && q.State == portstate.Active {
+				return portSubject(o.Name, q.Port), true
+			}
+		}
+	}
+	return "", false
+}
+
+// downByIntent judges a down port nothing marks as used or unused (no
+// counters, no --expect-ports: a saved ibstat) by what the host's other
+// ports say of intent. A card whose other port is up has a spare; a port
+// Disabled was set down on purpose; every port of the host's main NIC model
+// down is a failure whatever the other NICs do; a main-model port Polling
+// beside up siblings wants a link it does not find.
+func (r rule) downByIntent(s *host.Snapshot, d host.RDMADevice, p host.RDMAPort, models map[string]*modelCount, main string) check.Finding {
+	sub := portSubject(d.Name, p.Port)
+	m := nicModel(s, d)
+	c := models[m]
+	ask := fmt.Sprintf("give --expect-ports %s/%d if it is meant to be up", d.Name, p.Port)
+	cableFix := []string{"check the cable, the transceiver and the link partner (switch port enabled?)", fmt.Sprintf("ibstat %s %d", d.Name, p.Port)}
+	isMain := m != "" && m == main
+	switch {
+	case isMain && c.up == 0:
+		others := 0
+		for o, oc := range models {
+			if o != m {
+				others += oc.up
+			}
+		}
+		f := r.finding(s, check.Fail, sub, "port is %s: all %d ports of this host's %s NICs are down (%d port(s) of other models are up): the host's main RDMA NICs carry no traffic", stateText(p), c.ports, m, others)
+		f.Fix = cableFix
+		return f
+	}
+	if sib, ok := sameCardUp(s, d, p); ok {
+		why := "a spare port"
+		switch p.PhysState {
+		case portstate.Polling:
+			why = "a spare port left uncabled (Polling: no link partner)"
+		case portstate.Disabled:
+			why = "a spare port disabled on purpose"
+		}
+		return r.finding(s, check.Pass, sub, "unused: %s while %s on the same card is Active: most likely %s", stateText(p), sib, why)
+	}
+	upOf := func() string {
+		return fmt.Sprintf("%d of %d ports of this host's %s NICs are up", c.up, c.ports, m)
+	}
+	switch {
+	case p.PhysState == portstate.Disabled && isMain:
+		f := r.finding(s, check.Warn, sub, "port is %s while %s: most likely set down on purpose, but a rail NIC down leaves its GPU without RDMA", stateText(p), upOf())
+		f.Fix = []string{ask}
+		return f
+	case p.PhysState == portstate.Disabled:
+		return r.finding(s, check.Pass, sub, "unused: %s, most likely disabled on purpose (a %s NIC, not this host's main RDMA NIC model%s)", stateText(p), m, mainText(main))
+	case p.PhysState.Known() && isMain:
+		f := r.finding(s, check.Fail, sub, "port is %s while %s: it is enabled and finds no link partner", stateText(p), upOf())
+		f.Fix = cableFix
+		return f
+	case p.PhysState.Known():
+		f := r.finding(s, check.Warn, sub, "port is %s: enabled but without a link partner, on a %s NIC (not this host's main RDMA NIC model%s)", stateText(p), m, mainText(main))
+		f.Fix = append([]string{ask}, cableFix...)
+		return f
+	case isMain:
+		f := r.finding(s, check.Warn, sub, "port is %s while %s (the source shows no physical state, so whether it was set down on purpose is not known)", stateText(p), upOf())
+		f.Fix = []string{ask}
+		return f
+	case main != "":
+		return r.finding(s, check.Pass, sub, "unused: %s on a %s NIC while this host's main RDMA NICs%s are up", stateText(p), m, mainText(main))
+	}
+	f := r.finding(s, check.Unknown, sub, "port is %s and nothing says whether it is meant to be in use (no counters, no --expect-ports, no main NIC model to compare with)", stateText(p))
+	f.Fix = []string{ask}
+	return f
+}
+
+func mainText(main string) string {
+	if main == "" {
+		return ""
+	}
+	return " " + main
 }
 
 // stateText is "DOWN / Disabled", or the state alone when the source
@@ -768,6 +924,26 @@ func roceNetdevs(s *host.Snapshot, fn func(name, subject string, n *host.NetDev)
 
 func roceGID(r rule, s *host.Snapshot, o Options) []check.Finding {
 	var out []check.Finding
+	// routable counts the RoCE ports that have a RoCE v2 IPv4 GID: one
+	// port without one beside others that have it is a port left out of
+	// the addressing (a warning), not a host without routed RoCE.
+	routable, roce := 0, 0
+	roceGIDPorts(s, func(d host.RDMADevice, p host.RDMAPort) {
+		if p.LinkLayer != "Ethernet" {
+			return
+		}
+		roce++
+		if slices.ContainsFunc(p.GIDs, func(g host.GID) bool { return g.Type == host.GIDTypeRoCEv2 && g.IPv4 != "" }) {
+			routable++
+		}
+	})
+	minor := func(f check.Finding) check.Finding {
+		if routable > 0 && f.Outcome == check.Fail {
+			f.Outcome = check.Warn
+			f.Message += fmt.Sprintf("; %d of the host's %d RoCE ports have one, so this one is left out of the routed fabric", routable, roce)
+		}
+		return f
+	}
 	roceGIDPorts(s, func(d host.RDMADevice, p host.RDMAPort) {
 		if p.LinkLayer != "Ethernet" {
 			return
@@ -789,14 +965,21 @@ func roceGID(r rule, s *host.Snapshot, o Options) []check.Finding {
 			f = r.finding(s, check.Unknown, sub, "the GID table (gids/) is not in the source: cannot tell which GIDs the port has")
 		case len(p.GIDs) == 0:
 			f = r.finding(s, check.Fail, sub, "no GIDs at all: the port has no usable address")
-			f.Fix = slices.Clone(r.Fixes)
+			f.Fix = gidFixes(r, d, p)
 		default:
 			f = r.finding(s, check.Fail, sub, "no RoCE v2 GID with an IPv4 address (%d GIDs, none usable for routed RoCE v2)", len(p.GIDs))
-			f.Fix = slices.Clone(r.Fixes)
+			f.Fix = gidFixes(r, d, p)
 		}
-		out = append(out, f)
+		out = append(out, minor(f))
 	})
 	return out
+}
+
+// gidFixes are roce.gid.v2's fixes for one port: its device, port number
+// and netdev filled in.
+func gidFixes(r rule, d host.RDMADevice, p host.RDMAPort) []string {
+	nd := cmp.Or(strings.Join(p.NetDevs, " "), "the netdev of "+portSubject(d.Name, p.Port))
+	return fixesWith(fixesWith(fixesWith(r.Fixes, "<netdev>", nd), "<dev>", d.Name), "<port>", strconv.Itoa(p.Port))
 }
 
 func ibSM(r rule, s *host.Snapshot, o Options) []check.Finding {
