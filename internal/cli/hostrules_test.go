@@ -71,3 +71,73 @@ func TestJudgeAllPortsOfMainModelDownFails(t *testing.T) {
 		t.Fatalf("spare ports: exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// spiderpoolTwoPorts is the real spiderpool QoS query (eth0 / mlx5_0:
+// trust dscp, PFC on 5, ECN on every priority, traffic_class 160) with a
+// second port appended that edit changed: a host whose two ports differ.
+func spiderpoolTwoPorts(t *testing.T, edit func(string) string) string {
+	t.Helper()
+	text := hrShared(t, "roce-sysfs/spiderpool-rdma-qos-doc_eth0-mlx5_0_qos-query_ecn-np-rp-enable-all-prios_cnp-dscp48_tclass160_md-indented.txt")
+	_, block, _ := strings.Cut(text, "./set-rdma-qos.sh q\n")
+	second := strings.NewReplacer("eth0", "eth1", "mlx5_0", "mlx5_1").Replace(block)
+	return text + edit(second)
+}
+
+func TestJudgeRoCEQoSPerPort(t *testing.T) {
+	// ECN off on every priority of mlx5_1 while mlx5_0 runs it on the
+	// RoCE priority (5): a finding on mlx5_1, not an unknown.
+	ecnOff := spiderpoolTwoPorts(t, func(s string) string { return strings.ReplaceAll(s, " = 1\n", " = 0\n") })
+	out, errOut, code := run(t, "judge", hrTemp(t, "qos.txt", ecnOff))
+	if code != ExitFindings || !strings.Contains(out, "mlx5_1 port 1 (eth1): ECN off on priority 5") || strings.Contains(out, "mlx5_0 port 1 (eth0): ECN off") {
+		t.Errorf("ECN off on one port: exit %d\n%s%s", code, out, errOut)
+	}
+	// traffic_class forced to 0 on mlx5_1: DSCP 0 is no RoCE class; the
+	// fix sets the traffic class the other port uses, on mlx5_1, and never
+	// moves PFC to priority 0.
+	tc0 := spiderpoolTwoPorts(t, func(s string) string { return strings.Replace(s, "Global tclass=160", "Global tclass=0", 1) })
+	out, errOut, code = run(t, "judge", hrTemp(t, "qos.txt", tc0))
+	for _, want := range []string{"mlx5_1 port 1 (eth1): traffic_class 0 → DSCP 0 → priority 0", "DSCP 0 is no standard RoCE class", "echo 160 > /sys/class/infiniband/mlx5_1/tc/1/traffic_class"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("traffic_class 0: output lacks %q", want)
+		}
+	}
+	if code != ExitFindings || strings.Contains(out, "--pfc 1,") {
+		t.Errorf("traffic_class 0: exit %d\n%s%s", code, out, errOut)
+	}
+	// The healthy twin: both ports configured alike.
+	out, errOut, code = run(t, "judge", hrTemp(t, "qos.txt", spiderpoolTwoPorts(t, func(s string) string { return s })))
+	if code != ExitOK {
+		t.Errorf("healthy twin: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// A real `dcb pfc show` / `dcb app show` paste as people post it: the
+// author's "<--" notes after the values, a comment line, re-indented,
+// CRLF. It is read, the notes are named by line as skipped, and the rest
+// is judged exactly as the clean capture is.
+func TestJudgeDCBPasteWithNotes(t *testing.T) {
+	rel := "dcb/roce-lab-gpuserver_cx3-ens6_after-config_dcb-pfc-prio3-on_dcb-app-dscp-AF31-3.txt"
+	clean := hrShared(t, rel)
+	warty := strings.NewReplacer(
+		"3:on 4:off 5:off 6:off 7:off", "3:on 4:off 5:off 6:off 7:off   <-- only 3 is lossless",
+		"dscp-prio AF31:3", "dscp-prio AF31:3  <-- RoCE traffic lands here",
+	).Replace(clean)
+	var lines []string
+	for _, l := range strings.Split(strings.TrimRight(warty, "\n"), "\n") {
+		lines = append(lines, "    "+l)
+	}
+	warty = "# on gpuserver, after the config script\r\n" + strings.Join(lines, "\r\n") + "\r\n"
+	out, errOut, code := run(t, "judge", hrTemp(t, "dcb.txt", warty))
+	if code == ExitUsage {
+		t.Fatalf("refused: %s", errOut)
+	}
+	for _, want := range []string{"line 4: note \"<-- only 3 is lossless\"", "line 7: note \"<-- RoCE traffic lands here\"", "trust dscp, priority 3 is lossless"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	cleanOut, _, cleanCode := run(t, "judge", filepath.Join(testhost.SharedTestdata(t), rel))
+	if code != cleanCode {
+		t.Errorf("exit %d, the clean capture's %d\n%s\n%s", code, cleanCode, out, cleanOut)
+	}
+}
