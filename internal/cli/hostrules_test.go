@@ -141,3 +141,17 @@ func TestJudgeDCBPasteWithNotes(t *testing.T) {
 		t.Errorf("exit %d, the clean capture's %d\n%s\n%s", code, cleanCode, out, cleanOut)
 	}
 }
+
+// The same for a real mlnx_qos paste with notes on its lines.
+func TestJudgeMlnxQosPasteWithNotes(t *testing.T) {
+	rel := "mlnx_qos/sn2700-cx5-nfsrdma-blog_mce0_dcbx-firmware_trust-dscp_pfc-prio3_ets-50-50_buffer-row.txt"
+	warty := strings.NewReplacer(
+		"Priority trust state: dscp", "Priority trust state: dscp   # set by the script",
+		"enabled     0   0   0   1   0   0   0   0", "enabled     0   0   0   1   0   0   0   0   <-- only 3",
+	).Replace(hrShared(t, rel))
+	out, errOut, code := run(t, "judge", hrTemp(t, "qos.txt", strings.ReplaceAll(warty, "\n", "\r\n")))
+	_, _, cleanCode := run(t, "judge", filepath.Join(testhost.SharedTestdata(t), rel))
+	if code != cleanCode || !strings.Contains(out, `line 2: note "# set by the script"`) || !strings.Contains(out, "PFC priorities = 3") {
+		t.Errorf("exit %d (clean %d)\n%s%s", code, cleanCode, out, errOut)
+	}
+}

@@ -184,13 +184,17 @@ func ParseDCB(b []byte, src string) ([]RoCEQoS, error) {
 	return l.readings(), nil
 }
 
-// notes are how authors annotate a pasted line.
+// notes are how authors annotate a pasted line; a dcb map line's values
+// hold none of them.
 var notes = []string{"<--", "<-", "←", "#", "//", ";"}
 
 // cutNote splits a dcb map line's values from an annotation after them.
-func cutNote(v string) (values, note string) {
+func cutNote(v string) (values, note string) { return cutNoteAt(v, notes) }
+
+// cutNoteAt splits a line at the first of marks.
+func cutNoteAt(v string, marks []string) (values, note string) {
 	cut := len(v)
-	for _, mark := range notes {
+	for _, mark := range marks {
 		if i := strings.Index(v, mark); i >= 0 && i < cut {
 			cut = i
 		}
