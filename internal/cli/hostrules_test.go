@@ -155,3 +155,22 @@ func TestJudgeMlnxQosPasteWithNotes(t *testing.T) {
 		t.Errorf("exit %d (clean %d)\n%s%s", code, cleanCode, out, errOut)
 	}
 }
+
+// A fix names the device and port it is about and never advises what
+// the part cannot take: an Ethernet-only ConnectX-6 Dx gets no mlxconfig
+// LINK_TYPE; a VPI ConnectX-6's second card port is P2.
+func TestJudgeLinkLayerFixFitsThePart(t *testing.T) {
+	dx := filepath.Join(testhost.SharedTestdata(t), "ibtools/ibstat/l2fwd-nv-issue-6_CX6Dx-RoCE-100_complete.txt")
+	out, errOut, code := run(t, "judge", "--expect-link-layer", "IB", dx)
+	if code != ExitFindings || !strings.Contains(out, "mlx5_0 port 1: link layer is RoCE (Ethernet), expected InfiniBand; ConnectX-6 Dx is Ethernet-only") || strings.Contains(out, "LINK_TYPE") {
+		t.Errorf("CX-6 Dx expected IB: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := run(t, "judge", "--expect-link-layer", "RoCE", dx); code != ExitOK {
+		t.Errorf("healthy twin: exit %d\n%s%s", code, out, errOut)
+	}
+	vpi := filepath.Join(testhost.SharedTestdata(t), "ibtools/ibstat/nccl-tests-issue-350_n013_CX4Lx-eth_CX6-HDR-IB_complete.txt")
+	out, errOut, code = run(t, "judge", "--expect-link-layer", "RoCE", vpi)
+	if code != ExitFindings || !strings.Contains(out, "mlxconfig -d mlx5_3 set LINK_TYPE_P2=2") || !strings.Contains(out, "mlxconfig -d mlx5_2 set LINK_TYPE_P1=2") || strings.Contains(out, "<dev>") {
+		t.Errorf("CX-6 VPI expected RoCE: exit %d\n%s%s", code, out, errOut)
+	}
+}

@@ -523,8 +523,12 @@ func roceMode(r rule, s *host.Snapshot, o Options) []check.Finding {
 		if q.RoCEMode.Value != host.GIDTypeRoCEv2 {
 			f = r.finding(s, check.Warn, sub, "rdma_cm defaults to %s: its connections do not route", q.RoCEMode.Value)
 			dev := q.Device
+			if dev == "" && q.Netdev != "" && !strings.Contains(q.Netdev, " ") {
+				// The output names the netdev only: the shell finds its device.
+				dev = "$(ls /sys/class/net/" + q.Netdev + "/device/infiniband)"
+			}
 			if dev == "" {
-				dev = "<dev>"
+				dev = "DEVICE"
 			}
 			f.Fix = []string{fmt.Sprintf("cma_roce_mode -d %s -p %d -m 2", dev, max(q.Port, 1))}
 		}

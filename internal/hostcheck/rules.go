@@ -226,7 +226,7 @@ var Rules = []rule{
 	{check.Entry{ID: "port.link-layer", Title: "Link layer is the one expected",
 		Why:    "A dual-mode ConnectX in the wrong mode is InfiniBand where Ethernet was meant, or the reverse.",
 		Source: "seed 001",
-		Fixes:  []string{"mlxconfig -d <dev> set LINK_TYPE_P1=1 (IB) or 2 (Ethernet), then reboot"},
+		Fixes:  []string{"on a VPI part (ConnectX-4/5/6/7 VPI, not an Ethernet-only Lx/Dx): mlxconfig -d DEVICE set LINK_TYPE_PN=1 (IB) or 2 (Ethernet), then reboot — the finding names the device and port"},
 		Needs:  "ports/N/link_layer and --expect-link-layer", UnknownWhen: "link_layer is not readable"}, portLinkLayer},
 	{check.Entry{ID: "pcie.link.degraded", Title: "NIC and GPU PCIe links trained at full width and speed",
 		Why:    "A NIC at x8 in a x16 slot, or at a lower generation, caps RDMA bandwidth well below line rate.",
@@ -819,17 +819,66 @@ func portLinkLayer(r rule, s *host.Snapshot, o Options) []check.Finding {
 				f = r.finding(s, check.Unknown, sub, "link layer could not be read")
 			case layer != want:
 				f = r.finding(s, check.Fail, sub, "link layer is %s (%s), expected %s", layer, p.LinkLayer, want)
-				mode := "2"
-				if want == linkrate.InfiniBand {
-					mode = "1"
+				m, known := partModel(s, d)
+				switch {
+				case known && want == linkrate.InfiniBand && m.MaxSpeed == "":
+					// Never advise a mode the part does not have.
+					f.Message += fmt.Sprintf("; %s is Ethernet-only: it has no InfiniBand mode", m.Name)
+					f.Fix = []string{fmt.Sprintf("%s cannot run InfiniBand: put this port on a VPI part (ConnectX-6/7 VPI), or expect RoCE here (--expect-link-layer RoCE)", m.Name)}
+				case known && want != linkrate.InfiniBand && m.MaxEthGbps == 0:
+					f.Message += fmt.Sprintf("; %s is InfiniBand-only: it has no Ethernet mode", m.Name)
+					f.Fix = []string{fmt.Sprintf("%s cannot run Ethernet: use a VPI or Ethernet part for RoCE, or expect InfiniBand here (--expect-link-layer IB)", m.Name)}
+				default:
+					mode := "2"
+					if want == linkrate.InfiniBand {
+						mode = "1"
+					}
+					dev := d.Name // mlxconfig takes the RDMA device name as well as the PCI address
+					if d.PCIAddress.IsValid() {
+						dev = d.PCIAddress.String()
+					}
+					f.Fix = []string{fmt.Sprintf("mlxconfig -d %s set LINK_TYPE_P%d=%s && reboot (%s is VPI: it has both modes)", dev, cardPort(s, d, p), mode, cmp.Or(m.Name, "if the part is VPI"))}
 				}
-				f.Fix = []string{fmt.Sprintf("mlxconfig -d %s set LINK_TYPE_P%d=%s && reboot", d.PCIAddress, p.Port, mode)}
 			}
 			f.Evidence = []check.Evidence{ev("link_layer", p.LinkLayer, readAt(s, p.Sources, "link_layer")), ev("expected", string(want), cmp.Or(o.Expect.Source, "--expect-link-layer"))}
 			out = append(out, f)
 		}
 	}
 	return out
+}
+
+// partModel is a device's part from the model table: by its PCI ids, else
+// by the HCA type a tool printed (MT4125 is device 0x101d).
+func partModel(s *host.Snapshot, d host.RDMADevice) (linkrate.Model, bool) {
+	if pci := s.PCI(d.PCIAddress); pci != nil {
+		if m, ok := linkrate.ModelOf(pci.Vendor, pci.Device); ok {
+			return m, true
+		}
+	}
+	if n, err := strconv.Atoi(strings.TrimPrefix(d.HCAType, "MT")); err == nil && strings.HasPrefix(d.HCAType, "MT") {
+		return linkrate.ModelOf("0x15b3", fmt.Sprintf("0x%04x", n))
+	}
+	return linkrate.Model{}, false
+}
+
+// cardPort is the port of the card mlxconfig's LINK_TYPE_PN means: the
+// port number on a device with several (mlx4), else (mlx5 makes one device
+// per port) the PCI function, else the device's rank among those of its
+// card (one system image GUID) by node GUID.
+func cardPort(s *host.Snapshot, d host.RDMADevice, p host.RDMAPort) int {
+	if len(d.Ports) > 1 {
+		return p.Port
+	}
+	if d.PCIAddress.IsValid() {
+		return int(d.PCIAddress.Function) + 1
+	}
+	n := 1
+	for _, o := range s.RDMADevices {
+		if !d.SysImageGUID.IsZero() && o.SysImageGUID == d.SysImageGUID && o.NodeGUID < d.NodeGUID {
+			n++
+		}
+	}
+	return n
 }
 
 func pcieDegraded(r rule, s *host.Snapshot, o Options) []check.Finding {
