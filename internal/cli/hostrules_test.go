@@ -174,3 +174,28 @@ func TestJudgeLinkLayerFixFitsThePart(t *testing.T) {
 		t.Errorf("CX-6 VPI expected RoCE: exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// Seed 000's VMs, pinned as plan vms writes them, on its host with and
+// without its isolcpus/nohz_full: plan check fails each VM whose vCPUs the
+// host does not isolate (exit 1), and passes the seed's own host (exit 0).
+func TestPlanCheckVCPUsNotIsolated(t *testing.T) {
+	dir := filepath.Join(testhost.TempDir(t), "lab")
+	if out, errOut, code := run(t, "plan", "vms", "--snapshot", "example:seed000-epyc", "--vms", "2", "--out", dir); code != ExitOK {
+		t.Fatalf("plan vms: exit %d %s%s", code, out, errOut)
+	}
+	doms := []string{filepath.Join(dir, "vm00.xml"), filepath.Join(dir, "vm01.xml")}
+	if out, errOut, code := run(t, append([]string{"plan", "check", "--root", testhost.WriteTree(t, testhost.Seed000())}, doms...)...); code != ExitOK {
+		t.Errorf("seed 000's host: exit %d %s\n%s", code, errOut, out)
+	}
+	m := testhost.Seed000()
+	m.Isolated, m.NohzFull = "", ""
+	out, errOut, code := run(t, append([]string{"plan", "check", "--root", testhost.WriteTree(t, m)}, doms...)...)
+	if code != ExitFindings {
+		t.Errorf("no isolation: exit %d %s\n%s", code, errOut, out)
+	}
+	for _, want := range []string{"vm.vcpu.isolated", "vm00", "vm01", "the host isolates no CPU"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}

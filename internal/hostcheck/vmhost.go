@@ -1,6 +1,7 @@
 package hostcheck
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -40,6 +41,10 @@ var VMHostCatalog = []check.Entry{
 		Why:    "A VM's memory comes from its devices' nodes in hugepages (strict numatune); a node without pages cannot back its VM.",
 		Source: "seed 000 (hugepages=64, 16 per node)", Fixes: []string{"reserve per node on the kernel line: hugepagesz=1G hugepages=N0:C0,N1:C1 (rdmalab plan vms prints it)"},
 		Needs: "/sys/devices/system/node/node*/hugepages", UnknownWhen: "a passed device's node is unknown (numa_node -1)"},
+	{ID: "vmhost.isolation", Title: "A host that passes devices to VMs isolates CPUs for their vCPUs",
+		Why:    "Without isolcpus/nohz_full the host scheduler runs its own processes, ticks and RCU callbacks on the cores behind the vCPUs, pinned or not. Seed 000 measured, under host load, TCP down 67% and RDMA p99.9 latency up 45% without isolation, and no loss with it.",
+		Source: "seed 000 (isolcpus=2-29,34-61 nohz_full rcu_nocbs; the contention test)", Fixes: []string{"isolate the CPUs the vCPUs are pinned to on the kernel line (isolcpus=, nohz_full=, rcu_nocbs= with one whole-core set; rdmalab plan vms prints it), then reboot", "rdmalab plan check DOMAIN.xml… names the vCPUs on housekeeping CPUs"},
+		Needs: "/sys/devices/system/cpu/isolated and nohz_full, the devices bound to vfio-pci", UnknownWhen: "never: without a passed device the check does not run"},
 	{ID: "vmhost.profile", Title: "A host that binds devices to vfio-pci is checked as a VM host",
 		Why:    "Bare-metal advice (load the NVIDIA driver, disable ACS) is wrong on a hypervisor.",
 		Source: "seed 004", Fixes: []string{"rdmalab doctor --profile vm-host"},
@@ -163,6 +168,21 @@ func RunVMHost(s *host.Snapshot) []check.Finding {
 		f := add("vmhost.acs", check.Unknown, "PCIe bridges", "ACS and ATS are in root-only config space: keep ACS on the %d bridge(s) above the passed devices, with Direct Translated P2P, and ATS on the NICs (not \"disable ACS\": that merges the IOMMU groups)", len(bridges))
 		f.Evidence = []check.Evidence{{What: "bridges", Value: host.JoinPCI(bridges, " "), Source: "lspci -vvv (ACSCtl, root only)"}}
 		f.Fix = append(f.Fix, fmt.Sprintf("for b in %s; do lspci -vvv -s $b | grep -E 'ACSCtl|ATSCtl'; done   # want SrcValid+ ... DirectTrans+", host.JoinPCI(bridges, " ")))
+	}
+
+	// CPU isolation for the VMs' vCPUs.
+	if len(passed) > 0 {
+		iso := s.Kernel.Isolation
+		e := []check.Evidence{{What: "isolated", Value: cmp.Or(iso.Isolated, "none"), Source: readAt(s, iso.Sources, "isolated")},
+			{What: "nohz_full", Value: cmp.Or(iso.NohzFull, "none"), Source: readAt(s, iso.Sources, "nohz_full")}}
+		var f *check.Finding
+		if iso.Isolated == "" && iso.NohzFull == "" {
+			f = add("vmhost.isolation", check.Warn, "cpus", "%d device(s) passed to VMs, but no host CPU is isolated (no isolcpus, no nohz_full): the vCPUs, pinned or not, share their cores with the host's own work (seed 000 under host load: TCP −67%%, RDMA p99.9 +45%%)", len(passed))
+		} else {
+			f = add("vmhost.isolation", check.Pass, "cpus", "CPUs %s isolated for the VMs' vCPUs (plan check says whether each VM is pinned inside them)", cmp.Or(iso.Isolated, iso.NohzFull))
+			f.Fix = nil
+		}
+		f.Evidence = e
 	}
 
 	// Hugepages on every node holding a passed device.

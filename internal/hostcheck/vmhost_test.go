@@ -81,6 +81,24 @@ func TestVMHostProfile(t *testing.T) {
 			}
 		})
 	}
+	// Seed 000's VM host without its isolcpus/nohz_full: a finding on the
+	// host's CPUs (its healthy twin above passes vmhost.isolation).
+	noIso := func(m *testhost.Machine) {
+		m.Isolated, m.NohzFull = "", ""
+		m.Cmdline = strings.NewReplacer("isolcpus=2-29,34-61 ", "", "nohz_full=2-29,34-61 ", "", "rcu_nocbs=2-29,34-61 ", "").Replace(m.Cmdline)
+	}
+	iso := 0
+	for _, f := range vmHostFindings(t, seed000VMHost(noIso)) {
+		if f.Check == "vmhost.isolation" {
+			iso++
+			if f.Subject != "cpus" || f.Outcome != check.Warn || !strings.Contains(f.Message, "4 device(s) passed to VMs, but no host CPU is isolated") {
+				t.Errorf("no isolation: %+v", f)
+			}
+		}
+	}
+	if iso != 1 {
+		t.Errorf("no isolation: %d vmhost.isolation findings", iso)
+	}
 	// Bare metal on the same host suggests the profile.
 	var suggest []check.Finding
 	for _, f := range Doctor([]*host.Snapshot{tree(t, seed000VMHost(nil), nil)}, Options{}) {
