@@ -48,6 +48,11 @@ type Snapshot struct {
 	Affinity    []AffinityPair `json:"gpu_nic_affinity"`
 	// RoCE is the QoS of each RoCE netdev (host/roce.go).
 	RoCE []RoCEQoS `json:"roce_qos,omitempty"`
+	// BootDisk is the disk the root file system lives on, down to the
+	// PCI function of its controller: the planner never hands it to a VM
+	// (seed 004: the hypervisor's boot drive cannot be shared). nil when
+	// not read (an older snapshot, a capture without /proc/mounts).
+	BootDisk *BootDisk `json:"boot_disk,omitempty"`
 	// Errors lists what could not be read; the rest of the snapshot still stands.
 	Errors []CollectError `json:"errors"`
 }
@@ -152,6 +157,18 @@ type GPU struct {
 	Driver   string     `json:"driver"`    // nvidia, nouveau, amdgpu, vfio-pci, or "" (unbound)
 	NUMANode int        `json:"numa_node"` // effective locality, -1 unknown
 	Switch   PCIAddress `json:"switch,omitzero"`
+}
+
+// BootDisk is where the root file system is: the mounted device, the
+// whole disk under it (through device-mapper slaves and partitions), and
+// the PCI function of the disk's controller (invalid when the disk hangs
+// under no PCI function: virtio-blk in a VM, or not resolvable).
+type BootDisk struct {
+	Mount  string     `json:"mount"`  // "/"
+	Device string     `json:"device"` // /dev/mapper/cs-root, /dev/nvme0n1p2
+	Disk   string     `json:"disk"`   // nvme0n1
+	PCI    PCIAddress `json:"pci,omitzero"`
+	Source string     `json:"source"` // where it was read
 }
 
 // RDMADevice is one /sys/class/infiniband/<name> device.

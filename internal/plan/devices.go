@@ -205,7 +205,7 @@ func assignDevices(s *host.Snapshot, t *topology, req Request) ([]vmDevices, []c
 	// NVSwitches (full passthrough: Fabric Manager runs in the guest).
 	cameWith := map[host.PCIAddress]string{}
 	for i, addrs := range wanted {
-		wanted[i] = append(addrs, companions(s, req, addrs, cameWith)...)
+		wanted[i] = append(addrs, companions(s, req, addrs, cameWith, &notes)...)
 	}
 
 	owner := map[host.PCIAddress]int{} // unit root → VM
@@ -239,6 +239,11 @@ func assignDevices(s *host.Snapshot, t *topology, req Request) ([]vmDevices, []c
 			for _, m := range u.members(a) {
 				if seen[m] {
 					continue
+				}
+				if bd := s.BootDisk; bd != nil && bd.PCI.IsValid() && bd.PCI == m {
+					return nil, nil, refuse(nil, "plan.storage.boot", m.String(),
+						"%s holds the disk the hypervisor boots from (%s on /, %s), and it shares a unit with %s (%s): a boot drive cannot be shared with a VM (seed 004)",
+						m, bd.Device, bd.Disk, a, u.whyOf(a))
 				}
 				seen[m] = true
 				dev := describe(s, m, slices.Contains(addrs, m) && cameWith[m] == "", u)
@@ -450,8 +455,9 @@ func joinInts(xs []int) string {
 // their IOMMU groups: storage controllers under the same PCIe switch as
 // one of its devices (unless --keep-storage), and the NVSwitches when the
 // VM holds every GPU of the baseboard. why records the reason of each.
-func companions(s *host.Snapshot, req Request, addrs []host.PCIAddress, why map[host.PCIAddress]string) []host.PCIAddress {
+func companions(s *host.Snapshot, req Request, addrs []host.PCIAddress, why map[host.PCIAddress]string, notes *[]check.Finding) []host.PCIAddress {
 	var out []host.PCIAddress
+	bd := s.BootDisk
 	add := func(a host.PCIAddress, reason string) {
 		if !slices.Contains(addrs, a) && !slices.Contains(out, a) {
 			out = append(out, a)
@@ -466,7 +472,29 @@ func companions(s *host.Snapshot, req Request, addrs []host.PCIAddress, why map[
 			}
 			for i := range s.PCIDevices {
 				o := &s.PCIDevices[i]
-				if o.Switch == d.Switch && host.IsStorage(o) {
+				if o.Switch != d.Switch || !host.IsStorage(o) || slices.Contains(out, o.Address) {
+					continue
+				}
+				switch {
+				case bd != nil && bd.PCI == o.Address:
+					// Seed 004: the hypervisor's boot drive cannot be
+					// shared with a VM; it stays home, said once.
+					if !slices.ContainsFunc(*notes, func(f check.Finding) bool { return f.Check == "plan.storage.boot" && f.Subject == o.Address.String() }) {
+						*notes = append(*notes, note("plan.storage.boot", o.Address.String(), "",
+							"%s (under the PCIe switch of %s) holds the disk the hypervisor boots from (%s on /): kept on the host, not passed with the switch's other storage", o.Address, a, cmp.Or(bd.Disk, bd.Device)))
+					}
+				case bd == nil || !bd.PCI.IsValid():
+					if !slices.ContainsFunc(*notes, func(f check.Finding) bool { return f.Check == "plan.storage.boot" }) {
+						what := "the snapshot does not say which disk / is on"
+						if bd != nil {
+							what = fmt.Sprintf("/ is on %s, which hangs under no PCI function the snapshot resolves", cmp.Or(bd.Disk, bd.Device))
+						}
+						*notes = append(*notes, check.Finding{Check: "plan.storage.boot", Outcome: check.Unknown, Subject: "boot disk",
+							Message: fmt.Sprintf("storage under the GPUs' switches goes to the VMs, but %s: check the hypervisor does not boot from one of them", what),
+							Fix:     []string{"findmnt -no SOURCE / ; readlink -f /sys/class/block/$(lsblk -no PKNAME $(findmnt -no SOURCE /))   # the controller's PCI address", "rdmalab plan vms --keep-storage keeps every drive on the host"}})
+					}
+					add(o.Address, fmt.Sprintf("storage under the PCIe switch of %s (%s): GPUDirect Storage stays switch-local; --keep-storage keeps it on the host", a, d.Switch))
+				default:
 					add(o.Address, fmt.Sprintf("storage under the PCIe switch of %s (%s): GPUDirect Storage stays switch-local; --keep-storage keeps it on the host", a, d.Switch))
 				}
 			}
