@@ -115,6 +115,9 @@ func PredictAt(s *host.Snapshot, gdrLevel string) HostPrediction {
 		p.Level = rail.Level
 		p.Bridges = bridgesBetween(gd, nd)
 		p.GDR, p.GDRReason = gdrVerdict(p.Level, memory, gdrLevel)
+		if g := gpuOf(s, rail.GPU); g != nil && isC2C(g.Name) && !p.GDR && memory != "" {
+			p.GDR, p.GDRReason = true, fmt.Sprintf("path %s in PCIe terms, but %s reaches the NIC over the CPU's NVLink-C2C: NCCL uses GPUDirect RDMA there (NCCL_NET_GDR_C2C); %s", p.Level, g.Name, memory)
+		}
 		hp.GPUs = append(hp.GPUs, p)
 		if !slices.Contains(hp.Rails, r.Name) {
 			hp.Rails = append(hp.Rails, r.Name)
@@ -149,6 +152,22 @@ func PredictAt(s *host.Snapshot, gdrLevel string) HostPrediction {
 	}
 	hp.SocketIf, hp.SocketIfReason = socketIf(s)
 	return hp
+}
+
+// isC2C says whether a GPU is a Grace superchip's (GH200, GB200, GB300):
+// it hangs off the CPU's NVLink-C2C, so every NIC is NODE/SYS in PCIe
+// terms while NCCL still reads its memory from the NIC directly.
+func isC2C(name string) bool {
+	return strings.Contains(name, "GH200") || strings.Contains(name, "GB200") || strings.Contains(name, "GB300")
+}
+
+func gpuOf(s *host.Snapshot, a host.PCIAddress) *host.GPU {
+	for i := range s.GPUs {
+		if s.GPUs[i].Address == a {
+			return &s.GPUs[i]
+		}
+	}
+	return nil
 }
 
 func firstActive(r host.RDMADevice) host.RDMAPort {
@@ -331,6 +350,10 @@ func Readiness(s *host.Snapshot) []check.Finding {
 			continue
 		}
 		ev := check.Evidence{What: "path " + p.GPU.String() + " ↔ " + p.Rail, Value: p.Level, Source: "PCI tree (like nvidia-smi topo -m)"}
+		if g := gpuOf(s, p.GPU); g != nil && isC2C(g.Name) && host.LevelRank(p.Level) > host.LevelRank(host.LevelPXB) {
+			add("gpudirect.path", check.Pass, subject, fmt.Sprintf("rail %s at %s in PCIe terms, but %s is on the CPU's NVLink-C2C (Grace): NCCL uses GPUDirect RDMA over C2C (NCCL_NET_GDR_C2C)", p.Rail, p.Level, g.Name), ev)
+			continue
+		}
 		switch host.LevelRank(p.Level) {
 		case host.LevelRank(host.LevelPIX), host.LevelRank(host.LevelPXB):
 			add("gpudirect.path", check.Pass, subject, fmt.Sprintf("rail %s at %s: within NCCL's GDR level %s", p.Rail, p.Level, DefaultGDRLevel), ev)

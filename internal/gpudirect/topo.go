@@ -77,6 +77,7 @@ func JudgeTopo(t *host.Topo) []check.Finding {
 	}
 	rails, shared := TopoRails(t)
 	byNIC := map[int][]int{}
+	c2c, c2cWhy := t.C2C()
 	for gi, g := range gpus {
 		subject := t.Devices[g].Label
 		r := rails[gi]
@@ -87,13 +88,19 @@ func JudgeTopo(t *host.Topo) []check.Finding {
 		}
 		lv, nic := t.Level(g, r), t.Devices[r].Display()
 		ev := check.Evidence{What: subject + " ↔ " + nic, Value: lv, Source: topoSource}
-		switch lv {
-		case host.LevelPIX, host.LevelPXB:
+		switch {
+		case lv == host.LevelPIX || lv == host.LevelPXB:
 			add("topo.rail", check.Pass, subject, fmt.Sprintf("rail %s at %s: within NCCL's default GDR level %s", nic, lv, DefaultGDRLevel), ev)
 			if shared[gi] {
 				byNIC[r] = append(byNIC[r], g)
 			}
-		case host.LevelPHB:
+		case c2c:
+			// Grace: the GPU is on the CPU's NVLink-C2C, so every NIC is
+			// NODE/SYS in PCIe terms, and NCCL still reads GPU memory from
+			// the NIC directly (NCCL_NET_GDR_C2C).
+			add("topo.rail", check.Pass, subject, fmt.Sprintf("nearest NIC %s at %s, but the GPU sits on the CPU's NVLink-C2C (a Grace GH200/GB200 platform: %s): NCCL uses GPUDirect RDMA over C2C (NCCL_NET_GDR_C2C), not a PCIe path", nic, lv, c2cWhy), ev,
+				check.Evidence{What: "coherent GPU memory", Value: c2cWhy, Source: topoSource})
+		case lv == host.LevelPHB:
 			add("topo.rail", check.Warn, subject, fmt.Sprintf("nearest NIC %s is at PHB (through the CPU's host bridge): NCCL uses GPUDirect RDMA only up to %s unless NCCL_NET_GDR_LEVEL=PHB", nic, DefaultGDRLevel), ev).Fix =
 				[]string{"export NCCL_NET_GDR_LEVEL=PHB (measure it: through the root complex it can be slower than staging)", "or put the NIC under the GPU's PCIe switch"}
 		default:
@@ -124,7 +131,7 @@ func JudgeTopo(t *host.Topo) []check.Finding {
 				far = false
 			}
 		}
-		if far && known && len(gpus) > 0 {
+		if far && known && len(gpus) > 0 && !c2c {
 			add("topo.nic-far", check.Warn, t.Devices[n].Display(), fmt.Sprintf("%s is at SYS from every GPU: it is no GPU's rail, and any GPU traffic on it crosses the CPU interconnect", t.Devices[n].Display()),
 				check.Evidence{What: t.Devices[n].Display() + " ↔ every GPU", Value: host.LevelSYS, Source: topoSource}).Fix =
 				[]string{fmt.Sprintf("if it is a storage or management NIC, keep NCCL off it: NCCL_IB_HCA=^=%s", t.Devices[n].Display())}
