@@ -298,6 +298,11 @@ var Rules = []rule{
 		Source: "seed 000 (numa_node per device), hwloc",
 		Fixes:  []string{"enable ACPI SRAT/NUMA in the BIOS", "in a VM, give the guest a NUMA topology with pxb-pcie per node"},
 		Needs:  "numa_node and local_cpulist of NICs and GPUs on a multi-node host", UnknownWhen: "never: the finding is itself about an unknown node (warn)"}, numaUnknown},
+	{check.Entry{ID: "gpu.baseboard", Title: "Every GPU of the NVSwitch baseboard is on the bus",
+		Why:    "An HGX board carries a fixed number of GPUs for its NVSwitches (8 on H100/H200 with 4, on A100 with 6, on B200/B300 with 2). One fewer is a GPU that fell off the bus or failed to enumerate: the node runs fewer ranks or hangs the job, and Fabric Manager's partitions no longer match.",
+		Source: "NVIDIA HGX baseboards; seed 004 (identically configured cluster)",
+		Fixes:  []string{"nvidia-smi -L; lspci -d 10de: | grep -c 3D  # which GPU is missing", "dmesg | grep -iE 'NVRM|Xid|fallen off'; reseat or RMA the GPU"},
+		Needs:  "the PCI functions: NVIDIA GPUs and NVSwitches (class 0680)", UnknownWhen: "never: a board with an NVSwitch count nobody ships is not judged"}, gpuBaseboard},
 	{check.Entry{ID: "affinity.gpu-nic", Title: "Each GPU has a NIC on its PCIe switch or host bridge",
 		Why:    "GPUDirect RDMA does not work well across host bridges and not at all across sockets (NCCL's default GDR level is PXB).",
 		Source: "seed 004, NCCL paths.cc",
@@ -1452,6 +1457,57 @@ func numaUnknown(r rule, s *host.Snapshot, o Options) []check.Finding {
 		check1(g.Address, "GPU")
 	}
 	return out
+}
+
+// hgxGPUs is how many GPUs an HGX baseboard with N NVSwitch chips holds.
+var hgxGPUs = map[int]int{2: 8, 4: 8, 6: 8, 12: 16}
+
+func gpuBaseboard(r rule, s *host.Snapshot, o Options) []check.Finding {
+	b := s.Baseboard
+	if b == nil {
+		return nil
+	}
+	want, ok := hgxGPUs[len(b.NVSwitches)]
+	if !ok {
+		return nil
+	}
+	e := []check.Evidence{ev("GPUs", fmt.Sprintf("%d: %s", len(b.GPUs), host.JoinPCI(b.GPUs, " ")), "PCI functions (vendor 10de, class 03xx)"),
+		ev("NVSwitches", fmt.Sprintf("%d: %s", len(b.NVSwitches), host.JoinPCI(b.NVSwitches, " ")), "PCI functions (vendor 10de, class 0680)")}
+	if len(b.GPUs) >= want {
+		f := r.finding(s, check.Pass, "baseboard", "all %d GPUs of the %d-NVSwitch baseboard are on the bus", len(b.GPUs), len(b.NVSwitches))
+		f.Evidence = e
+		return []check.Finding{f}
+	}
+	// Where it went missing: a PCIe switch that holds a rail NIC but,
+	// unlike the others, no GPU.
+	gpuSwitch, nicSwitch := map[host.PCIAddress]bool{}, map[host.PCIAddress]bool{}
+	for _, g := range s.GPUs {
+		if g.Switch.IsValid() {
+			gpuSwitch[g.Switch] = true
+		}
+	}
+	for _, d := range s.RDMADevices {
+		if p := s.PCI(d.PCIAddress); p != nil && p.Switch.IsValid() {
+			nicSwitch[p.Switch] = true
+		}
+	}
+	var empty []host.PCIAddress
+	if len(gpuSwitch) > 0 {
+		for sw := range nicSwitch {
+			if !gpuSwitch[sw] {
+				empty = append(empty, sw)
+			}
+		}
+	}
+	slices.SortFunc(empty, host.PCIAddress.Compare)
+	where := ""
+	if len(empty) > 0 {
+		where = fmt.Sprintf("; the PCIe switch %s holds a rail NIC but no GPU, unlike the others: the missing GPU's slot", host.JoinPCI(empty, ", "))
+	}
+	f := r.finding(s, check.Fail, "baseboard", "%d of %d GPUs on the %d-NVSwitch HGX baseboard: %d GPU(s) missing from the bus%s", len(b.GPUs), want, len(b.NVSwitches), want-len(b.GPUs), where)
+	f.Evidence = e
+	f.Fix = slices.Clone(r.Fixes)
+	return []check.Finding{f}
 }
 
 func gpuNIC(r rule, s *host.Snapshot, o Options) []check.Finding {

@@ -118,3 +118,31 @@ func setDriver(m *testhost.Machine, addr, driver string) {
 		}
 	}
 }
+
+// Seed 004's 8×H200 HGX with one GPU gone from the bus: 7 of 8 GPUs on
+// a 4-NVSwitch board fail gpu.baseboard, naming the PCIe switch that
+// kept its NIC but lost its GPU; the whole board passes.
+func TestHGXMissingGPU(t *testing.T) {
+	judge := func(m testhost.Machine) check.Finding {
+		t.Helper()
+		var got []check.Finding
+		for _, f := range Doctor([]*host.Snapshot{tree(t, m, nil)}, Options{}) {
+			if f.Check == "gpu.baseboard" {
+				got = append(got, f)
+			}
+		}
+		if len(got) != 1 {
+			t.Fatalf("want one gpu.baseboard finding, got %+v", got)
+		}
+		return got[0]
+	}
+	if f := judge(testhost.HGX()); f.Outcome != check.Pass || f.Subject != "baseboard" {
+		t.Errorf("whole board: %+v", f)
+	}
+	m := testhost.HGX()
+	m.PCI = slices.DeleteFunc(m.PCI, func(p testhost.PCIFunc) bool { return p.Addr == "0000:13:00.0" })
+	f := judge(m)
+	if f.Outcome != check.Fail || f.Subject != "baseboard" || !strings.Contains(f.Message, "7 of 8 GPUs on the 4-NVSwitch HGX baseboard") || !strings.Contains(f.Message, "PCIe switch 0000:11:00.0 holds a rail NIC but no GPU") {
+		t.Errorf("7 GPUs: %+v", f)
+	}
+}
