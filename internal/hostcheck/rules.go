@@ -771,6 +771,16 @@ func nicMax(d host.RDMADevice, pci *host.PCIDevice, layer linkrate.Layer, rateGb
 
 func portRateNICMax(r rule, s *host.Snapshot, o Options) []check.Finding {
 	var out []check.Finding
+	models, main := hostModels(s, false)
+	// sameRate: every active port of a model runs at one rate.
+	rates := map[string]map[float64]bool{}
+	activePorts(s, func(d host.RDMADevice, p host.RDMAPort) {
+		m := nicModel(s, d)
+		if rates[m] == nil {
+			rates[m] = map[float64]bool{}
+		}
+		rates[m][p.RateGbps] = true
+	})
 	activePorts(s, func(d host.RDMADevice, p host.RDMAPort) {
 		if p.RateGbps == 0 {
 			return
@@ -786,6 +796,12 @@ func portRateNICMax(r rule, s *host.Snapshot, o Options) []check.Finding {
 			// No model at all (another vendor, no PCI function in the
 			// capture): nothing to compare with, and nothing to claim.
 			return
+		case p.RateGbps < max && main != "" && nicModel(s, d) != main && len(rates[nicModel(s, d)]) == 1 && models[main].up > 0:
+			// A second NIC model whose every port runs at one lower rate,
+			// beside the host's main RDMA NICs: a network of its own
+			// (management, NVLink management on GB200/B300 boards at
+			// 100G), not a slow link.
+			f = r.finding(s, check.Pass, sub, "runs at %g Gb/s like every %s port of this host, below this %s's %g Gb/s: a network of its own beside the host's main %s NICs (management), not a slow link", p.RateGbps, nicModel(s, d), part, max, main)
 		case !known:
 			f = r.finding(s, check.Unknown, sub, "runs at %g Gb/s; the %s family reaches %g Gb/s, but some of its boards are slower and board_id %q is not in the board table", p.RateGbps, part, max, d.BoardID)
 		case p.RateGbps < max:

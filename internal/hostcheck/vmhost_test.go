@@ -146,3 +146,49 @@ func TestHGXMissingGPU(t *testing.T) {
 		t.Errorf("7 GPUs: %+v", f)
 	}
 }
+
+// A B300-like board: six ConnectX-8 rails at 800 Gb/s and two ConnectX-7
+// NVLink-management ports at 100 Gb/s. The ConnectX-7s all run at one
+// rate beside the host's main NICs: a network of their own, no rate
+// finding. One ConnectX-8 rail at 400 still warns.
+func TestManagementPortsAt100G(t *testing.T) {
+	m := testhost.HGX()
+	for i := range m.RDMA {
+		port := &m.RDMA[i].Ports[0]
+		if i < 6 {
+			m.RDMA[i].HCAType = "MT4131"
+			port.Rate = "800 Gb/sec (4X XDR)"
+		} else {
+			port.Rate = "100 Gb/sec (4X EDR)"
+		}
+	}
+	for i := range m.PCI {
+		for j := range 6 {
+			if m.PCI[i].Addr == m.RDMA[j].PCI {
+				m.PCI[i].Device = "0x1023"
+			}
+		}
+	}
+	rate := func(m testhost.Machine) []check.Finding {
+		var out []check.Finding
+		for _, f := range Doctor([]*host.Snapshot{tree(t, m, nil)}, Options{}) {
+			if strings.HasPrefix(f.Check, "port.rate") && f.Outcome != check.Pass {
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+	if fs := rate(m); len(fs) != 0 {
+		t.Errorf("management ports at 100G: %+v", fs)
+	}
+	m.RDMA[0].Ports[0].Rate = "400 Gb/sec (4X NDR)"
+	fs := rate(m)
+	if len(fs) == 0 || !slices.ContainsFunc(fs, func(f check.Finding) bool { return f.Subject == "mlx5_0 port 1" }) {
+		t.Errorf("a ConnectX-8 rail at 400: %+v", fs)
+	}
+	for _, f := range fs {
+		if f.Subject != "mlx5_0 port 1" {
+			t.Errorf("only mlx5_0 is slow: %+v", f)
+		}
+	}
+}
