@@ -3,6 +3,7 @@ package cli
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -197,5 +198,32 @@ func TestPlanCheckVCPUsNotIsolated(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// A real 8×H200 `nvidia-smi topo -m` with GPU7's row and column gone (a
+// GPU fallen off the bus): 7 GPUs joined all-to-all by NV18 fail
+// topo.gpus (exit 1); the capture as taken passes it (exit 0).
+func TestJudgeTopoMissingGPU(t *testing.T) {
+	rel := "nvidia-smi-topo/gpu-comm-blog-zh_h200-8gpu-NV18_9nic-PIX-rails_mlx5_bond_0_author-reformatted-spaces-ruler-translated-legend.txt"
+	var lines []string
+	for _, l := range strings.Split(hrShared(t, rel), "\n") {
+		f := strings.Fields(l)
+		switch {
+		case len(f) > 0 && f[0] == "GPU7":
+			continue
+		case len(f) > 0 && f[0] == "GPU0": // the heading
+			l = strings.Join(slices.Delete(f, 7, 8), "  ")
+		case len(f) > 9 && (strings.HasPrefix(f[0], "GPU") || strings.HasPrefix(f[0], "NIC")) && !strings.HasSuffix(f[0], ":"):
+			l = strings.Join(slices.Delete(f, 8, 9), "  ")
+		}
+		lines = append(lines, l)
+	}
+	out, errOut, code := run(t, "judge", hrTemp(t, "topo.txt", strings.Join(lines, "\n")))
+	if code != ExitFindings || !strings.Contains(out, "7 GPUs joined all-to-all by NV18: an NVSwitch board holds 8") {
+		t.Errorf("7 GPUs: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := run(t, "judge", filepath.Join(testhost.SharedTestdata(t), rel)); code != ExitOK {
+		t.Errorf("8 GPUs: exit %d\n%s%s", code, out, errOut)
 	}
 }
