@@ -227,3 +227,25 @@ func TestJudgeTopoMissingGPU(t *testing.T) {
 		t.Errorf("8 GPUs: exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// One story per fact: on seed 000's RTX 3090 box, doctor, nccl env and
+// plan vms give the same GPUDirect verdict from the same rule (GeForce:
+// no GPUDirect RDMA), and doctor tells each GPU's path once (gpudirect.path,
+// not affinity.gpu-nic beside it).
+func TestGeForceOneGPUDirectStory(t *testing.T) {
+	const why = "GeForce RTX 3090 is a consumer GPU: NVIDIA does not support GPUDirect RDMA on GeForce/TITAN"
+	doctor, _, _ := run(t, "doctor", "--snapshot", "example:seed000-epyc")
+	env, _, _ := run(t, "nccl", "env", "--snapshot", "example:seed000-epyc")
+	plan, _, _ := run(t, "plan", "vms", "--snapshot", "example:seed000-epyc", "--vms", "2")
+	for name, out := range map[string]string{"doctor": doctor, "nccl env": env, "plan vms": plan} {
+		if !strings.Contains(out, why) {
+			t.Errorf("%s does not say %q:\n%s", name, why, out)
+		}
+	}
+	if strings.Contains(doctor, "affinity.gpu-nic") || strings.Count(doctor, "gpudirect.path") != 2 {
+		t.Errorf("doctor tells the GPU paths more than once:\n%s", doctor)
+	}
+	if strings.Contains(env, "GDR off: path SYS") {
+		t.Errorf("nccl env blames the path, not the GPU:\n%s", env)
+	}
+}

@@ -115,6 +115,13 @@ func PredictAt(s *host.Snapshot, gdrLevel string) HostPrediction {
 		p.Level = rail.Level
 		p.Bridges = bridgesBetween(gd, nd)
 		p.GDR, p.GDRReason = gdrVerdict(p.Level, memory, gdrLevel)
+		if g := gpuOf(s, rail.GPU); g != nil {
+			// The GPU's class decides before any path: GPUClass is the one
+			// rule doctor, nccl env and plan apply.
+			if ok, why := GPUClass(g.Name); !ok {
+				p.GDR, p.GDRReason = false, why
+			}
+		}
 		if g := gpuOf(s, rail.GPU); g != nil && isC2C(g.Name) && !p.GDR && memory != "" {
 			p.GDR, p.GDRReason = true, fmt.Sprintf("path %s in PCIe terms, but %s reaches the NIC over the CPU's NVLink-C2C: NCCL uses GPUDirect RDMA there (NCCL_NET_GDR_C2C); %s", p.Level, g.Name, memory)
 		}

@@ -1540,10 +1540,13 @@ func gpuNIC(r rule, s *host.Snapshot, o Options) []check.Finding {
 		}
 		e := []check.Evidence{ev("nearest NIC", nic+" at "+best, "PCI tree under /sys/devices")}
 		var f check.Finding
-		if host.LevelRank(best) <= host.LevelRank(host.LevelPHB) {
-			f = r.finding(s, check.Pass, rail.GPU.String(), "nearest NIC %s is %s: GPUDirect RDMA path is good", nic, best)
+		// NCCL's default GDR level (PXB), the rule gpudirect.path applies:
+		// doctor reports this finding only where gpudirect.path does not
+		// judge the GPU (the vm-host profile, a rail with no active port).
+		if host.LevelRank(best) <= host.LevelRank(host.LevelPXB) {
+			f = r.finding(s, check.Pass, rail.GPU.String(), "nearest NIC %s is %s: within NCCL's default GPUDirect RDMA level (PXB)", nic, best)
 		} else {
-			f = r.finding(s, check.Warn, rail.GPU.String(), "nearest NIC %s is %s: GPUDirect RDMA will be slow or off (NCCL uses it up to PXB by default)", nic, best)
+			f = r.finding(s, check.Warn, rail.GPU.String(), "nearest NIC %s is %s: beyond NCCL's default GPUDirect RDMA level (PXB), so NCCL stages through host memory", nic, best)
 			f.Fix = slices.Clone(r.Fixes)
 		}
 		f.Evidence = e

@@ -3,6 +3,7 @@ package plan
 import (
 	"cmp"
 	"fmt"
+	"github.com/rdmalab/rdmalab/internal/gpudirect"
 	"slices"
 	"strings"
 
@@ -275,6 +276,13 @@ func assignDevices(s *host.Snapshot, t *topology, req Request) ([]vmDevices, []c
 	for i, vd := range out {
 		name := fmt.Sprintf("%s%02d", req.NamePrefix, i)
 		for _, p := range vd.pairs {
+			// The GPU's class is gpudirect's rule, the one doctor and nccl
+			// env apply: a GeForce has no GPUDirect RDMA on any path.
+			classOK, classWhy := gpudirect.GPUClass(gpuName(s, p.GPU))
+			if !classOK {
+				f := note("gpudirect.gpu-class", name+" "+p.GPU.String(), "use a data-center or professional GPU for GPUDirect RDMA, or accept staging through host memory", "%s: GPU %s: %s", name, p.GPU, classWhy)
+				notes = append(notes, f)
+			}
 			if !p.NIC.IsValid() {
 				notes = append(notes, note("plan.pair.no-nic", name+" "+p.GPU.String(), "", "GPU %s has no RDMA NIC of its own: GPUDirect RDMA is not possible for it", p.GPU))
 				continue
@@ -286,6 +294,10 @@ func assignDevices(s *host.Snapshot, t *topology, req Request) ([]vmDevices, []c
 				// choose it on a SYS path unless told to.
 				why := fmt.Sprintf("both in socket %d: GPUDirect RDMA is possible, but NCCL uses it on a SYS path only with NCCL_NET_GDR_LEVEL=SYS", t.pkgOf(gn))
 				fix := "NCCL_NET_GDR_LEVEL=SYS in the guest, or pair devices under one PCIe switch or node"
+				if !classOK {
+					why = fmt.Sprintf("both in socket %d: the traffic crosses NUMA nodes; no GPUDirect RDMA for this GPU on any path (gpudirect.gpu-class)", t.pkgOf(gn))
+					fix = "pair devices under one PCIe switch or node, so staging through host memory stays on one node"
+				}
 				if t.pkgOf(gn) != t.pkgOf(nn) {
 					why = "different sockets: GPUDirect RDMA does not work across sockets, NCCL stages through host memory"
 					fix = "--policy restricted keeps each VM inside one socket"
@@ -386,6 +398,16 @@ func pairsWithin(s *host.Snapshot, addrs []host.PCIAddress) []Pair {
 		}
 	}
 	return pairGPUs(&sub, newTopology(s))
+}
+
+// gpuName is the model nvidia-smi or the PCI id table gives a GPU.
+func gpuName(s *host.Snapshot, a host.PCIAddress) string {
+	for _, g := range s.GPUs {
+		if g.Address == a {
+			return g.Name
+		}
+	}
+	return ""
 }
 
 func pairDev(s *host.Snapshot, p Pair) *host.PCIDevice {
