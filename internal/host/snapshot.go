@@ -120,6 +120,14 @@ type PCIDevice struct {
 	LocalityNUMANode int    `json:"locality_numa_node"`
 	LocalitySource   string `json:"locality_source"` // "numa_node", "local_cpulist", "single_node", "unknown"
 	IOMMUGroup       *int   `json:"iommu_group,omitempty"`
+	// ConfigBytes is how much of the function's config space sysfs let
+	// the reader see: 64 bytes (the header) without root, 256 or 4096 as
+	// root; 0 when not read (only bridges and RDMA NICs are read).
+	// ACSCtl and ATSEnabled are set only when the extended capabilities
+	// were readable and hold an ACS or ATS capability.
+	ConfigBytes int     `json:"config_bytes,omitempty"`
+	ACSCtl      *uint16 `json:"acs_ctl,omitempty"`
+	ATSEnabled  *bool   `json:"ats_enabled,omitempty"`
 	ResetMethod      string `json:"reset_method,omitempty"`
 
 	CurrentLinkSpeedGTps float64 `json:"current_link_speed_gtps,omitempty"`
