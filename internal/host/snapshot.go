@@ -128,6 +128,7 @@ type PCIDevice struct {
 	ConfigBytes int     `json:"config_bytes,omitempty"`
 	ACSCtl      *uint16 `json:"acs_ctl,omitempty"`
 	ATSEnabled  *bool   `json:"ats_enabled,omitempty"`
+
 	ResetMethod      string `json:"reset_method,omitempty"`
 
 	CurrentLinkSpeedGTps float64 `json:"current_link_speed_gtps,omitempty"`
