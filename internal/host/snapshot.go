@@ -129,7 +129,7 @@ type PCIDevice struct {
 	ACSCtl      *uint16 `json:"acs_ctl,omitempty"`
 	ATSEnabled  *bool   `json:"ats_enabled,omitempty"`
 
-	ResetMethod      string `json:"reset_method,omitempty"`
+	ResetMethod string `json:"reset_method,omitempty"`
 
 	CurrentLinkSpeedGTps float64 `json:"current_link_speed_gtps,omitempty"`
 	CurrentLinkWidth     int     `json:"current_link_width,omitempty"`
