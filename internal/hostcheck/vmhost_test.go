@@ -192,3 +192,38 @@ func TestManagementPortsAt100G(t *testing.T) {
 		}
 	}
 }
+
+// ACS on a VM host, read from config space: header only (not root) is an
+// unknown that says so; ACS off fails; on with Direct Translated P2P passes.
+func TestVMHostACSFromConfigSpace(t *testing.T) {
+	acs := func(bytes int, ctl uint16) check.Finding {
+		t.Helper()
+		s := tree(t, seed000VMHost(nil), nil)
+		for i := range s.PCIDevices {
+			d := &s.PCIDevices[i]
+			if host.IsBridgeClass(d.Class) {
+				d.ConfigBytes = bytes
+				if bytes >= 256 {
+					c := ctl
+					d.ACSCtl = &c
+				}
+			}
+		}
+		for _, f := range Doctor([]*host.Snapshot{s}, Options{Profile: VMHost}) {
+			if f.Check == "vmhost.acs" {
+				return f
+			}
+		}
+		t.Fatal("no vmhost.acs")
+		return check.Finding{}
+	}
+	if f := acs(64, 0); f.Outcome != check.Unknown || !strings.Contains(f.Message, "not root") {
+		t.Errorf("header only: %+v", f)
+	}
+	if f := acs(4096, 0); f.Outcome != check.Fail || !strings.Contains(f.Message, "ACS is off") {
+		t.Errorf("ACS off: %+v", f)
+	}
+	if f := acs(4096, host.ACSSrcValid|host.ACSReqRedir|host.ACSCmpltRedir|host.ACSDirectTrans); f.Outcome != check.Pass {
+		t.Errorf("ACS on, DirectTrans: %+v", f)
+	}
+}
