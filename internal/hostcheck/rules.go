@@ -407,6 +407,7 @@ func portState(r rule, s *host.Snapshot, o Options) []check.Finding {
 			// listed are unknown, not fine.
 			f := r.finding(s, check.Unknown, "rdma devices", "the RDMA devices were not all read: %s", e.Error)
 			f.Evidence = []check.Evidence{ev("rdma devices", e.Error, cmp.Or(e.Path, s.Tool, s.Source))}
+			f.Fix = []string{"read the devices again (ibstat, or rdmalab doctor on the host) and judge the whole output; give --expect-ports DEV/PORT for the ports that must be up"}
 			out = append(out, f)
 		}
 	}
@@ -424,6 +425,7 @@ func portState(r rule, s *host.Snapshot, o Options) []check.Finding {
 				// Listed, but its ports were not read (an output cut short).
 				f := r.finding(s, check.Unknown, d.Name, "no ports were read for this device: %s", e.Error)
 				f.Evidence = []check.Evidence{ev("ports", "none read", cmp.Or(e.Path, s.Tool, s.Source))}
+				f.Fix = []string{fmt.Sprintf("give the whole output for %s (ibstat %s), or --expect-ports %s/1 if it is meant to be up", d.Name, d.Name, d.Name)}
 				out = append(out, f)
 				break
 			}
@@ -435,6 +437,7 @@ func portState(r rule, s *host.Snapshot, o Options) []check.Finding {
 			switch {
 			case !p.State.Known():
 				f = r.finding(s, check.Unknown, sub, "port state could not be read")
+				f.Fix = []string{fmt.Sprintf("ibstat %s %d (or cat /sys/class/infiniband/%s/ports/%d/state), and judge that", d.Name, p.Port, d.Name, p.Port)}
 			case p.State == portstate.Active && (p.PhysState == portstate.LinkUp || !p.PhysState.Known()):
 				f = r.finding(s, check.Pass, sub, "Active, LinkUp")
 			case p.State == portstate.Active:
