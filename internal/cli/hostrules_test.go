@@ -249,3 +249,31 @@ func TestGeForceOneGPUDirectStory(t *testing.T) {
 		t.Errorf("nccl env blames the path, not the GPU:\n%s", env)
 	}
 }
+
+// One of several RoCE ports without a routable GID is a warning: the
+// real three-device show_gids with mlx5_2's IPv4 GIDs gone (its address
+// removed) warns on mlx5_2 alone, naming its netdev in the fix; the
+// capture as taken passes; a host whose only RoCE port lacks one fails.
+func TestJudgeOneRoCEPortWithoutRoutableGID(t *testing.T) {
+	rel := "show_gids/rdma-bench-c-header-comment_star-prefixed_3dev-roce-v1-v2_tabs.txt"
+	var lines []string
+	for _, l := range strings.Split(hrShared(t, rel), "\n") {
+		if strings.Contains(l, "mlx5_2") && strings.Contains(l, "26.110.178.29") {
+			continue
+		}
+		l = strings.Replace(l, "n_gids_found=12", "n_gids_found=10", 1)
+		lines = append(lines, l)
+	}
+	out, errOut, code := run(t, "judge", hrTemp(t, "gids.txt", strings.Join(lines, "\n")))
+	if code != ExitOK || !strings.Contains(out, "mlx5_2 port 1: no RoCE v2 GID with an IPv4 address") || !strings.Contains(out, "2 of the host's 3 RoCE ports have one") ||
+		!strings.Contains(out, "assign an IPv4 address to eth03") || !strings.Contains(out, "cma_roce_mode -d mlx5_2 -p 1 -m 2") {
+		t.Errorf("one port without: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := run(t, "judge", filepath.Join(testhost.SharedTestdata(t), rel)); code != ExitOK {
+		t.Errorf("as taken: exit %d\n%s%s", code, out, errOut)
+	}
+	only := filepath.Join(testhost.SharedTestdata(t), "show_gids/rdma-manual-readme_mlx5_0-ens11f0-link-local-only_mlx5_1-ib-port-v1-no-netdev.txt")
+	if out, errOut, code := run(t, "judge", only); code != ExitFindings || !strings.Contains(out, "mlx5_0 port 1: no RoCE v2 GID") {
+		t.Errorf("the only RoCE port: exit %d\n%s%s", code, out, errOut)
+	}
+}
