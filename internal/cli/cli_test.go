@@ -125,7 +125,7 @@ func TestDemo(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d", code)
 	}
-	for _, want := range []string{"example host seed000-epyc", "example host hgx-h200", "columbia.lab", "PIX", "rdmalab doctor", "affinity.gpu-nic"} {
+	for _, want := range []string{"example host seed000-epyc", "example host hgx-h200", "columbia.lab", "PIX", "rdmalab doctor", "gpudirect.path"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo lacks %q", want)
 		}

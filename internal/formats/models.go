@@ -109,11 +109,11 @@ func readQoS(parse func([]byte, string) ([]host.RoCEQoS, error)) func(string, []
 		s := partial(name)
 		for _, q := range qs {
 			// No port state in a saved output: the QoS as shown, keyed
-			// by the netdev or, without one, the RDMA port.
+			// by the netdev or, without one, the RDMA port; the device
+			// stays for the fixes that name it.
 			if q.Netdev == "" && q.Device != "" {
 				q.Netdev = fmt.Sprintf("%s port %d", q.Device, q.Port)
 			}
-			q.Device, q.Port = "", 0
 			s.AddRoCEQoS(q)
 		}
 		return &HostPart{Snapshot: s, Shows: ShowsRoCE}, nil

@@ -79,7 +79,7 @@ func toolPort(s *host.Snapshot, dev string, n int) *host.RDMAPort {
 		}
 	}
 	if d == nil {
-		s.RDMADevices = append(s.RDMADevices, host.RDMADevice{Name: dev, NUMANode: -1})
+		s.RDMADevices = append(s.RDMADevices, host.RDMADevice{Name: dev, NUMANode: -1, PCIAddress: pciOfName(dev)})
 		d = &s.RDMADevices[len(s.RDMADevices)-1]
 	}
 	for i := range d.Ports {
@@ -220,4 +220,26 @@ func intPtr(v string) *int {
 	}
 	i := int(n)
 	return &i
+}
+
+var predictableRE = lazyre.New(`^(?:roce|ib|rdma)(?:P(\d+))?p(\d+)s(\d+)f(\d+)$`)
+
+// pciOfName is the PCI address udev's predictable RDMA names spell
+// (rocep1s0f1: bus 1, slot 0, function 1; roceP2p1s0f0 in domain 2; the
+// numbers are decimal), so two functions of one card are known as one
+// card; the zero address for any other name.
+func pciOfName(dev string) host.PCIAddress {
+	m := predictableRE().FindStringSubmatch(dev)
+	if m == nil {
+		return host.PCIAddress{}
+	}
+	n := func(s string) uint {
+		v, _ := strconv.ParseUint(s, 10, 32)
+		return uint(v)
+	}
+	a, err := host.NewPCIAddress(n(m[1]), n(m[2]), n(m[3]), n(m[4]))
+	if err != nil {
+		return host.PCIAddress{}
+	}
+	return a
 }

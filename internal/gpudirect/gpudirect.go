@@ -115,6 +115,16 @@ func PredictAt(s *host.Snapshot, gdrLevel string) HostPrediction {
 		p.Level = rail.Level
 		p.Bridges = bridgesBetween(gd, nd)
 		p.GDR, p.GDRReason = gdrVerdict(p.Level, memory, gdrLevel)
+		if g := gpuOf(s, rail.GPU); g != nil {
+			// The GPU's class decides before any path: GPUClass is the one
+			// rule doctor, nccl env and plan apply.
+			if ok, why := GPUClass(g.Name); !ok {
+				p.GDR, p.GDRReason = false, why
+			}
+		}
+		if g := gpuOf(s, rail.GPU); g != nil && isC2C(g.Name) && !p.GDR && memory != "" {
+			p.GDR, p.GDRReason = true, fmt.Sprintf("path %s in PCIe terms, but %s reaches the NIC over the CPU's NVLink-C2C: NCCL uses GPUDirect RDMA there (NCCL_NET_GDR_C2C); %s", p.Level, g.Name, memory)
+		}
 		hp.GPUs = append(hp.GPUs, p)
 		if !slices.Contains(hp.Rails, r.Name) {
 			hp.Rails = append(hp.Rails, r.Name)
@@ -149,6 +159,22 @@ func PredictAt(s *host.Snapshot, gdrLevel string) HostPrediction {
 	}
 	hp.SocketIf, hp.SocketIfReason = socketIf(s)
 	return hp
+}
+
+// isC2C says whether a GPU is a Grace superchip's (GH200, GB200, GB300):
+// it hangs off the CPU's NVLink-C2C, so every NIC is NODE/SYS in PCIe
+// terms while NCCL still reads its memory from the NIC directly.
+func isC2C(name string) bool {
+	return strings.Contains(name, "GH200") || strings.Contains(name, "GB200") || strings.Contains(name, "GB300")
+}
+
+func gpuOf(s *host.Snapshot, a host.PCIAddress) *host.GPU {
+	for i := range s.GPUs {
+		if s.GPUs[i].Address == a {
+			return &s.GPUs[i]
+		}
+	}
+	return nil
 }
 
 func firstActive(r host.RDMADevice) host.RDMAPort {
@@ -331,6 +357,10 @@ func Readiness(s *host.Snapshot) []check.Finding {
 			continue
 		}
 		ev := check.Evidence{What: "path " + p.GPU.String() + " ↔ " + p.Rail, Value: p.Level, Source: "PCI tree (like nvidia-smi topo -m)"}
+		if g := gpuOf(s, p.GPU); g != nil && isC2C(g.Name) && host.LevelRank(p.Level) > host.LevelRank(host.LevelPXB) {
+			add("gpudirect.path", check.Pass, subject, fmt.Sprintf("rail %s at %s in PCIe terms, but %s is on the CPU's NVLink-C2C (Grace): NCCL uses GPUDirect RDMA over C2C (NCCL_NET_GDR_C2C)", p.Rail, p.Level, g.Name), ev)
+			continue
+		}
 		switch host.LevelRank(p.Level) {
 		case host.LevelRank(host.LevelPIX), host.LevelRank(host.LevelPXB):
 			add("gpudirect.path", check.Pass, subject, fmt.Sprintf("rail %s at %s: within NCCL's GDR level %s", p.Rail, p.Level, DefaultGDRLevel), ev)
@@ -352,26 +382,98 @@ func Readiness(s *host.Snapshot) []check.Finding {
 			direct = append(direct, p.Rail)
 		}
 	}
-	// ACS and ATS live in config space only root can read, so they are not
-	// in a snapshot: one unknown per host says so and how to look, for the
-	// GPUs whose path would otherwise allow GPUDirect.
+	// ACS and ATS live in the extended config space, which sysfs shows to
+	// root only: judged where the snapshot read them, unknown (saying why)
+	// where it could not.
 	if len(direct) > 0 {
 		slices.SortFunc(bridges, host.PCIAddress.Compare)
 		bridges = slices.Compact(bridges)
-		add("gpudirect.acs", check.Unknown, "PCIe bridges", fmt.Sprintf("ACS on the %d bridge(s) between GPUs and their rails is not in the snapshot: if ACS redirects peer requests to the root complex, GPUDirect RDMA is slow or fails", len(bridges)),
-			check.Evidence{What: "bridges", Value: host.JoinPCI(bridges, " "), Source: "lspci -vvv (ACSCtl, root only)"}).Fix =
-			[]string{fmt.Sprintf("for b in %s; do lspci -vvv -s $b | grep ACSCtl; done   # want SrcValid- ReqRedir- CmpltRedir- (or setpci to clear)", host.JoinPCI(bridges, " "))}
-		var pcis []string
+		var pcis []host.PCIAddress
 		for _, rail := range slices.Compact(slices.Sorted(slices.Values(direct))) {
-			pcis = append(pcis, s.RDMA(rail).PCIAddress.String())
+			pcis = append(pcis, s.RDMA(rail).PCIAddress)
 		}
-		add("gpudirect.ats", check.Unknown, "rail NICs", fmt.Sprintf("ATS on the %d rail NIC(s) is not in the snapshot: with ACS on, peer traffic needs ATS on the NIC to go direct", len(pcis)),
-			check.Evidence{What: "ATSCtl", Value: "not read", Source: "lspci -vvv -s " + strings.Join(pcis, ",")}).Fix =
-			[]string{fmt.Sprintf("for d in %s; do lspci -vvv -s $d | grep -A1 'Address Translation'; mlxconfig -d $d query ATS_ENABLED; done", strings.Join(pcis, " "))}
+		fs = append(fs, acsATS(s, bridges, pcis)...)
 	}
 	if s.Kernel.IOMMU.Present && !s.Kernel.IOMMU.Passthrough {
 		add("gpudirect.iommu", check.Warn, "kernel", "the IOMMU translates DMA (no iommu=pt): GPU↔NIC peer traffic goes through the root complex and needs ACS/ATS set up, or it is slow",
 			check.Evidence{What: "iommu", Value: strings.Join(s.Kernel.IOMMU.Units, ","), Source: "/sys/class/iommu, /proc/cmdline"}).Fix = []string{"add iommu=pt to the kernel command line (bare metal)"}
+	}
+	return fs
+}
+
+// acsATS judges ACS on the bridges between GPUs and their rails and ATS
+// on the rail NICs from what the snapshot read of their config space.
+func acsATS(s *host.Snapshot, bridges, nics []host.PCIAddress) []check.Finding {
+	var fs []check.Finding
+	why := func(as []host.PCIAddress) string {
+		for _, a := range as {
+			if d := s.PCI(a); d != nil && d.ConfigBytes > 0 && d.ConfigBytes < 256 {
+				return fmt.Sprintf("sysfs showed %d bytes of config space (the header only: the extended capabilities need root; run doctor as root)", d.ConfigBytes)
+			}
+		}
+		return "config space was not read (an older snapshot or a capture without it)"
+	}
+	// ACS: redirecting requests or completions sends peer traffic up to
+	// the root complex, unless Direct Translated P2P lets ATS-translated
+	// requests through.
+	var redirect, unread, clean []string
+	for _, b := range bridges {
+		d := s.PCI(b)
+		switch {
+		case d == nil || d.ConfigBytes < 256:
+			unread = append(unread, b.String())
+		case d.ACSCtl == nil:
+			clean = append(clean, b.String()+" (no ACS)")
+		case *d.ACSCtl&(host.ACSReqRedir|host.ACSCmpltRedir) != 0 && *d.ACSCtl&host.ACSDirectTrans == 0:
+			redirect = append(redirect, fmt.Sprintf("%s (ACSCtl %#04x)", b, *d.ACSCtl))
+		default:
+			clean = append(clean, fmt.Sprintf("%s (ACSCtl %#04x)", b, *d.ACSCtl))
+		}
+	}
+	ev := check.Evidence{What: "bridges between GPUs and rails", Value: host.JoinPCI(bridges, " "), Source: "/sys/bus/pci/devices/*/config (ACS extended capability)"}
+	acsFix := fmt.Sprintf("for b in %s; do lspci -vvv -s $b | grep ACSCtl; done   # want ReqRedir- CmpltRedir-, or DirectTrans+ with ATS on the NIC", host.JoinPCI(bridges, " "))
+	switch {
+	case len(redirect) > 0:
+		f := check.Finding{Check: "gpudirect.acs", Outcome: check.Warn, Host: s.Hostname, Subject: "PCIe bridges", Evidence: []check.Evidence{ev},
+			Message: fmt.Sprintf("ACS redirects peer requests on %s: GPU↔NIC traffic goes up to the root complex, so GPUDirect RDMA is slow or fails", strings.Join(redirect, ", ")),
+			Fix:     []string{"on bare metal clear ReqRedir/CmpltRedir on these bridges (setpci, or the BIOS ACS setting); on a VM host keep ACS and enable Direct Translated P2P plus ATS on the NIC", acsFix}}
+		fs = append(fs, f)
+	case len(unread) > 0:
+		fs = append(fs, check.Finding{Check: "gpudirect.acs", Outcome: check.Unknown, Host: s.Hostname, Subject: "PCIe bridges", Evidence: []check.Evidence{ev},
+			Message: fmt.Sprintf("ACS on %d bridge(s) between GPUs and their rails is not known: %s", len(unread), why(bridges)), Fix: []string{acsFix}})
+	default:
+		fs = append(fs, check.Finding{Check: "gpudirect.acs", Outcome: check.Pass, Host: s.Hostname, Subject: "PCIe bridges", Evidence: []check.Evidence{ev},
+			Message: "no bridge between a GPU and its rail redirects peer requests: " + strings.Join(clean, ", ")})
+	}
+	// ATS: needed where ACS redirects and Direct Translated P2P is on.
+	var off, unknown, on []string
+	for _, a := range nics {
+		d := s.PCI(a)
+		switch {
+		case d == nil || d.ConfigBytes < 256:
+			unknown = append(unknown, a.String())
+		case d.ATSEnabled == nil || !*d.ATSEnabled:
+			off = append(off, a.String())
+		default:
+			on = append(on, a.String())
+		}
+	}
+	nev := check.Evidence{What: "rail NICs", Value: host.JoinPCI(nics, " "), Source: "/sys/bus/pci/devices/*/config (ATS extended capability)"}
+	atsFix := fmt.Sprintf("for d in %s; do lspci -vvv -s $d | grep -A1 'Address Translation'; mlxconfig -d $d query ATS_ENABLED; done", host.JoinPCI(nics, " "))
+	switch {
+	case len(unknown) > 0:
+		fs = append(fs, check.Finding{Check: "gpudirect.ats", Outcome: check.Unknown, Host: s.Hostname, Subject: "rail NICs", Evidence: []check.Evidence{nev},
+			Message: fmt.Sprintf("ATS on %d rail NIC(s) is not known: %s", len(unknown), why(nics)), Fix: []string{atsFix}})
+	case len(off) > 0 && len(redirect) > 0:
+		fs = append(fs, check.Finding{Check: "gpudirect.ats", Outcome: check.Warn, Host: s.Hostname, Subject: "rail NICs", Evidence: []check.Evidence{nev},
+			Message: fmt.Sprintf("ATS is off on %s while ACS redirects peer requests: nothing lets GPU↔NIC traffic go direct", strings.Join(off, ", ")),
+			Fix:     []string{fmt.Sprintf("mlxconfig -d %s set ATS_ENABLED=true, then reboot", off[0]), atsFix}})
+	case len(off) > 0:
+		fs = append(fs, check.Finding{Check: "gpudirect.ats", Outcome: check.Pass, Host: s.Hostname, Subject: "rail NICs", Evidence: []check.Evidence{nev},
+			Message: fmt.Sprintf("ATS off on %s, and not needed: no bridge on the path redirects peer requests", strings.Join(off, ", "))})
+	default:
+		fs = append(fs, check.Finding{Check: "gpudirect.ats", Outcome: check.Pass, Host: s.Hostname, Subject: "rail NICs", Evidence: []check.Evidence{nev},
+			Message: "ATS enabled on " + strings.Join(on, ", ")})
 	}
 	return fs
 }
@@ -414,12 +516,12 @@ var ReadinessCatalog = []check.Entry{
 	{ID: "gpudirect.path", Needs: "the PCI tree of GPUs and RDMA NICs (sysfs)", UnknownWhen: "a GPU has no RDMA NIC at all", Title: "Each GPU has a rail NIC within NCCL's GDR level (PIX or PXB)",
 		Why:    "NCCL uses GPUDirect RDMA only when GPU and NIC are no farther apart than NCCL_NET_GDR_LEVEL (default PXB); SYS also crosses sockets.",
 		Source: "seed 002, seed 004; NCCL NCCL_NET_GDR_LEVEL", Fixes: []string{"put a NIC under the GPU's PCIe switch or root complex"}},
-	{ID: "gpudirect.acs", Needs: "ACSCtl of the bridges between GPU and NIC (lspci -vvv, root only)", UnknownWhen: "always from a snapshot: rdmalab names the bridges to check", Title: "ACS does not redirect peer traffic between GPU and NIC",
-		Why:    "ACS redirect on the bridges between them sends peer requests up to the root complex: GPUDirect slows or fails. Not readable without root, so named, not assumed.",
+	{ID: "gpudirect.acs", Needs: "ACSCtl of the bridges between GPU and NIC: their config space (/sys/bus/pci/devices/*/config past the 64-byte header, root only)", UnknownWhen: "the snapshot was taken without root (sysfs shows the header only: the finding says so) or holds no config space; rdmalab then names the bridges to check", Title: "ACS does not redirect peer traffic between GPU and NIC",
+		Why:    "ACS redirect on the bridges between them sends peer requests up to the root complex: GPUDirect slows or fails. Read from config space when inventory ran as root; otherwise named, not assumed.",
 		Source: "seed 003, seed 004", Fixes: []string{"lspci -vvv -s <bridge> | grep ACSCtl", "on bare metal: clear ReqRedir/CmpltRedir (setpci) or disable ACS in the BIOS", "on a VM host keep ACS (it makes the IOMMU groups) and enable ATS with Direct Translated P2P instead (doctor --profile vm-host)"}},
-	{ID: "gpudirect.ats", Needs: "ATSCtl of the rail NICs (lspci -vvv, root only)", UnknownWhen: "always from a snapshot: rdmalab names the NICs to check", Title: "ATS on the rail NIC",
-		Why:    "With ACS on, peer traffic goes direct only with Address Translation Services on the NIC. Not in a snapshot, so named, not assumed.",
-		Source: "seed 003, seed 004", Fixes: []string{"mlxconfig -d <pci> set ATS_ENABLED=true"}},
+	{ID: "gpudirect.ats", Needs: "ATSCtl of the rail NICs: their config space (root only), and ACS on the path", UnknownWhen: "the snapshot was taken without root or holds no config space; rdmalab then names the NICs to check", Title: "ATS on the rail NIC",
+		Why:    "With ACS on, peer traffic goes direct only with Address Translation Services on the NIC. Read from config space when inventory ran as root; ATS off is fine where no bridge redirects.",
+		Source: "seed 003, seed 004", Fixes: []string{"mlxconfig -d NIC-PCI-ADDRESS set ATS_ENABLED=true, then reboot (the finding names the NIC)"}},
 	{ID: "gpudirect.iommu", Needs: "/sys/class/iommu and /proc/cmdline", UnknownWhen: "never: no IOMMU units means none translating", Title: "The IOMMU does not translate peer traffic (iommu=pt or off)",
 		Why:    "A translating IOMMU sends GPU↔NIC DMA through the root complex unless ACS/ATS are set up.",
 		Source: "seed 003", Fixes: []string{"add iommu=pt to the kernel command line (bare metal)"}},

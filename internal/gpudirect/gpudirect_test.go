@@ -45,16 +45,17 @@ func TestPredictHGX(t *testing.T) {
 	}
 }
 
-// TestPredictSeed000: the EPYC lab's GPUs and NICs hang off different NUMA
-// nodes (SYS): GPUDirect predicted off although peermem is loaded, and why;
-// its RoCE GID index is what NCCL picks (RoCE v2 with IPv4: 3).
+// TestPredictSeed000: the EPYC lab's GPUs are GeForce RTX 3090s on NUMA
+// nodes other than their NICs' (SYS): GPUDirect predicted off although
+// peermem is loaded, and the reason is the GPU's class, which decides on
+// any path; its RoCE GID index is what NCCL picks (RoCE v2 with IPv4: 3).
 func TestPredictSeed000(t *testing.T) {
 	hp := Predict(load(t, "seed000-epyc"))
 	if len(hp.GPUs) != 2 {
 		t.Fatal(hp.GPUs)
 	}
 	for _, p := range hp.GPUs {
-		if p.Level != "SYS" || p.GDR || !strings.Contains(p.GDRReason, "farther than NCCL's default GDR level PXB") {
+		if p.Level != "SYS" || p.GDR || !strings.Contains(p.GDRReason, "GeForce RTX 3090 is a consumer GPU") {
 			t.Errorf("%+v", p)
 		}
 	}
@@ -145,7 +146,9 @@ func TestJudgeGPUDirect(t *testing.T) {
 			t.Errorf("%v/%v: %s %s", c.host, c.cuda, f.Outcome, f.Message)
 		}
 	}
-	if f := JudgeGPUDirect(24, 4.8, hp.GPUs[0]); !strings.Contains(f.Message, "SYS") {
+	// Seed 000's GPUs are GeForce RTX 3090s: the class decides before the
+	// SYS path (gpudirect.gpu-class, the rule doctor, nccl env and plan share).
+	if f := JudgeGPUDirect(24, 4.8, hp.GPUs[0]); !strings.Contains(f.Message, "GeForce RTX 3090 is a consumer GPU") {
 		t.Errorf("cause not from the prediction: %s", f.Message)
 	}
 }
@@ -156,4 +159,78 @@ func dump(fs []check.Finding) string {
 		fmt.Fprintf(&b, "  %s %s %s: %s\n", f.Outcome, f.Check, f.Subject, f.Message)
 	}
 	return b.String()
+}
+
+// ACS and ATS are judged from what the snapshot read of config space:
+// not read → unknown saying so; the 64-byte header an unprivileged read
+// gets → unknown saying root is needed; read as root → ReqRedir on a
+// bridge warns (and ATS off on the NIC with it), a clean path passes.
+func TestACSATSFromConfigSpace(t *testing.T) {
+	s := load(t, "hgx-h200")
+	get := func(id string) check.Finding {
+		t.Helper()
+		for _, f := range Readiness(s) {
+			if f.Check == id {
+				return f
+			}
+		}
+		t.Fatalf("no %s", id)
+		return check.Finding{}
+	}
+	if f := get("gpudirect.acs"); f.Outcome != check.Unknown || !strings.Contains(f.Message, "config space was not read") {
+		t.Errorf("not read: %+v", f)
+	}
+	set := func(bytes int, acs uint16, ats bool) {
+		for i := range s.PCIDevices {
+			d := &s.PCIDevices[i]
+			d.ConfigBytes = bytes
+			if bytes >= 256 && host.IsBridgeClass(d.Class) {
+				d.ACSCtl = &acs
+			}
+			if bytes >= 256 && d.Vendor == "0x15b3" {
+				d.ATSEnabled = &ats
+			}
+		}
+	}
+	set(64, 0, false)
+	if f := get("gpudirect.acs"); f.Outcome != check.Unknown || !strings.Contains(f.Message, "need root") {
+		t.Errorf("unprivileged: %+v", f)
+	}
+	if f := get("gpudirect.ats"); f.Outcome != check.Unknown || !strings.Contains(f.Message, "need root") {
+		t.Errorf("unprivileged: %+v", f)
+	}
+	set(4096, host.ACSSrcValid|host.ACSReqRedir|host.ACSCmpltRedir, false)
+	if f := get("gpudirect.acs"); f.Outcome != check.Warn || !strings.Contains(f.Message, "ACS redirects peer requests on") || !strings.Contains(f.Message, "ACSCtl 0x000d") {
+		t.Errorf("redirect: %+v", f)
+	}
+	if f := get("gpudirect.ats"); f.Outcome != check.Warn || !strings.Contains(f.Fix[0], "set ATS_ENABLED=true") {
+		t.Errorf("ATS off with redirect: %+v", f)
+	}
+	set(4096, host.ACSSrcValid, false)
+	if f := get("gpudirect.acs"); f.Outcome != check.Pass {
+		t.Errorf("clean: %+v", f)
+	}
+	if f := get("gpudirect.ats"); f.Outcome != check.Pass {
+		t.Errorf("ATS not needed: %+v", f)
+	}
+}
+
+// ParsePCIConfig walks the extended capability list past 0x100.
+func TestParsePCIConfig(t *testing.T) {
+	b := make([]byte, 4096)
+	put32 := func(off int, v uint32) {
+		b[off], b[off+1], b[off+2], b[off+3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+	}
+	put32(0x100, 0x000d|1<<16|0x148<<20) // ACS, next at 0x148
+	put32(0x104, 0x005f<<16)             // capability 0x5f, control ReqRedir|CmpltRedir|SrcValid... set below
+	b[0x106], b[0x107] = 0x1d, 0x00
+	put32(0x148, 0x000f|1<<16)      // ATS, last
+	b[0x14e], b[0x14f] = 0x00, 0x80 // Enable
+	acs, ats := host.ParsePCIConfig(b)
+	if acs == nil || *acs != 0x1d || ats == nil || !*ats {
+		t.Errorf("acs %v ats %v", acs, ats)
+	}
+	if acs, ats := host.ParsePCIConfig(b[:64]); acs != nil || ats != nil {
+		t.Error("a 64-byte header has no extended capabilities")
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/rdmalab/rdmalab/internal/check"
@@ -69,6 +70,9 @@ func JudgeTopo(t *host.Topo) []check.Finding {
 				[]string{"use a data-center or professional GPU for GPUDirect RDMA, or accept staging through host memory (perftest without --use_cuda shows the host-memory rate)"}
 		}
 	}
+	if f, ok := nvswitchCount(t, gpus); ok {
+		fs = append(fs, f)
+	}
 	if len(nics) == 0 {
 		add("topo.nics", check.Warn, "RDMA NICs", fmt.Sprintf("the matrix has %d GPU(s) and no NIC column: nvidia-smi sees no RDMA NIC, so there is no GPUDirect RDMA and multi-node traffic goes through host sockets", len(gpus)),
 			check.Evidence{What: "columns", Value: columnList(t), Source: topoSource}).Fix =
@@ -77,6 +81,7 @@ func JudgeTopo(t *host.Topo) []check.Finding {
 	}
 	rails, shared := TopoRails(t)
 	byNIC := map[int][]int{}
+	c2c, c2cWhy := t.C2C()
 	for gi, g := range gpus {
 		subject := t.Devices[g].Label
 		r := rails[gi]
@@ -87,13 +92,19 @@ func JudgeTopo(t *host.Topo) []check.Finding {
 		}
 		lv, nic := t.Level(g, r), t.Devices[r].Display()
 		ev := check.Evidence{What: subject + " ↔ " + nic, Value: lv, Source: topoSource}
-		switch lv {
-		case host.LevelPIX, host.LevelPXB:
+		switch {
+		case lv == host.LevelPIX || lv == host.LevelPXB:
 			add("topo.rail", check.Pass, subject, fmt.Sprintf("rail %s at %s: within NCCL's default GDR level %s", nic, lv, DefaultGDRLevel), ev)
 			if shared[gi] {
 				byNIC[r] = append(byNIC[r], g)
 			}
-		case host.LevelPHB:
+		case c2c:
+			// Grace: the GPU is on the CPU's NVLink-C2C, so every NIC is
+			// NODE/SYS in PCIe terms, and NCCL still reads GPU memory from
+			// the NIC directly (NCCL_NET_GDR_C2C).
+			add("topo.rail", check.Pass, subject, fmt.Sprintf("nearest NIC %s at %s, but the GPU sits on the CPU's NVLink-C2C (a Grace GH200/GB200 platform: %s): NCCL uses GPUDirect RDMA over C2C (NCCL_NET_GDR_C2C), not a PCIe path", nic, lv, c2cWhy), ev,
+				check.Evidence{What: "coherent GPU memory", Value: c2cWhy, Source: topoSource})
+		case lv == host.LevelPHB:
 			add("topo.rail", check.Warn, subject, fmt.Sprintf("nearest NIC %s is at PHB (through the CPU's host bridge): NCCL uses GPUDirect RDMA only up to %s unless NCCL_NET_GDR_LEVEL=PHB", nic, DefaultGDRLevel), ev).Fix =
 				[]string{"export NCCL_NET_GDR_LEVEL=PHB (measure it: through the root complex it can be slower than staging)", "or put the NIC under the GPU's PCIe switch"}
 		default:
@@ -124,13 +135,46 @@ func JudgeTopo(t *host.Topo) []check.Finding {
 				far = false
 			}
 		}
-		if far && known && len(gpus) > 0 {
+		if far && known && len(gpus) > 0 && !c2c {
 			add("topo.nic-far", check.Warn, t.Devices[n].Display(), fmt.Sprintf("%s is at SYS from every GPU: it is no GPU's rail, and any GPU traffic on it crosses the CPU interconnect", t.Devices[n].Display()),
 				check.Evidence{What: t.Devices[n].Display() + " ↔ every GPU", Value: host.LevelSYS, Source: topoSource}).Fix =
 				[]string{fmt.Sprintf("if it is a storage or management NIC, keep NCCL off it: NCCL_IB_HCA=^=%s", t.Devices[n].Display())}
 		}
 	}
 	return fs
+}
+
+// nvswitchCount judges the GPU count of a matrix whose GPUs are all
+// joined by one NV# of 12 or more links (an NVSwitch board: A100 NV12,
+// H100/H200 and GB200 NV18): 1, 2, 4, 8 or 16 GPUs are a board or a
+// Fabric Manager partition; any other count has a GPU missing.
+func nvswitchCount(t *host.Topo, gpus []int) (check.Finding, bool) {
+	if len(gpus) < 2 {
+		return check.Finding{}, false
+	}
+	nv := ""
+	for i, a := range gpus {
+		for _, b := range gpus[i+1:] {
+			lv := t.Level(a, b)
+			n, err := strconv.Atoi(strings.TrimPrefix(lv, "NV"))
+			if !strings.HasPrefix(lv, "NV") || err != nil || n < 12 || (nv != "" && lv != nv) {
+				return check.Finding{}, false
+			}
+			nv = lv
+		}
+	}
+	ev := check.Evidence{What: "GPUs joined all-to-all", Value: fmt.Sprintf("%d by %s", len(gpus), nv), Source: topoSource}
+	switch len(gpus) {
+	case 2, 4, 8, 16:
+		return check.Finding{Check: "topo.gpus", Outcome: check.Pass, Subject: "GPUs", Message: fmt.Sprintf("%d GPUs joined all-to-all by %s: a whole NVSwitch board or partition", len(gpus), nv), Evidence: []check.Evidence{ev}}, true
+	}
+	want := 8
+	if len(gpus) > 8 {
+		want = 16
+	}
+	return check.Finding{Check: "topo.gpus", Outcome: check.Fail, Subject: "GPUs",
+		Message:  fmt.Sprintf("%d GPUs joined all-to-all by %s: an NVSwitch board holds %d (or a partition of 1, 2 or 4), so %d GPU(s) are missing from the bus", len(gpus), nv, want, want-len(gpus)),
+		Evidence: []check.Evidence{ev}, Fix: []string{"nvidia-smi -L; dmesg | grep -iE 'NVRM|Xid|fallen off'   # which GPU is gone", "reseat or RMA the missing GPU"}}, true
 }
 
 func levelWords(lv string) string {
@@ -293,6 +337,9 @@ var TopoCatalog = []check.Entry{
 	{ID: "topo.nic-far", Needs: "every GPU's level to the NIC", UnknownWhen: "a GPU's row is missing (then it is not judged)", Title: "No NIC is at SYS from every GPU",
 		Why:    "A NIC across the SMP interconnect from every GPU is no GPU's rail; GPU traffic on it crosses sockets (storage and management NICs are expected here: keep NCCL off them).",
 		Source: "nvidia-smi topo -m legend", Fixes: []string{"NCCL_IB_HCA=^=<nic> for storage/management NICs"}},
+	{ID: "topo.gpus", Needs: "the GPU rows of nvidia-smi topo -m", UnknownWhen: "never: a matrix whose GPUs are not all-to-all NVSwitch-linked is not judged", Title: "An NVSwitch board shows all its GPUs",
+		Why:    "GPUs joined all-to-all by 12 or more NVLinks sit on an NVSwitch (HGX) board, which holds 8 GPUs (or a Fabric Manager partition of 1, 2 or 4 in a VM). Any other count is a GPU missing from the bus: the node runs fewer ranks or hangs the job.",
+		Source: "NVIDIA HGX baseboards; Fabric Manager partitions", Fixes: []string{"nvidia-smi -L; dmesg | grep -iE 'NVRM|Xid|fallen off'", "reseat or RMA the missing GPU"}},
 	{ID: "topo.vs-snapshot", Needs: "a saved nvidia-smi topo -m and a snapshot of the same host (--snapshot)", UnknownWhen: "never: run only when both are given", Title: "nvidia-smi's matrix agrees with rdmalab's reading of the PCI tree",
 		Why:    "GPU and NIC counts, levels, rails and NUMA affinity from nvidia-smi and from sysfs must agree; a difference is a GPU or NIC missing, a different host, or a PCI tree rdmalab misreads.",
 		Source: "nvidia-smi topo -m; host.PathLevel", Fixes: []string{"re-capture both on the same host at the same time", "report a level rdmalab misreads"}},

@@ -200,3 +200,53 @@ func TestSeed000OneRailOneSocket(t *testing.T) {
 		}
 	}
 }
+
+// GB200 (Grace): every GPU↔NIC level is SYS because the GPUs hang off the
+// CPU's NVLink-C2C, which the "GPU NUMA ID" column shows (each GPU's
+// memory a NUMA node). NCCL uses GPUDirect RDMA over C2C there: each GPU's
+// rail passes, no NIC is called "no GPU's rail". The same matrix without
+// the GPU NUMA IDs (a PCIe host) keeps its warnings.
+func TestJudgeTopoGraceC2C(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(testhost.SharedTestdata(t), "grace-blackwell/gb200-4gpu-8nic_nvidia-smi-topo-m_all-NIC-SYS_gpu-numa-ids_leading-space-prompt.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	judge := func(b []byte) []check.Finding {
+		t.Helper()
+		topo, err := host.ParseTopo(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return JudgeTopo(topo)
+	}
+	fs := judge(b)
+	rails := 0
+	for _, f := range fs {
+		if f.Outcome != check.Pass {
+			t.Errorf("GB200: %s %s %s: %s", f.Outcome, f.Check, f.Subject, f.Message)
+		}
+		if f.Check == "topo.rail" && strings.Contains(f.Message, "NVLink-C2C") && strings.Contains(f.Message, "NCCL_NET_GDR_C2C") {
+			rails++
+		}
+	}
+	if rails != 4 {
+		t.Errorf("want 4 GPUs' rails passing over C2C: %+v", fs)
+	}
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "GPU") && !strings.HasPrefix(l, "GPU0    GPU1") {
+			f := strings.Fields(l)
+			l = strings.Join(append(f[:len(f)-1], "N/A"), "\t")
+		}
+		lines = append(lines, l)
+	}
+	pcie := 0
+	for _, f := range judge([]byte(strings.Join(lines, "\n"))) {
+		if f.Check == "topo.rail" && f.Outcome == check.Warn && strings.Contains(f.Message, "no GPUDirect RDMA") {
+			pcie++
+		}
+	}
+	if pcie != 4 {
+		t.Errorf("without GPU NUMA IDs: %d rails warned, want 4", pcie)
+	}
+}

@@ -89,7 +89,21 @@ func ParseDCB(b []byte, src string) ([]RoCEQoS, error) {
 			continue
 		}
 		found = true
-		pairs := strings.Fields(m[2])
+		// An author's note after the values ("<-- RoCE", "# lossless")
+		// is not the format: cut, and named as skipped.
+		values, note := cutNote(m[2])
+		if note != "" {
+			q().Skipped = append(q().Skipped, fmt.Sprintf("line %d: note %q", n, note))
+		}
+		var pairs []string
+		for _, kv := range strings.Fields(values) {
+			if !strings.Contains(kv, ":") {
+				// A stray word between the pairs: not a reading.
+				q().Skipped = append(q().Skipped, fmt.Sprintf("line %d: %q (not N:VALUE)", n, kv))
+				continue
+			}
+			pairs = append(pairs, kv)
+		}
 		switch m[1] {
 		case "prio-pfc", "pg-pfc":
 			on := []int{}
@@ -168,6 +182,24 @@ func ParseDCB(b []byte, src string) ([]RoCEQoS, error) {
 		return nil, ErrNoQoS
 	}
 	return l.readings(), nil
+}
+
+// notes are how authors annotate a pasted line; a dcb map line's values
+// hold none of them.
+var notes = []string{"<--", "<-", "←", "#", "//", ";"}
+
+// cutNote splits a dcb map line's values from an annotation after them.
+func cutNote(v string) (values, note string) { return cutNoteAt(v, notes) }
+
+// cutNoteAt splits a line at the first of marks.
+func cutNoteAt(v string, marks []string) (values, note string) {
+	cut := len(v)
+	for _, mark := range marks {
+		if i := strings.Index(v, mark); i >= 0 && i < cut {
+			cut = i
+		}
+	}
+	return strings.TrimSpace(v[:cut]), strings.TrimSpace(v[cut:])
 }
 
 func orEmpty(s []int) []int {

@@ -79,6 +79,12 @@ func ParseMlnxQos(b []byte, src string) ([]RoCEQoS, error) {
 			section = "" // another command: what follows is its output
 			continue
 		}
+		// An author's note after the output ("<-- lossless", "# set by
+		// the script") is not the format: cut, and named as skipped.
+		if v, note := cutNoteAt(line, qosNotes); note != "" {
+			line = v
+			q().Skipped = append(q().Skipped, fmt.Sprintf("line %d: note %q", n, note))
+		}
 		key, val, _ := strings.Cut(line, ":")
 		switch {
 		case strings.HasPrefix(line, "DCBX mode:"):
@@ -224,3 +230,7 @@ func (l *qosList) current() *RoCEQoS {
 func (l *qosList) readings() []RoCEQoS {
 	return slices.DeleteFunc(l.out, func(q RoCEQoS) bool { return q.Empty() })
 }
+
+// qosNotes mark an author's note in mlnx_qos output, whose own lines hold
+// paths (so a note's "#" or "//" needs a space before it).
+var qosNotes = []string{"<--", "<-", "←", " #", " //"}

@@ -62,6 +62,10 @@ type RoCEQoS struct {
 	// Counters are the pause, discard and per-priority counters of
 	// `ethtool -S` (names as the driver prints them).
 	Counters *Read[map[string]uint64] `json:"counters,omitempty"`
+	// Skipped names what a saved output held that is not the format
+	// (an author's "<-- note", a stray word), by line, so a finding says
+	// what it did not read.
+	Skipped []string `json:"skipped,omitempty"`
 }
 
 // Merge fills q's unknown values from o (o's netdev must be q's).
@@ -79,6 +83,7 @@ func (q *RoCEQoS) Merge(o RoCEQoS) {
 	fill(&q.DefaultRoCETos, o.DefaultRoCETos)
 	fill(&q.RoCEMode, o.RoCEMode)
 	fill(&q.Counters, o.Counters)
+	q.Skipped = append(q.Skipped, o.Skipped...)
 	if q.Device == "" {
 		q.Device, q.Port = o.Device, o.Port
 	}

@@ -53,6 +53,11 @@ type Snapshot struct {
 	// outputs saved in its tree (docs/phy.md: var/lib/rdmalab/phy/) or
 	// gathered live; absent when none were read.
 	Phy []phy.Port `json:"phy,omitempty"`
+	// BootDisk is the disk the root file system lives on, down to the
+	// PCI function of its controller: the planner never hands it to a VM
+	// (seed 004: the hypervisor's boot drive cannot be shared). nil when
+	// not read (an older snapshot, a capture without /proc/mounts).
+	BootDisk *BootDisk `json:"boot_disk,omitempty"`
 	// Errors lists what could not be read; the rest of the snapshot still stands.
 	Errors []CollectError `json:"errors"`
 }
@@ -120,7 +125,16 @@ type PCIDevice struct {
 	LocalityNUMANode int    `json:"locality_numa_node"`
 	LocalitySource   string `json:"locality_source"` // "numa_node", "local_cpulist", "single_node", "unknown"
 	IOMMUGroup       *int   `json:"iommu_group,omitempty"`
-	ResetMethod      string `json:"reset_method,omitempty"`
+	// ConfigBytes is how much of the function's config space sysfs let
+	// the reader see: 64 bytes (the header) without root, 256 or 4096 as
+	// root; 0 when not read (only bridges and RDMA NICs are read).
+	// ACSCtl and ATSEnabled are set only when the extended capabilities
+	// were readable and hold an ACS or ATS capability.
+	ConfigBytes int     `json:"config_bytes,omitempty"`
+	ACSCtl      *uint16 `json:"acs_ctl,omitempty"`
+	ATSEnabled  *bool   `json:"ats_enabled,omitempty"`
+
+	ResetMethod string `json:"reset_method,omitempty"`
 
 	CurrentLinkSpeedGTps float64 `json:"current_link_speed_gtps,omitempty"`
 	CurrentLinkWidth     int     `json:"current_link_width,omitempty"`
@@ -157,6 +171,18 @@ type GPU struct {
 	Driver   string     `json:"driver"`    // nvidia, nouveau, amdgpu, vfio-pci, or "" (unbound)
 	NUMANode int        `json:"numa_node"` // effective locality, -1 unknown
 	Switch   PCIAddress `json:"switch,omitzero"`
+}
+
+// BootDisk is where the root file system is: the mounted device, the
+// whole disk under it (through device-mapper slaves and partitions), and
+// the PCI function of the disk's controller (invalid when the disk hangs
+// under no PCI function: virtio-blk in a VM, or not resolvable).
+type BootDisk struct {
+	Mount  string     `json:"mount"`  // "/"
+	Device string     `json:"device"` // /dev/mapper/cs-root, /dev/nvme0n1p2
+	Disk   string     `json:"disk"`   // nvme0n1
+	PCI    PCIAddress `json:"pci,omitzero"`
+	Source string     `json:"source"` // where it was read
 }
 
 // RDMADevice is one /sys/class/infiniband/<name> device.

@@ -35,6 +35,32 @@ type TopoDevice struct {
 	// printed ("" when absent, "N/A" kept).
 	CPUAffinity  string `json:"cpu_affinity,omitempty"`
 	NUMAAffinity string `json:"numa_affinity,omitempty"`
+	// GPUNUMAID is a GPU row's "GPU NUMA ID" column: the NUMA node of the
+	// GPU's own memory on a coherent (NVLink-C2C, Grace) platform, N/A
+	// elsewhere; "" when the column is absent.
+	GPUNUMAID string `json:"gpu_numa_id,omitempty"`
+}
+
+// C2C reports a coherent Grace platform (GH200, GB200): every GPU's
+// memory is a NUMA node of its own ("GPU NUMA ID" a number), because the
+// GPU hangs off the CPU's NVLink-C2C, not PCIe. There the matrix shows
+// NODE/SYS between a GPU and every NIC, yet NCCL reaches the NIC from GPU
+// memory directly over C2C (NCCL_NET_GDR_C2C).
+func (t *Topo) C2C() (bool, string) {
+	var ids []string
+	for _, d := range t.Devices {
+		if !d.GPU {
+			continue
+		}
+		if _, err := strconv.Atoi(d.GPUNUMAID); err != nil {
+			return false, ""
+		}
+		ids = append(ids, d.Label+" "+d.GPUNUMAID)
+	}
+	if len(ids) == 0 {
+		return false, ""
+	}
+	return true, "GPU NUMA ID " + strings.Join(ids, ", ")
 }
 
 // Display names a device the way a user finds it: the NIC's RDMA name, a
@@ -139,6 +165,7 @@ func ParseTopo(b []byte) (*Topo, error) {
 	}
 	rest := strings.Join(fields[n:], " ")
 	hasCPU, hasNUMA := strings.Contains(rest, "CPU"), strings.Contains(strings.ReplaceAll(rest, "GPU NUMA", ""), "NUMA")
+	hasGPUNUMA := strings.Contains(rest, "GPU NUMA")
 	index := map[string]int{}
 	for i, d := range t.Devices {
 		if _, dup := index[d.Label]; dup {
@@ -183,7 +210,10 @@ func ParseTopo(b []byte) (*Topo, error) {
 			t.Devices[row].CPUAffinity, extra = extra[0], extra[1:]
 		}
 		if hasNUMA && len(extra) > 0 {
-			t.Devices[row].NUMAAffinity = extra[0]
+			t.Devices[row].NUMAAffinity, extra = extra[0], extra[1:]
+		}
+		if hasGPUNUMA && len(extra) > 0 && t.Devices[row].GPU {
+			t.Devices[row].GPUNUMAID = extra[0]
 		}
 		end = li
 	}

@@ -329,7 +329,20 @@ func Doctor(all []*host.Snapshot, opt Options) []check.Finding {
 			// advice would merge the IOMMU groups).
 			fs = append(fs, RunVMHost(h)...)
 		} else {
-			fs = append(fs, gpudirect.Readiness(h)...)
+			ready := gpudirect.Readiness(h)
+			// One story per fact: where gpudirect.path judges a GPU's
+			// path to its rail (NCCL's GDR level, peer memory), the
+			// affinity rule's reading of the same path is not repeated.
+			judged := map[string]bool{}
+			for _, f := range ready {
+				if f.Check == "gpudirect.path" {
+					judged[strings.TrimPrefix(f.Subject, "GPU ")] = true
+				}
+			}
+			fs = slices.DeleteFunc(fs, func(f check.Finding) bool {
+				return f.Check == "affinity.gpu-nic" && f.Host == h.Hostname && judged[f.Subject]
+			})
+			fs = append(fs, ready...)
 			fs = append(fs, suggestVMHost(h)...)
 		}
 	}

@@ -226,7 +226,7 @@ var Rules = []rule{
 	{check.Entry{ID: "port.link-layer", Title: "Link layer is the one expected",
 		Why:    "A dual-mode ConnectX in the wrong mode is InfiniBand where Ethernet was meant, or the reverse.",
 		Source: "seed 001",
-		Fixes:  []string{"mlxconfig -d <dev> set LINK_TYPE_P1=1 (IB) or 2 (Ethernet), then reboot"},
+		Fixes:  []string{"on a VPI part (ConnectX-4/5/6/7 VPI, not an Ethernet-only Lx/Dx): mlxconfig -d DEVICE set LINK_TYPE_PN=1 (IB) or 2 (Ethernet), then reboot — the finding names the device and port"},
 		Needs:  "ports/N/link_layer and --expect-link-layer", UnknownWhen: "link_layer is not readable"}, portLinkLayer},
 	{check.Entry{ID: "pcie.link.degraded", Title: "NIC and GPU PCIe links trained at full width and speed",
 		Why:    "A NIC at x8 in a x16 slot, or at a lower generation, caps RDMA bandwidth well below line rate.",
@@ -241,7 +241,7 @@ var Rules = []rule{
 	{check.Entry{ID: "roce.gid.v2", Title: "RoCE port has a RoCE v2 GID for its IPv4 address",
 		Why:    "RoCE v2 (UDP/4791) is what modern stacks route; without a v2 GID bound to the netdev's address, perftest and NCCL pick a wrong index.",
 		Source: "seed 000 (GID table, -x 3), seed 001 (cma_roce_mode)",
-		Fixes:  []string{"assign an IPv4 address to the netdev", "cma_roce_mode -d <dev> -p 1 -m 2", "pass -x N / NCCL_IB_GID_INDEX=N"},
+		Fixes:  []string{"assign an IPv4 address to <netdev>", "cma_roce_mode -d <dev> -p <port> -m 2", "pass -x N / NCCL_IB_GID_INDEX=N"},
 		Needs:  "the GID table (gids/, gid_attrs/types, gid_attrs/ndevs) of Active RoCE ports", UnknownWhen: "gids/ is not in the source (a partial capture)"}, roceGID},
 	{check.Entry{ID: "ib.sm", Title: "InfiniBand port sees a subnet manager and has a LID",
 		Why:    "Nothing on an InfiniBand fabric routes until a subnet manager assigns LIDs.",
@@ -298,6 +298,11 @@ var Rules = []rule{
 		Source: "seed 000 (numa_node per device), hwloc",
 		Fixes:  []string{"enable ACPI SRAT/NUMA in the BIOS", "in a VM, give the guest a NUMA topology with pxb-pcie per node"},
 		Needs:  "numa_node and local_cpulist of NICs and GPUs on a multi-node host", UnknownWhen: "never: the finding is itself about an unknown node (warn)"}, numaUnknown},
+	{check.Entry{ID: "gpu.baseboard", Title: "Every GPU of the NVSwitch baseboard is on the bus",
+		Why:    "An HGX board carries a fixed number of GPUs for its NVSwitches (8 on H100/H200 with 4, on A100 with 6, on B200/B300 with 2). One fewer is a GPU that fell off the bus or failed to enumerate: the node runs fewer ranks or hangs the job, and Fabric Manager's partitions no longer match.",
+		Source: "NVIDIA HGX baseboards; seed 004 (identically configured cluster)",
+		Fixes:  []string{"nvidia-smi -L; lspci -d 10de: | grep -c 3D  # which GPU is missing", "dmesg | grep -iE 'NVRM|Xid|fallen off'; reseat or RMA the GPU"},
+		Needs:  "the PCI functions: NVIDIA GPUs and NVSwitches (class 0680)", UnknownWhen: "never: a board with an NVSwitch count nobody ships is not judged"}, gpuBaseboard},
 	{check.Entry{ID: "affinity.gpu-nic", Title: "Each GPU has a NIC on its PCIe switch or host bridge",
 		Why:    "GPUDirect RDMA does not work well across host bridges and not at all across sockets (NCCL's default GDR level is PXB).",
 		Source: "seed 004, NCCL paths.cc",
@@ -402,6 +407,7 @@ func portState(r rule, s *host.Snapshot, o Options) []check.Finding {
 			// listed are unknown, not fine.
 			f := r.finding(s, check.Unknown, "rdma devices", "the RDMA devices were not all read: %s", e.Error)
 			f.Evidence = []check.Evidence{ev("rdma devices", e.Error, cmp.Or(e.Path, s.Tool, s.Source))}
+			f.Fix = []string{"read the devices again (ibstat, or rdmalab doctor on the host) and judge the whole output; give --expect-ports DEV/PORT for the ports that must be up"}
 			out = append(out, f)
 		}
 	}
@@ -412,12 +418,14 @@ func portState(r rule, s *host.Snapshot, o Options) []check.Finding {
 			noneUp = noneUp && p.State != portstate.Active && p.State.Known()
 		}
 	}
+	models, main := hostModels(s, listCut)
 	for _, d := range s.RDMADevices {
 		for _, e := range s.Errors {
 			if e.Subject == d.Name && len(d.Ports) == 0 {
 				// Listed, but its ports were not read (an output cut short).
 				f := r.finding(s, check.Unknown, d.Name, "no ports were read for this device: %s", e.Error)
 				f.Evidence = []check.Evidence{ev("ports", "none read", cmp.Or(e.Path, s.Tool, s.Source))}
+				f.Fix = []string{fmt.Sprintf("give the whole output for %s (ibstat %s), or --expect-ports %s/1 if it is meant to be up", d.Name, d.Name, d.Name)}
 				out = append(out, f)
 				break
 			}
@@ -429,6 +437,7 @@ func portState(r rule, s *host.Snapshot, o Options) []check.Finding {
 			switch {
 			case !p.State.Known():
 				f = r.finding(s, check.Unknown, sub, "port state could not be read")
+				f.Fix = []string{fmt.Sprintf("ibstat %s %d (or cat /sys/class/infiniband/%s/ports/%d/state), and judge that", d.Name, p.Port, d.Name, p.Port)}
 			case p.State == portstate.Active && (p.PhysState == portstate.LinkUp || !p.PhysState.Known()):
 				f = r.finding(s, check.Pass, sub, "Active, LinkUp")
 			case p.State == portstate.Active:
@@ -454,7 +463,8 @@ func portState(r rule, s *host.Snapshot, o Options) []check.Finding {
 					break
 				}
 				if use == useUnknown {
-					f = r.finding(s, check.Unknown, sub, "port is %s and its counters could not be read, so whether it is meant to be in use is unknown (list the ports that must be up with --expect-ports)", stateText(p))
+					f = r.downByIntent(s, d, p, models, main)
+					e = append(e, f.Evidence...)
 					break
 				}
 				if use == unused {
@@ -469,6 +479,162 @@ func portState(r rule, s *host.Snapshot, o Options) []check.Finding {
 		}
 	}
 	return out
+}
+
+// modelCount is how many ports of one NIC model a host has, and how many
+// of them are up.
+type modelCount struct {
+	ports, up int
+	ib        bool
+}
+
+// hostModels groups a host's ports by NIC model, fleet-less evidence of
+// intent: the model most ports belong to is the host's main RDMA NIC
+// (eight rail NICs beside two management ones). main is "" when it cannot
+// be told: a port's state was not read, the list was cut, or two models
+// tie (InfiniBand beats Ethernet in a tie: management NICs are Ethernet).
+func hostModels(s *host.Snapshot, listCut bool) (models map[string]*modelCount, main string) {
+	models = map[string]*modelCount{}
+	allKnown := !listCut
+	for _, d := range s.RDMADevices {
+		m := nicModel(s, d)
+		for _, p := range d.Ports {
+			c := models[m]
+			if c == nil {
+				c = &modelCount{}
+				models[m] = c
+			}
+			c.ports++
+			if p.State == portstate.Active {
+				c.up++
+			}
+			c.ib = c.ib || p.LinkLayer == "InfiniBand"
+			allKnown = allKnown && p.State.Known()
+		}
+	}
+	if !allKnown || len(models) == 0 {
+		return models, ""
+	}
+	better := func(a, b *modelCount) int {
+		if a.ports != b.ports {
+			return cmp.Compare(a.ports, b.ports)
+		}
+		switch {
+		case a.ib && !b.ib:
+			return 1
+		case b.ib && !a.ib:
+			return -1
+		}
+		return 0
+	}
+	tie := false
+	for m, c := range models {
+		if m == "" {
+			continue
+		}
+		switch {
+		case main == "" || better(c, models[main]) > 0:
+			main, tie = m, false
+		case better(c, models[main]) == 0:
+			tie = true
+		}
+	}
+	if tie {
+		return models, ""
+	}
+	return models, main
+}
+
+// sameCardUp is an Active port on the same card as port p of device d:
+// another port of d (mlx4 dual-port devices), or a port of a device with
+// the same system image GUID or another function of the same PCI slot
+// (mlx5 makes one device per port).
+func sameCardUp(s *host.Snapshot, d host.RDMADevice, p host.RDMAPort) (string, bool) {
+	for _, o := range s.RDMADevices {
+		same := o.Name == d.Name || (!d.SysImageGUID.IsZero() && o.SysImageGUID == d.SysImageGUID) ||
+			(d.PCIAddress.IsValid() && o.PCIAddress.IsValid() && o.PCIAddress.Slot() == d.PCIAddress.Slot())
+		if !same {
+			continue
+		}
+		for _, q := range o.Ports {
+			if (o.Name != d.Name || q.Port != p.Port) && q.State == portstate.Active {
+				return portSubject(o.Name, q.Port), true
+			}
+		}
+	}
+	return "", false
+}
+
+// downByIntent judges a down port nothing marks as used or unused (no
+// counters, no --expect-ports: a saved ibstat) by what the host's other
+// ports say of intent. A card whose other port is up has a spare; a port
+// Disabled was set down on purpose; every port of the host's main NIC model
+// down is a failure whatever the other NICs do; a main-model port Polling
+// beside up siblings wants a link it does not find.
+func (r rule) downByIntent(s *host.Snapshot, d host.RDMADevice, p host.RDMAPort, models map[string]*modelCount, main string) check.Finding {
+	sub := portSubject(d.Name, p.Port)
+	m := nicModel(s, d)
+	c := models[m]
+	ask := fmt.Sprintf("give --expect-ports %s/%d if it is meant to be up", d.Name, p.Port)
+	cableFix := []string{"check the cable, the transceiver and the link partner (switch port enabled?)", fmt.Sprintf("ibstat %s %d", d.Name, p.Port)}
+	isMain := m != "" && m == main
+	switch {
+	case isMain && c.up == 0:
+		others := 0
+		for o, oc := range models {
+			if o != m {
+				others += oc.up
+			}
+		}
+		f := r.finding(s, check.Fail, sub, "port is %s: all %d ports of this host's %s NICs are down (%d port(s) of other models are up): the host's main RDMA NICs carry no traffic", stateText(p), c.ports, m, others)
+		f.Fix = cableFix
+		return f
+	}
+	if sib, ok := sameCardUp(s, d, p); ok {
+		why := "a spare port"
+		switch p.PhysState {
+		case portstate.Polling:
+			why = "a spare port left uncabled (Polling: no link partner)"
+		case portstate.Disabled:
+			why = "a spare port disabled on purpose"
+		}
+		return r.finding(s, check.Pass, sub, "unused: %s while %s on the same card is Active: most likely %s", stateText(p), sib, why)
+	}
+	upOf := func() string {
+		return fmt.Sprintf("%d of %d ports of this host's %s NICs are up", c.up, c.ports, m)
+	}
+	switch {
+	case p.PhysState == portstate.Disabled && isMain:
+		f := r.finding(s, check.Warn, sub, "port is %s while %s: most likely set down on purpose, but a rail NIC down leaves its GPU without RDMA", stateText(p), upOf())
+		f.Fix = []string{ask}
+		return f
+	case p.PhysState == portstate.Disabled:
+		return r.finding(s, check.Pass, sub, "unused: %s, most likely disabled on purpose (a %s NIC, not this host's main RDMA NIC model%s)", stateText(p), m, mainText(main))
+	case p.PhysState.Known() && isMain:
+		f := r.finding(s, check.Fail, sub, "port is %s while %s: it is enabled and finds no link partner", stateText(p), upOf())
+		f.Fix = cableFix
+		return f
+	case p.PhysState.Known():
+		f := r.finding(s, check.Warn, sub, "port is %s: enabled but without a link partner, on a %s NIC (not this host's main RDMA NIC model%s)", stateText(p), m, mainText(main))
+		f.Fix = append([]string{ask}, cableFix...)
+		return f
+	case isMain:
+		f := r.finding(s, check.Warn, sub, "port is %s while %s (the source shows no physical state, so whether it was set down on purpose is not known)", stateText(p), upOf())
+		f.Fix = []string{ask}
+		return f
+	case main != "":
+		return r.finding(s, check.Pass, sub, "unused: %s on a %s NIC while this host's main RDMA NICs%s are up", stateText(p), m, mainText(main))
+	}
+	f := r.finding(s, check.Unknown, sub, "port is %s and nothing says whether it is meant to be in use (no counters, no --expect-ports, no main NIC model to compare with)", stateText(p))
+	f.Fix = []string{ask}
+	return f
+}
+
+func mainText(main string) string {
+	if main == "" {
+		return ""
+	}
+	return " " + main
 }
 
 // stateText is "DOWN / Disabled", or the state alone when the source
@@ -610,6 +776,16 @@ func nicMax(d host.RDMADevice, pci *host.PCIDevice, layer linkrate.Layer, rateGb
 
 func portRateNICMax(r rule, s *host.Snapshot, o Options) []check.Finding {
 	var out []check.Finding
+	models, main := hostModels(s, false)
+	// sameRate: every active port of a model runs at one rate.
+	rates := map[string]map[float64]bool{}
+	activePorts(s, func(d host.RDMADevice, p host.RDMAPort) {
+		m := nicModel(s, d)
+		if rates[m] == nil {
+			rates[m] = map[float64]bool{}
+		}
+		rates[m][p.RateGbps] = true
+	})
 	activePorts(s, func(d host.RDMADevice, p host.RDMAPort) {
 		if p.RateGbps == 0 {
 			return
@@ -625,6 +801,12 @@ func portRateNICMax(r rule, s *host.Snapshot, o Options) []check.Finding {
 			// No model at all (another vendor, no PCI function in the
 			// capture): nothing to compare with, and nothing to claim.
 			return
+		case p.RateGbps < max && main != "" && nicModel(s, d) != main && len(rates[nicModel(s, d)]) == 1 && models[main].up > 0:
+			// A second NIC model whose every port runs at one lower rate,
+			// beside the host's main RDMA NICs: a network of its own
+			// (management, NVLink management on GB200/B300 boards at
+			// 100G), not a slow link.
+			f = r.finding(s, check.Pass, sub, "runs at %g Gb/s like every %s port of this host, below this %s's %g Gb/s: a network of its own beside the host's main %s NICs (management), not a slow link", p.RateGbps, nicModel(s, d), part, max, main)
 		case !known:
 			f = r.finding(s, check.Unknown, sub, "runs at %g Gb/s; the %s family reaches %g Gb/s, but some of its boards are slower and board_id %q is not in the board table", p.RateGbps, part, max, d.BoardID)
 		case p.RateGbps < max:
@@ -663,17 +845,66 @@ func portLinkLayer(r rule, s *host.Snapshot, o Options) []check.Finding {
 				f = r.finding(s, check.Unknown, sub, "link layer could not be read")
 			case layer != want:
 				f = r.finding(s, check.Fail, sub, "link layer is %s (%s), expected %s", layer, p.LinkLayer, want)
-				mode := "2"
-				if want == linkrate.InfiniBand {
-					mode = "1"
+				m, known := partModel(s, d)
+				switch {
+				case known && want == linkrate.InfiniBand && m.MaxSpeed == "":
+					// Never advise a mode the part does not have.
+					f.Message += fmt.Sprintf("; %s is Ethernet-only: it has no InfiniBand mode", m.Name)
+					f.Fix = []string{fmt.Sprintf("%s cannot run InfiniBand: put this port on a VPI part (ConnectX-6/7 VPI), or expect RoCE here (--expect-link-layer RoCE)", m.Name)}
+				case known && want != linkrate.InfiniBand && m.MaxEthGbps == 0:
+					f.Message += fmt.Sprintf("; %s is InfiniBand-only: it has no Ethernet mode", m.Name)
+					f.Fix = []string{fmt.Sprintf("%s cannot run Ethernet: use a VPI or Ethernet part for RoCE, or expect InfiniBand here (--expect-link-layer IB)", m.Name)}
+				default:
+					mode := "2"
+					if want == linkrate.InfiniBand {
+						mode = "1"
+					}
+					dev := d.Name // mlxconfig takes the RDMA device name as well as the PCI address
+					if d.PCIAddress.IsValid() {
+						dev = d.PCIAddress.String()
+					}
+					f.Fix = []string{fmt.Sprintf("mlxconfig -d %s set LINK_TYPE_P%d=%s && reboot (%s is VPI: it has both modes)", dev, cardPort(s, d, p), mode, cmp.Or(m.Name, "if the part is VPI"))}
 				}
-				f.Fix = []string{fmt.Sprintf("mlxconfig -d %s set LINK_TYPE_P%d=%s && reboot", d.PCIAddress, p.Port, mode)}
 			}
 			f.Evidence = []check.Evidence{ev("link_layer", p.LinkLayer, readAt(s, p.Sources, "link_layer")), ev("expected", string(want), cmp.Or(o.Expect.Source, "--expect-link-layer"))}
 			out = append(out, f)
 		}
 	}
 	return out
+}
+
+// partModel is a device's part from the model table: by its PCI ids, else
+// by the HCA type a tool printed (MT4125 is device 0x101d).
+func partModel(s *host.Snapshot, d host.RDMADevice) (linkrate.Model, bool) {
+	if pci := s.PCI(d.PCIAddress); pci != nil {
+		if m, ok := linkrate.ModelOf(pci.Vendor, pci.Device); ok {
+			return m, true
+		}
+	}
+	if n, err := strconv.Atoi(strings.TrimPrefix(d.HCAType, "MT")); err == nil && strings.HasPrefix(d.HCAType, "MT") {
+		return linkrate.ModelOf("0x15b3", fmt.Sprintf("0x%04x", n))
+	}
+	return linkrate.Model{}, false
+}
+
+// cardPort is the port of the card mlxconfig's LINK_TYPE_PN means: the
+// port number on a device with several (mlx4), else (mlx5 makes one device
+// per port) the PCI function, else the device's rank among those of its
+// card (one system image GUID) by node GUID.
+func cardPort(s *host.Snapshot, d host.RDMADevice, p host.RDMAPort) int {
+	if len(d.Ports) > 1 {
+		return p.Port
+	}
+	if d.PCIAddress.IsValid() {
+		return int(d.PCIAddress.Function) + 1
+	}
+	n := 1
+	for _, o := range s.RDMADevices {
+		if !d.SysImageGUID.IsZero() && o.SysImageGUID == d.SysImageGUID && o.NodeGUID < d.NodeGUID {
+			n++
+		}
+	}
+	return n
 }
 
 func pcieDegraded(r rule, s *host.Snapshot, o Options) []check.Finding {
@@ -768,6 +999,26 @@ func roceNetdevs(s *host.Snapshot, fn func(name, subject string, n *host.NetDev)
 
 func roceGID(r rule, s *host.Snapshot, o Options) []check.Finding {
 	var out []check.Finding
+	// routable counts the RoCE ports that have a RoCE v2 IPv4 GID: one
+	// port without one beside others that have it is a port left out of
+	// the addressing (a warning), not a host without routed RoCE.
+	routable, roce := 0, 0
+	roceGIDPorts(s, func(d host.RDMADevice, p host.RDMAPort) {
+		if p.LinkLayer != "Ethernet" {
+			return
+		}
+		roce++
+		if slices.ContainsFunc(p.GIDs, func(g host.GID) bool { return g.Type == host.GIDTypeRoCEv2 && g.IPv4 != "" }) {
+			routable++
+		}
+	})
+	minor := func(f check.Finding) check.Finding {
+		if routable > 0 && f.Outcome == check.Fail {
+			f.Outcome = check.Warn
+			f.Message += fmt.Sprintf("; %d of the host's %d RoCE ports have one, so this one is left out of the routed fabric", routable, roce)
+		}
+		return f
+	}
 	roceGIDPorts(s, func(d host.RDMADevice, p host.RDMAPort) {
 		if p.LinkLayer != "Ethernet" {
 			return
@@ -789,14 +1040,21 @@ func roceGID(r rule, s *host.Snapshot, o Options) []check.Finding {
 			f = r.finding(s, check.Unknown, sub, "the GID table (gids/) is not in the source: cannot tell which GIDs the port has")
 		case len(p.GIDs) == 0:
 			f = r.finding(s, check.Fail, sub, "no GIDs at all: the port has no usable address")
-			f.Fix = slices.Clone(r.Fixes)
+			f.Fix = gidFixes(r, d, p)
 		default:
 			f = r.finding(s, check.Fail, sub, "no RoCE v2 GID with an IPv4 address (%d GIDs, none usable for routed RoCE v2)", len(p.GIDs))
-			f.Fix = slices.Clone(r.Fixes)
+			f.Fix = gidFixes(r, d, p)
 		}
-		out = append(out, f)
+		out = append(out, minor(f))
 	})
 	return out
+}
+
+// gidFixes are roce.gid.v2's fixes for one port: its device, port number
+// and netdev filled in.
+func gidFixes(r rule, d host.RDMADevice, p host.RDMAPort) []string {
+	nd := cmp.Or(strings.Join(p.NetDevs, " "), "the netdev of "+portSubject(d.Name, p.Port))
+	return fixesWith(fixesWith(fixesWith(r.Fixes, "<netdev>", nd), "<dev>", d.Name), "<port>", strconv.Itoa(p.Port))
 }
 
 func ibSM(r rule, s *host.Snapshot, o Options) []check.Finding {
@@ -1222,6 +1480,57 @@ func numaUnknown(r rule, s *host.Snapshot, o Options) []check.Finding {
 	return out
 }
 
+// hgxGPUs is how many GPUs an HGX baseboard with N NVSwitch chips holds.
+var hgxGPUs = map[int]int{2: 8, 4: 8, 6: 8, 12: 16}
+
+func gpuBaseboard(r rule, s *host.Snapshot, o Options) []check.Finding {
+	b := s.Baseboard
+	if b == nil {
+		return nil
+	}
+	want, ok := hgxGPUs[len(b.NVSwitches)]
+	if !ok {
+		return nil
+	}
+	e := []check.Evidence{ev("GPUs", fmt.Sprintf("%d: %s", len(b.GPUs), host.JoinPCI(b.GPUs, " ")), "PCI functions (vendor 10de, class 03xx)"),
+		ev("NVSwitches", fmt.Sprintf("%d: %s", len(b.NVSwitches), host.JoinPCI(b.NVSwitches, " ")), "PCI functions (vendor 10de, class 0680)")}
+	if len(b.GPUs) >= want {
+		f := r.finding(s, check.Pass, "baseboard", "all %d GPUs of the %d-NVSwitch baseboard are on the bus", len(b.GPUs), len(b.NVSwitches))
+		f.Evidence = e
+		return []check.Finding{f}
+	}
+	// Where it went missing: a PCIe switch that holds a rail NIC but,
+	// unlike the others, no GPU.
+	gpuSwitch, nicSwitch := map[host.PCIAddress]bool{}, map[host.PCIAddress]bool{}
+	for _, g := range s.GPUs {
+		if g.Switch.IsValid() {
+			gpuSwitch[g.Switch] = true
+		}
+	}
+	for _, d := range s.RDMADevices {
+		if p := s.PCI(d.PCIAddress); p != nil && p.Switch.IsValid() {
+			nicSwitch[p.Switch] = true
+		}
+	}
+	var empty []host.PCIAddress
+	if len(gpuSwitch) > 0 {
+		for sw := range nicSwitch {
+			if !gpuSwitch[sw] {
+				empty = append(empty, sw)
+			}
+		}
+	}
+	slices.SortFunc(empty, host.PCIAddress.Compare)
+	where := ""
+	if len(empty) > 0 {
+		where = fmt.Sprintf("; the PCIe switch %s holds a rail NIC but no GPU, unlike the others: the missing GPU's slot", host.JoinPCI(empty, ", "))
+	}
+	f := r.finding(s, check.Fail, "baseboard", "%d of %d GPUs on the %d-NVSwitch HGX baseboard: %d GPU(s) missing from the bus%s", len(b.GPUs), want, len(b.NVSwitches), want-len(b.GPUs), where)
+	f.Evidence = e
+	f.Fix = slices.Clone(r.Fixes)
+	return []check.Finding{f}
+}
+
 func gpuNIC(r rule, s *host.Snapshot, o Options) []check.Finding {
 	if len(s.GPUs) == 0 || len(s.Affinity) == 0 {
 		return nil
@@ -1236,10 +1545,13 @@ func gpuNIC(r rule, s *host.Snapshot, o Options) []check.Finding {
 		}
 		e := []check.Evidence{ev("nearest NIC", nic+" at "+best, "PCI tree under /sys/devices")}
 		var f check.Finding
-		if host.LevelRank(best) <= host.LevelRank(host.LevelPHB) {
-			f = r.finding(s, check.Pass, rail.GPU.String(), "nearest NIC %s is %s: GPUDirect RDMA path is good", nic, best)
+		// NCCL's default GDR level (PXB), the rule gpudirect.path applies:
+		// doctor reports this finding only where gpudirect.path does not
+		// judge the GPU (the vm-host profile, a rail with no active port).
+		if host.LevelRank(best) <= host.LevelRank(host.LevelPXB) {
+			f = r.finding(s, check.Pass, rail.GPU.String(), "nearest NIC %s is %s: within NCCL's default GPUDirect RDMA level (PXB)", nic, best)
 		} else {
-			f = r.finding(s, check.Warn, rail.GPU.String(), "nearest NIC %s is %s: GPUDirect RDMA will be slow or off (NCCL uses it up to PXB by default)", nic, best)
+			f = r.finding(s, check.Warn, rail.GPU.String(), "nearest NIC %s is %s: beyond NCCL's default GPUDirect RDMA level (PXB), so NCCL stages through host memory", nic, best)
 			f.Fix = slices.Clone(r.Fixes)
 		}
 		f.Evidence = e

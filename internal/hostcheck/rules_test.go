@@ -212,6 +212,9 @@ func TestEveryRuleHasBothCases(t *testing.T) {
 		os.Remove(filepath.Join(r, "sys/devices/pci0000:40/0000:40:01.1/0000:41:00.0/local_cpulist"))
 		os.Remove(filepath.Join(r, "sys/devices/pci0000:40/0000:40:01.1/0000:41:00.0/local_cpus"))
 	}), Options{}))
+	hgx7 := testhost.HGX()
+	hgx7.PCI = slices.DeleteFunc(hgx7.PCI, func(p testhost.PCIFunc) bool { return p.Addr == "0000:13:00.0" })
+	record(Run(tree(t, hgx7, nil), Options{}))
 	noIB := testhost.Seed000()
 	noIB.RDMA = nil
 	record(Run(tree(t, noIB, nil), Options{}))

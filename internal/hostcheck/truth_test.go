@@ -111,10 +111,10 @@ func TestHealthySeeds(t *testing.T) {
 		// GPUDirect crosses host bridges (so NCCL will not use it).
 		// sysfs does not show a RoCE port's active_mtu (ibv_devinfo -v
 		// does), so whether each port carries its netdev MTU is unknown.
-		"seed000-epyc": {"unknown roce.mtu.path": 4, "warn affinity.gpu-nic": 2, "warn gpudirect.gpu-class": 2, "warn gpudirect.path": 2},
+		"seed000-epyc": {"unknown roce.mtu.path": 4, "warn gpudirect.gpu-class": 2, "warn gpudirect.path": 2},
 		// The T4 sits on the other socket; the EDR MCX455A runs at QDR on
 		// the lab's QDR switch (seeds 002/003).
-		"r730-qdr": {"warn affinity.gpu-nic": 1, "warn gpudirect.path": 1, "warn port.rate.below-nic-max": 1},
+		"r730-qdr": {"warn gpudirect.path": 1, "warn port.rate.below-nic-max": 1},
 	}
 	for name, mk := range testhost.Seeds() {
 		fs := Doctor([]*host.Snapshot{tree(t, mk(), nil)}, Options{})
@@ -219,7 +219,7 @@ func TestUnusedPortIsNotAFailure(t *testing.T) {
 	s := unusedPort(t)
 	// What the healthy seed000 reports (its three active RoCE ports'
 	// active_mtu unread: no ibv_devinfo in a sysfs tree).
-	healthy := fmt.Sprint(map[string]int{"unknown roce.mtu.path": 3, "warn affinity.gpu-nic": 2, "warn gpudirect.gpu-class": 2, "warn gpudirect.path": 2})
+	healthy := fmt.Sprint(map[string]int{"unknown roce.mtu.path": 3, "warn gpudirect.gpu-class": 2, "warn gpudirect.path": 2})
 	fs := Doctor([]*host.Snapshot{s}, Options{})
 	if got := notPassing(fs); fmt.Sprint(got) != healthy {
 		t.Errorf("uncabled spare port: %v", got)

@@ -81,6 +81,24 @@ func TestVMHostProfile(t *testing.T) {
 			}
 		})
 	}
+	// Seed 000's VM host without its isolcpus/nohz_full: a finding on the
+	// host's CPUs (its healthy twin above passes vmhost.isolation).
+	noIso := func(m *testhost.Machine) {
+		m.Isolated, m.NohzFull = "", ""
+		m.Cmdline = strings.NewReplacer("isolcpus=2-29,34-61 ", "", "nohz_full=2-29,34-61 ", "", "rcu_nocbs=2-29,34-61 ", "").Replace(m.Cmdline)
+	}
+	iso := 0
+	for _, f := range vmHostFindings(t, seed000VMHost(noIso)) {
+		if f.Check == "vmhost.isolation" {
+			iso++
+			if f.Subject != "cpus" || f.Outcome != check.Warn || !strings.Contains(f.Message, "4 device(s) passed to VMs, but no host CPU is isolated") {
+				t.Errorf("no isolation: %+v", f)
+			}
+		}
+	}
+	if iso != 1 {
+		t.Errorf("no isolation: %d vmhost.isolation findings", iso)
+	}
 	// Bare metal on the same host suggests the profile.
 	var suggest []check.Finding
 	for _, f := range Doctor([]*host.Snapshot{tree(t, seed000VMHost(nil), nil)}, Options{}) {
@@ -98,5 +116,114 @@ func setDriver(m *testhost.Machine, addr, driver string) {
 		if m.PCI[i].Addr == addr {
 			m.PCI[i].Driver = driver
 		}
+	}
+}
+
+// Seed 004's 8×H200 HGX with one GPU gone from the bus: 7 of 8 GPUs on
+// a 4-NVSwitch board fail gpu.baseboard, naming the PCIe switch that
+// kept its NIC but lost its GPU; the whole board passes.
+func TestHGXMissingGPU(t *testing.T) {
+	judge := func(m testhost.Machine) check.Finding {
+		t.Helper()
+		var got []check.Finding
+		for _, f := range Doctor([]*host.Snapshot{tree(t, m, nil)}, Options{}) {
+			if f.Check == "gpu.baseboard" {
+				got = append(got, f)
+			}
+		}
+		if len(got) != 1 {
+			t.Fatalf("want one gpu.baseboard finding, got %+v", got)
+		}
+		return got[0]
+	}
+	if f := judge(testhost.HGX()); f.Outcome != check.Pass || f.Subject != "baseboard" {
+		t.Errorf("whole board: %+v", f)
+	}
+	m := testhost.HGX()
+	m.PCI = slices.DeleteFunc(m.PCI, func(p testhost.PCIFunc) bool { return p.Addr == "0000:13:00.0" })
+	f := judge(m)
+	if f.Outcome != check.Fail || f.Subject != "baseboard" || !strings.Contains(f.Message, "7 of 8 GPUs on the 4-NVSwitch HGX baseboard") || !strings.Contains(f.Message, "PCIe switch 0000:11:00.0 holds a rail NIC but no GPU") {
+		t.Errorf("7 GPUs: %+v", f)
+	}
+}
+
+// A B300-like board: six ConnectX-8 rails at 800 Gb/s and two ConnectX-7
+// NVLink-management ports at 100 Gb/s. The ConnectX-7s all run at one
+// rate beside the host's main NICs: a network of their own, no rate
+// finding. One ConnectX-8 rail at 400 still warns.
+func TestManagementPortsAt100G(t *testing.T) {
+	m := testhost.HGX()
+	for i := range m.RDMA {
+		port := &m.RDMA[i].Ports[0]
+		if i < 6 {
+			m.RDMA[i].HCAType = "MT4131"
+			port.Rate = "800 Gb/sec (4X XDR)"
+		} else {
+			port.Rate = "100 Gb/sec (4X EDR)"
+		}
+	}
+	for i := range m.PCI {
+		for j := range 6 {
+			if m.PCI[i].Addr == m.RDMA[j].PCI {
+				m.PCI[i].Device = "0x1023"
+			}
+		}
+	}
+	rate := func(m testhost.Machine) []check.Finding {
+		var out []check.Finding
+		for _, f := range Doctor([]*host.Snapshot{tree(t, m, nil)}, Options{}) {
+			if strings.HasPrefix(f.Check, "port.rate") && f.Outcome != check.Pass {
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+	if fs := rate(m); len(fs) != 0 {
+		t.Errorf("management ports at 100G: %+v", fs)
+	}
+	m.RDMA[0].Ports[0].Rate = "400 Gb/sec (4X NDR)"
+	fs := rate(m)
+	if len(fs) == 0 || !slices.ContainsFunc(fs, func(f check.Finding) bool { return f.Subject == "mlx5_0 port 1" }) {
+		t.Errorf("a ConnectX-8 rail at 400: %+v", fs)
+	}
+	for _, f := range fs {
+		if f.Subject != "mlx5_0 port 1" {
+			t.Errorf("only mlx5_0 is slow: %+v", f)
+		}
+	}
+}
+
+// ACS on a VM host, read from config space: header only (not root) is an
+// unknown that says so; ACS off fails; on with Direct Translated P2P passes.
+func TestVMHostACSFromConfigSpace(t *testing.T) {
+	acs := func(bytes int, ctl uint16) check.Finding {
+		t.Helper()
+		s := tree(t, seed000VMHost(nil), nil)
+		for i := range s.PCIDevices {
+			d := &s.PCIDevices[i]
+			if host.IsBridgeClass(d.Class) {
+				d.ConfigBytes = bytes
+				if bytes >= 256 {
+					c := ctl
+					d.ACSCtl = &c
+				}
+			}
+		}
+		for _, f := range Doctor([]*host.Snapshot{s}, Options{Profile: VMHost}) {
+			if f.Check == "vmhost.acs" {
+				return f
+			}
+		}
+		t.Fatal("no vmhost.acs")
+		return check.Finding{}
+	}
+	if f := acs(64, 0); f.Outcome != check.Unknown || !strings.Contains(f.Message, "not root") {
+		t.Errorf("header only: %+v", f)
+	}
+	if f := acs(4096, 0); f.Outcome != check.Fail || !strings.Contains(f.Message, "ACS is off") {
+		t.Errorf("ACS off: %+v", f)
+	}
+	if f := acs(4096, host.ACSSrcValid|host.ACSReqRedir|host.ACSCmpltRedir|host.ACSDirectTrans); f.Outcome != check.Pass {
+		t.Errorf("ACS on, DirectTrans: %+v", f)
 	}
 }

@@ -78,6 +78,7 @@ func (c *collector) mounts() {
 		if !ok {
 			continue
 		}
+		c.bootDisk(p, s)
 		for _, line := range strings.Split(s, "\n") {
 			f := strings.Fields(line)
 			if len(f) < 4 || f[2] != "hugetlbfs" {
@@ -93,6 +94,52 @@ func (c *collector) mounts() {
 		}
 		return
 	}
+}
+
+// bootDisk follows the root file system's device down to its disk and
+// the disk's PCI controller: /dev/mapper/x to dm-N, a device-mapper
+// device to its slaves (LVM, LUKS), a partition to its disk, and the
+// disk's sysfs path to the last PCI function on it. The planner keeps
+// that controller on the host (seed 004).
+func (c *collector) bootDisk(mountsFile, mounts string) {
+	dev := ""
+	for _, line := range strings.Split(mounts, "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[1] == "/" && strings.HasPrefix(f[0], "/dev/") {
+			dev = f[0] // the last mount on / is the one in use
+		}
+	}
+	if dev == "" {
+		return
+	}
+	name := strings.TrimPrefix(dev, "/dev/")
+	if rp, err := c.fs.Realpath(dev); err == nil && strings.HasPrefix(rp, "/dev/") {
+		name = path.Base(rp) // /dev/mapper/cs-root → dm-0
+	} else if strings.Contains(name, "/") {
+		name = path.Base(name)
+	}
+	for range 4 { // dm on dm (LUKS on LVM) is as deep as it goes
+		slaves, err := c.fs.ReadDir("/sys/class/block/" + name + "/slaves")
+		if err != nil || len(slaves) == 0 {
+			break
+		}
+		name = slaves[0]
+	}
+	bd := &host.BootDisk{Mount: "/", Device: dev, Disk: name, Source: mountsFile}
+	if rp, err := c.fs.Realpath("/sys/class/block/" + name); err == nil {
+		bd.Source += ", " + "/sys/class/block/" + name
+		parts := strings.Split(rp, "/")
+		for i := len(parts) - 1; i >= 0; i-- {
+			if a, err := host.ParsePCIAddress(parts[i]); err == nil {
+				bd.PCI = a
+				break
+			}
+		}
+		// A partition's directory sits inside its disk's.
+		if i := len(parts) - 2; i > 0 && c.fs.Exists("/sys/class/block/"+name+"/partition") {
+			bd.Disk = parts[i]
+		}
+	}
+	c.snap.BootDisk = bd
 }
 
 func (c *collector) iommu() {

@@ -79,6 +79,16 @@ func (c *collector) pciDevice(addr host.PCIAddress, dir string) host.PCIDevice {
 		}
 	}
 	d.ResetMethod, _ = c.str(subject, dir+"/reset_method")
+	// ACS on bridges and ATS on RDMA NICs decide whether GPU↔NIC peer
+	// traffic goes direct; sysfs shows the extended capabilities to root
+	// only (64 bytes otherwise), and ConfigBytes says which was seen.
+	if host.IsBridgeClass(d.Class) || (d.Vendor == "0x15b3" && strings.HasPrefix(d.Class, "0x02")) {
+		if b, err := c.fs.ReadFile(dir + "/config"); err == nil {
+			d.ConfigBytes = len(b)
+			d.ACSCtl, d.ATSEnabled = host.ParsePCIConfig(b)
+			src.note(true, dir, "config")
+		}
+	}
 	d.CurrentLinkSpeedGTps = c.pcieSpeed(subject, dir+"/current_link_speed")
 	d.MaxLinkSpeedGTps = c.pcieSpeed(subject, dir+"/max_link_speed")
 	d.CurrentLinkWidth = c.pcieWidth(subject, dir+"/current_link_width")

@@ -43,8 +43,8 @@ func TestJudgeEveryRealOutput(t *testing.T) {
 		{"ibtools/gpud-ibstat/ibstat.47.0.h100.all.active.0.txt", "ibstat", 0, 0, 0, 24},
 		{"ibtools/gpud-ibstat/ibstat.47.0.h100.all.active.1.txt", "ibstat", 0, 0, 0, 24},
 		{"ibtools/gpud-ibstat/ibstat.47.0.h100.all.active.2.txt", "ibstat", 0, 0, 0, 25},
-		{"ibtools/gpud-ibstat/ibstat.47.0.h100.some.down.0.txt", "ibstat", 0, 0, 3, 25},
-		{"ibtools/gpud-ibstat/ibstat.47.0.h100.some.down.1.txt", "ibstat", 0, 0, 2, 20},
+		{"ibtools/gpud-ibstat/ibstat.47.0.h100.some.down.0.txt", "ibstat", 0, 0, 0, 28},
+		{"ibtools/gpud-ibstat/ibstat.47.0.h100.some.down.1.txt", "ibstat", 0, 2, 0, 20},
 		{"ibtools/gpud-ibstat/ibstatus.39.0.a100.all.active.0.txt", "ibstatus", 0, 0, 0, 25},
 		{"ibtools/h20-cx7-ndr200/ibstatus_2X-NDR_redacted.txt", "ibstatus", 0, 0, 0, 2},
 		{"ibtools/ibdev2netdev/imbue-cluster-health-issue-4_H100_CX7-IB_CX6-eth_column-t_annotated.txt", "", 0, 0, 0, 0},
@@ -54,10 +54,10 @@ func TestJudgeEveryRealOutput(t *testing.T) {
 		{"ibtools/ibqueryerrors/ompi-users-2009_ibcheckerrors_legacy_InfiniscaleIII.txt", "ibcheckerrors", 2, 0, 0, 0},
 		{"ibtools/ibstat/deepep-issue-303_H20_CX7-NDR-IB_excerpt.txt", "ibstat", 0, 0, 0, 5},
 		{"ibtools/ibstat/l2fwd-nv-issue-6_CX6Dx-RoCE-100_complete.txt", "ibstat", 0, 0, 0, 2},
-		{"ibtools/ibstat/mooncake-issue-1999_CX7-RoCE-200_CX6Dx-down_excerpt.txt", "ibstat", 0, 0, 1, 2},
-		{"ibtools/ibstat/nccl-tests-issue-128_CX6-HDR_one-port-Down-Disabled-lid65535_CX4Lx_excerpt.txt", "ibstat", 0, 0, 1, 3},
-		{"ibtools/ibstat/nccl-tests-issue-350_n013_CX4Lx-eth_CX6-HDR-IB_complete.txt", "ibstat", 0, 0, 2, 3},
-		{"ibtools/ibstat/sglang-issue-6823_H20-3e_CX6Dx-eth-down_CX7_excerpt.txt", "ibstat", 0, 0, 3, 0},
+		{"ibtools/ibstat/mooncake-issue-1999_CX7-RoCE-200_CX6Dx-down_excerpt.txt", "ibstat", 0, 0, 0, 3},
+		{"ibtools/ibstat/nccl-tests-issue-128_CX6-HDR_one-port-Down-Disabled-lid65535_CX4Lx_excerpt.txt", "ibstat", 0, 1, 0, 3},
+		{"ibtools/ibstat/nccl-tests-issue-350_n013_CX4Lx-eth_CX6-HDR-IB_complete.txt", "ibstat", 0, 0, 0, 5},
+		{"ibtools/ibstat/sglang-issue-6823_H20-3e_CX6Dx-eth-down_CX7_excerpt.txt", "ibstat", 0, 0, 1, 2},
 		{"ibtools/ibv_devinfo/deepep-issue-38_H100_CX7-RoCE_multi-hca_excerpt.txt", "ibv_devinfo", 0, 0, 2, 1},
 		{"ibtools/ibv_devinfo/deepep-issue-55_BlueField3-4126_IB_multi-hca_excerpt.txt", "ibv_devinfo", 0, 0, 1, 2},
 		{"ibtools/ibv_devinfo_v/infinity-issue-5_mlx4_ConnectX-3_ibv_devinfo-v_excerpt.txt", "ibv_devinfo", 0, 0, 1, 0},
@@ -87,8 +87,8 @@ func TestJudgeEveryRealOutput(t *testing.T) {
 		{"ibtools/roce-cx5-sriov-vf-k8s/ibstat_vf_port_down.txt", "ibstat", 1, 0, 0, 0},
 		{"ibtools/roce-cx5-sriov-vf-k8s/ibv_devices_in_pod_truncated.txt", "", 0, 0, 0, 0},
 		{"ibtools/roce-cx5-sriov-vf-k8s/ibv_devinfo_vf_port_down.txt", "ibv_devinfo", 1, 0, 0, 0},
-		{"ibtools/stmatengss-mlx4/ibstat_4129f2daa9bf.txt", "ibstat", 0, 0, 1, 2},
-		{"ibtools/stmatengss-mlx4/ibv_devinfo_4129f2daa9bf.txt", "ibv_devinfo", 0, 0, 1, 2},
+		{"ibtools/stmatengss-mlx4/ibstat_4129f2daa9bf.txt", "ibstat", 0, 0, 0, 3},
+		{"ibtools/stmatengss-mlx4/ibv_devinfo_4129f2daa9bf.txt", "ibv_devinfo", 0, 0, 0, 3},
 		{"ibtools/superbench/ib_traffic_topo_aware_hostfile", "", 0, 0, 0, 0},
 		{"ibtools/superbench/ib_traffic_topo_aware_ibstat.txt", "", 0, 0, 0, 0},
 		{"ibnetdiscover/ibsim-net-examples/examples.README", "", 0, 0, 0, 0},
@@ -175,11 +175,11 @@ func TestJudgeEveryRealOutput(t *testing.T) {
 		// check IDs and subjects of these: gpudirect.TestJudgeTopoReal
 		{"nvidia-smi-topo/club-3090-issue-1229_2xRTX5090-workstation_PHB_no-nic.txt", topo, 0, 1, 0, 0},
 		{"nvidia-smi-topo/deepseek-local-notes-zh_5900X_2xRTX3090-NV4-bridge_nvlink-s-then-topo_uuid-redacted_prompts.txt", topo, 0, 3, 0, 0},
-		{"nvidia-smi-topo/gpu-comm-blog-zh_h200-8gpu-NV18_9nic-PIX-rails_mlx5_bond_0_author-reformatted-spaces-ruler-translated-legend.txt", topo, 0, 0, 0, 8},
-		{"nvidia-smi-topo/mpi-gpu-compress-readme_8xA100-NV12_10nic-PXB-pairs_2-storage-nic-SYS_4numa-epyc.txt", topo, 0, 2, 0, 8},
+		{"nvidia-smi-topo/gpu-comm-blog-zh_h200-8gpu-NV18_9nic-PIX-rails_mlx5_bond_0_author-reformatted-spaces-ruler-translated-legend.txt", topo, 0, 0, 0, 9},
+		{"nvidia-smi-topo/mpi-gpu-compress-readme_8xA100-NV12_10nic-PXB-pairs_2-storage-nic-SYS_4numa-epyc.txt", topo, 0, 2, 0, 9},
 		{"nvidia-smi-topo/nvlink-notes_3xRTX-A6000_gpu0-gpu1-NV4-bridge_gpu2-NODE_no-nic_prompt-gt.txt", topo, 0, 1, 0, 0},
 		{"nvidia-smi-topo/polaris-alcf-doc_4xA100-NV4_2nic-old-mlx5-columns_header-missing-leading-tab_4numa.txt", topo, 0, 4, 0, 0},
-		{"nvidia-smi-topo/rhel-ai-kvm-guest_8xH100-NV18-in-vm_single-numa-0-63_no-nic_plus-nvlink-status-author-snipped.txt", topo, 0, 1, 0, 0},
+		{"nvidia-smi-topo/rhel-ai-kvm-guest_8xH100-NV18-in-vm_single-numa-0-63_no-nic_plus-nvlink-status-author-snipped.txt", topo, 0, 1, 0, 1},
 		{"topology-misc/nccl-issue-1737_nvidia-smi-topo-m_H100-6nic_partial.txt", topo, 0, 1, 5, 2},
 		{"topology-misc/nccl-tests-issue-350_n013_nvidia-smi-topo-m_A100-PCIe_4nic.txt", topo, 0, 3, 0, 0},
 	}
@@ -269,9 +269,13 @@ func TestJudgeVerdicts(t *testing.T) {
 	has(one(roce, Options{Expect: linkrate.Expect{Layer: linkrate.InfiniBand, Source: "--expect-link-layer"}}), check.Fail, "bench.perftest.link-layer", "over RoCE (Link type: Ethernet), not the expected InfiniBand")
 	has(one(roce, Options{}), check.Warn, "bench.perftest.mtu", "RoCE MTU 1024, not 4096")
 	has(one("perftest/stmatengss-mlx4-qdr/ib_send_lat_4bfed8618b1d.txt", Options{}), check.Pass, "bench.perftest.latency", "typical 1.07 µs")
-	// A disabled second port may be a spare: without counters or
-	// --expect-ports, whether it should be up is unknown.
-	has(one("ibtools/stmatengss-mlx4/ibstat_4129f2daa9bf.txt", Options{}), check.Unknown, "port.state", "mlx4_0 port 2: port is DOWN / Disabled")
+	// A disabled second port beside an Active one on the same card is a
+	// spare disabled on purpose: unused, said so.
+	has(one("ibtools/stmatengss-mlx4/ibstat_4129f2daa9bf.txt", Options{}), check.Pass, "port.state", "mlx4_0 port 2: unused: DOWN / Disabled while mlx4_0 port 1 on the same card is Active")
+	// Two of eight rail NICs set down: a warning naming the model.
+	has(one("ibtools/gpud-ibstat/ibstat.47.0.h100.some.down.1.txt", Options{}), check.Warn, "port.state", "mlx5_5 port 1: port is DOWN / Disabled while 6 of 8 ports of this host's MT4129 NICs are up")
+	// A storage NIC's ports down while the main NICs run: unused.
+	has(one("ibtools/gpud-ibstat/ibstat.47.0.h100.some.down.0.txt", Options{}), check.Pass, "port.state", "mlx5_7 port 1: unused: DOWN / Disabled, most likely disabled on purpose (a MT4125 NIC, not this host's main RDMA NIC model MT4129)")
 	// A host whose every port is down carries no RDMA at all.
 	has(one("ibtools/roce-cx5-sriov-vf-k8s/ibstat_vf_port_down.txt", Options{}), check.Fail, "port.state", "mlx5_1 port 1: port is DOWN / Disabled and no RDMA port of this host is up")
 	// Legacy ibcheckerrors: the port over its threshold.

@@ -115,6 +115,9 @@ func TestJudgeRoCEFaults(t *testing.T) {
 		{"ECN off on the lossless priority", "roce.ecn", "ECN off on priority 3", func(s string) string {
 			return strings.ReplaceAll(s, "enable/3 = 1", "enable/3 = 0")
 		}},
+		{"traffic_class forced to 0", "roce.qos.path", "DSCP 0 is no standard RoCE class (set traffic_class 106: DSCP 26)", func(s string) string {
+			return strings.Replace(s, "Global tclass=106", "Global tclass=0", 1)
+		}},
 		{"PFC on two priorities", "roce.pfc.single", "PFC on 2 priorities (3,6)", pfc("0   0   0   1   0   0   1   0")},
 		{"CNPs on the data's priority", "roce.cnp", "CNPs ride priority 3", func(s string) string {
 			return strings.Replace(s, "cnp_dscp = 48", "cnp_dscp = 26", 1)
@@ -137,7 +140,7 @@ func TestJudgeRoCEFaults(t *testing.T) {
 				}
 				return
 			}
-			if len(bad) != 1 || bad[0].Check != tc.check || bad[0].Subject != "enp65s0f0np0" || !strings.Contains(bad[0].Message, tc.want) {
+			if len(bad) != 1 || bad[0].Check != tc.check || bad[0].Subject != "mlx5_0 port 1 (enp65s0f0np0)" || !strings.Contains(bad[0].Message, tc.want) {
 				t.Fatalf("want one %s on enp65s0f0np0 containing %q, got %+v", tc.check, tc.want, bad)
 			}
 		})

@@ -133,6 +133,9 @@ func load(t *testing.T, name string) *host.Snapshot {
 // first NIC card moved onto GPU0's host bridge, behind another root port.)
 func TestEnvPHBTurnsGDROn(t *testing.T) {
 	s := load(t, "seed000-epyc")
+	for i := range s.GPUs {
+		s.GPUs[i].Name = "A100 PCIe" // a GeForce has no GPUDirect RDMA on any path (gpudirect.GPUClass)
+	}
 	gpu := s.PCI(host.MustPCI("0000:06:00.0"))
 	for _, a := range []string{"0000:41:00.0", "0000:41:00.1", "0000:40:01.1"} {
 		d := s.PCI(host.MustPCI(a))

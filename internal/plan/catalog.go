@@ -39,6 +39,8 @@ var Catalog = []check.Entry{
 		Needs: "the PCI tree", UnknownWhen: "never"},
 	{ID: "plan.pair.sys", Title: "GPU and NIC pairs do not cross sockets", Why: "A GPU paired with a NIC across the CPU interconnect (SYS) gets no GPUDirect RDMA by default.", Source: "NCCL paths.cc (GDR level)",
 		Needs: "the PCI tree and NUMA nodes", UnknownWhen: "never"},
+	{ID: "plan.storage.boot", Title: "The hypervisor's boot disk stays on the host", Why: "Storage under a GPU's PCIe switch goes to that GPU's VM for GPUDirect Storage; the controller of the disk the hypervisor boots from cannot be shared with a VM.", Source: "seed 004 (boot drive selection)",
+		Fixes: []string{"install the hypervisor on a drive or controller not meant for the VMs", "rdmalab plan vms --keep-storage keeps every drive on the host"}, Needs: "the root file system's disk and its PCI controller (boot_disk in the snapshot)", UnknownWhen: "the snapshot does not say which disk / is on (an older snapshot), or the disk hangs under no PCI function it resolves"},
 	{ID: "plan.nvswitch.partition", Title: "Each VM on an NVSwitch board holds whole Fabric Manager partitions", Why: "In shared NVSwitch mode Fabric Manager activates predefined partitions; GPUs of one VM outside a partition have no NVLink between them.", Source: "NVIDIA Fabric Manager user guide (shared NVSwitch virtualization); seed 004",
 		Fixes: []string{"ask for VMs of whole partitions: --vms 1, 2, 4 or 8 on an 8-GPU board", "check the partitions with fmpm -l"},
 		Needs: "the GPU baseboard and its partitions (inventory; confirm with fmpm -l)", UnknownWhen: "never: a board without known partitions says so in the note"},

@@ -3,6 +3,7 @@ package plan
 import (
 	"cmp"
 	"fmt"
+	"github.com/rdmalab/rdmalab/internal/gpudirect"
 	"slices"
 	"strings"
 
@@ -205,7 +206,7 @@ func assignDevices(s *host.Snapshot, t *topology, req Request) ([]vmDevices, []c
 	// NVSwitches (full passthrough: Fabric Manager runs in the guest).
 	cameWith := map[host.PCIAddress]string{}
 	for i, addrs := range wanted {
-		wanted[i] = append(addrs, companions(s, req, addrs, cameWith)...)
+		wanted[i] = append(addrs, companions(s, req, addrs, cameWith, &notes)...)
 	}
 
 	owner := map[host.PCIAddress]int{} // unit root → VM
@@ -240,6 +241,11 @@ func assignDevices(s *host.Snapshot, t *topology, req Request) ([]vmDevices, []c
 				if seen[m] {
 					continue
 				}
+				if bd := s.BootDisk; bd != nil && bd.PCI.IsValid() && bd.PCI == m {
+					return nil, nil, refuse(nil, "plan.storage.boot", m.String(),
+						"%s holds the disk the hypervisor boots from (%s on /, %s), and it shares a unit with %s (%s): a boot drive cannot be shared with a VM (seed 004)",
+						m, bd.Device, bd.Disk, a, u.whyOf(a))
+				}
 				seen[m] = true
 				dev := describe(s, m, slices.Contains(addrs, m) && cameWith[m] == "", u)
 				if w, ok := cameWith[m]; ok {
@@ -270,6 +276,13 @@ func assignDevices(s *host.Snapshot, t *topology, req Request) ([]vmDevices, []c
 	for i, vd := range out {
 		name := fmt.Sprintf("%s%02d", req.NamePrefix, i)
 		for _, p := range vd.pairs {
+			// The GPU's class is gpudirect's rule, the one doctor and nccl
+			// env apply: a GeForce has no GPUDirect RDMA on any path.
+			classOK, classWhy := gpudirect.GPUClass(gpuName(s, p.GPU))
+			if !classOK {
+				f := note("gpudirect.gpu-class", name+" "+p.GPU.String(), "use a data-center or professional GPU for GPUDirect RDMA, or accept staging through host memory", "%s: GPU %s: %s", name, p.GPU, classWhy)
+				notes = append(notes, f)
+			}
 			if !p.NIC.IsValid() {
 				notes = append(notes, note("plan.pair.no-nic", name+" "+p.GPU.String(), "", "GPU %s has no RDMA NIC of its own: GPUDirect RDMA is not possible for it", p.GPU))
 				continue
@@ -281,6 +294,10 @@ func assignDevices(s *host.Snapshot, t *topology, req Request) ([]vmDevices, []c
 				// choose it on a SYS path unless told to.
 				why := fmt.Sprintf("both in socket %d: GPUDirect RDMA is possible, but NCCL uses it on a SYS path only with NCCL_NET_GDR_LEVEL=SYS", t.pkgOf(gn))
 				fix := "NCCL_NET_GDR_LEVEL=SYS in the guest, or pair devices under one PCIe switch or node"
+				if !classOK {
+					why = fmt.Sprintf("both in socket %d: the traffic crosses NUMA nodes; no GPUDirect RDMA for this GPU on any path (gpudirect.gpu-class)", t.pkgOf(gn))
+					fix = "pair devices under one PCIe switch or node, so staging through host memory stays on one node"
+				}
 				if t.pkgOf(gn) != t.pkgOf(nn) {
 					why = "different sockets: GPUDirect RDMA does not work across sockets, NCCL stages through host memory"
 					fix = "--policy restricted keeps each VM inside one socket"
@@ -383,6 +400,16 @@ func pairsWithin(s *host.Snapshot, addrs []host.PCIAddress) []Pair {
 	return pairGPUs(&sub, newTopology(s))
 }
 
+// gpuName is the model nvidia-smi or the PCI id table gives a GPU.
+func gpuName(s *host.Snapshot, a host.PCIAddress) string {
+	for _, g := range s.GPUs {
+		if g.Address == a {
+			return g.Name
+		}
+	}
+	return ""
+}
+
 func pairDev(s *host.Snapshot, p Pair) *host.PCIDevice {
 	if p.GPU.IsValid() {
 		return s.PCI(p.GPU)
@@ -450,8 +477,9 @@ func joinInts(xs []int) string {
 // their IOMMU groups: storage controllers under the same PCIe switch as
 // one of its devices (unless --keep-storage), and the NVSwitches when the
 // VM holds every GPU of the baseboard. why records the reason of each.
-func companions(s *host.Snapshot, req Request, addrs []host.PCIAddress, why map[host.PCIAddress]string) []host.PCIAddress {
+func companions(s *host.Snapshot, req Request, addrs []host.PCIAddress, why map[host.PCIAddress]string, notes *[]check.Finding) []host.PCIAddress {
 	var out []host.PCIAddress
+	bd := s.BootDisk
 	add := func(a host.PCIAddress, reason string) {
 		if !slices.Contains(addrs, a) && !slices.Contains(out, a) {
 			out = append(out, a)
@@ -466,7 +494,29 @@ func companions(s *host.Snapshot, req Request, addrs []host.PCIAddress, why map[
 			}
 			for i := range s.PCIDevices {
 				o := &s.PCIDevices[i]
-				if o.Switch == d.Switch && host.IsStorage(o) {
+				if o.Switch != d.Switch || !host.IsStorage(o) || slices.Contains(out, o.Address) {
+					continue
+				}
+				switch {
+				case bd != nil && bd.PCI == o.Address:
+					// Seed 004: the hypervisor's boot drive cannot be
+					// shared with a VM; it stays home, said once.
+					if !slices.ContainsFunc(*notes, func(f check.Finding) bool { return f.Check == "plan.storage.boot" && f.Subject == o.Address.String() }) {
+						*notes = append(*notes, note("plan.storage.boot", o.Address.String(), "",
+							"%s (under the PCIe switch of %s) holds the disk the hypervisor boots from (%s on /): kept on the host, not passed with the switch's other storage", o.Address, a, cmp.Or(bd.Disk, bd.Device)))
+					}
+				case bd == nil || !bd.PCI.IsValid():
+					if !slices.ContainsFunc(*notes, func(f check.Finding) bool { return f.Check == "plan.storage.boot" }) {
+						what := "the snapshot does not say which disk / is on"
+						if bd != nil {
+							what = fmt.Sprintf("/ is on %s, which hangs under no PCI function the snapshot resolves", cmp.Or(bd.Disk, bd.Device))
+						}
+						*notes = append(*notes, check.Finding{Check: "plan.storage.boot", Outcome: check.Unknown, Subject: "boot disk",
+							Message: fmt.Sprintf("storage under the GPUs' switches goes to the VMs, but %s: check the hypervisor does not boot from one of them", what),
+							Fix:     []string{"findmnt -no SOURCE / ; readlink -f /sys/class/block/$(lsblk -no PKNAME $(findmnt -no SOURCE /))   # the controller's PCI address", "rdmalab plan vms --keep-storage keeps every drive on the host"}})
+					}
+					add(o.Address, fmt.Sprintf("storage under the PCIe switch of %s (%s): GPUDirect Storage stays switch-local; --keep-storage keeps it on the host", a, d.Switch))
+				default:
 					add(o.Address, fmt.Sprintf("storage under the PCIe switch of %s (%s): GPUDirect Storage stays switch-local; --keep-storage keeps it on the host", a, d.Switch))
 				}
 			}

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/rdmalab/rdmalab/examples"
+	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/testhost"
 	"k8s.io/utils/cpuset"
@@ -477,5 +478,39 @@ func TestWriteStaysInside(t *testing.T) {
 		if bad.Validate() == nil {
 			t.Errorf("Validate accepted %+v", bad)
 		}
+	}
+}
+
+// Seed 004: the hypervisor's boot drive cannot be shared. On the HGX,
+// storage under a VM's switches goes with it, except the controller of
+// the disk / is on: kept home with a note naming it. Without a boot disk
+// in the snapshot the planner says it could not check.
+func TestHGXKeepsTheBootDisk(t *testing.T) {
+	s := load(t, "hgx-h200")
+	base := mustPlan(t, s, Request{VMs: 2, MemoryBytes: 64 << 30})
+	st := addrs(base.VMs[0], "storage")
+	if len(st) == 0 {
+		t.Fatal("vm00 takes no storage")
+	}
+	if !slices.ContainsFunc(base.Notes, func(f check.Finding) bool {
+		return f.Check == "plan.storage.boot" && f.Outcome == check.Unknown && strings.Contains(f.Message, "does not say which disk / is on")
+	}) {
+		t.Errorf("no boot disk in the snapshot: notes %+v", base.Notes)
+	}
+	boot := host.MustPCI(st[0])
+	s.BootDisk = &host.BootDisk{Mount: "/", Device: "/dev/nvme0n1p2", Disk: "nvme0n1", PCI: boot, Source: "/proc/mounts"}
+	p := mustPlan(t, s, Request{VMs: 2, MemoryBytes: 64 << 30})
+	for _, vm := range p.VMs {
+		if slices.Contains(addrs(vm, "storage"), boot.String()) {
+			t.Errorf("%s takes the boot disk's controller %s", vm.Name, boot)
+		}
+	}
+	if got := addrs(p.VMs[0], "storage"); len(got) != len(st)-1 {
+		t.Errorf("vm00 storage %v, want %d drives", got, len(st)-1)
+	}
+	if !slices.ContainsFunc(p.Notes, func(f check.Finding) bool {
+		return f.Check == "plan.storage.boot" && f.Subject == boot.String() && f.Outcome == check.Warn && strings.Contains(f.Message, "holds the disk the hypervisor boots from (nvme0n1 on /)")
+	}) {
+		t.Errorf("notes %+v", p.Notes)
 	}
 }
