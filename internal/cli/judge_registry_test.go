@@ -12,7 +12,7 @@ import (
 
 // judge --help lists every format of the registry, from the registry.
 func TestJudgeHelpListsEveryFormat(t *testing.T) {
-	out, _, code := run(t, "judge", "--help")
+	out, _, code := run(t, "judge", "--help", "--width", "1000")
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/rdmalab/rdmalab/internal/lazyre"
 	"github.com/rdmalab/rdmalab/internal/report"
@@ -86,6 +87,8 @@ func unknownFlag(c *cobra.Command, err error) (error, bool) {
 	}
 	return usageErr("%s", msg), true
 }
+
+var columnRE = lazyre.New(`^(\s+\S.*?\S\s{2,})\S`)
 
 var requiredRE = lazyre.New(`^required flag\(s\) (.*) not set$`)
 
@@ -286,6 +289,11 @@ func wrapText(s string, width int, example bool) string {
 			}
 		}
 		indent := lead + "  "
+		// A two-column line ("  name      what it is") continues under
+		// its second column.
+		if m := columnRE().FindStringSubmatchIndex(line); m != nil && m[3] < width/2 && !example {
+			indent = strings.Repeat(" ", utf8.RuneCountInString(line[:m[3]]))
+		}
 		for len(line) > width {
 			limit := width
 			if example {
