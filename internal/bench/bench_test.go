@@ -166,13 +166,14 @@ launcher: {type: local, rdmalab: `+bin+`, base_port: 23400}
 	if len(first) < 6 || len(first) >= 30 {
 		t.Fatalf("after the interrupt: %d directions, want round 1's 6 and not all 30", len(first))
 	}
-	// Unshaped loopback on a shared machine is noise: the verdicts may
-	// fail (exit 1); this test is about the log, not the verdicts.
+	// Unshaped loopback on a shared machine is noise, and it beats the
+	// declared 1 Gb/s: the verdicts may fail (exit 1) or overrule the rate
+	// (unproven, exit 3); this test is about the log, not the verdicts.
 	resume := exec.Command(bin, append(args, "--resume", "--output", "json")...)
 	var progress strings.Builder
 	resume.Stderr = &progress
 	doc, err := resume.Output()
-	if code := exitCode(err); code != 0 && code != 1 {
+	if code := exitCode(err); code != 0 && code != 1 && code != 3 {
 		t.Fatalf("resume: %v\n%s", err, progress.String())
 	}
 	if !strings.Contains(progress.String(), "already measured") {

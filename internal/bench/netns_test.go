@@ -239,7 +239,7 @@ launcher:
 	results := filepath.Join(c.Dir, "results.jsonl")
 	out, err := exec.Command(bin, "bench", "--cluster", cluster, "--engine", "tcp", "--seconds", "1", "--samples", "1",
 		"--timeout", "10s", "--results", results, "--rounds", rounds, "--no-retest").CombinedOutput()
-	if code := exitCode(err); code != 0 && code != 1 {
+	if code := exitCode(err); code != 0 && code != 1 && code != 3 { // a verdict on noise
 		t.Fatalf("exit %d\n%s", code, out)
 	}
 	if !strings.Contains(string(out), "round 2/2") {

@@ -67,12 +67,6 @@ type Entry struct {
 	Source string
 	// Fixes are what to do, in order: commands or config lines, one each.
 	Fixes []string
-	// Fix is the old single-string spelling, kept only so entries written
-	// before Fixes still compile while branches merge; TestChecksDoc
-	// (internal/cli) fails on any entry that sets it.
-	//
-	// Deprecated: write Fixes: []string{"a", "b"} for Fix: "a; b".
-	Fix string
 	// Needs says what the check must read to be sure; UnknownWhen what
 	// makes it say unknown instead of pass or fail.
 	Needs       string

@@ -198,9 +198,6 @@ func TestChecksDoc(t *testing.T) {
 			fmt.Fprintf(&b, "| [`%s`](#%s) | %s |\n", e.ID, strings.ReplaceAll(e.ID, ".", ""), e.Title)
 		}
 		for _, e := range c.Entries {
-			if e.Fix != "" {
-				t.Errorf("%s: Fix %q is the old spelling: write Fixes: []string{...}, one command each", e.ID, e.Fix)
-			}
 			if e.Title == "" || e.Why == "" || e.Needs == "" || e.UnknownWhen == "" {
 				t.Errorf("%s: a catalog entry says its title, why, what it needs and when it is unknown", e.ID)
 			}

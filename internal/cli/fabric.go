@@ -256,7 +256,7 @@ Exit codes: 0 proven healthy, 1 failures found, 2 could not run, 3 unproven
 		},
 	}
 	in.register(c)
-	c.Flags().StringVar(&in.snapshot, "snapshot", "", "check a saved fabric snapshot (fabric scan -o json; example:NAME for a built-in one) instead of scanning")
+	c.Flags().StringVar(&in.snapshot, "snapshot", "", "check a saved fabric instead of scanning: a fabric snapshot (fabric scan -o json), a saved ibnetdiscover, iblinkinfo or ibqueryerrors output, or example:NAME")
 	c.Flags().StringVar(&fl.topology, "topology", "", "intended cabling: an ibnetdiscover output, an ibsim netlist, or a .yaml list of links")
 	c.Flags().StringVar(&fl.rate, "expect-rate", "", "rate every link should run at: Gb/s (200) or width and speed (\"4X HDR\")")
 	c.Flags().StringArrayVar(&fl.thresholds, "threshold", nil, "override an error counter threshold, COUNTER=N (repeatable)")

@@ -272,8 +272,9 @@ replaces it; one run writes it at a time. Raw logs go to --dir.
 busbw is judged against the cluster file's link (rate, layer, MTU) times
 --rails.
 
-Exit codes: 0 nothing failed, 1 a run failed or was judged failing, 2 could not
-run, 130 interrupted.`,
+Exit codes: 0 every run proven, 1 a run failed or was judged failing, 2 could not
+run, 3 unproven (a run's bandwidth or transport could not be judged), 130
+interrupted.`,
 		Example: `  rdmalab nccl run --cluster cluster.yaml --gpus-per-node 8 --rails 8 \
       --snapshot node1.json --test all_reduce_perf --test all_gather_perf
   rdmalab nccl run --cluster cluster.yaml --nodes 2 --timeout 5m --test-arg=-b --test-arg=1G`,

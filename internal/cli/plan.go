@@ -43,7 +43,7 @@ the CPUs that back vCPUs; no host CPU pinned to two VMs; every passed device on
 the host and local to the VM. Domains given together are judged together.
 
 Exit codes: 0 placed well, 1 findings, 2 a file is not a domain or the host
-could not be read.`,
+could not be read, 3 unproven (nothing could be checked).`,
 		Example: `  virsh dumpxml vm00 > vm00.xml; virsh dumpxml vm01 > vm01.xml
   rdmalab plan check vm00.xml vm01.xml
   rdmalab plan check --snapshot example:seed000-epyc lab/vm00.xml lab/vm01.xml`,

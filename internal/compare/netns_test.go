@@ -33,7 +33,7 @@ func TestCompareInNamespaces(t *testing.T) {
 		results := filepath.Join(c.Dir, name+".jsonl")
 		out, err := exec.Command(bin, "bench", "--cluster", cluster, "--engine", "tcp", "--seconds", "1", "--samples", "3",
 			"--timeout", "10s", "--results", results).CombinedOutput()
-		if code := exitCode(err); code != 0 && code != 1 {
+		if code := exitCode(err); code != 0 && code != 1 && code != 3 { // a verdict on noise
 			t.Fatalf("bench %s: exit %d\n%s", name, code, out)
 		}
 		return results

@@ -113,8 +113,12 @@ func linkRate(p *fabric.Port) string {
 
 func smText(s *fabric.Snapshot, names *fabric.Names) string {
 	if len(s.SMs) == 0 {
-		if s.SMQueryError != "" {
+		switch {
+		case s.SMQueryError != "" && s.SMNoAnswer:
 			return "none answers (" + s.SMQueryError + ")"
+		case s.SMQueryError != "":
+			// sminfo could not ask: nothing is known of the SM.
+			return "not known: sminfo could not ask (" + s.SMQueryError + ")"
 		}
 		return "none"
 	}

@@ -30,7 +30,7 @@ func Plan(w io.Writer, pl *plan.Plan) {
 		for _, n := range pl.Notes {
 			p.findingLine(check.Warn, p.Text("⚠ ")+n.Check, userfile.Line(n.Message))
 			for _, f := range n.Fix {
-				p.Printf("      fix: %s\n", userfile.Line(f)) // a command: never wrapped
+				p.Wrapped("      fix: ", "           ", userfile.Line(f))
 			}
 		}
 	}

@@ -28,7 +28,7 @@ func TestBenchThroughSrun(t *testing.T) {
 	cmd := s.Command("salloc", "-N4", "--quiet", "--time=5", bin, "bench", "--engine", "tcp", "--seconds", "1", "--samples", "1",
 		"--timeout", "20s", "--results", results)
 	out, err := cmd.CombinedOutput()
-	if code := exitOf(err); code != 0 && code != 1 { // 1: a verdict on a busy machine
+	if code := exitOf(err); code != 0 && code != 1 && code != 3 { // 1, 3: a verdict on a busy machine
 		t.Fatalf("salloc … rdmalab bench: exit %d: %v\n%s", code, err, out)
 	}
 	b, err := os.ReadFile(results)
