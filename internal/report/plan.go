@@ -81,7 +81,7 @@ func planTables(p *Printer, pl *plan.Plan) {
 			}
 		}
 		t.Row(vm.Name, vm.VCPUs, fmt.Sprintf("%d×%d×%d", vm.Sockets, vm.CoresPerSkt, vm.Threads),
-			Bytes(vm.MemoryBytes), strings.Join(cells, ", "), vm.EmulatorCPUs, strings.Join(pairs, "\n"))
+			Bytes(vm.MemoryBytes), strings.Join(cells, ", "), vm.EmulatorCPUs, Lines(pairs))
 	}
 	t.Render()
 

@@ -232,12 +232,26 @@ func (p *Printer) Table(title string, cols ...Col) *Table {
 func (t *Table) Row(cells ...any) {
 	row := make([]string, len(t.cols))
 	for i := range row {
-		if i < len(cells) {
-			row[i] = t.p.Text(userfile.TermLine(fmt.Sprint(cells[i])))
+		if i >= len(cells) {
+			continue
 		}
+		// A cell is one line whatever its data holds; Lines is a cell of
+		// several lines the renderer meant, each escaped on its own.
+		if ls, ok := cells[i].(Lines); ok {
+			esc := make([]string, len(ls))
+			for j, l := range ls {
+				esc[j] = userfile.TermLine(l)
+			}
+			row[i] = t.p.Text(strings.Join(esc, "\n"))
+			continue
+		}
+		row[i] = t.p.Text(userfile.TermLine(fmt.Sprint(cells[i])))
 	}
 	t.rows = append(t.rows, row)
 }
+
+// Lines is a table cell of several lines.
+type Lines []string
 
 // Len is the number of rows.
 func (t *Table) Len() int { return len(t.rows) }
