@@ -4,14 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rdmalab/rdmalab/internal/userfile"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/rdmalab/rdmalab/internal/userfile"
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/cluster"
@@ -352,23 +352,5 @@ func (r *Report) CompareCUDA(cuda *Report) {
 // engine's binaries, device and port present) within timeout and returns
 // the unready ones with the reason.
 func Preflight(ctx context.Context, l launch.Launcher, nodes []cluster.Node, e Engine, timeout time.Duration) map[string]string {
-	unready := map[string]string{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 64)
-	for _, n := range nodes {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			pctx, cancel := context.WithTimeout(ctx, timeout)
-			defer cancel()
-			if err := l.Probe(pctx, n, e.Need(n)); err != nil {
-				mu.Lock()
-				unready[n.Name] = err.Error()
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	return unready
+	return launch.Preflight(ctx, l, nodes, e.Need, timeout)
 }

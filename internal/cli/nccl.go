@@ -325,7 +325,24 @@ interrupted.`,
 				return err
 			}
 			defer cleanup()
-			ssh := &launch.SSH{Options: cl.Launcher.Options, KnownHosts: cl.Launcher.KnownHosts, ControlDir: control}
+			ssh := &launch.SSH{Options: cl.Launcher.Options, KnownHosts: cl.Launcher.KnownHosts, ControlDir: control, ConnectTimeout: 5 * time.Second}
+			// Bench's preflight before any size runs: a node ssh cannot
+			// reach, or without the nccl-tests binaries, is exit 2 naming
+			// it and why, not every size failing.
+			tests := o.tests
+			if len(tests) == 0 {
+				tests = []string{"all_reduce_perf"}
+			}
+			if unready := launch.Preflight(cmd.Context(), ssh, cl.Nodes, func(cluster.Node) []string { return tests }, 15*time.Second); len(unready) > 0 {
+				var lines []string
+				for _, n := range cl.Nodes {
+					if why, ok := unready[n.Name]; ok {
+						lines = append(lines, n.Name+": "+why)
+					}
+				}
+				ssh.Close()
+				return usageErr("%d of %d node(s) not ready, nothing was run:\n  %s", len(unready), len(cl.Nodes), strings.Join(lines, "\n  "))
+			}
 			l, err := launch.NewMPIRun(cl, ssh, o.mpiArgs)
 			if err != nil {
 				return usageErr("%v", err)
