@@ -246,25 +246,18 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	defer log.Close()
 	l := o.Launcher
 	if l == nil {
-		switch c.Launcher.Type {
-		case "local":
-			l = launch.Local{}
-		case "srun":
-			l = launch.Srun{}
-		default:
-			if o.ControlDir != "" {
-				// Masters a run killed with SIGKILL left behind are ended
-				// now (they would end by themselves after ControlPersist),
-				// and this run's directory is marked for the next.
-				if swept := launch.SweepControlDirs(ctx, filepath.Dir(o.ControlDir), "rdmalab-"); len(swept) > 0 && o.Progress != nil {
-					fmt.Fprintf(o.Progress, "ended %d ssh control master(s) of an earlier run that did not end\n", len(swept))
-				}
-				if err := launch.MarkControlDir(o.ControlDir); err != nil {
-					return nil, err
-				}
+		if c.Launcher.Type == "ssh" && o.ControlDir != "" {
+			// Masters a run killed with SIGKILL left behind are ended now
+			// (they would end by themselves after ControlPersist), and
+			// this run's directory is marked for the next.
+			if swept := launch.SweepControlDirs(ctx, filepath.Dir(o.ControlDir), "rdmalab-"); len(swept) > 0 && o.Progress != nil {
+				fmt.Fprintf(o.Progress, "ended %d ssh control master(s) of an earlier run that did not end\n", len(swept))
 			}
-			l = &launch.SSH{Options: c.Launcher.Options, KnownHosts: c.Launcher.KnownHosts, ControlDir: o.ControlDir, ConnectTimeout: 5 * time.Second}
+			if err := launch.MarkControlDir(o.ControlDir); err != nil {
+				return nil, err
+			}
 		}
+		l = launch.For(c, launch.Setup{ControlDir: o.ControlDir, ConnectTimeout: 5 * time.Second})
 	}
 	defer l.Close()
 	if o.Progress != nil {
