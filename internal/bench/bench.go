@@ -4,14 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rdmalab/rdmalab/internal/userfile"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/rdmalab/rdmalab/internal/userfile"
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/cluster"
@@ -246,25 +246,18 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	defer log.Close()
 	l := o.Launcher
 	if l == nil {
-		switch c.Launcher.Type {
-		case "local":
-			l = launch.Local{}
-		case "srun":
-			l = launch.Srun{}
-		default:
-			if o.ControlDir != "" {
-				// Masters a run killed with SIGKILL left behind are ended
-				// now (they would end by themselves after ControlPersist),
-				// and this run's directory is marked for the next.
-				if swept := launch.SweepControlDirs(ctx, filepath.Dir(o.ControlDir), "rdmalab-"); len(swept) > 0 && o.Progress != nil {
-					fmt.Fprintf(o.Progress, "ended %d ssh control master(s) of an earlier run that did not end\n", len(swept))
-				}
-				if err := launch.MarkControlDir(o.ControlDir); err != nil {
-					return nil, err
-				}
+		if c.Launcher.Type == "ssh" && o.ControlDir != "" {
+			// Masters a run killed with SIGKILL left behind are ended now
+			// (they would end by themselves after ControlPersist), and
+			// this run's directory is marked for the next.
+			if swept := launch.SweepControlDirs(ctx, filepath.Dir(o.ControlDir), "rdmalab-"); len(swept) > 0 && o.Progress != nil {
+				fmt.Fprintf(o.Progress, "ended %d ssh control master(s) of an earlier run that did not end\n", len(swept))
 			}
-			l = &launch.SSH{Options: c.Launcher.Options, KnownHosts: c.Launcher.KnownHosts, ControlDir: o.ControlDir, ConnectTimeout: 5 * time.Second}
+			if err := launch.MarkControlDir(o.ControlDir); err != nil {
+				return nil, err
+			}
 		}
+		l = launch.For(c, launch.Setup{ControlDir: o.ControlDir, ConnectTimeout: 5 * time.Second})
 	}
 	defer l.Close()
 	if o.Progress != nil {
@@ -352,23 +345,5 @@ func (r *Report) CompareCUDA(cuda *Report) {
 // engine's binaries, device and port present) within timeout and returns
 // the unready ones with the reason.
 func Preflight(ctx context.Context, l launch.Launcher, nodes []cluster.Node, e Engine, timeout time.Duration) map[string]string {
-	unready := map[string]string{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 64)
-	for _, n := range nodes {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			pctx, cancel := context.WithTimeout(ctx, timeout)
-			defer cancel()
-			if err := l.Probe(pctx, n, e.Need(n)); err != nil {
-				mu.Lock()
-				unready[n.Name] = err.Error()
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	return unready
+	return launch.Preflight(ctx, l, nodes, e.Need, timeout)
 }

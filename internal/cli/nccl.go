@@ -259,8 +259,12 @@ func newNCCLRunCmd() *cobra.Command {
 		Short: "Run nccl-tests on 2, 4, 8 … nodes through mpirun and judge every run",
 		Long: `run launches nccl-tests (all_reduce_perf by default; repeat --test for the
 other collectives) on the first 2, 4, 8 … nodes of the cluster file and on the
-whole cluster, one run at a time, through Open MPI's mpirun with a hostfile and
-the cluster file's ssh settings (key, known_hosts, port). Every rank gets
+whole cluster, one run at a time, through the cluster file's launcher: with
+ssh (the default) Open MPI's mpirun with a hostfile and the cluster file's ssh
+settings (key, known_hosts, port); with srun, inside an allocation, one srun
+step holding every rank. Before anything runs every node is probed as bench
+probes it (reachable, the nccl-tests binaries there): a node that is not ready
+is exit 2, named with why. Every rank gets
 NCCL_ALGO=Ring (busbw then measures the network) and NCCL_DEBUG=INFO, plus the
 environment from 'nccl env' when --snapshot is given. Each run has a timeout
 that kills the whole launch and, on every node, the rank itself; a hung run is
@@ -325,8 +329,26 @@ interrupted.`,
 				return err
 			}
 			defer cleanup()
-			ssh := &launch.SSH{Options: cl.Launcher.Options, KnownHosts: cl.Launcher.KnownHosts, ControlDir: control}
-			l, err := launch.NewMPIRun(cl, ssh, o.mpiArgs)
+			// The cluster file's launcher: ssh (mpirun over ssh) or srun.
+			nodes := launch.For(cl, launch.Setup{ControlDir: control, ConnectTimeout: 5 * time.Second, JobArgs: o.mpiArgs})
+			// Bench's preflight before any size runs: a node ssh cannot
+			// reach, or without the nccl-tests binaries, is exit 2 naming
+			// it and why, not every size failing.
+			tests := o.tests
+			if len(tests) == 0 {
+				tests = []string{"all_reduce_perf"}
+			}
+			if unready := launch.Preflight(cmd.Context(), nodes, cl.Nodes, func(cluster.Node) []string { return tests }, 15*time.Second); len(unready) > 0 {
+				var lines []string
+				for _, n := range cl.Nodes {
+					if why, ok := unready[n.Name]; ok {
+						lines = append(lines, n.Name+": "+why)
+					}
+				}
+				nodes.Close()
+				return usageErr("%d of %d node(s) not ready, nothing was run:\n  %s", len(unready), len(cl.Nodes), strings.Join(lines, "\n  "))
+			}
+			l, err := launch.JobFor(cl, nodes, launch.Setup{JobArgs: o.mpiArgs})
 			if err != nil {
 				return usageErr("%v", err)
 			}
@@ -361,7 +383,7 @@ interrupted.`,
 	f.IntSliceVar(&o.nodes, "nodes", nil, "cluster sizes to run, in order (default 2,4,8,… and all nodes)")
 	f.StringArrayVar(&o.tests, "test", nil, "nccl-tests binary on the nodes, repeatable (default all_reduce_perf)")
 	f.StringArrayVar(&o.testArgs, "test-arg", nil, "argument for the nccl-tests binary, repeatable (default -b 8 -e 8G -f 2 -g 1)")
-	f.StringArrayVar(&o.mpiArgs, "mpi-arg", nil, "extra mpirun argument, repeatable (e.g. --mpi-arg=--mca --mpi-arg=oob_tcp_if_include --mpi-arg=eno1)")
+	f.StringArrayVar(&o.mpiArgs, "mpi-arg", nil, "extra mpirun (or, with launcher srun, srun) argument, repeatable (e.g. --mpi-arg=--mca --mpi-arg=oob_tcp_if_include --mpi-arg=eno1, or --mpi-arg=--mpi=pmix)")
 	f.StringArrayVar(&o.env, "env", nil, "NAME=VALUE for every rank, repeatable (after the --snapshot environment)")
 	f.IntVar(&o.ranks, "gpus-per-node", 1, "ranks per node (one per GPU, nccl-tests -g 1)")
 	f.IntVar(&o.rails, "rails", 1, "NICs per node for the busbw expectation (default: the snapshots' rail count, else 1)")
