@@ -333,12 +333,22 @@ interrupted.`,
 			nodes := launch.For(cl, launch.Setup{ControlDir: control, ConnectTimeout: 5 * time.Second, JobArgs: o.mpiArgs})
 			// Bench's preflight before any size runs: a node ssh cannot
 			// reach, or without the nccl-tests binaries, is exit 2 naming
-			// it and why, not every size failing.
+			// it and why, not every size failing. The probes' control
+			// connections are their own, ended before mpirun opens its
+			// sessions.
 			tests := o.tests
 			if len(tests) == 0 {
 				tests = []string{"all_reduce_perf"}
 			}
-			if unready := launch.Preflight(cmd.Context(), nodes, cl.Nodes, func(cluster.Node) []string { return tests }, 15*time.Second); len(unready) > 0 {
+			probeDir, probeCleanup, err := tempDir()
+			if err != nil {
+				return err
+			}
+			probe := launch.For(cl, launch.Setup{ControlDir: probeDir, ConnectTimeout: 5 * time.Second})
+			unready := launch.Preflight(cmd.Context(), probe, cl.Nodes, func(cluster.Node) []string { return tests }, 15*time.Second)
+			probe.Close() // ends the probes' masters before mpirun's ssh starts
+			probeCleanup()
+			if len(unready) > 0 {
 				var lines []string
 				for _, n := range cl.Nodes {
 					if why, ok := unready[n.Name]; ok {

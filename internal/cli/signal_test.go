@@ -327,7 +327,14 @@ func TestNCCLResultsLogExclusive(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer first.Process.Kill()
-	for deadline := time.Now().Add(30 * time.Second); len(leftBehind(marker, 0)) == 0; time.Sleep(50 * time.Millisecond) {
+	// A rank running means the log is held; the orchestrator's own command
+	// line holds the marker too (in --env), and it probes every node
+	// before it opens the log, so the log's header is awaited as well.
+	held := func() bool {
+		st, err := os.Stat(results)
+		return err == nil && st.Size() > 0 && len(leftBehind(marker, 0)) > 1
+	}
+	for deadline := time.Now().Add(30 * time.Second); !held(); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("no rank ever started")
 		}
