@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -122,11 +123,7 @@ type Runner struct {
 func (r *Runner) Out() map[string]string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	m := make(map[string]string, len(r.out))
-	for k, v := range r.out {
-		m[k] = v
-	}
-	return m
+	return maps.Clone(r.out)
 }
 
 // Leftovers lists processes of this run found alive after a round (and
@@ -142,11 +139,7 @@ func (r *Runner) Leftovers() []string {
 func (r *Runner) Skipped() map[string]int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	m := make(map[string]int, len(r.skipped))
-	for k, v := range r.skipped {
-		m[k] = v
-	}
-	return m
+	return maps.Clone(r.skipped)
 }
 
 // RoundsUsed is how many rounds the run took so far.

@@ -386,6 +386,17 @@ func (s sections) get(section string, keys ...string) (value, bool) {
 	return value{}, false
 }
 
+// has reports whether the output printed the section (titles compared
+// without case: MFT releases spell them differently).
+func (s sections) has(section string) bool {
+	for k := range s {
+		if strings.EqualFold(k, section) {
+			return true
+		}
+	}
+	return false
+}
+
 func (s sections) str(section string, keys ...string) string {
 	v, ok := s.get(section, keys...)
 	if !ok {
@@ -437,13 +448,7 @@ func fromSections(s sections, tool, source string) Port {
 
 func mlxCounters(s sections) *Counters {
 	const sec = "Physical Counters and BER Info"
-	found := false
-	for k := range s {
-		if strings.EqualFold(k, sec) {
-			found = true
-		}
-	}
-	if !found {
+	if !s.has(sec) {
 		return nil
 	}
 	c := &Counters{Window: "window not in the output"}
@@ -547,13 +552,7 @@ func mlxHistogram(s sections) *Histogram {
 // that range is the alarm or the warning level.
 func mlxModule(s sections) *Module {
 	const sec = "Module Info"
-	found := false
-	for k := range s {
-		if strings.EqualFold(k, sec) {
-			found = true
-		}
-	}
-	if !found {
+	if !s.has(sec) {
 		return nil
 	}
 	m := &Module{
