@@ -91,8 +91,10 @@ func (s *IBSim) Env() []string {
 }
 
 // StartSM starts an OpenSM attached at node (empty: the netlist's first
-// node) with a priority, and waits until it is master or standby.
-func (s *IBSim) StartSM(node string, priority int) {
+// node) with a priority, and waits until it is master or standby. conf
+// are lines of an opensm.conf (e.g. "force_heavy_sweep TRUE"); the rest
+// keep OpenSM's defaults.
+func (s *IBSim) StartSM(node string, priority int, conf ...string) {
 	s.t.Helper()
 	n := len(s.sms)
 	dir := filepath.Join(s.Dir, fmt.Sprintf("sm%d", n))
@@ -101,7 +103,15 @@ func (s *IBSim) StartSM(node string, priority int) {
 	}
 	log := filepath.Join(dir, "osm.out")
 	out, _ := os.Create(log)
-	cmd := exec.Command("opensm", "-p", fmt.Sprint(priority), "-s", "2", "-f", filepath.Join(dir, "osm.log"))
+	args := []string{"-p", fmt.Sprint(priority), "-s", "2", "-f", filepath.Join(dir, "osm.log")}
+	if len(conf) > 0 {
+		cf := filepath.Join(dir, "opensm.conf")
+		if err := os.WriteFile(cf, []byte(strings.Join(conf, "\n")+"\n"), 0o644); err != nil {
+			s.t.Fatal(err)
+		}
+		args = append(args, "-F", cf)
+	}
+	cmd := exec.Command("opensm", args...)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, out, out
 	cmd.Env = append(os.Environ(), append(s.Env(), "OSM_TMP_DIR="+dir, "OSM_CACHE_DIR="+dir)...)
 	if node != "" {
@@ -165,13 +175,24 @@ func (s *IBSim) Console(cmd string) {
 	}
 }
 
+// SMLog is what the i-th OpenSM this test started printed (its state
+// changes), for a test's failure message.
+func (s *IBSim) SMLog(i int) string {
+	return s.read(filepath.Join(fmt.Sprintf("sm%d", i), "osm.out"))
+}
+
+// StopSM stops the i-th OpenSM this test started (by its PID).
+func (s *IBSim) StopSM(i int) {
+	if c := s.sms[i]; c.Process != nil && c.ProcessState == nil {
+		_ = c.Process.Kill()
+		_ = c.Wait()
+	}
+}
+
 // StopSMs stops the OpenSM instances this test started.
 func (s *IBSim) StopSMs() {
-	for _, c := range s.sms {
-		if c.Process != nil {
-			_ = c.Process.Kill()
-			_ = c.Wait()
-		}
+	for i := range s.sms {
+		s.StopSM(i)
 	}
 	s.sms = nil
 }
