@@ -91,10 +91,8 @@ func (s *IBSim) Env() []string {
 }
 
 // StartSM starts an OpenSM attached at node (empty: the netlist's first
-// node) with a priority, and waits until it is master or standby. conf
-// are lines of an opensm.conf (e.g. "force_heavy_sweep TRUE"); the rest
-// keep OpenSM's defaults.
-func (s *IBSim) StartSM(node string, priority int, conf ...string) {
+// node) with a priority, and waits until it is master or standby.
+func (s *IBSim) StartSM(node string, priority int) {
 	s.t.Helper()
 	n := len(s.sms)
 	dir := filepath.Join(s.Dir, fmt.Sprintf("sm%d", n))
@@ -103,15 +101,7 @@ func (s *IBSim) StartSM(node string, priority int, conf ...string) {
 	}
 	log := filepath.Join(dir, "osm.out")
 	out, _ := os.Create(log)
-	args := []string{"-p", fmt.Sprint(priority), "-s", "2", "-f", filepath.Join(dir, "osm.log")}
-	if len(conf) > 0 {
-		cf := filepath.Join(dir, "opensm.conf")
-		if err := os.WriteFile(cf, []byte(strings.Join(conf, "\n")+"\n"), 0o644); err != nil {
-			s.t.Fatal(err)
-		}
-		args = append(args, "-F", cf)
-	}
-	cmd := exec.Command("opensm", args...)
+	cmd := exec.Command("opensm", "-p", fmt.Sprint(priority), "-s", "2", "-f", filepath.Join(dir, "osm.log"))
 	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, out, out
 	cmd.Env = append(os.Environ(), append(s.Env(), "OSM_TMP_DIR="+dir, "OSM_CACHE_DIR="+dir)...)
 	if node != "" {
