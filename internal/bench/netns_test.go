@@ -189,7 +189,7 @@ func TestBenchOverSSHInNamespaces(t *testing.T) {
 // assertNothingLeft: every process still in a namespace is sshd.
 func assertNothingLeft(t *testing.T, c *testhost.NetCluster) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var left []string
 		for i := range c.NS {

@@ -199,7 +199,7 @@ func scrapeVsNodeExporter(t *testing.T, ne, treeName, root string, rounds int) {
 		{"rdmalab exporter (--findings.interval 0)", serve(Options{Root: root, NoFindings: true}), "rdmalab_infiniband_"},
 		{"rdmalab exporter (default, findings cached)", serve(Options{Root: root}), "rdmalab_infiniband_"},
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	bodies := make([]string, len(targets))
 	for i, tg := range targets { // warm up; node_exporter may still be starting
 		for {

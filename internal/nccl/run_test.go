@@ -160,9 +160,9 @@ launcher:
 	}
 	// nothing of the hung run is left on n3: the reap by the run's
 	// identity after the launch ended killed what mpirun's stop missed
-	// (left alone, the stand-in sleeps 600 s: 10 s is room for a loaded
-	// machine, not for a survivor)
-	deadline := time.Now().Add(10 * time.Second)
+	// (left alone, the stand-in sleeps 600 s: the wait is room for a loaded
+	// machine, not for a survivor; 30 s under load)
+	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) && slices.ContainsFunc(c.PIDs(2), func(pid string) bool {
 		b, _ := os.ReadFile("/proc/" + pid + "/cmdline")
 		return bytes.Contains(b, []byte("sleep"))
