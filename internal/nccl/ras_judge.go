@@ -72,6 +72,7 @@ func commName(c RASComm) string {
 // With snapshots in o, a named suspect rank is followed to its GPU's rail
 // NIC and port, and the finding offers the bench command that retests it.
 func JudgeRAS(source string, r *RASReport, o *RASOptions) []check.Finding {
+	o = o.withReport(r)
 	fs := judgeRASState(source, r, o)
 	fs = append(fs, judgeRASProgress(source, r, o)...)
 	return fs
@@ -314,6 +315,7 @@ func JudgeRASPolls(source string, polls []RASPoll, o *RASOptions) []check.Findin
 		return nil
 	}
 	last := ok[len(ok)-1]
+	o = o.withReport(last.Report)
 	fs := judgeRASState(source, last.Report, o)
 	if len(ok) < 2 {
 		fs = append(fs, judgeRASProgress(source, last.Report, o)...)
