@@ -423,12 +423,18 @@ func caHost(name string) (string, string) {
 	return h, rest
 }
 
+// portWords names a port and the GUID the forwarding tables know it by:
+// a CA port's own port GUID, a switch's node GUID.
 func portWords(f *route.Fabric, k route.PortKey) string {
-	return fmt.Sprintf("%s (%s)", f.PortName(k), k.GUID)
+	if slices.ContainsFunc(f.CAs, func(c route.CA) bool { return c.Key == k }) {
+		return fmt.Sprintf("%s (port GUID %s)", f.PortName(k), k.GUID)
+	}
+	return fmt.Sprintf("%s (switch GUID %s)", f.PortName(k), k.GUID)
 }
 
-// pathWords is a route hop by hop: "n1 mlx5_3 port 1 (0x…) → leaf01
-// port 1 (0x…) ⇒ leaf01 port 5 (0x…) → spine01 port 1 (0x…) ⇒ …".
+// pathWords is a route hop by hop: "n1 mlx5_3 port 1 (port GUID 0x…) →
+// leaf01 port 1 (switch GUID 0x…) ⇒ leaf01 port 5 (…) → spine01 port 1
+// (…) ⇒ …".
 func pathWords(f *route.Fabric, links []int32) string {
 	parts := make([]string, len(links))
 	for i, l := range links {
