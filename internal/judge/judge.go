@@ -113,7 +113,13 @@ func Judge(name string, model any, opt Options) ([]check.Finding, any, error) {
 	case *phy.IBDiag:
 		return phycheck.IBDiag(m), m, nil
 	case *nccl.RASReport:
-		fs := nccl.JudgeRAS(filepath.Base(name), m, nil)
+		// The host the output was saved with is where a suspect rank is
+		// followed to its rail, when RAS names it.
+		var o *nccl.RASOptions
+		if opt.Snapshot != nil {
+			o = &nccl.RASOptions{Snapshots: []*host.Snapshot{opt.Snapshot}}
+		}
+		fs := nccl.JudgeRAS(filepath.Base(name), m, o)
 		return fs, m, nil
 	case *formats.NCCLOutput:
 		// With --expect-rate, busbw is judged against what one such NIC

@@ -44,13 +44,14 @@ var RASCatalog = []check.Entry{
 		Needs:  "the report", UnknownWhen: "never"},
 }
 
-// JudgeRASFile reads and judges one ncclras report.
-func JudgeRASFile(name string, b []byte) ([]check.Finding, any, error) {
+// JudgeRASFile reads and judges one ncclras report (o: what follows a
+// suspect rank to its rail, nil for nothing).
+func JudgeRASFile(name string, b []byte, o *RASOptions) ([]check.Finding, any, error) {
 	r, err := ParseRAS(b)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
-	fs := JudgeRAS(filepath.Base(name), r, nil)
+	fs := JudgeRAS(filepath.Base(name), r, o)
 	check.Sort(fs)
 	return fs, r, nil
 }
