@@ -373,8 +373,9 @@ func (o *RASOptions) railRoutes(f *check.Finding, s *host.Snapshot, node, dev st
 		return node, nil
 	}
 	slices.SortStableFunc(cands, func(a, b cand) int { return a.tier - b.tier })
-	// greedy: each next partner is the one whose routes add the most
-	// cables not yet crossed, earlier tiers first on a tie
+	// greedy: each next partner is of the earliest tier left (hosts the
+	// report shows healthy are the known-good ones), and within it the
+	// one whose routes add the most cables not yet crossed
 	covered := map[int]bool{}
 	var chosen []cand
 	for len(chosen) < maxPartners {
@@ -383,13 +384,16 @@ func (o *RASOptions) railRoutes(f *check.Finding, s *host.Snapshot, node, dev st
 			if slices.ContainsFunc(chosen, func(x cand) bool { return x.host == c.host }) {
 				continue
 			}
+			if best >= 0 && c.tier > cands[best].tier {
+				break // sorted by tier: the rest are later tiers
+			}
 			g := 0
 			for _, l := range c.cables {
 				if !covered[l] {
 					g++
 				}
 			}
-			if g > gain || g == gain && c.tier < cands[best].tier {
+			if g > gain {
 				best, gain = ci, g
 			}
 		}
