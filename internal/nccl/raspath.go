@@ -238,7 +238,10 @@ func (o *RASOptions) attachPath(f *check.Finding, k RASRank) {
 	}
 	why := "hosts of the fabric whose routes to and from the rail cross its links"
 	if len(partners) == 0 {
-		partners, why = o.partners(node)
+		partners, why = o.partners(node, s)
+	}
+	if n := len(partners); n < maxPartners {
+		why += fmt.Sprintf(" — only %d known: with fewer than %d the suspect's directions may be the majority its centre is taken from; add known-good nodes of the job to the round file", n, maxPartners)
 	}
 	cmd := followUp(cmpOr(o.Cluster, "CLUSTER"), node, partners)
 	f.Evidence = append(f.Evidence, check.Evidence{What: "follow-up", Value: cmd, Source: "partners: " + why})
@@ -258,34 +261,43 @@ func (o *RASOptions) attachPath(f *check.Finding, k RASRank) {
 const maxPartners = 4
 
 // partners are the follow-up's partners without routes: the report's
-// hosts RAS does not suspect, else the other hosts whose snapshots were
-// given, else placeholders (said so).
-func (o *RASOptions) partners(suspect string) ([]string, string) {
+// hosts RAS does not suspect, then the other hosts whose snapshots were
+// given (never the suspect's own, s), else placeholders (said so).
+func (o *RASOptions) partners(suspect string, s *host.Snapshot) ([]string, string) {
+	const none = "none known: name known-good nodes of the job (give the report's other hosts, their snapshots, or the fabric with its routes)"
 	if o == nil {
-		return placeholders(), "none known: name known-good nodes of the job (give the report's other hosts, their snapshots, or the fabric with its routes)"
+		return placeholders(), none
 	}
-	var out []string
+	var out, from []string
+	add := func(h string) {
+		if h != "" && h != suspect && h != s.Hostname && !slices.Contains(out, h) && len(out) < maxPartners {
+			out = append(out, h)
+		}
+	}
 	for _, h := range o.peers {
-		if h != suspect && len(out) < maxPartners {
-			out = append(out, h)
-		}
+		add(h)
 	}
 	if len(out) > 0 {
-		return out, "hosts of the report whose ranks answered and are not behind"
+		from = append(from, "hosts of the report whose ranks answered and are not behind")
 	}
-	names := slices.Sorted(maps.Keys(o.Hosts))
+	n := len(out)
+	for _, h := range slices.Sorted(maps.Keys(o.Hosts)) {
+		if o.Hosts[h] != s {
+			add(h)
+		}
+	}
 	for _, sn := range o.Snapshots {
-		names = append(names, sn.Hostname)
-	}
-	for _, h := range names {
-		if h != suspect && !slices.Contains(out, h) && len(out) < maxPartners {
-			out = append(out, h)
+		if sn != s {
+			add(sn.Hostname)
 		}
 	}
-	if len(out) > 0 {
-		return out, "the other hosts whose snapshots were given"
+	if len(out) > n {
+		from = append(from, "the other hosts whose snapshots were given")
 	}
-	return placeholders(), "none known: name known-good nodes of the job (give the report's other hosts, their snapshots, or the fabric with its routes)"
+	if len(out) == 0 {
+		return placeholders(), none
+	}
+	return out, strings.Join(from, ", then ")
 }
 
 func placeholders() []string {

@@ -75,3 +75,18 @@ func evidenceOf(f check.Finding, what string) *check.Evidence {
 	}
 	return nil
 }
+
+// With no other host in the report, the partners are the other hosts
+// whose snapshots were given (never the suspect's own), and too few of
+// them is said.
+func TestRASFollowUpFromSnapshots(t *testing.T) {
+	r := mustRAS(t, capture(t, rasRSTJSON))
+	hgx := load(t, "hgx-h200")
+	o := &RASOptions{Hosts: map[string]*host.Snapshot{"172.16.64.245": hgx, "172.16.64.246": load(t, "hgx-h200")}, Snapshots: []*host.Snapshot{hgx}}
+	f := has(t, JudgeRAS("x", r, o), "nccl.ras.ranks", check.Fail, "172.16.64.245", "rank 1", "its GPU's rail is mlx5_1 port 1")
+	ev := evidenceOf(f, "follow-up")
+	if ev == nil || ev.Value != "printf '%s\\n' '0 172.16.64.245 172.16.64.246' > retest.rounds && rdmalab bench --cluster CLUSTER --rounds retest.rounds" ||
+		!strings.HasPrefix(ev.Source, "partners: the other hosts whose snapshots were given — only 1 known") {
+		t.Errorf("follow-up: %+v", ev)
+	}
+}
