@@ -439,8 +439,9 @@ frozen at the same count in every poll is a hang ("rank 7 on host node1 stuck
 at AllReduce #60 while others reached #64 for 3 polls"), behind but moving a
 straggler, behind in one poll only launch skew. With --snapshot (a node's
 host snapshot) the suspect rank is followed to its GPU, that GPU's rail NIC and
-port, with --fabric to the port's cable, and the finding offers the bench
-command that retests that rail against a known-good node.
+port, with --fabric to the port's cable, with --routes (the fabric's
+forwarding tables) to the links its traffic crosses, and the finding offers
+the bench command that retests that rail against known-good partners.
 
 Exit codes: 0 every rank alive and progressing, 1 a dead or missing rank or a
 hang, 2 could not run (bad flag, or no poll answered), 3 unproven (no
