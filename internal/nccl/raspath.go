@@ -17,7 +17,9 @@ import (
 )
 
 // RASOptions is what judging RAS knows beyond the reports: the hosts'
-// snapshots, to follow a suspect rank to the NIC port its GPU uses.
+// snapshots, to follow a suspect rank to the NIC port its GPU uses, and
+// the fabric with its forwarding tables, to follow that port's cable and
+// routes; and the cluster file the follow-up retest names.
 type RASOptions struct {
 	// Hosts binds a host as RAS prints it (a hostname or an address) to
 	// its snapshot (--snapshot NAME=FILE).
