@@ -17,7 +17,7 @@ import (
 )
 
 func newJudgeCmd() *cobra.Command {
-	var output, rate, layer, topology, snapshot string
+	var output, rate, layer, topology, snapshot, fabricFile, routes string
 	var thresholds []string
 	var verbose bool
 	c := &cobra.Command{
@@ -53,6 +53,11 @@ the verdict line names the flag or input that would answer).`,
 				return err
 			}
 			opt := judge.Options{Expect: e, Plan: fopt.Plan, Thresholds: fopt.Thresholds}
+			if fabricFile != "" || routes != "" {
+				if opt.RAS, err = rasOptions(nil, "", fabricFile, routes); err != nil {
+					return err
+				}
+			}
 			if snapshot != "" {
 				if opt.Snapshot, err = intake.Host(snapshot); err != nil {
 					return usageErr("%v", err)
@@ -98,6 +103,8 @@ the verdict line names the flag or input that would answer).`,
 	f.StringVar(&topology, "topology", "", "intended cabling, for topology outputs (ibnetdiscover file, ibsim netlist or .yaml)")
 	f.StringArrayVar(&thresholds, "threshold", nil, "override an error counter threshold, COUNTER=N (repeatable)")
 	f.StringVar(&snapshot, "snapshot", "", "the host a host-side output was saved on (snapshot, capture or root; example:NAME), to compare with it")
+	f.StringVar(&fabricFile, "fabric", "", "for an ncclras report: the fabric snapshot a suspect rank's rail is cabled into (rdmalab fabric scan -o json)")
+	f.StringVar(&routes, "routes", "", "for an ncclras report, with --fabric: its forwarding tables (dump_fts, ibroute, opensm-lfts.dump): the links the rail's traffic crosses")
 	f.BoolVarP(&verbose, "verbose", "v", false, "list passed checks too")
 	f.StringVarP(&output, "output", "o", "table", "table or json (findings and what was read, in the rdmalab envelope)")
 	return c

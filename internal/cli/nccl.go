@@ -20,9 +20,11 @@ import (
 	"github.com/rdmalab/rdmalab/internal/nccl"
 	"github.com/rdmalab/rdmalab/internal/report"
 	"github.com/rdmalab/rdmalab/internal/resultslog"
+	"github.com/rdmalab/rdmalab/internal/route"
 	"github.com/rdmalab/rdmalab/internal/rules"
 	"github.com/rdmalab/rdmalab/internal/userfile"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 func newNCCLCmd() *cobra.Command {
@@ -165,7 +167,8 @@ func (n *nicFlags) options() (nccl.JudgeOptions, error) {
 }
 
 func newNCCLJudgeCmd() *cobra.Command {
-	var output string
+	var output, cluster, fabric, routes string
+	var snapshots []string
 	var nf nicFlags
 	c := &cobra.Command{
 		Use:   "judge FILE...",
@@ -186,12 +189,16 @@ NCCL's "set by environment" lines fails unless --allow-socket. Output that
 names no hosts needs --nodes N (and --ranks-per-node) to judge busbw.
 It also reads ncclras reports (text and -f json): missing or dead ranks fail,
 a collective-count MISMATCH in one report is a lagging rank, not yet a hang.
+With --snapshot a suspect rank is followed to its GPU's rail NIC and port,
+with --fabric to the port's cable, with --routes to the links its traffic
+crosses; the finding offers the bench command that retests that rail.
 
 Exit codes: 0 proven healthy, 1 a failure, 2 could not read a file or a bad
 flag, 3 unproven (e.g. busbw with no hosts and no --nodes, or no --expect-rate).`,
 		Example: `  rdmalab nccl judge all_reduce.log
   rdmalab nccl judge run.log --expect-rate "4X NDR" --rails 8 --algo Ring
-  rdmalab nccl judge rank0.log -o json`,
+  rdmalab nccl judge rank0.log -o json
+  rdmalab nccl judge ras.txt --snapshot node1=node1.json --fabric fabric.json --routes lfts.dump --cluster cluster.yaml`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {
@@ -199,6 +206,9 @@ flag, 3 unproven (e.g. busbw with no hosts and no --nodes, or no --expect-rate).
 			}
 			opt, err := nf.options()
 			if err != nil {
+				return err
+			}
+			if opt.RAS, err = rasOptions(snapshots, cluster, fabric, routes); err != nil {
 				return err
 			}
 			inputs, err := readInputs(cmd.InOrStdin(), args)
@@ -223,6 +233,7 @@ flag, 3 unproven (e.g. busbw with no hosts and no --nodes, or no --expect-rate).
 	}
 	c.Flags().StringVarP(&output, "output", "o", "table", "table or json")
 	nf.register(c)
+	registerRASPath(c.Flags(), &snapshots, &cluster, &fabric, &routes)
 	return c
 }
 
@@ -409,10 +420,10 @@ interrupted.`,
 
 func newNCCLRASCmd() *cobra.Command {
 	var o struct {
-		host, output, cluster, fabric string
-		port, polls                   int
-		interval, timeout             time.Duration
-		snapshots                     []string
+		host, output, cluster, fabric, routes string
+		port, polls                           int
+		interval, timeout                     time.Duration
+		snapshots                             []string
 	}
 	c := &cobra.Command{
 		Use:   "ras --host HOST",
@@ -428,8 +439,9 @@ frozen at the same count in every poll is a hang ("rank 7 on host node1 stuck
 at AllReduce #60 while others reached #64 for 3 polls"), behind but moving a
 straggler, behind in one poll only launch skew. With --snapshot (a node's
 host snapshot) the suspect rank is followed to its GPU, that GPU's rail NIC and
-port, with --fabric to the port's cable, and the finding offers the bench
-command that retests that rail against a known-good node.
+port, with --fabric to the port's cable, with --routes (the fabric's
+forwarding tables) to the links its traffic crosses, and the finding offers
+the bench command that retests that rail against known-good partners.
 
 Exit codes: 0 every rank alive and progressing, 1 a dead or missing rank or a
 hang, 2 could not run (bad flag, or no poll answered), 3 unproven (no
@@ -444,14 +456,9 @@ communicator data), 130 interrupted.`,
 			if o.host == "" {
 				return usageErr("--host HOST is required (a node of the NCCL job whose RAS port is reachable)")
 			}
-			paths, err := rasSnapshots(o.snapshots, o.cluster)
+			paths, err := rasOptions(o.snapshots, o.cluster, o.fabric, o.routes)
 			if err != nil {
 				return err
-			}
-			if o.fabric != "" {
-				if paths.Fabric, err = intake.Fabric(o.fabric); err != nil {
-					return usageErr("--fabric %v", err)
-				}
 			}
 			addr := net.JoinHostPort(o.host, strconv.Itoa(o.port))
 			polls, err := nccl.PollRAS(cmd.Context(), nccl.PollOptions{Addr: addr, Interval: o.interval, Polls: o.polls, Timeout: o.timeout, Progress: cmd.ErrOrStderr()})
@@ -475,17 +482,48 @@ communicator data), 130 interrupted.`,
 	f.IntVar(&o.polls, "polls", 3, "how many reports to take (a hang needs 2 or more)")
 	f.DurationVar(&o.interval, "interval", 5*time.Second, "between the starts of two polls")
 	f.DurationVar(&o.timeout, "timeout", 15*time.Second, "per poll: connect, handshake and report (RAS gathers for up to 5 s)")
-	f.StringArrayVar(&o.snapshots, "snapshot", nil, "host snapshot of a node of the job, NAME=FILE to bind it to the name RAS prints (an address), or FILE (matched by hostname or RoCE GID address); repeatable: a suspect rank is followed to its GPU's rail NIC and port")
-	f.StringVar(&o.cluster, "cluster", "", "the cluster file the follow-up bench command names")
-	f.StringVar(&o.fabric, "fabric", "", "fabric snapshot (rdmalab fabric scan -o json, example:NAME): the suspect rail's cable to its switch, by the NIC's node GUID")
+	registerRASPath(f, &o.snapshots, &o.cluster, &o.fabric, &o.routes)
 	f.StringVarP(&o.output, "output", "o", "table", "table or json")
 	return c
 }
 
-// rasSnapshots reads nccl ras's --snapshot values: NAME=FILE binds a
-// snapshot to a host as RAS prints it, FILE is matched by hostname.
-func rasSnapshots(values []string, clusterFile string) (*nccl.RASOptions, error) {
+// registerRASPath adds the flags that follow a suspect rank to its rail,
+// the rail's cable and routes (nccl ras and nccl judge).
+func registerRASPath(f *pflag.FlagSet, snapshots *[]string, cluster, fabric, routes *string) {
+	f.StringArrayVar(snapshots, "snapshot", nil, "host snapshot of a node of the job, NAME=FILE to bind it to the name RAS prints (an address), or FILE (matched by hostname or RoCE GID address); repeatable: a suspect rank is followed to its GPU's rail NIC and port")
+	f.StringVar(cluster, "cluster", "", "the cluster file the follow-up bench command names")
+	f.StringVar(fabric, "fabric", "", "fabric snapshot (rdmalab fabric scan -o json, example:NAME): the suspect rail's cable to its switch, by the NIC's node GUID")
+	f.StringVar(routes, "routes", "", "with --fabric, its forwarding tables (dump_fts or ibroute output, opensm-lfts.dump): the links the rail's traffic crosses to its partners, and partners whose routes cross them")
+}
+
+// rasOptions reads the flags that follow a suspect rank: --snapshot
+// values (NAME=FILE binds a snapshot to a host as RAS prints it, FILE is
+// matched by hostname), --fabric and its --routes.
+func rasOptions(values []string, clusterFile, fabricFile, routesFile string) (*nccl.RASOptions, error) {
 	o := &nccl.RASOptions{Hosts: map[string]*host.Snapshot{}, Cluster: clusterFile}
+	if routesFile != "" && fabricFile == "" {
+		return nil, usageErr("--routes %s needs --fabric (the cabling its tables route over)", userfile.Name(routesFile))
+	}
+	if fabricFile != "" {
+		var err error
+		if o.Fabric, err = intake.Fabric(fabricFile); err != nil {
+			return nil, usageErr("--fabric %v", err)
+		}
+	}
+	if routesFile != "" {
+		fd, err := userfile.Open(routesFile, userfile.Routes)
+		if err != nil {
+			return nil, usageErr("--routes %v", err)
+		}
+		defer fd.Close()
+		if o.Routes, err = route.ParseLFTs(fd); err != nil {
+			return nil, usageErr("--routes %s: %v", userfile.Name(routesFile), err)
+		}
+		if len(o.Routes) == 0 {
+			return nil, usageErr("--routes %s: no forwarding table in it (want dump_fts, ibroute or opensm-lfts.dump output)", userfile.Name(routesFile))
+		}
+		o.RoutesSource = routesFile
+	}
 	for _, v := range values {
 		name, path, bound := strings.Cut(v, "=")
 		if !bound {

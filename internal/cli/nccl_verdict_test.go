@@ -154,7 +154,7 @@ func TestNCCLRASVerdictContract(t *testing.T) {
 	// with node1's snapshot: the rank's GPU, rail NIC and port, and the retest
 	out, _, code = ras(rasPeer(t, read("nccl-docs-example-08_ras_sleep-fault_rank7-straggler_MISMATCH-AllReduce-64-vs-60_table-onward_masked.txt")),
 		"--snapshot", "node1=example:hgx-h200", "--cluster", "lab.yaml")
-	if code != ExitFindings || !strings.Contains(out, "mlx5_3 port 1") || !strings.Contains(out, "rdmalab bench --cluster lab.yaml --rounds retest.rounds --use-cuda") {
+	if code != ExitFindings || !strings.Contains(out, "mlx5_3 port 1") || !strings.Contains(out, "rdmalab bench --cluster lab.yaml --rounds retest.rounds (add --use-cuda") {
 		t.Errorf("path: exit %d\n%s", code, out)
 	}
 	if _, errOut, code := ras("127.0.0.1:1", "--snapshot", "node1=/nonexistent.json"); code != ExitUsage || !strings.Contains(errOut, "/nonexistent.json") {

@@ -12,6 +12,7 @@ package judge
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"github.com/rdmalab/rdmalab/internal/bench"
 	"github.com/rdmalab/rdmalab/internal/check"
@@ -39,6 +40,9 @@ type Options struct {
 	// Snapshot is the host a host-side output was saved on (nil: none), to
 	// compare it with what rdmalab reads from sysfs.
 	Snapshot *host.Snapshot
+	// RAS follows an ncclras report's suspect rank to its rail, cable and
+	// routes (Snapshot joins its snapshots).
+	RAS *nccl.RASOptions
 }
 
 // Result is one file judged.
@@ -113,7 +117,20 @@ func Judge(name string, model any, opt Options) ([]check.Finding, any, error) {
 	case *phy.IBDiag:
 		return phycheck.IBDiag(m), m, nil
 	case *nccl.RASReport:
-		fs := nccl.JudgeRAS(filepath.Base(name), m, nil)
+		// The host the output was saved with is where a suspect rank is
+		// followed to its rail, when RAS names it.
+		var o *nccl.RASOptions
+		if opt.RAS != nil || opt.Snapshot != nil {
+			var c nccl.RASOptions
+			if opt.RAS != nil {
+				c = *opt.RAS
+			}
+			if opt.Snapshot != nil {
+				c.Snapshots = append(slices.Clone(c.Snapshots), opt.Snapshot)
+			}
+			o = &c
+		}
+		fs := nccl.JudgeRAS(filepath.Base(name), m, o)
 		return fs, m, nil
 	case *formats.NCCLOutput:
 		// With --expect-rate, busbw is judged against what one such NIC

@@ -53,6 +53,9 @@ type JudgeOptions struct {
 	// Hosts must each appear in an NCCL_DEBUG log; nil takes them from the
 	// nccl-tests rank lines.
 	Hosts []string `json:"hosts,omitempty"`
+	// RAS follows an ncclras report's suspect rank to its rail, the
+	// rail's cable and routes (nil: the report alone).
+	RAS *RASOptions `json:"-"`
 }
 
 // Sniff reports whether b is nccl-tests output or an NCCL_DEBUG log: a
@@ -99,7 +102,7 @@ type RunSummary struct {
 // that are neither.
 func JudgeFile(name string, b []byte, opt JudgeOptions) ([]check.Finding, any, error) {
 	if SniffRAS(b) {
-		return JudgeRASFile(name, b)
+		return JudgeRASFile(name, b, opt.RAS)
 	}
 	if !Sniff(b) {
 		return nil, nil, fmt.Errorf("%s: neither nccl-tests output, an NCCL_DEBUG log nor an ncclras report", name)

@@ -44,13 +44,14 @@ var RASCatalog = []check.Entry{
 		Needs:  "the report", UnknownWhen: "never"},
 }
 
-// JudgeRASFile reads and judges one ncclras report.
-func JudgeRASFile(name string, b []byte) ([]check.Finding, any, error) {
+// JudgeRASFile reads and judges one ncclras report (o: what follows a
+// suspect rank to its rail, nil for nothing).
+func JudgeRASFile(name string, b []byte, o *RASOptions) ([]check.Finding, any, error) {
 	r, err := ParseRAS(b)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
-	fs := JudgeRAS(filepath.Base(name), r, nil)
+	fs := JudgeRAS(filepath.Base(name), r, o)
 	check.Sort(fs)
 	return fs, r, nil
 }
@@ -72,6 +73,7 @@ func commName(c RASComm) string {
 // With snapshots in o, a named suspect rank is followed to its GPU's rail
 // NIC and port, and the finding offers the bench command that retests it.
 func JudgeRAS(source string, r *RASReport, o *RASOptions) []check.Finding {
+	o = o.withReport(r)
 	fs := judgeRASState(source, r, o)
 	fs = append(fs, judgeRASProgress(source, r, o)...)
 	return fs
@@ -314,6 +316,7 @@ func JudgeRASPolls(source string, polls []RASPoll, o *RASOptions) []check.Findin
 		return nil
 	}
 	last := ok[len(ok)-1]
+	o = o.withReport(last.Report)
 	fs := judgeRASState(source, last.Report, o)
 	if len(ok) < 2 {
 		fs = append(fs, judgeRASProgress(source, last.Report, o)...)

@@ -201,7 +201,7 @@ func TestRASPathFromRankToPort(t *testing.T) {
 	}) {
 		t.Errorf("path: %+v", f.Evidence)
 	}
-	if len(f.Fix) == 0 || !strings.Contains(f.Fix[0], "give node node1 device: mlx5_3, port: 1, cuda_gpu: 3") || !strings.Contains(f.Fix[0], "rdmalab bench --cluster cluster.yaml --rounds retest.rounds --use-cuda") {
+	if len(f.Fix) == 0 || !strings.Contains(f.Fix[0], "give node node1 device: mlx5_3, port: 1, cuda_gpu: 3") || !strings.Contains(f.Fix[0], "> retest.rounds && rdmalab bench --cluster cluster.yaml --rounds retest.rounds (add --use-cuda to measure from GPU 3's memory") {
 		t.Errorf("fix: %q", f.Fix)
 	}
 	// a snapshot matched by hostname works alike; one of another host
