@@ -87,9 +87,9 @@ func Readout(p phy.Port) []Line {
 		}
 		l := Line{What: "link", Value: strings.TrimPrefix(v, ", ")}
 		if len(p.Enabled) > 0 {
-			l.Limit = "enabled " + strings.Join(p.Enabled, ",")
+			l.Limit = "the port is enabled for " + strings.Join(p.Enabled, ", ")
 			if len(p.Cable) > 0 {
-				l.Limit += "; cable " + strings.Join(p.Cable, ",")
+				l.Limit += "; the cable supports " + strings.Join(p.Cable, ", ")
 			}
 		}
 		add(l, IDLinkState, IDLinkSpeed)
