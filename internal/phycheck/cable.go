@@ -40,6 +40,10 @@ func (e End) label() string {
 	return fmt.Sprintf("GUID %s port %d", e.GUID, e.Port)
 }
 
+// EvidencePrefix begins the What of every evidence line about a cable
+// end's physical layer: reports find them by it.
+const EvidencePrefix = "PHY of "
+
 // NoEvidence is the value of an end's evidence line when no PHY output
 // about it was gathered.
 const NoEvidence = "no PHY evidence"
@@ -109,10 +113,10 @@ func Evidence(ends []EndPHY) []check.Evidence {
 	var out []check.Evidence
 	for _, e := range ends {
 		for _, p := range e.Ports {
-			out = append(out, check.Evidence{What: "PHY of " + e.End + " (" + p.Tool + ")", Value: Summary(p), Source: p.Source})
+			out = append(out, check.Evidence{What: EvidencePrefix + e.End + " (" + p.Tool + ")", Value: Summary(p), Source: p.Source})
 		}
 		if len(e.Ports) == 0 {
-			out = append(out, check.Evidence{What: "PHY of " + e.End, Value: NoEvidence, Source: NoEvidenceSource})
+			out = append(out, check.Evidence{What: EvidencePrefix + e.End, Value: NoEvidence, Source: NoEvidenceSource})
 		}
 	}
 	return out

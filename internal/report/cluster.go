@@ -15,6 +15,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/hostcheck"
 	"github.com/rdmalab/rdmalab/internal/intake"
+	"github.com/rdmalab/rdmalab/internal/phycheck"
 	"github.com/rdmalab/rdmalab/internal/rules"
 )
 
@@ -112,6 +113,9 @@ type LinkRow struct {
 	CouldBe  string // what both ends support, when more than now
 	Problems []string
 	Outcome  check.Outcome // the worst finding naming the link or its ports; pass if none
+	// PHY is its ends' physical layer, as the findings naming it carry
+	// it (phycheck: one line per end, "no PHY evidence" when none).
+	PHY []check.Evidence
 }
 
 // NewClusterView lays out inputs already judged (intake.Load) once for
@@ -320,6 +324,11 @@ func newFabricView(s *fabric.Snapshot, fs []check.Finding) FabricView {
 				continue
 			}
 			r.Problems = append(r.Problems, f.Check+": "+f.Message)
+			for _, e := range f.Evidence {
+				if strings.HasPrefix(e.What, phycheck.EvidencePrefix) && !slices.Contains(r.PHY, e) {
+					r.PHY = append(r.PHY, e)
+				}
+			}
 			if f.Outcome.Rank() < r.Outcome.Rank() {
 				r.Outcome = f.Outcome
 			}

@@ -11,11 +11,15 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/bench"
+	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/cluster"
 	"github.com/rdmalab/rdmalab/internal/envelope"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/inventory"
+	"github.com/rdmalab/rdmalab/internal/judge"
 	"github.com/rdmalab/rdmalab/internal/phy"
+	"github.com/rdmalab/rdmalab/internal/phycheck"
+	"github.com/rdmalab/rdmalab/internal/report"
 	"github.com/rdmalab/rdmalab/internal/route"
 	"github.com/rdmalab/rdmalab/internal/testhost"
 )
@@ -163,5 +167,54 @@ func TestCoverPHYOnTheCable(t *testing.T) {
 	Screenshot(t, chromium, file, png, 390, 2400)
 	if inked, colours := pixelStats(decode(t, png)); inked < 0.03 || colours < 50 {
 		t.Errorf("the page looks blank at phone width: %.2f%% inked, %d colours", 100*inked, colours)
+	}
+}
+
+// A fabric finding that names a cable and carries its ends' PHY (the
+// evidence lines phycheck attaches: the recorded qdr-lab fabric's lab02
+// link, whose port counts symbol errors, with the CX7 mlxlink capture as
+// lab02's end and nothing for the switch's) shows them in that link's row
+// of the Links table, not only in the findings below.
+func TestFabricLinkRowCarriesPHY(t *testing.T) {
+	in, err := judge.Load([]string{"example:qdr-lab"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(testhost.SharedTestdata(t), "mlxlink", "yuuki-rdma-exporter_mft-4.34.1_cx7-fw28.47_400GbE-DR4-osfp_module-counters_json_vendor-anonymized.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := phy.Named([]byte(strings.Replace(string(b), `"3017647"`, `"993017647"`, 1)), phy.Dir+"/mlx5_0-1.mlxlink.json", "lab02")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := phycheck.CableEvidence([]phycheck.End{{Host: "lab02", Device: "mlx5_0", Port: 1, Name: "lab02 HCA-1 port 1"}, {Name: "the switch's port"}}, ps)
+	found := false
+	for i, f := range in.Findings {
+		if strings.HasPrefix(f.Check, "fabric.") && f.Outcome == check.Fail && strings.HasPrefix(f.Subject, "lab02 HCA-1 port 1") {
+			in.Findings[i].Evidence = append(in.Findings[i].Evidence, ev...)
+			found = true
+		}
+	}
+	if !found {
+		t.Fatal("no failing fabric finding on lab02 HCA-1 port 1")
+	}
+	v := report.NewClusterView(in)
+	var buf bytes.Buffer
+	if err := Write(&buf, v, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	links := page[strings.Index(page, "<h4>Links, worst first"):]
+	links = links[:strings.Index(links, "</table>")]
+	row := ""
+	for _, r := range strings.Split(links, "<tr>") {
+		if strings.Contains(r, "lab02 HCA-1 port 1") {
+			row = r
+		}
+	}
+	if !strings.Contains(row, `<div class="phy-ev"><b>PHY of lab02 HCA-1 port 1 (mlxlink --json)</b>: WARN phy.lane.errors: lane 0`) ||
+		!strings.Contains(row, `<div class="phy-ev"><b>PHY of the switch&#39;s port</b>: no PHY evidence`) {
+		t.Errorf("the lab02 link's row lacks its ends' PHY:\n%s", row)
 	}
 }
