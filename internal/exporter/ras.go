@@ -60,17 +60,11 @@ func rankStates(r *nccl.RASReport) map[rankKey]rankState {
 	out := map[rankKey]rankState{}
 	worse := func(a, b string) bool { return slices.Index(RankStates, a) > slices.Index(RankStates, b) }
 	set := func(k rankKey, host, state string) {
-		if old, ok := out[k]; ok && !worse(state, old.state) {
-			if old.host == "" {
-				old.host = host
-				out[k] = old
-			}
-			return
+		old, seen := out[k]
+		if seen && !worse(state, old.state) {
+			state = old.state
 		}
-		if old, ok := out[k]; ok && host == "" {
-			host = old.host
-		}
-		out[k] = rankState{host: host, state: state}
+		out[k] = rankState{host: cmp.Or(host, old.host), state: state}
 	}
 	for _, c := range r.Comms {
 		comm := cmp.Or(c.Hash, c.ID)
@@ -117,13 +111,18 @@ type rasPoller struct {
 	polled  bool
 	cancel  context.CancelFunc
 	done    chan struct{}
+	// first is closed once the first poll is served (or the poller
+	// stopped): --textfile waits for it.
+	first chan struct{}
 }
 
 func newRASPoller(o Options) *rasPoller {
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &rasPoller{cancel: cancel, done: make(chan struct{})}
+	p := &rasPoller{cancel: cancel, done: make(chan struct{}), first: make(chan struct{})}
 	go func() {
 		defer close(p.done)
+		var once sync.Once
+		defer once.Do(func() { close(p.first) })
 		t := time.NewTicker(o.NCCLRASInterval)
 		defer t.Stop()
 		var lastOK time.Time
@@ -159,6 +158,7 @@ func newRASPoller(o Options) *rasPoller {
 			p.mu.Lock()
 			p.metrics, p.at, p.polled = ms, now, true
 			p.mu.Unlock()
+			once.Do(func() { close(p.first) })
 			select {
 			case <-ctx.Done():
 				return

@@ -129,3 +129,23 @@ func grepLines(s, sub string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// --textfile --nccl-ras waits for the first RAS poll (bounded by its
+// timeout), so the file holds the ranks' states.
+func TestNCCLRASTextfile(t *testing.T) {
+	root := testhost.WriteTree(t, testhost.R730())
+	addr, _ := testhost.RASReplay(t, testhost.RASReport{JSON: true, Body: rasCapture(t, "nccl-docs-ras-rst_ncclras-f-json_2.29.1_1-of-2-ranks-missing-unresponsive_rst-indented-2-spaces.json")})
+	e := newExporter(t, Options{Root: root, NoFindings: true, NCCLRAS: addr, NCCLRASInterval: time.Hour, NCCLRASTimeout: 10 * time.Second})
+	file := filepath.Join(t.TempDir(), "rdmalab.prom")
+	if err := e.WriteTextfile(file); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `rdmalab_nccl_rank_state{comm="0xae94423cfbb2ef4a",host="172.16.64.245",rank="1",state="missing"} 1`) || !strings.Contains(string(b), "rdmalab_nccl_ras_up 1") {
+		t.Errorf("the textfile lacks the RAS poll:\n%s", grepLines(string(b), "nccl"))
+	}
+	lint(t, string(b))
+}
