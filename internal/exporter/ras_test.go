@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"maps"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmalab/rdmalab/internal/nccl"
 	"github.com/rdmalab/rdmalab/internal/testhost"
 )
 
@@ -148,4 +150,27 @@ func TestNCCLRASTextfile(t *testing.T) {
 		t.Errorf("the textfile lacks the RAS poll:\n%s", grepLines(string(b), "nccl"))
 	}
 	lint(t, string(b))
+}
+
+// Every ncclras capture's ranks as rdmalab_nccl_rank_state gives them:
+// the states each shows on the right rank and host. A text report names
+// only its outliers: the healthy 2.30.7 report names no rank, and issue
+// 1911's names the two ranks ahead (the 30 behind are unnamed).
+func TestRankStatesOfEveryCapture(t *testing.T) {
+	for file, want := range map[string]map[rankKey]rankState{
+		"nccl-docs-example-08_ras_exit-fault_rank7_INCOMPLETE_communicators-section-only_masked.txt":               {{"1bdb83b038775869", 7}: {"node1", RankMissing}},
+		"nccl-docs-example-08_ras_sleep-fault_rank7-straggler_MISMATCH-AllReduce-64-vs-60_table-onward_masked.txt": {{"78db921d1c117b4a", 7}: {"node1", RankBehind}},
+		"nccl-docs-ras-rst_ncclras-f-json_2.29.1_1-of-2-ranks-missing-unresponsive_rst-indented-2-spaces.json":     {{"0xae94423cfbb2ef4a", 0}: {"172.16.64.245", RankOK}, {"0xae94423cfbb2ef4a", 1}: {"172.16.64.245", RankMissing}},
+		"nccl-issue-1911_2.26.2_4node-32rank_MISMATCH-AllGather-640-vs-641_two-ranks-ahead.txt":                    {{"fa93daea854b060b", 12}: {"10.137.190.124", RankOK}, {"fa93daea854b060b", 13}: {"10.137.190.124", RankOK}},
+		"ray-test-nv-hang-detector_HEALTHY_RAS_JSON_2.28.9_1node-2rank_empty-missing-ranks-array.json":             {{"0x514e98cf4e44862b", 0}: {"10.0.77.184", RankOK}, {"0x514e98cf4e44862b", 1}: {"10.0.77.184", RankOK}},
+		"nccl-docs-example-08_ras_ncclras-v_2.30.7_2node-8rank_healthy-RUNNING-OK_masked.txt":                      {},
+	} {
+		r, err := nccl.ParseRAS([]byte(rasCapture(t, file)))
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		if got := rankStates(r); !maps.Equal(got, want) {
+			t.Errorf("%s: %v, want %v", file, got, want)
+		}
+	}
 }
