@@ -191,7 +191,7 @@ func NewClusterView(in *intake.Inputs) *ClusterView {
 		}
 	}
 	for _, s := range in.Fabrics {
-		v.Fabrics = append(v.Fabrics, newFabricView(s, fabricFs))
+		v.Fabrics = append(v.Fabrics, newFabricView(s, fabricFs, in.Hosts))
 	}
 	if len(in.Fabrics) == 0 && len(fabricFs) > 0 {
 		v.Fabrics = append(v.Fabrics, FabricView{Summary: "fabric check results without the scan", Findings: NewFindingsView(fabricFs)})
@@ -289,7 +289,7 @@ func hostSummary(s *host.Snapshot) string {
 	return strings.Join(parts, " · ")
 }
 
-func newFabricView(s *fabric.Snapshot, fs []check.Finding) FabricView {
+func newFabricView(s *fabric.Snapshot, fs []check.Finding, hosts []*host.Snapshot) FabricView {
 	types := map[fabric.NodeType]int{}
 	for _, n := range s.Nodes {
 		types[n.Type]++
@@ -331,6 +331,26 @@ func newFabricView(s *fabric.Snapshot, fs []check.Finding) FabricView {
 			}
 			if f.Outcome.Rank() < r.Outcome.Rank() {
 				r.Outcome = f.Outcome
+			}
+		}
+		// The hosts' own PHY facts about a host end (saved outputs in
+		// the snapshots given beside the scan), when a finding did not
+		// bring them.
+		if facts := phycheck.HostFacts(hosts); len(facts) > 0 {
+			for _, p := range []*fabric.Port{l.A, l.B} {
+				guid := p.PortGUID
+				if guid == 0 {
+					guid = p.NodeGUID
+				}
+				end := phycheck.Cable([]phycheck.End{phycheck.EndOf(hosts, guid, p.Num, names.PortOf(p))}, facts)
+				if len(end[0].Ports) == 0 {
+					continue
+				}
+				for _, e := range phycheck.Evidence(end) {
+					if !slices.ContainsFunc(r.PHY, func(x check.Evidence) bool { return x.What == e.What }) {
+						r.PHY = append(r.PHY, e)
+					}
+				}
 			}
 		}
 		if r.Outcome != check.Pass || r.CouldBe != "" {

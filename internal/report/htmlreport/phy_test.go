@@ -92,27 +92,7 @@ func TestCoverPHYOnTheCable(t *testing.T) {
 
 	// node0003's snapshot: a real tree, the capture saved where gather
 	// and inventory keep PHY outputs.
-	b, err := os.ReadFile(filepath.Join(testhost.SharedTestdata(t), "mlxlink", "yuuki-rdma-exporter_mft-4.34.1_cx7-fw28.47_400GbE-DR4-osfp_module-counters_json_vendor-anonymized.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := testhost.WriteTree(t, testhost.R730())
-	snap0, err := inventory.Open(root, inventory.Options{})
-	if err != nil || len(snap0.RDMADevices) == 0 {
-		t.Fatalf("tree: %v", err)
-	}
-	dev := snap0.RDMADevices[0].Name
-	if err := os.MkdirAll(filepath.Join(root, phy.Dir), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bad := strings.Replace(string(b), `"3017647"`, `"993017647"`, 1)
-	if err := os.WriteFile(filepath.Join(root, phy.Dir, dev+"-1.mlxlink.json"), []byte(bad), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	snap, err := inventory.Open(root, inventory.Options{})
-	if err != nil || len(snap.Phy) != 1 {
-		t.Fatalf("PHY facts from the tree: %+v %v", snap.Phy, err)
-	}
+	snap := phySnapshot(t)
 	// The tree's GUIDs are not the simulated fabric's: its first port
 	// stands for node0003's CA port, as the run named it.
 	ca := ends[0]
@@ -216,5 +196,77 @@ func TestFabricLinkRowCarriesPHY(t *testing.T) {
 	if !strings.Contains(row, `<div class="phy-ev"><b>PHY of lab02 HCA-1 port 1 (mlxlink --json)</b>: WARN phy.lane.errors: lane 0`) ||
 		!strings.Contains(row, `<div class="phy-ev"><b>PHY of the switch&#39;s port</b>: no PHY evidence`) {
 		t.Errorf("the lab02 link's row lacks its ends' PHY:\n%s", row)
+	}
+}
+
+// phySnapshot is the R730 seed tree's snapshot with the CX7 400GbE mlxlink
+// capture saved where gather and inventory keep PHY outputs, lane 0's raw
+// errors raised to 993017647 (one bad lane), read by inventory as for any
+// node.
+func phySnapshot(t *testing.T) *host.Snapshot {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(testhost.SharedTestdata(t), "mlxlink", "yuuki-rdma-exporter_mft-4.34.1_cx7-fw28.47_400GbE-DR4-osfp_module-counters_json_vendor-anonymized.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := testhost.WriteTree(t, testhost.R730())
+	snap0, err := inventory.Open(root, inventory.Options{})
+	if err != nil || len(snap0.RDMADevices) == 0 {
+		t.Fatalf("tree: %v", err)
+	}
+	dev := snap0.RDMADevices[0].Name
+	if err := os.MkdirAll(filepath.Join(root, phy.Dir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.Replace(string(b), `"3017647"`, `"993017647"`, 1)
+	if err := os.WriteFile(filepath.Join(root, phy.Dir, dev+"-1.mlxlink.json"), []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := inventory.Open(root, inventory.Options{})
+	if err != nil || len(snap.Phy) != 1 {
+		t.Fatalf("PHY facts from the tree: %+v %v", snap.Phy, err)
+	}
+	return snap
+}
+
+// A host snapshot given beside a fabric scan puts its saved PHY outputs on
+// the links of its ports: the recorded qdr-lab fabric with lab02's
+// snapshot (the R730 tree, its first port standing for lab02 HCA-1 port
+// 1, the mlxlink capture in its tree) shows lab02's bad lane in that
+// link's row; without the snapshot, no link row carries PHY lines.
+func TestFabricLinkRowShowsHostPHY(t *testing.T) {
+	linkRow := func(page, end string) string {
+		t.Helper()
+		links := page[strings.Index(page, "<h4>Links, worst first"):]
+		links = links[:strings.Index(links, "</table>")]
+		for _, r := range strings.Split(links, "<tr>") {
+			if strings.Contains(r, end) {
+				return r
+			}
+		}
+		t.Fatalf("no link row of %s", end)
+		return ""
+	}
+	page, _ := render(t, "example:qdr-lab")
+	if row := linkRow(page, "lab02 HCA-1 port 1"); strings.Contains(row, "phy-ev") {
+		t.Errorf("PHY lines without any PHY output: %s", row)
+	}
+	snap := phySnapshot(t)
+	snap.Hostname = "lab02"
+	snap.RDMADevices[0].Ports[0].Port, snap.RDMADevices[0].Ports[0].PortGUID = 1, 0x100003
+	var buf bytes.Buffer
+	if err := snap.Encode(&buf); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "lab02.json")
+	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	page, _ = render(t, "example:qdr-lab", file)
+	if row := linkRow(page, "lab02 HCA-1 port 1"); !strings.Contains(row, `<div class="phy-ev"><b>PHY of lab02 HCA-1 port 1 (mlxlink --json)</b>: WARN phy.lane.errors: lane 0`) {
+		t.Errorf("lab02's link row lacks its PHY:\n%s", row)
+	}
+	if row := linkRow(page, "lab01 HCA-1 port 1"); strings.Contains(row, "phy-ev") {
+		t.Errorf("lab02's PHY on lab01's link: %s", row)
 	}
 }
