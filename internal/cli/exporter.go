@@ -62,6 +62,7 @@ dashboard.`,
   rdmalab exporter --listen 127.0.0.1:9879 --expect-rate 400
   rdmalab exporter --root ./captured-host            # a captured tree, for testing
   rdmalab exporter --fabric --fabric.interval 5m     # also the fabric, from this node
+  rdmalab exporter --nccl-ras localhost              # also the NCCL job's rank states (RAS, port 28028)
   rdmalab exporter --fabric --textfile /var/lib/node_exporter/textfile/rdmalab.prom
   curl -s localhost:9879/metrics | grep rdmalab_finding`,
 		Args:        cobra.NoArgs,
