@@ -49,6 +49,10 @@ type Fault struct {
 	// Slow and Fast are measured directions whose routes crossed it.
 	Slow []string `json:"slow_pairs"`
 	Fast []string `json:"fast_pairs"`
+	// PHY is each end's own physical-layer facts, from the host
+	// snapshots given (--hosts); an end without any is listed bare ("no
+	// PHY evidence"). The finding carries the same as evidence lines.
+	PHY []phycheck.EndPHY `json:"phy,omitempty"`
 }
 
 // CoverLink is one directed link and the measurements that crossed it.
@@ -321,7 +325,8 @@ func (cp *coverPlan) judgeCover(c *cluster.Cluster, rep *Report, recs []Record) 
 		for _, e := range fault.Ends {
 			phyEnds = append(phyEnds, phycheck.EndOf(cp.hosts, e.GUID, e.Port, e.Name))
 		}
-		fd.Evidence = append(fd.Evidence, phycheck.CableEvidence(phyEnds, phycheck.HostFacts(cp.hosts))...)
+		fault.PHY = phycheck.Cable(phyEnds, phycheck.HostFacts(cp.hosts))
+		fd.Evidence = append(fd.Evidence, phycheck.Evidence(fault.PHY)...)
 		for _, s := range fault.Slow[:min(len(fault.Slow), 8)] {
 			fd.Evidence = append(fd.Evidence, check.Evidence{What: "crossed it slow", Value: s, Source: "measured; route from the forwarding tables"})
 		}

@@ -80,6 +80,11 @@ func TestCoverCarriesPHYEvidence(t *testing.T) {
 	}) || !slices.ContainsFunc(phyEv, func(e check.Evidence) bool { return e.Value == phycheck.NoEvidence }) {
 		t.Errorf("want the host end's bad lane and the switch end without evidence: %+v", phyEv)
 	}
+	// The document carries the same, laid out for a report: both ends,
+	// the host's with its mlxlink facts, the switch's bare.
+	if ends := rep.Cover.Fault.PHY; len(ends) != 2 || len(ends[0].Ports)+len(ends[1].Ports) != 1 {
+		t.Errorf("Fault.PHY %+v", ends)
+	}
 
 	cp.hosts = nil
 	rep, _ = simulateCover(c, cp, []int{link, f.Reverse(link)})

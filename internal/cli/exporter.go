@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -12,6 +15,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/fabric"
 	"github.com/rdmalab/rdmalab/internal/fabriccheck"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
+	"github.com/rdmalab/rdmalab/internal/nccl"
 	"github.com/rdmalab/rdmalab/internal/userfile"
 	"github.com/spf13/cobra"
 )
@@ -58,6 +62,7 @@ dashboard.`,
   rdmalab exporter --listen 127.0.0.1:9879 --expect-rate 400
   rdmalab exporter --root ./captured-host            # a captured tree, for testing
   rdmalab exporter --fabric --fabric.interval 5m     # also the fabric, from this node
+  rdmalab exporter --nccl-ras localhost              # also the NCCL job's rank states (RAS, port 28028)
   rdmalab exporter --fabric --textfile /var/lib/node_exporter/textfile/rdmalab.prom
   curl -s localhost:9879/metrics | grep rdmalab_finding`,
 		Args:        cobra.NoArgs,
@@ -89,6 +94,8 @@ dashboard.`,
 				{"--fabric.interval", o.FabricInterval, time.Second, 24 * time.Hour, false},
 				{"--fabric.timeout", fabricTimeout, time.Second, time.Hour, false},
 				{"--phy.interval", o.PHYInterval, time.Second, 24 * time.Hour, false},
+				{"--nccl-ras.interval", o.NCCLRASInterval, time.Second, 24 * time.Hour, false},
+				{"--nccl-ras.timeout", o.NCCLRASTimeout, 100 * time.Millisecond, 10 * time.Minute, false},
 			} {
 				if d.zeroOff && d.v == 0 {
 					continue
@@ -100,6 +107,13 @@ dashboard.`,
 					}
 					return usageErr("%s %s: want a duration from %s to %s%s", d.flag, d.v, d.lo, d.hi, off)
 				}
+			}
+			if o.NCCLRAS != "" {
+				addr, err := rasAddr(o.NCCLRAS)
+				if err != nil {
+					return usageErr("--nccl-ras %q: %v", o.NCCLRAS, err)
+				}
+				o.NCCLRAS = addr
 			}
 			if fabricPort < 0 || fabricPort > 254 {
 				return usageErr("--fabric.port %d: want a port number from 1 to 254, or 0 for the tools' default", fabricPort)
@@ -180,6 +194,24 @@ dashboard.`,
 	f.StringVar(&fabricRate, "fabric.expect-rate", "", `rate every fabric link should run at, for the fabric findings: "200", "4X HDR"`)
 	f.BoolVar(&o.PHY, "phy", false, "also export each port's BER, FEC and module readings, polled out of band (saved outputs under var/lib/rdmalab/phy/; live: mstlink and ethtool -S; docs/phy.md)")
 	f.DurationVar(&o.PHYInterval, "phy.interval", exporter.DefaultPHYInterval, "poll the physical layer this often; scrapes serve the last poll")
+	f.StringVar(&o.NCCLRAS, "nccl-ras", "", fmt.Sprintf("also export the state of every NCCL rank of the job whose RAS endpoint is HOST[:PORT] (default port %d; NCCL_RAS_ADDR's), polled out of band (docs/exporter.md)", nccl.DefaultRASPort))
+	f.DurationVar(&o.NCCLRASInterval, "nccl-ras.interval", exporter.DefaultNCCLRASInterval, "poll the NCCL RAS endpoint this often; scrapes serve the last poll")
+	f.DurationVar(&o.NCCLRASTimeout, "nccl-ras.timeout", exporter.DefaultNCCLRASTimeout, "give up on one RAS poll (connect, handshake, report) after this long")
 	f.StringVar(&textfile, "textfile", "", "gather once, write this .prom file for node_exporter's textfile collector, and exit")
 	return c
+}
+
+// rasAddr is --nccl-ras as host:port, NCCL's RAS port when none is given.
+func rasAddr(s string) (string, error) {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil { // no port: a name, an address, a bare or bracketed IPv6 address
+		host, port = strings.Trim(s, "[]"), strconv.Itoa(nccl.DefaultRASPort)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return "", fmt.Errorf("port %q: want 1 to 65535", port)
+	}
+	if host == "" {
+		return "", fmt.Errorf("no host (localhost, if the job runs on this node)")
+	}
+	return net.JoinHostPort(host, port), nil
 }

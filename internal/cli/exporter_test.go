@@ -172,3 +172,18 @@ func TestExporterStopsCleanlyOnSignals(t *testing.T) {
 		}
 	}
 }
+
+// --nccl-ras takes a host with or without a port (NCCL's 28028 then), an
+// IPv6 address bare or bracketed, and refuses a bad port or no host.
+func TestRASAddr(t *testing.T) {
+	for in, want := range map[string]string{"node1": "node1:28028", "node1:29000": "node1:29000", "::1": "[::1]:28028", "[::1]:1": "[::1]:1", "10.0.0.2": "10.0.0.2:28028"} {
+		if got, err := rasAddr(in); err != nil || got != want {
+			t.Errorf("rasAddr(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"node1:0", "node1:x", ":28028", "node1:"} {
+		if got, err := rasAddr(in); err == nil {
+			t.Errorf("rasAddr(%q) = %q, want an error", in, got)
+		}
+	}
+}

@@ -58,6 +58,8 @@ var flagRanges = map[string]numRange{
 	" design uplink --per-gpu-ingest":   {0.001, 1000, "GB/s per GPU"},
 	" exporter --fabric.interval":       {1, 86400, ""},
 	" exporter --phy.interval":          {1, 86400, ""},
+	" exporter --nccl-ras.interval":     {1, 86400, ""},
+	" exporter --nccl-ras.timeout":      {0.1, 600, "per poll"},
 	" exporter --fabric.port":           {1, 254, "an HCA port number"},
 	" exporter --fabric.timeout":        {1, 3600, "per tool"},
 	" exporter --findings.interval":     {0, 86400, "0 turns findings off"},

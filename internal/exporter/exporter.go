@@ -36,6 +36,7 @@ type Exporter struct {
 	collectors map[string]collector
 	host       *hostCollector
 	phy        *phyPoller
+	ras        *rasPoller
 	timeout    time.Duration
 	idle       time.Duration
 	maxConns   int
@@ -74,6 +75,10 @@ func New(o Options) (*Exporter, error) {
 		e.phy = newPHYPoller(fsys, o)
 		e.collectors["phy"] = e.phy
 	}
+	if o.NCCLRAS != "" {
+		e.ras = newRASPoller(o)
+		e.collectors["nccl_ras"] = e.ras
+	}
 	if o.Fabric {
 		if o.FabricRunner == nil {
 			return nil, fmt.Errorf("fabric collector: no runner")
@@ -88,6 +93,9 @@ func New(o Options) (*Exporter, error) {
 func (e *Exporter) Close() {
 	if e.phy != nil {
 		e.phy.close()
+	}
+	if e.ras != nil {
+		e.ras.close()
 	}
 	e.host.close()
 	e.cleanup()

@@ -49,6 +49,15 @@ type Options struct {
 	PHYInterval time.Duration
 	PHYPoll     func(context.Context) ([]phy.Port, error)
 
+	// NCCLRAS is an NCCL RAS endpoint (host:port; NCCL listens on
+	// localhost:28028 unless NCCL_RAS_ADDR says otherwise) polled every
+	// NCCLRASInterval (default DefaultNCCLRASInterval), each poll bounded
+	// by NCCLRASTimeout (default DefaultNCCLRASTimeout), out of band:
+	// scrapes serve the last poll's rank states. Empty: off.
+	NCCLRAS         string
+	NCCLRASInterval time.Duration
+	NCCLRASTimeout  time.Duration
+
 	// ScrapeTimeout bounds one scrape (default 10s).
 	ScrapeTimeout time.Duration
 	// IdleTimeout closes a keep-alive connection idle this long (default
@@ -70,6 +79,8 @@ const (
 	DefaultIdleTimeout      = 60 * time.Second
 	DefaultMaxConnections   = 512
 	DefaultPHYInterval      = 60 * time.Second
+	DefaultNCCLRASInterval  = 30 * time.Second
+	DefaultNCCLRASTimeout   = 10 * time.Second
 )
 
 func (o Options) withDefaults() Options {
@@ -87,6 +98,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.PHYInterval <= 0 {
 		o.PHYInterval = DefaultPHYInterval
+	}
+	if o.NCCLRASInterval <= 0 {
+		o.NCCLRASInterval = DefaultNCCLRASInterval
+	}
+	if o.NCCLRASTimeout <= 0 {
+		o.NCCLRASTimeout = DefaultNCCLRASTimeout
 	}
 	if o.ScrapeTimeout == 0 {
 		o.ScrapeTimeout = 10 * time.Second

@@ -176,9 +176,13 @@ func TestPHYPollerOutOfBand(t *testing.T) {
 		sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 		return s[len(s)/2]
 	}
-	// A poll inside a scrape would add 200 ms to a 1-5 ms scrape; a loaded
-	// test machine's noise is tens of percent. So the measurement is taken
-	// up to five times and must come within 10% once.
+	// A poll inside a scrape would add 200 ms (8 × 25 ms) to a 1-5 ms
+	// scrape; a loaded 2-core machine's noise is tens of percent, and a
+	// busy poller takes CPU from the scrape however out of band it runs.
+	// So scrapes of the two alternate (no drift favours one), each round's
+	// median is taken, the best round's medians compared, the measurement
+	// is taken up to five times and must come within 10% once; the 10%
+	// never below 500 µs, still 400 times less than one poll would add.
 	for attempt := 1; ; attempt++ {
 		bestOff, bestOn := time.Hour, time.Hour
 		before := polls.Load()
@@ -195,11 +199,11 @@ func TestPHYPollerOutOfBand(t *testing.T) {
 		if polls.Load() == before {
 			t.Fatal("the poller was not busy while scraped")
 		}
-		if bestOn <= bestOff+bestOff/10 {
+		if bestOn <= bestOff+max(bestOff/10, 500*time.Microsecond) {
 			return
 		}
 		if attempt == 5 {
-			t.Fatalf("scrape %v with the PHY poller polling, %v without: more than 10%% slower", bestOn, bestOff)
+			t.Fatalf("scrape %v with the PHY poller polling, %v without: more than 10%% (and 500 µs) slower", bestOn, bestOff)
 		}
 	}
 }

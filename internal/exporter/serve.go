@@ -202,6 +202,9 @@ func (e *Exporter) WriteTextfile(path string) error {
 	if !strings.HasSuffix(path, ".prom") {
 		return fmt.Errorf("%s: node_exporter's textfile collector reads only *.prom files", userfile.Name(path))
 	}
+	if e.ras != nil {
+		<-e.ras.first // one RAS poll, bounded by --nccl-ras.timeout
+	}
 	mfs, err := e.Registry().Gather()
 	if err != nil {
 		return fmt.Errorf("%s: gather: %w", userfile.Name(path), err)

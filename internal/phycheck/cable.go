@@ -40,6 +40,10 @@ func (e End) label() string {
 	return fmt.Sprintf("GUID %s port %d", e.GUID, e.Port)
 }
 
+// EvidencePrefix begins the What of every evidence line about a cable
+// end's physical layer: reports find them by it.
+const EvidencePrefix = "PHY of "
+
 // NoEvidence is the value of an end's evidence line when no PHY output
 // about it was gathered.
 const NoEvidence = "no PHY evidence"
@@ -101,22 +105,26 @@ func matches(e End, p phy.Port) bool {
 // (the rules' failures and warnings first, then the facts that passed),
 // or "no PHY evidence" when none was gathered about it.
 func CableEvidence(ends []End, facts []phy.Port) []check.Evidence {
+	return Evidence(Cable(ends, facts))
+}
+
+// Evidence is the evidence lines of a cable's ends (CableEvidence).
+func Evidence(ends []EndPHY) []check.Evidence {
 	var out []check.Evidence
 	for _, e := range ends {
-		found := false
-		for _, p := range facts {
-			if !matches(e, p) {
-				continue
-			}
-			found = true
-			out = append(out, check.Evidence{What: "PHY of " + e.label() + " (" + p.Tool + ")", Value: Summary(p), Source: p.Source})
+		for _, p := range e.Ports {
+			out = append(out, check.Evidence{What: EvidencePrefix + e.End + " (" + p.Tool + ")", Value: Summary(p), Source: p.Source})
 		}
-		if !found {
-			out = append(out, check.Evidence{What: "PHY of " + e.label(), Value: NoEvidence, Source: "no mlxlink/mstlink, ethtool -S, --show-fec or ethtool -m output gathered for this port (docs/phy.md)"})
+		if len(e.Ports) == 0 {
+			out = append(out, check.Evidence{What: EvidencePrefix + e.End, Value: NoEvidence, Source: NoEvidenceSource})
 		}
 	}
 	return out
 }
+
+// NoEvidenceSource is where the evidence line of an end without PHY
+// facts says to look.
+const NoEvidenceSource = "no mlxlink/mstlink, ethtool -S, --show-fec or ethtool -m output gathered for this port (docs/phy.md)"
 
 // Summary is one line of what a port's PHY facts show: the failures and
 // warnings of the rules, else the key facts that passed.

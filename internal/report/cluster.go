@@ -15,6 +15,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/hostcheck"
 	"github.com/rdmalab/rdmalab/internal/intake"
+	"github.com/rdmalab/rdmalab/internal/phycheck"
 	"github.com/rdmalab/rdmalab/internal/rules"
 )
 
@@ -112,6 +113,9 @@ type LinkRow struct {
 	CouldBe  string // what both ends support, when more than now
 	Problems []string
 	Outcome  check.Outcome // the worst finding naming the link or its ports; pass if none
+	// PHY is its ends' physical layer, as the findings naming it carry
+	// it (phycheck: one line per end, "no PHY evidence" when none).
+	PHY []check.Evidence
 }
 
 // NewClusterView lays out inputs already judged (intake.Load) once for
@@ -187,7 +191,7 @@ func NewClusterView(in *intake.Inputs) *ClusterView {
 		}
 	}
 	for _, s := range in.Fabrics {
-		v.Fabrics = append(v.Fabrics, newFabricView(s, fabricFs))
+		v.Fabrics = append(v.Fabrics, newFabricView(s, fabricFs, in.Hosts))
 	}
 	if len(in.Fabrics) == 0 && len(fabricFs) > 0 {
 		v.Fabrics = append(v.Fabrics, FabricView{Summary: "fabric check results without the scan", Findings: NewFindingsView(fabricFs)})
@@ -285,7 +289,7 @@ func hostSummary(s *host.Snapshot) string {
 	return strings.Join(parts, " · ")
 }
 
-func newFabricView(s *fabric.Snapshot, fs []check.Finding) FabricView {
+func newFabricView(s *fabric.Snapshot, fs []check.Finding, hosts []*host.Snapshot) FabricView {
 	types := map[fabric.NodeType]int{}
 	for _, n := range s.Nodes {
 		types[n.Type]++
@@ -320,8 +324,33 @@ func newFabricView(s *fabric.Snapshot, fs []check.Finding) FabricView {
 				continue
 			}
 			r.Problems = append(r.Problems, f.Check+": "+f.Message)
+			for _, e := range f.Evidence {
+				if strings.HasPrefix(e.What, phycheck.EvidencePrefix) && !slices.Contains(r.PHY, e) {
+					r.PHY = append(r.PHY, e)
+				}
+			}
 			if f.Outcome.Rank() < r.Outcome.Rank() {
 				r.Outcome = f.Outcome
+			}
+		}
+		// The hosts' own PHY facts about a host end (saved outputs in
+		// the snapshots given beside the scan), when a finding did not
+		// bring them.
+		if facts := phycheck.HostFacts(hosts); len(facts) > 0 {
+			for _, p := range []*fabric.Port{l.A, l.B} {
+				guid := p.PortGUID
+				if guid == 0 {
+					guid = p.NodeGUID
+				}
+				end := phycheck.Cable([]phycheck.End{phycheck.EndOf(hosts, guid, p.Num, names.PortOf(p))}, facts)
+				if len(end[0].Ports) == 0 {
+					continue
+				}
+				for _, e := range phycheck.Evidence(end) {
+					if !slices.ContainsFunc(r.PHY, func(x check.Evidence) bool { return x.What == e.What }) {
+						r.PHY = append(r.PHY, e)
+					}
+				}
 			}
 		}
 		if r.Outcome != check.Pass || r.CouldBe != "" {

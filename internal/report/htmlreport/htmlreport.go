@@ -92,6 +92,8 @@ type benchPage struct {
 
 	// Fabric is --schedule cover's links drawing (nil without a cover).
 	Fabric *fabricDrawing
+	// PHY is the named cable's ends with their own physical layer.
+	PHY []phyEnd
 }
 
 // dirRow is one direction as the accessible table prints it.
@@ -213,6 +215,14 @@ var stateBadge = map[string]string{report.CellGood: "pass", report.CellBad: "fai
 func newBenchPage(b report.BenchView) benchPage {
 	p := benchPage{BenchView: b}
 	p.Fabric = newFabricDrawing(b.Cover)
+	p.PHY = newPHYEnds(b.Cover)
+	if p.Fabric != nil && len(p.PHY) > 0 {
+		for i := range p.Fabric.Cables {
+			if p.Fabric.Cables[i].Class == "named" {
+				p.Fabric.Cables[i].Title += "; PHY: " + phyTitle(p.PHY)
+			}
+		}
+	}
 	value := func(v float64) string {
 		if b.Latency {
 			return fmt.Sprintf("p50 %.2f µs", v)
