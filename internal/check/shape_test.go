@@ -28,9 +28,6 @@ func TestOneRuleShape(t *testing.T) {
 
 		"../gpudirect/gpudirect.go": true, "../gpudirect/topo.go": true,
 
-		"../hostcheck/deltas.go": true, "../hostcheck/duplicates.go": true, "../hostcheck/fleet.go": true, "../hostcheck/roce.go": true,
-		"../hostcheck/rules.go": true, "../hostcheck/vmdomain.go": true, "../hostcheck/vmhost.go": true,
-
 		"../judge/cluster.go": true, "../judge/fabric.go": true,
 
 		"../nccl/env.go": true, "../nccl/judge.go": true, "../nccl/judgelog.go": true, "../nccl/ras_judge.go": true,

@@ -325,23 +325,6 @@ func TestEveryFleetRule(t *testing.T) {
 	}
 }
 
-// The old expectation fields are only a bridge for code written before
-// Options.Expect: nothing in the tree may use them.
-func TestNoOldExpectFields(t *testing.T) {
-	filepath.WalkDir("../..", func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "hostcheck/rules.go") || strings.HasSuffix(p, "hostcheck/rules_test.go") {
-			return nil
-		}
-		b, _ := os.ReadFile(p)
-		for _, old := range []string{"ExpectRateGbps", "ExpectLinkLayer"} {
-			if strings.Contains(string(b), old) {
-				t.Errorf("%s uses hostcheck.Options.%s: write Options{Expect: linkrate.Expect{...}} (see linkrate.NewExpect)", p, old)
-			}
-		}
-		return nil
-	})
-}
-
 // A kernel mix declared with --allow-kernels (RHEL 9 and 10 during a
 // migration) passes fleet.kernel; a kernel outside the patterns still
 // names its host.
