@@ -638,7 +638,7 @@ func roceMTUPath(rep *check.Reporter, s *host.Snapshot, o Options) {
 				f.Fix = []string{fmt.Sprintf("ip link show %s; set the same MTU (at least %d) on its bond or PF, the peer and every switch port on the path", n.Name, linkrate.NetdevMTUFor(allowed)), "ibv_devinfo -v -d " + d.Name + " | grep active_mtu   # on both ends, after the change"}
 			case a.Value > allowed:
 				f = rep.Fail(sub, "active_mtu %d above the %d that netdev MTU %d allows: RDMA frames are larger than the Ethernet MTU and are dropped", a.Value, allowed, n.MTUBytes)
-				f.Fix = []string{fmt.Sprintf("ip link set %s mtu %d (nmcli con modify <connection> 802-3-ethernet.mtu %d to keep it), and the same on the peer and every switch port", n.Name, linkrate.NetdevMTUFor(a.Value), linkrate.NetdevMTUFor(a.Value))}
+				f.Fix = []string{fmt.Sprintf("ip link set %s mtu %d (to keep it: nmcli con modify \"$(nmcli -g GENERAL.CONNECTION device show %s)\" 802-3-ethernet.mtu %d), and the same on the peer and every switch port", n.Name, linkrate.NetdevMTUFor(a.Value), n.Name, linkrate.NetdevMTUFor(a.Value))}
 			default:
 				f = rep.Pass(sub, "active_mtu %d is what netdev MTU %d allows", a.Value, n.MTUBytes)
 			}

@@ -977,7 +977,7 @@ func roceMTU(rep *check.Reporter, s *host.Snapshot, o Options) {
 			f = rep.Pass(sub, "netdev MTU %d gives RDMA MTU %d", n.MTUBytes, rdmaMTU)
 		} else {
 			f = rep.Warn(sub, "netdev MTU %d limits RDMA MTU to %d (4096 needs ≥ 4192)", n.MTUBytes, rdmaMTU)
-			f.Fix = []string{fmt.Sprintf("nmcli con modify <connection of %s> 802-3-ethernet.mtu 4200 && nmcli con up <connection>", name), "ip link set " + name + " mtu 4200   # not persistent", "set the same MTU on the peer and every switch port"}
+			f.Fix = []string{fmt.Sprintf("c=$(nmcli -g GENERAL.CONNECTION device show %s); nmcli con modify \"$c\" 802-3-ethernet.mtu 4200 && nmcli con up \"$c\"", name), "ip link set " + name + " mtu 4200   # not persistent", "set the same MTU on the peer and every switch port"}
 		}
 		f.Evidence = []check.Evidence{ev("mtu", strconv.Itoa(n.MTUBytes), readAt(s, n.Sources, "mtu"))}
 	})
@@ -1083,7 +1083,7 @@ func ipoibMode(rep *check.Reporter, s *host.Snapshot, o Options) {
 	want := o.ExpectIPoIB
 	judged := 0
 	fix := func(name string) []string {
-		return fixesWith(rep.Entry().Fixes, "<ib conn>", "<connection of "+name+">")
+		return fixesWith(rep.Entry().Fixes, "<ib conn>", "\"$(nmcli -g GENERAL.CONNECTION device show "+name+")\"")
 	}
 	for _, n := range s.NetDevs {
 		if n.Type != 32 || n.IPoIBMode == "" {
@@ -1340,6 +1340,8 @@ func hugepages(rep *check.Reporter, s *host.Snapshot, o Options) {
 		var f *check.Finding
 		if p.Total < n {
 			f = rep.Fail("kernel", "asked for %d × %s pages at boot, got %d", n, sizeText(size), p.Total)
+			f.Fix = []string{fmt.Sprintf("grep -E 'MemTotal|HugePages_Total' /sys/devices/system/node/node*/meminfo   # hugepages=%d × %s is spread over the nodes: each needs room for its share", n, sizeText(size)),
+				fmt.Sprintf("lower hugepages=%d on the kernel line to what fits, or at runtime before memory fragments: echo %d > /sys/kernel/mm/hugepages/hugepages-%dkB/nr_hugepages", n, n, size>>10)}
 		} else {
 			f = rep.Pass("kernel", "%d × %s pages allocated as asked, %d free", p.Total, sizeText(size), p.Free)
 		}
