@@ -26,8 +26,6 @@ func TestOneRuleShape(t *testing.T) {
 
 		"../fabriccheck/rules.go": true,
 
-		"../gpudirect/gpudirect.go": true, "../gpudirect/topo.go": true,
-
 		"../judge/cluster.go": true, "../judge/fabric.go": true,
 
 		"../nccl/env.go": true, "../nccl/judge.go": true, "../nccl/judgelog.go": true, "../nccl/ras_judge.go": true,
