@@ -34,8 +34,6 @@ func TestOneRuleShape(t *testing.T) {
 
 		"../phycheck/ibdiag.go": true, "../phycheck/rules.go": true,
 
-		"../plan/devices.go": true, "../plan/plan.go": true,
-
 		"../schedule/locate.go": true, "../schedule/plan.go": true,
 	}
 	seen := map[string]bool{}

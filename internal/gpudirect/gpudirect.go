@@ -345,7 +345,7 @@ var ReadinessRules = []rule{
 	{acsEntry, acs},
 	{atsEntry, ats},
 	{iommuEntry, iommu},
-	{gpuClassEntry, gpuClass},
+	{GPUClassEntry, gpuClass},
 }
 
 // Readiness applies every readiness rule to one host.
@@ -570,14 +570,15 @@ var (
 	iommuEntry = check.Entry{ID: "gpudirect.iommu", Needs: "/sys/class/iommu and /proc/cmdline", UnknownWhen: "never: no IOMMU units means none translating", Title: "The IOMMU does not translate peer traffic (iommu=pt or off)",
 		Why:    "A translating IOMMU sends GPU↔NIC DMA through the root complex unless ACS/ATS are set up.",
 		Source: "seed 003", Fixes: []string{"add iommu=pt to the kernel command line (bare metal)"}}
-	gpuClassEntry = check.Entry{ID: "gpudirect.gpu-class", Needs: "the GPU's model (PCI device id or nvidia-smi's GPU name)", UnknownWhen: "the model is unknown (it is not judged then)", Title: "The GPU supports GPUDirect RDMA (not GeForce/TITAN)",
+	// GPUClassEntry is also what plan notes of a consumer GPU.
+	GPUClassEntry = check.Entry{ID: "gpudirect.gpu-class", Needs: "the GPU's model (PCI device id or nvidia-smi's GPU name)", UnknownWhen: "the model is unknown (it is not judged then)", Title: "The GPU supports GPUDirect RDMA (not GeForce/TITAN)",
 		Why:    "NVIDIA supports GPUDirect RDMA on data-center and professional GPUs only; on a GeForce, NCCL and perftest --use_cuda stage through host memory.",
 		Source: "seed 000 (RTX 3090); NVIDIA GPUDirect RDMA documentation", Fixes: []string{"use a data-center or professional GPU, or accept host staging"}}
 )
 
 // ReadinessCatalog describes every check Readiness can emit, for doctor's
 // catalog (docs/checks.md).
-var ReadinessCatalog = []check.Entry{pathEntry, acsEntry, atsEntry, iommuEntry, gpuClassEntry}
+var ReadinessCatalog = []check.Entry{pathEntry, acsEntry, atsEntry, iommuEntry, GPUClassEntry}
 
 // BenchEntry is the catalog entry of JudgeGPUDirect's verdict (bench).
 var BenchEntry = check.Entry{ID: "gpudirect.bench", Title: "GPU memory moves over RDMA as fast as host memory",

@@ -65,7 +65,7 @@ type topoRule struct {
 // across the CPU interconnect from every GPU, an NVSwitch board shows all
 // its GPUs, and the GPUs support GPUDirect RDMA.
 var TopoRules = []topoRule{
-	{gpuClassEntry, topoGPUClass},
+	{GPUClassEntry, topoGPUClass},
 	{topoGPUsEntry, nvswitchCount},
 	{topoNICsEntry, topoNICs},
 	{topoRailEntry, topoRail},

@@ -115,12 +115,12 @@ func JudgeDomains(s *host.Snapshot, doms []VMDomain) []check.Finding {
 		isoSource = "the vCPU pins of the domains judged (the host isolates none)"
 	}
 	// housekeeping are the host CPUs the emulator threads belong on: those
-	// not isolated (nor, without isolation, behind a judged vCPU).
+	// neither isolated nor behind a judged vCPU.
 	allCPUs := cpuset.New()
 	for _, c := range s.CPUs {
 		allCPUs = allCPUs.Union(cpuset.New(c.ID))
 	}
-	housekeeping := allCPUs.Difference(isolated)
+	housekeeping := allCPUs.Difference(isolated).Difference(allPinned)
 	var (
 		pinned, vcpuNUMA, memNUMA = vcpuPinnedEntry.Reporter(s.Hostname), vcpuNUMAEntry.Reporter(s.Hostname), memoryNUMAEntry.Reporter(s.Hostname)
 		huge, emulator, vcpuIso   = vmHugePagesEntry.Reporter(s.Hostname), emulatorEntry.Reporter(s.Hostname), vcpuIsolatedEntry.Reporter(s.Hostname)
