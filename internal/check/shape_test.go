@@ -24,10 +24,6 @@ func TestOneRuleShape(t *testing.T) {
 
 		"../compare/compare.go": true,
 
-		"../fabriccheck/rules.go": true,
-
-		"../judge/cluster.go": true, "../judge/fabric.go": true,
-
 		"../nccl/env.go": true, "../nccl/judge.go": true, "../nccl/judgelog.go": true, "../nccl/ras_judge.go": true,
 
 		"../nccl/run.go": true,
