@@ -20,8 +20,6 @@ func TestOneRuleShape(t *testing.T) {
 	pending := map[string]bool{
 		"../bench/analyze.go": true, "../bench/cover.go": true, "../bench/judge.go": true, "../bench/warnings.go": true,
 
-		"../cli/slurm.go": true,
-
 		"../compare/compare.go": true,
 
 		"../nccl/env.go": true, "../nccl/judge.go": true, "../nccl/judgelog.go": true, "../nccl/ras_judge.go": true,
