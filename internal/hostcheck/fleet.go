@@ -116,7 +116,13 @@ var FleetRules = []fleetKey{
 		}
 		return strings.Join(cells, ", ")
 	})},
-	fleetRoCEQoS,
+	// RoCE QoS (roce.go reads each host's summary).
+	{check.Entry{ID: "fleet.roce-qos", Title: "Same RoCE QoS on every node",
+		Why:    "PFC and DSCP must agree at every hop: one node with PFC on another priority, or trust pcp, makes every collective through it lossy.",
+		Source: "seed 001 (the DSCP and the PFC priority need to agree at every hop)",
+		Fixes:  []string{"apply the majority's mlnx_qos --trust/--pfc and traffic_class on the odd node (docs/roce.md)"},
+		Needs:  "trust, PFC, ECN and traffic_class of the RoCE netdevs on ≥3 hosts", UnknownWhen: "never unknown: with fewer than 3 hosts, or no majority, differing hosts are one warning that names no odd host"},
+		one(roceQoSSummary)},
 }
 
 // nicModel names an RDMA device's NIC model: the family from its PCI ids,

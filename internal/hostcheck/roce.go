@@ -13,14 +13,6 @@ import (
 	"github.com/rdmalab/rdmalab/internal/portstate"
 )
 
-// fleetRoCEQoS compares the RoCE QoS of every node (one of FleetRules).
-var fleetRoCEQoS = fleetKey{check.Entry{ID: "fleet.roce-qos", Title: "Same RoCE QoS on every node",
-	Why:    "PFC and DSCP must agree at every hop: one node with PFC on another priority, or trust pcp, makes every collective through it lossy.",
-	Source: "seed 001 (the DSCP and the PFC priority need to agree at every hop)",
-	Fixes:  []string{"apply the majority's mlnx_qos --trust/--pfc and traffic_class on the odd node (docs/roce.md)"},
-	Needs:  "trust, PFC, ECN and traffic_class of the RoCE netdevs on ≥3 hosts", UnknownWhen: "never unknown: with fewer than 3 hosts, or no majority, differing hosts are one warning that names no odd host"},
-	one(roceQoSSummary)}
-
 // ifName is the netdev for a fix command, a placeholder when the source
 // did not name it.
 func ifName(q host.RoCEQoS) string {
@@ -447,12 +439,6 @@ var pauseEntry = check.Entry{ID: "roce.pause", Title: "No pause storm; pause cou
 	Fixes:       []string{"find the congested receiver (the host whose tx_prioN_pause rises)", "enable ECN on the lossless priority so DCQCN slows senders before PFC has to", "check the switch's buffer and headroom on that priority"},
 	Needs:       "ethtool -S of each RoCE netdev (run by inventory when installed, or a saved output): two readings to see counters rise",
 	UnknownWhen: "never: without ethtool counters the check does not run; one reading only says whether storm events were counted"}
-
-var modeEntry = check.Entry{ID: "roce.mode", Title: "rdma_cm defaults to RoCE v2",
-	Why:    "RoCE v1 is an Ethernet frame (ethertype 0x8915) that no router forwards; rdma_cm connections made in v1 mode do not cross an L3 fabric.",
-	Source: "seed 001 (cma_roce_mode -d mlx5_0 -p 1 -m 2)",
-	Fixes:  []string{"cma_roce_mode -d <dev> -p <port> -m 2"},
-	Needs:  "configfs rdma_cm/<dev>/ports/<n>/default_roce_mode, or saved cma_roce_mode output", UnknownWhen: "never: where rdma_cm's configfs directory was not made, the check does not run"}
 
 func roceMode(rep *check.Reporter, s *host.Snapshot, o Options) {
 	for _, q := range roceEntries(s) {

@@ -329,8 +329,12 @@ var Rules = []rule{
 		Fixes:       []string{"ip link set <if> mtu 4200 (and the bond, PF, peer and every switch port on the path)", "ibv_devinfo -v | grep -E 'active_mtu|max_mtu' on both ends"},
 		Needs:       "active_mtu of each Active RoCE port (ibv_devinfo -v) and its netdev's MTU",
 		UnknownWhen: "active_mtu was not read (ibv_devinfo not installed, a sysfs capture) or the netdev's MTU is not in the source (a saved ibv_devinfo); a port with neither is not judged"}, roceMTUPath},
-	{pauseEntry, rocePause},
-	{modeEntry, roceMode},
+	{pauseEntry, rocePause}, // pauseEntry also judges two readings (PauseRising)
+	{check.Entry{ID: "roce.mode", Title: "rdma_cm defaults to RoCE v2",
+		Why:    "RoCE v1 is an Ethernet frame (ethertype 0x8915) that no router forwards; rdma_cm connections made in v1 mode do not cross an L3 fabric.",
+		Source: "seed 001 (cma_roce_mode -d mlx5_0 -p 1 -m 2)",
+		Fixes:  []string{"cma_roce_mode -d <dev> -p <port> -m 2"},
+		Needs:  "configfs rdma_cm/<dev>/ports/<n>/default_roce_mode, or saved cma_roce_mode output", UnknownWhen: "never: where rdma_cm's configfs directory was not made, the check does not run"}, roceMode},
 }
 
 // rdmaDriverFix names the module that makes a driver's RDMA device.
