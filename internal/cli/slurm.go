@@ -81,7 +81,9 @@ Exit codes: 0 healthy, 1 failures found (drained), 2 could not run.`,
 				stage.Enter("inventory (reading the host's sysfs and procfs)")
 				hosts, err := in.load()
 				if err != nil {
-					return []check.Finding{{Check: "slurm.health.read", Outcome: check.Fail, Host: node, Subject: "host", Message: err.Error()}}
+					rep := slurm.ReadEntry.Reporter(node)
+					rep.Fail("host", "%s", err)
+					return rep.Findings()
 				}
 				opt.Progress = stage.Enter
 				return hostcheck.Run(hosts[0], opt)

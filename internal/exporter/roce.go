@@ -5,7 +5,6 @@ import (
 	"os/exec"
 	"strconv"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/inventory"
 	"github.com/rdmalab/rdmalab/internal/lazyre"
@@ -22,7 +21,6 @@ var (
 	roceDiscardDesc   = newDesc(Namespace+"_roce_discards_total", "Packets dropped at the port (rx_discards_phy) or on a priority (rx_prioN_discards, _buf_discard, _cong_discard): a lossless priority must have none.", append(roceLabels[:3:3], "counter", "priority"))
 	roceStormDesc     = newDesc(Namespace+"_roce_pause_storm_events_total", "Pause storm events the NIC detected (tx_pause_storm_warning/error_events); on an error event it stops sending pauses.", append(roceLabels[:3:3], "level"))
 	rocePrioCounterRE = lazyre.New(`^(rx|tx)_prio(\d)_(pause|pause_duration|discards|buf_discard|cong_discard)$`)
-	roceDescs         = []*prometheus.Desc{rocePauseDesc, rocePauseDurDesc, roceGlobalDesc, roceDiscardDesc, roceStormDesc}
 )
 
 // roceTools lets the per-scrape read run ethtool -S on a live host and

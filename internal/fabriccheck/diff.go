@@ -134,7 +134,7 @@ func Diff(s *fabric.Snapshot, plan *fabric.Topology) ([]check.Finding, error) {
 			}
 		}
 		if len(absent) > 0 && !a.found && !b.found {
-			fs = append(fs, find("fabric.topology.missing", check.Fail, subject,
+			fs = append(fs, find(missingEntry, check.Fail, subject,
 				"planned, but %s not found in the fabric", strings.Join(absent, " and ")))
 			continue
 		}
@@ -150,7 +150,7 @@ func Diff(s *fabric.Snapshot, plan *fabric.Topology) ([]check.Finding, error) {
 			}
 		}
 		if len(moved) > 0 {
-			f := find("fabric.topology.miswired", check.Fail, subject, "planned, but found %s", strings.Join(moved, " and "))
+			f := find(miswiredEntry, check.Fail, subject, "planned, but found %s", strings.Join(moved, " and "))
 			f.Evidence = ev
 			fs = append(fs, f)
 			continue
@@ -159,7 +159,7 @@ func Diff(s *fabric.Snapshot, plan *fabric.Topology) ([]check.Finding, error) {
 		if len(absent) == 1 {
 			unreachable = "; " + absent[0] + " is not reachable through it"
 		}
-		f := find("fabric.port.down", check.Fail, subject, "planned, but not linked%s", unreachable)
+		f := find(portDownEntry, check.Fail, subject, "planned, but not linked%s", unreachable)
 		var seen []*fabric.Port
 		for _, e := range []planEnd{a, b} {
 			if p, ok := ports[e.key]; ok && e.found {
@@ -174,10 +174,10 @@ func Diff(s *fabric.Snapshot, plan *fabric.Topology) ([]check.Finding, error) {
 		if inPlan[l.A.Key()] || inPlan[l.B.Key()] {
 			continue // a planned cable found elsewhere is reported as miswired
 		}
-		fs = append(fs, find("fabric.topology.extra", check.Warn, names.Link(l), "linked, but not in the plan"))
+		fs = append(fs, find(extraEntry, check.Warn, names.Link(l), "linked, but not in the plan"))
 	}
 	if ok == len(plan.Links) {
-		fs = append(fs, find("fabric.topology.miswired", check.Pass, "plan", "all %d planned cables found where planned", ok))
+		fs = append(fs, find(miswiredEntry, check.Pass, "plan", "all %d planned cables found where planned", ok))
 	}
 	return fs, nil
 }

@@ -164,7 +164,7 @@ func linkRules(s *fabric.Snapshot, o Options, n *fabric.Names) []check.Finding {
 	links := s.Links()
 	if len(links) == 0 {
 		if s.Has(fabric.IBLinkInfo) || s.Has(fabric.IBNetDiscover) {
-			return []check.Finding{find("fabric.link.width", check.Unknown, "links", "no linked port in the source: no link to judge")}
+			return []check.Finding{find(linkWidthEntry, check.Unknown, "links", "no linked port in the source: no link to judge")}
 		}
 		return nil
 	}
@@ -192,7 +192,7 @@ func linkRules(s *fabric.Snapshot, o Options, n *fabric.Names) []check.Finding {
 			src := cmp.Or(o.Expect.Source, "--expect-rate")
 			addBasis(src + " " + o.Expect.Rate.String())
 			if now.gbps() < o.Expect.Rate.Gbps {
-				f := find("fabric.link.rate", check.Fail, n.Link(l), "runs at %s, below the expected %s (%s)", now, o.Expect.Rate, src)
+				f := find(linkRateEntry, check.Fail, n.Link(l), "runs at %s, below the expected %s (%s)", now, o.Expect.Rate, src)
 				fs = append(fs, evidence(s, nodes, f, l, n))
 				continue
 			}
@@ -278,11 +278,11 @@ func linkRules(s *fabric.Snapshot, o Options, n *fabric.Names) []check.Finding {
 			if capBoth {
 				why = append(why, fmt.Sprintf("the device models allow it (%s: %s; %s: %s)", mA.Name, capA, mB.Name, capB))
 			}
-			id := "fabric.link.speed"
+			e := linkSpeedEntry
 			if now.Width < should.Width {
-				id = "fabric.link.width"
+				e = linkWidthEntry
 			}
-			f := find(id, check.Fail, n.Link(l), "runs at %s, should run at %s: %s", now, should, strings.Join(why, "; "))
+			f := find(e, check.Fail, n.Link(l), "runs at %s, should run at %s: %s", now, should, strings.Join(why, "; "))
 			if split(now, should) && !hintConfirmed {
 				// 2X at HDR and later is the HDR100/NDR200 split: deliberate
 				// on split switch ports and HDR100 cards, which peers and
@@ -298,10 +298,11 @@ func linkRules(s *fabric.Snapshot, o Options, n *fabric.Names) []check.Finding {
 			// run at this rate, and they are what the link is judged by.
 			ok++
 		case unconfirmed:
-			f := find("fabric.link.speed", check.Warn, n.Link(l), "runs at %s; iblinkinfo says both ends could run %s, but their device models are unknown, so that is not confirmed (ibsim and some devices advertise every width and speed)", now, rateText(hint))
+			e := linkSpeedEntry
 			if now.Width < hint.Width && hint.Speed == now.Speed {
-				f.Check = "fabric.link.width"
+				e = linkWidthEntry
 			}
+			f := find(e, check.Warn, n.Link(l), "runs at %s; iblinkinfo says both ends could run %s, but their device models are unknown, so that is not confirmed (ibsim and some devices advertise every width and speed)", now, rateText(hint))
 			fs = append(fs, evidence(s, nodes, f, l, n))
 		case basis:
 			ok++
@@ -310,13 +311,13 @@ func linkRules(s *fabric.Snapshot, o Options, n *fabric.Names) []check.Finding {
 		}
 	}
 	if ok > 0 {
-		fs = append(fs, find("fabric.link.width", check.Pass, "links", "%d link(s) at the rate they should run at (judged by %s)", ok, strings.Join(bases, ", ")))
+		fs = append(fs, find(linkWidthEntry, check.Pass, "links", "%d link(s) at the rate they should run at (judged by %s)", ok, strings.Join(bases, ", ")))
 	}
 	if noBasis > 0 {
-		fs = append(fs, find("fabric.link.width", check.Unknown, "links", "%d link(s) with nothing to judge their rate against: no --expect-rate, device models unknown, and no majority of peers at one rate", noBasis))
+		fs = append(fs, find(linkWidthEntry, check.Unknown, "links", "%d link(s) with nothing to judge their rate against: no --expect-rate, device models unknown, and no majority of peers at one rate", noBasis))
 	}
 	if noRate > 0 {
-		fs = append(fs, find("fabric.link.width", check.Unknown, "links", "%d link(s) whose source gives no width and speed", noRate))
+		fs = append(fs, find(linkWidthEntry, check.Unknown, "links", "%d link(s) whose source gives no width and speed", noRate))
 	}
 	return fs
 }

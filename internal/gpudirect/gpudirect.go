@@ -7,6 +7,7 @@
 package gpudirect
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -326,47 +327,70 @@ func socketIf(s *host.Snapshot) (string, string) {
 	return cands[0].Name, why
 }
 
-// Readiness is doctor's static GPUDirect RDMA readiness for one host: peer
-// memory or DMA-BUF, the path level per GPU and its rail, ACS on the
-// bridges between them and ATS on the NIC (neither is in a snapshot: config
-// space beyond 64 bytes is root-only, so they are named, not assumed), and
-// an IOMMU translating peer traffic.
+// rule is one readiness rule: its catalog entry and the function that
+// judges a snapshot, reporting through a reporter bound to the entry.
+type rule struct {
+	check.Entry
+	run func(rep *check.Reporter, s *host.Snapshot)
+}
+
+// ReadinessRules are doctor's static GPUDirect RDMA readiness for one
+// host: the path level per GPU and its rail, ACS on the bridges between
+// them and ATS on the NIC (both from config space, which sysfs shows to
+// root only: judged where the snapshot read them, named where it could
+// not), an IOMMU translating peer traffic, and the GPU's class. Whether
+// peer memory is loaded is doctor's gpudirect.peermem rule.
+var ReadinessRules = []rule{
+	{pathEntry, gdrPath},
+	{acsEntry, acs},
+	{atsEntry, ats},
+	{iommuEntry, iommu},
+	{GPUClassEntry, gpuClass},
+}
+
+// Readiness applies every readiness rule to one host.
 func Readiness(s *host.Snapshot) []check.Finding {
 	var fs []check.Finding
-	add := func(id string, o check.Outcome, subject, msg string, ev ...check.Evidence) *check.Finding {
-		fs = append(fs, check.Finding{Check: id, Outcome: o, Host: s.Hostname, Subject: subject, Message: msg, Evidence: ev})
-		return &fs[len(fs)-1]
+	for _, r := range ReadinessRules {
+		rep := r.Entry.Reporter(s.Hostname)
+		r.run(rep, s)
+		fs = append(fs, rep.Findings()...)
 	}
+	return fs
+}
+
+func gpuClass(rep *check.Reporter, s *host.Snapshot) {
 	for _, g := range s.GPUs {
 		if ok, why := GPUClass(g.Name); !ok {
-			add("gpudirect.gpu-class", check.Warn, "GPU "+g.Address.String(), why,
-				check.Evidence{What: "GPU model", Value: g.Name, Source: "PCI id " + g.Vendor + ":" + g.Device}).Fix =
-				[]string{"use a data-center or professional GPU for GPUDirect RDMA, or accept staging through host memory"}
+			f := rep.Warn("GPU "+g.Address.String(), "%s", why)
+			f.Evidence = []check.Evidence{{What: "GPU model", Value: g.Name, Source: "PCI id " + g.Vendor + ":" + g.Device}}
+			f.Fix = []string{"use a data-center or professional GPU for GPUDirect RDMA, or accept staging through host memory"}
 		}
 	}
+}
+
+func gdrPath(rep *check.Reporter, s *host.Snapshot) {
 	if len(s.GPUs) == 0 || len(s.RDMADevices) == 0 {
-		return fs
+		return
 	}
-	hp := Predict(s)
-	var bridges []host.PCIAddress
-	var direct []string
-	for _, p := range hp.GPUs {
+	for _, p := range Predict(s).GPUs {
 		subject := "GPU " + p.GPU.String()
 		if p.Rail == "" {
-			add("gpudirect.path", check.Unknown, subject, p.GDRReason)
+			rep.Unknown(subject, "%s", p.GDRReason)
 			continue
 		}
-		ev := check.Evidence{What: "path " + p.GPU.String() + " ↔ " + p.Rail, Value: p.Level, Source: "PCI tree (like nvidia-smi topo -m)"}
+		ev := []check.Evidence{{What: "path " + p.GPU.String() + " ↔ " + p.Rail, Value: p.Level, Source: "PCI tree (like nvidia-smi topo -m)"}}
 		if g := gpuOf(s, p.GPU); g != nil && isC2C(g.Name) && host.LevelRank(p.Level) > host.LevelRank(host.LevelPXB) {
-			add("gpudirect.path", check.Pass, subject, fmt.Sprintf("rail %s at %s in PCIe terms, but %s is on the CPU's NVLink-C2C (Grace): NCCL uses GPUDirect RDMA over C2C (NCCL_NET_GDR_C2C)", p.Rail, p.Level, g.Name), ev)
+			rep.Pass(subject, "rail %s at %s in PCIe terms, but %s is on the CPU's NVLink-C2C (Grace): NCCL uses GPUDirect RDMA over C2C (NCCL_NET_GDR_C2C)", p.Rail, p.Level, g.Name).Evidence = ev
 			continue
 		}
 		switch host.LevelRank(p.Level) {
 		case host.LevelRank(host.LevelPIX), host.LevelRank(host.LevelPXB):
-			add("gpudirect.path", check.Pass, subject, fmt.Sprintf("rail %s at %s: within NCCL's GDR level %s", p.Rail, p.Level, DefaultGDRLevel), ev)
+			rep.Pass(subject, "rail %s at %s: within NCCL's GDR level %s", p.Rail, p.Level, DefaultGDRLevel).Evidence = ev
 		case host.LevelRank(host.LevelPHB), host.LevelRank(host.LevelNODE):
-			add("gpudirect.path", check.Warn, subject, fmt.Sprintf("nearest rail %s is %s: NCCL will not use GPUDirect RDMA by default (level %s)", p.Rail, p.Level, DefaultGDRLevel), ev).Fix =
-				[]string{"at PHB: export NCCL_NET_GDR_LEVEL=PHB (rdmalab nccl env does) and measure it against staging", "or move the NIC or GPU under one PCIe switch"}
+			f := rep.Warn(subject, "nearest rail %s is %s: NCCL will not use GPUDirect RDMA by default (level %s)", p.Rail, p.Level, DefaultGDRLevel)
+			f.Evidence = ev
+			f.Fix = []string{"at PHB: export NCCL_NET_GDR_LEVEL=PHB (rdmalab nccl env does) and measure it against staging", "or move the NIC or GPU under one PCIe switch"}
 		default:
 			// A warning, not a failure: a lab may mean it (seed 000 splits
 			// such a host into VMs); what fails is a GPUDirect benchmark.
@@ -374,49 +398,49 @@ func Readiness(s *host.Snapshot) []check.Finding {
 			if s.Sockets() == 1 {
 				across = "staging crosses NUMA nodes (dies) of the one socket, not sockets"
 			}
-			add("gpudirect.path", check.Warn, subject, fmt.Sprintf("nearest rail %s is %s (across the CPU interconnect): GPUDirect RDMA off, and %s", p.Rail, p.Level, across), ev).Fix =
-				[]string{"put a NIC on the GPU's NUMA node (same root complex or PCIe switch)"}
+			f := rep.Warn(subject, "nearest rail %s is %s (across the CPU interconnect): GPUDirect RDMA off, and %s", p.Rail, p.Level, across)
+			f.Evidence = ev
+			f.Fix = []string{"put a NIC on the GPU's NUMA node (same root complex or PCIe switch)"}
 		}
-		if len(p.Bridges) > 0 && host.LevelRank(p.Level) <= host.LevelRank(host.LevelPXB) {
+	}
+}
+
+// directPaths are the bridges between GPUs and the rails they reach
+// directly (within PXB), and those rails' PCI functions: where ACS and ATS
+// decide whether peer traffic goes direct.
+func directPaths(s *host.Snapshot) (bridges, nics []host.PCIAddress) {
+	if len(s.GPUs) == 0 || len(s.RDMADevices) == 0 {
+		return nil, nil
+	}
+	var direct []string
+	for _, p := range Predict(s).GPUs {
+		if p.Rail != "" && len(p.Bridges) > 0 && host.LevelRank(p.Level) <= host.LevelRank(host.LevelPXB) {
 			bridges = append(bridges, p.Bridges...)
 			direct = append(direct, p.Rail)
 		}
 	}
-	// ACS and ATS live in the extended config space, which sysfs shows to
-	// root only: judged where the snapshot read them, unknown (saying why)
-	// where it could not.
-	if len(direct) > 0 {
-		slices.SortFunc(bridges, host.PCIAddress.Compare)
-		bridges = slices.Compact(bridges)
-		var pcis []host.PCIAddress
-		for _, rail := range slices.Compact(slices.Sorted(slices.Values(direct))) {
-			pcis = append(pcis, s.RDMA(rail).PCIAddress)
-		}
-		fs = append(fs, acsATS(s, bridges, pcis)...)
+	slices.SortFunc(bridges, host.PCIAddress.Compare)
+	bridges = slices.Compact(bridges)
+	for _, rail := range slices.Compact(slices.Sorted(slices.Values(direct))) {
+		nics = append(nics, s.RDMA(rail).PCIAddress)
 	}
-	if s.Kernel.IOMMU.Present && !s.Kernel.IOMMU.Passthrough {
-		add("gpudirect.iommu", check.Warn, "kernel", "the IOMMU translates DMA (no iommu=pt): GPU↔NIC peer traffic goes through the root complex and needs ACS/ATS set up, or it is slow",
-			check.Evidence{What: "iommu", Value: strings.Join(s.Kernel.IOMMU.Units, ","), Source: "/sys/class/iommu, /proc/cmdline"}).Fix = []string{"add iommu=pt to the kernel command line (bare metal)"}
-	}
-	return fs
+	return bridges, nics
 }
 
-// acsATS judges ACS on the bridges between GPUs and their rails and ATS
-// on the rail NICs from what the snapshot read of their config space.
-func acsATS(s *host.Snapshot, bridges, nics []host.PCIAddress) []check.Finding {
-	var fs []check.Finding
-	why := func(as []host.PCIAddress) string {
-		for _, a := range as {
-			if d := s.PCI(a); d != nil && d.ConfigBytes > 0 && d.ConfigBytes < 256 {
-				return fmt.Sprintf("sysfs showed %d bytes of config space (the header only: the extended capabilities need root; run doctor as root)", d.ConfigBytes)
-			}
+// unreadWhy says why config space was not read.
+func unreadWhy(s *host.Snapshot, as []host.PCIAddress) string {
+	for _, a := range as {
+		if d := s.PCI(a); d != nil && d.ConfigBytes > 0 && d.ConfigBytes < 256 {
+			return fmt.Sprintf("sysfs showed %d bytes of config space (the header only: the extended capabilities need root; run doctor as root)", d.ConfigBytes)
 		}
-		return "config space was not read (an older snapshot or a capture without it)"
 	}
-	// ACS: redirecting requests or completions sends peer traffic up to
-	// the root complex, unless Direct Translated P2P lets ATS-translated
-	// requests through.
-	var redirect, unread, clean []string
+	return "config space was not read (an older snapshot or a capture without it)"
+}
+
+// acsRedirects sorts the bridges: those whose ACS redirects peer requests
+// or completions up to the root complex (without Direct Translated P2P to
+// let ATS-translated requests through), those not read, and the rest.
+func acsRedirects(s *host.Snapshot, bridges []host.PCIAddress) (redirect, unread, clean []string) {
 	for _, b := range bridges {
 		d := s.PCI(b)
 		switch {
@@ -430,22 +454,38 @@ func acsATS(s *host.Snapshot, bridges, nics []host.PCIAddress) []check.Finding {
 			clean = append(clean, fmt.Sprintf("%s (ACSCtl %#04x)", b, *d.ACSCtl))
 		}
 	}
-	ev := check.Evidence{What: "bridges between GPUs and rails", Value: host.JoinPCI(bridges, " "), Source: "/sys/bus/pci/devices/*/config (ACS extended capability)"}
+	return redirect, unread, clean
+}
+
+func acs(rep *check.Reporter, s *host.Snapshot) {
+	bridges, _ := directPaths(s)
+	if len(bridges) == 0 {
+		return
+	}
+	redirect, unread, clean := acsRedirects(s, bridges)
+	ev := []check.Evidence{{What: "bridges between GPUs and rails", Value: host.JoinPCI(bridges, " "), Source: "/sys/bus/pci/devices/*/config (ACS extended capability)"}}
 	acsFix := fmt.Sprintf("for b in %s; do lspci -vvv -s $b | grep ACSCtl; done   # want ReqRedir- CmpltRedir-, or DirectTrans+ with ATS on the NIC", host.JoinPCI(bridges, " "))
+	var f *check.Finding
 	switch {
 	case len(redirect) > 0:
-		f := check.Finding{Check: "gpudirect.acs", Outcome: check.Warn, Host: s.Hostname, Subject: "PCIe bridges", Evidence: []check.Evidence{ev},
-			Message: fmt.Sprintf("ACS redirects peer requests on %s: GPU↔NIC traffic goes up to the root complex, so GPUDirect RDMA is slow or fails", strings.Join(redirect, ", ")),
-			Fix:     []string{"on bare metal clear ReqRedir/CmpltRedir on these bridges (setpci, or the BIOS ACS setting); on a VM host keep ACS and enable Direct Translated P2P plus ATS on the NIC", acsFix}}
-		fs = append(fs, f)
+		f = rep.Warn("PCIe bridges", "ACS redirects peer requests on %s: GPU↔NIC traffic goes up to the root complex, so GPUDirect RDMA is slow or fails", strings.Join(redirect, ", "))
+		f.Fix = []string{"on bare metal clear ReqRedir/CmpltRedir on these bridges (setpci, or the BIOS ACS setting); on a VM host keep ACS and enable Direct Translated P2P plus ATS on the NIC", acsFix}
 	case len(unread) > 0:
-		fs = append(fs, check.Finding{Check: "gpudirect.acs", Outcome: check.Unknown, Host: s.Hostname, Subject: "PCIe bridges", Evidence: []check.Evidence{ev},
-			Message: fmt.Sprintf("ACS on %d bridge(s) between GPUs and their rails is not known: %s", len(unread), why(bridges)), Fix: []string{acsFix}})
+		f = rep.Unknown("PCIe bridges", "ACS on %d bridge(s) between GPUs and their rails is not known: %s", len(unread), unreadWhy(s, bridges))
+		f.Fix = []string{acsFix}
 	default:
-		fs = append(fs, check.Finding{Check: "gpudirect.acs", Outcome: check.Pass, Host: s.Hostname, Subject: "PCIe bridges", Evidence: []check.Evidence{ev},
-			Message: "no bridge between a GPU and its rail redirects peer requests: " + strings.Join(clean, ", ")})
+		f = rep.Pass("PCIe bridges", "no bridge between a GPU and its rail redirects peer requests: %s", strings.Join(clean, ", "))
 	}
-	// ATS: needed where ACS redirects and Direct Translated P2P is on.
+	f.Evidence = ev
+}
+
+// ats: ATS is needed where ACS redirects and Direct Translated P2P is on.
+func ats(rep *check.Reporter, s *host.Snapshot) {
+	bridges, nics := directPaths(s)
+	if len(bridges) == 0 {
+		return
+	}
+	redirect, _, _ := acsRedirects(s, bridges)
 	var off, unknown, on []string
 	for _, a := range nics {
 		d := s.PCI(a)
@@ -458,24 +498,30 @@ func acsATS(s *host.Snapshot, bridges, nics []host.PCIAddress) []check.Finding {
 			on = append(on, a.String())
 		}
 	}
-	nev := check.Evidence{What: "rail NICs", Value: host.JoinPCI(nics, " "), Source: "/sys/bus/pci/devices/*/config (ATS extended capability)"}
+	nev := []check.Evidence{{What: "rail NICs", Value: host.JoinPCI(nics, " "), Source: "/sys/bus/pci/devices/*/config (ATS extended capability)"}}
 	atsFix := fmt.Sprintf("for d in %s; do lspci -vvv -s $d | grep -A1 'Address Translation'; mlxconfig -d $d query ATS_ENABLED; done", host.JoinPCI(nics, " "))
+	var f *check.Finding
 	switch {
 	case len(unknown) > 0:
-		fs = append(fs, check.Finding{Check: "gpudirect.ats", Outcome: check.Unknown, Host: s.Hostname, Subject: "rail NICs", Evidence: []check.Evidence{nev},
-			Message: fmt.Sprintf("ATS on %d rail NIC(s) is not known: %s", len(unknown), why(nics)), Fix: []string{atsFix}})
+		f = rep.Unknown("rail NICs", "ATS on %d rail NIC(s) is not known: %s", len(unknown), unreadWhy(s, nics))
+		f.Fix = []string{atsFix}
 	case len(off) > 0 && len(redirect) > 0:
-		fs = append(fs, check.Finding{Check: "gpudirect.ats", Outcome: check.Warn, Host: s.Hostname, Subject: "rail NICs", Evidence: []check.Evidence{nev},
-			Message: fmt.Sprintf("ATS is off on %s while ACS redirects peer requests: nothing lets GPU↔NIC traffic go direct", strings.Join(off, ", ")),
-			Fix:     []string{fmt.Sprintf("mlxconfig -d %s set ATS_ENABLED=true, then reboot", off[0]), atsFix}})
+		f = rep.Warn("rail NICs", "ATS is off on %s while ACS redirects peer requests: nothing lets GPU↔NIC traffic go direct", strings.Join(off, ", "))
+		f.Fix = []string{fmt.Sprintf("mlxconfig -d %s set ATS_ENABLED=true, then reboot", off[0]), atsFix}
 	case len(off) > 0:
-		fs = append(fs, check.Finding{Check: "gpudirect.ats", Outcome: check.Pass, Host: s.Hostname, Subject: "rail NICs", Evidence: []check.Evidence{nev},
-			Message: fmt.Sprintf("ATS off on %s, and not needed: no bridge on the path redirects peer requests", strings.Join(off, ", "))})
+		f = rep.Pass("rail NICs", "ATS off on %s, and not needed: no bridge on the path redirects peer requests", strings.Join(off, ", "))
 	default:
-		fs = append(fs, check.Finding{Check: "gpudirect.ats", Outcome: check.Pass, Host: s.Hostname, Subject: "rail NICs", Evidence: []check.Evidence{nev},
-			Message: "ATS enabled on " + strings.Join(on, ", ")})
+		f = rep.Pass("rail NICs", "ATS enabled on %s", strings.Join(on, ", "))
 	}
-	return fs
+	f.Evidence = nev
+}
+
+func iommu(rep *check.Reporter, s *host.Snapshot) {
+	if len(s.GPUs) == 0 || len(s.RDMADevices) == 0 || !s.Kernel.IOMMU.Present || s.Kernel.IOMMU.Passthrough {
+		return
+	}
+	f := rep.Warn("kernel", "the IOMMU translates DMA (no iommu=pt): GPU↔NIC peer traffic goes through the root complex and needs ACS/ATS set up, or it is slow")
+	f.Evidence = []check.Evidence{{What: "iommu", Value: strings.Join(s.Kernel.IOMMU.Units, ","), Source: "/sys/class/iommu, /proc/cmdline"}}
 }
 
 // JudgeGPUDirect judges a perftest pair run in host memory and in GPU
@@ -483,52 +529,56 @@ func acsATS(s *host.Snapshot, bridges, nics []host.PCIAddress) []check.Finding {
 // worse means staging through host memory, with the likely cause from the
 // prediction.
 func JudgeGPUDirect(hostGbps, cudaGbps float64, pred Prediction) check.Finding {
-	f := check.Finding{Check: "gpudirect.bench", Host: pred.Host, Subject: fmt.Sprintf("GPU %s ↔ %s", pred.GPU, pred.Rail),
-		Evidence: []check.Evidence{
-			{What: "host memory", Value: fmt.Sprintf("%.1f Gb/s", hostGbps), Source: "perftest"},
-			{What: "GPU memory (--use_cuda)", Value: fmt.Sprintf("%.1f Gb/s", cudaGbps), Source: "perftest"},
-			{What: "prediction", Value: fmt.Sprintf("%s, GDR %v: %s", pred.Level, pred.GDR, pred.GDRReason), Source: "host snapshot"}}}
-	if hostGbps <= 0 || cudaGbps <= 0 {
-		f.Outcome, f.Message = check.Unknown, "no bandwidth to compare (a run failed or was not made)"
-		return f
-	}
+	rep := BenchEntry.Reporter(pred.Host)
+	subject := fmt.Sprintf("GPU %s ↔ %s", pred.GPU, pred.Rail)
+	var f check.Finding
 	ratio := cudaGbps / hostGbps
 	switch {
+	case hostGbps <= 0 || cudaGbps <= 0:
+		f = rep.New(check.Unknown, subject, "no bandwidth to compare (a run failed or was not made)")
 	case ratio >= 0.95:
-		f.Outcome, f.Message = check.Pass, fmt.Sprintf("GPU memory at %.0f%% of host memory: GPUDirect RDMA works", 100*ratio)
+		f = rep.New(check.Pass, subject, "GPU memory at %.0f%% of host memory: GPUDirect RDMA works", 100*ratio)
 	case ratio > 0.5:
-		f.Outcome, f.Message = check.Warn, fmt.Sprintf("GPU memory at %.0f%% of host memory: direct but slowed (a PCIe bridge, ACS redirect or a narrow GPU link)", 100*ratio)
+		f = rep.New(check.Warn, subject, "GPU memory at %.0f%% of host memory: direct but slowed (a PCIe bridge, ACS redirect or a narrow GPU link)", 100*ratio)
+		f.Fix = []string{fmt.Sprintf("rdmalab doctor on %s: gpudirect.acs and gpudirect.ats name the bridges and the NIC on the path to %s", cmp.Or(pred.Host, "the host"), pred.Rail)}
 	default:
 		cause := pred.GDRReason
 		if pred.GDR {
 			cause = "the prediction said GPUDirect would work (" + pred.GDRReason + "): check ACS redirect on the bridges and ATS on the NIC"
 		}
-		f.Outcome, f.Message = check.Fail, fmt.Sprintf("GPU memory %.1f× slower than host memory: transfers stage through host memory; likely cause: %s", 1/ratio, cause)
-		f.Fix = []string{"modprobe nvidia-peermem", "rdmalab doctor (gpudirect.* rules)"}
+		f = rep.New(check.Fail, subject, "GPU memory %.1f× slower than host memory: transfers stage through host memory; likely cause: %s", 1/ratio, cause)
 	}
+	f.Evidence = []check.Evidence{
+		{What: "host memory", Value: fmt.Sprintf("%.1f Gb/s", hostGbps), Source: "perftest"},
+		{What: "GPU memory (--use_cuda)", Value: fmt.Sprintf("%.1f Gb/s", cudaGbps), Source: "perftest"},
+		{What: "prediction", Value: fmt.Sprintf("%s, GDR %v: %s", pred.Level, pred.GDR, pred.GDRReason), Source: "host snapshot"}}
 	return f
 }
 
-// ReadinessCatalog describes every check Readiness can emit, for doctor's
-// catalog (docs/checks.md). Whether peer memory is loaded is doctor's
-// gpudirect.peermem rule; these are the path and PCIe rules around it.
-var ReadinessCatalog = []check.Entry{
-	{ID: "gpudirect.path", Needs: "the PCI tree of GPUs and RDMA NICs (sysfs)", UnknownWhen: "a GPU has no RDMA NIC at all", Title: "Each GPU has a rail NIC within NCCL's GDR level (PIX or PXB)",
+// The readiness rules' catalog entries (docs/checks.md lists them in
+// ReadinessCatalog's order).
+var (
+	pathEntry = check.Entry{ID: "gpudirect.path", Needs: "the PCI tree of GPUs and RDMA NICs (sysfs)", UnknownWhen: "a GPU has no RDMA NIC at all", Title: "Each GPU has a rail NIC within NCCL's GDR level (PIX or PXB)",
 		Why:    "NCCL uses GPUDirect RDMA only when GPU and NIC are no farther apart than NCCL_NET_GDR_LEVEL (default PXB); SYS also crosses sockets.",
-		Source: "seed 002, seed 004; NCCL NCCL_NET_GDR_LEVEL", Fixes: []string{"put a NIC under the GPU's PCIe switch or root complex"}},
-	{ID: "gpudirect.acs", Needs: "ACSCtl of the bridges between GPU and NIC: their config space (/sys/bus/pci/devices/*/config past the 64-byte header, root only)", UnknownWhen: "the snapshot was taken without root (sysfs shows the header only: the finding says so) or holds no config space; rdmalab then names the bridges to check", Title: "ACS does not redirect peer traffic between GPU and NIC",
+		Source: "seed 002, seed 004; NCCL NCCL_NET_GDR_LEVEL", Fixes: []string{"put a NIC under the GPU's PCIe switch or root complex"}}
+	acsEntry = check.Entry{ID: "gpudirect.acs", Needs: "ACSCtl of the bridges between GPU and NIC: their config space (/sys/bus/pci/devices/*/config past the 64-byte header, root only)", UnknownWhen: "the snapshot was taken without root (sysfs shows the header only: the finding says so) or holds no config space; rdmalab then names the bridges to check", Title: "ACS does not redirect peer traffic between GPU and NIC",
 		Why:    "ACS redirect on the bridges between them sends peer requests up to the root complex: GPUDirect slows or fails. Read from config space when inventory ran as root; otherwise named, not assumed.",
-		Source: "seed 003, seed 004", Fixes: []string{"lspci -vvv -s <bridge> | grep ACSCtl", "on bare metal: clear ReqRedir/CmpltRedir (setpci) or disable ACS in the BIOS", "on a VM host keep ACS (it makes the IOMMU groups) and enable ATS with Direct Translated P2P instead (doctor --profile vm-host)"}},
-	{ID: "gpudirect.ats", Needs: "ATSCtl of the rail NICs: their config space (root only), and ACS on the path", UnknownWhen: "the snapshot was taken without root or holds no config space; rdmalab then names the NICs to check", Title: "ATS on the rail NIC",
+		Source: "seed 003, seed 004", Fixes: []string{"lspci -vvv -s <bridge> | grep ACSCtl", "on bare metal: clear ReqRedir/CmpltRedir (setpci) or disable ACS in the BIOS", "on a VM host keep ACS (it makes the IOMMU groups) and enable ATS with Direct Translated P2P instead (doctor --profile vm-host)"}}
+	atsEntry = check.Entry{ID: "gpudirect.ats", Needs: "ATSCtl of the rail NICs: their config space (root only), and ACS on the path", UnknownWhen: "the snapshot was taken without root or holds no config space; rdmalab then names the NICs to check", Title: "ATS on the rail NIC",
 		Why:    "With ACS on, peer traffic goes direct only with Address Translation Services on the NIC. Read from config space when inventory ran as root; ATS off is fine where no bridge redirects.",
-		Source: "seed 003, seed 004", Fixes: []string{"mlxconfig -d NIC-PCI-ADDRESS set ATS_ENABLED=true, then reboot (the finding names the NIC)"}},
-	{ID: "gpudirect.iommu", Needs: "/sys/class/iommu and /proc/cmdline", UnknownWhen: "never: no IOMMU units means none translating", Title: "The IOMMU does not translate peer traffic (iommu=pt or off)",
+		Source: "seed 003, seed 004", Fixes: []string{"mlxconfig -d NIC-PCI-ADDRESS set ATS_ENABLED=true, then reboot (the finding names the NIC)"}}
+	iommuEntry = check.Entry{ID: "gpudirect.iommu", Needs: "/sys/class/iommu and /proc/cmdline", UnknownWhen: "never: no IOMMU units means none translating", Title: "The IOMMU does not translate peer traffic (iommu=pt or off)",
 		Why:    "A translating IOMMU sends GPU↔NIC DMA through the root complex unless ACS/ATS are set up.",
-		Source: "seed 003", Fixes: []string{"add iommu=pt to the kernel command line (bare metal)"}},
-	{ID: "gpudirect.gpu-class", Needs: "the GPU's model (PCI device id or nvidia-smi's GPU name)", UnknownWhen: "the model is unknown (it is not judged then)", Title: "The GPU supports GPUDirect RDMA (not GeForce/TITAN)",
+		Source: "seed 003", Fixes: []string{"add iommu=pt to the kernel command line (bare metal)"}}
+	// GPUClassEntry is also what plan notes of a consumer GPU.
+	GPUClassEntry = check.Entry{ID: "gpudirect.gpu-class", Needs: "the GPU's model (PCI device id or nvidia-smi's GPU name)", UnknownWhen: "the model is unknown (it is not judged then)", Title: "The GPU supports GPUDirect RDMA (not GeForce/TITAN)",
 		Why:    "NVIDIA supports GPUDirect RDMA on data-center and professional GPUs only; on a GeForce, NCCL and perftest --use_cuda stage through host memory.",
-		Source: "seed 000 (RTX 3090); NVIDIA GPUDirect RDMA documentation", Fixes: []string{"use a data-center or professional GPU, or accept host staging"}},
-}
+		Source: "seed 000 (RTX 3090); NVIDIA GPUDirect RDMA documentation", Fixes: []string{"use a data-center or professional GPU, or accept host staging"}}
+)
+
+// ReadinessCatalog describes every check Readiness can emit, for doctor's
+// catalog (docs/checks.md).
+var ReadinessCatalog = []check.Entry{pathEntry, acsEntry, atsEntry, iommuEntry, GPUClassEntry}
 
 // BenchEntry is the catalog entry of JudgeGPUDirect's verdict (bench).
 var BenchEntry = check.Entry{ID: "gpudirect.bench", Title: "GPU memory moves over RDMA as fast as host memory",

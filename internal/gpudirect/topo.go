@@ -53,63 +53,107 @@ func JudgeTopoFile(b []byte, s *host.Snapshot) ([]check.Finding, any, error) {
 	return fs, t, nil
 }
 
-// JudgeTopo judges a matrix for rail alignment: each GPU has a NIC at PIX
-// or PXB of its own, no two GPUs share one, no NIC is across the CPU
-// interconnect from every GPU, and the GPUs support GPUDirect RDMA.
+// topoRule is one rule over a saved matrix: its catalog entry and the
+// function that judges the matrix through a reporter bound to it.
+type topoRule struct {
+	check.Entry
+	run func(rep *check.Reporter, t *host.Topo)
+}
+
+// TopoRules judge a saved `nvidia-smi topo -m` for rail alignment: each
+// GPU has a NIC at PIX or PXB of its own, no two GPUs share one, no NIC is
+// across the CPU interconnect from every GPU, an NVSwitch board shows all
+// its GPUs, and the GPUs support GPUDirect RDMA.
+var TopoRules = []topoRule{
+	{GPUClassEntry, topoGPUClass},
+	{topoGPUsEntry, nvswitchCount},
+	{topoNICsEntry, topoNICs},
+	{topoRailEntry, topoRail},
+	{topoRailSharedEntry, topoRailShared},
+	{topoNICFarEntry, topoNICFar},
+}
+
+// JudgeTopo applies every rule of TopoRules to a matrix.
 func JudgeTopo(t *host.Topo) []check.Finding {
 	var fs []check.Finding
-	add := func(id string, o check.Outcome, subject, msg string, ev ...check.Evidence) *check.Finding {
-		fs = append(fs, check.Finding{Check: id, Outcome: o, Subject: subject, Message: msg, Evidence: ev})
-		return &fs[len(fs)-1]
+	for _, r := range TopoRules {
+		rep := r.Entry.Reporter("")
+		r.run(rep, t)
+		fs = append(fs, rep.Findings()...)
 	}
-	gpus, nics := t.GPUs(), t.NICs()
-	for _, g := range gpus {
+	return fs
+}
+
+func topoGPUClass(rep *check.Reporter, t *host.Topo) {
+	for _, g := range t.GPUs() {
 		if ok, why := GPUClass(t.Devices[g].Name); !ok {
-			add("gpudirect.gpu-class", check.Warn, t.Devices[g].Label+" "+t.Devices[g].Name, why,
-				check.Evidence{What: "GPU model", Value: t.Devices[g].Name, Source: "nvidia-smi GPU list pasted with the matrix"}).Fix =
-				[]string{"use a data-center or professional GPU for GPUDirect RDMA, or accept staging through host memory (perftest without --use_cuda shows the host-memory rate)"}
+			f := rep.Warn(t.Devices[g].Label+" "+t.Devices[g].Name, "%s", why)
+			f.Evidence = []check.Evidence{{What: "GPU model", Value: t.Devices[g].Name, Source: "nvidia-smi GPU list pasted with the matrix"}}
+			f.Fix = []string{"use a data-center or professional GPU for GPUDirect RDMA, or accept staging through host memory (perftest without --use_cuda shows the host-memory rate)"}
 		}
 	}
-	if f, ok := nvswitchCount(t, gpus); ok {
-		fs = append(fs, f)
+}
+
+func topoNICs(rep *check.Reporter, t *host.Topo) {
+	if len(t.NICs()) > 0 {
+		return
 	}
-	if len(nics) == 0 {
-		add("topo.nics", check.Warn, "RDMA NICs", fmt.Sprintf("the matrix has %d GPU(s) and no NIC column: nvidia-smi sees no RDMA NIC, so there is no GPUDirect RDMA and multi-node traffic goes through host sockets", len(gpus)),
-			check.Evidence{What: "columns", Value: columnList(t), Source: topoSource}).Fix =
-			[]string{"ibv_devices   # is an RDMA NIC installed and its driver (mlx5_core, mlx5_ib) loaded?"}
-		return fs
+	f := rep.Warn("RDMA NICs", "the matrix has %d GPU(s) and no NIC column: nvidia-smi sees no RDMA NIC, so there is no GPUDirect RDMA and multi-node traffic goes through host sockets", len(t.GPUs()))
+	f.Evidence = []check.Evidence{{What: "columns", Value: columnList(t), Source: topoSource}}
+	f.Fix = []string{"ibv_devices   # is an RDMA NIC installed and its driver (mlx5_core, mlx5_ib) loaded?"}
+}
+
+func topoRail(rep *check.Reporter, t *host.Topo) {
+	if len(t.NICs()) == 0 {
+		return // topo.nics says so
 	}
-	rails, shared := TopoRails(t)
-	byNIC := map[int][]int{}
+	rails, _ := TopoRails(t)
 	c2c, c2cWhy := t.C2C()
-	for gi, g := range gpus {
+	for gi, g := range t.GPUs() {
 		subject := t.Devices[g].Label
 		r := rails[gi]
 		if r < 0 {
-			add("topo.rail", check.Unknown, subject, fmt.Sprintf("%s's row is not in the matrix and no NIC row names its level (a pasted excerpt?)", subject)).Fix =
+			rep.Unknown(subject, "%s's row is not in the matrix and no NIC row names its level (a pasted excerpt?)", subject).Fix =
 				[]string{"paste the whole output of nvidia-smi topo -m"}
 			continue
 		}
 		lv, nic := t.Level(g, r), t.Devices[r].Display()
 		ev := check.Evidence{What: subject + " ↔ " + nic, Value: lv, Source: topoSource}
+		var f *check.Finding
 		switch {
 		case lv == host.LevelPIX || lv == host.LevelPXB:
-			add("topo.rail", check.Pass, subject, fmt.Sprintf("rail %s at %s: within NCCL's default GDR level %s", nic, lv, DefaultGDRLevel), ev)
-			if shared[gi] {
-				byNIC[r] = append(byNIC[r], g)
-			}
+			f = rep.Pass(subject, "rail %s at %s: within NCCL's default GDR level %s", nic, lv, DefaultGDRLevel)
 		case c2c:
 			// Grace: the GPU is on the CPU's NVLink-C2C, so every NIC is
 			// NODE/SYS in PCIe terms, and NCCL still reads GPU memory from
 			// the NIC directly (NCCL_NET_GDR_C2C).
-			add("topo.rail", check.Pass, subject, fmt.Sprintf("nearest NIC %s at %s, but the GPU sits on the CPU's NVLink-C2C (a Grace GH200/GB200 platform: %s): NCCL uses GPUDirect RDMA over C2C (NCCL_NET_GDR_C2C), not a PCIe path", nic, lv, c2cWhy), ev,
-				check.Evidence{What: "coherent GPU memory", Value: c2cWhy, Source: topoSource})
+			f = rep.Pass(subject, "nearest NIC %s at %s, but the GPU sits on the CPU's NVLink-C2C (a Grace GH200/GB200 platform: %s): NCCL uses GPUDirect RDMA over C2C (NCCL_NET_GDR_C2C), not a PCIe path", nic, lv, c2cWhy)
+			f.Evidence = append(f.Evidence, ev, check.Evidence{What: "coherent GPU memory", Value: c2cWhy, Source: topoSource})
+			continue
 		case lv == host.LevelPHB:
-			add("topo.rail", check.Warn, subject, fmt.Sprintf("nearest NIC %s is at PHB (through the CPU's host bridge): NCCL uses GPUDirect RDMA only up to %s unless NCCL_NET_GDR_LEVEL=PHB", nic, DefaultGDRLevel), ev).Fix =
-				[]string{"export NCCL_NET_GDR_LEVEL=PHB (measure it: through the root complex it can be slower than staging)", "or put the NIC under the GPU's PCIe switch"}
+			f = rep.Warn(subject, "nearest NIC %s is at PHB (through the CPU's host bridge): NCCL uses GPUDirect RDMA only up to %s unless NCCL_NET_GDR_LEVEL=PHB", nic, DefaultGDRLevel)
+			f.Fix = []string{"export NCCL_NET_GDR_LEVEL=PHB (measure it: through the root complex it can be slower than staging)", "or put the NIC under the GPU's PCIe switch"}
 		default:
-			add("topo.rail", check.Warn, subject, fmt.Sprintf("nearest NIC %s is at %s (%s): no GPUDirect RDMA, and its traffic crosses %s", nic, lv, levelWords(lv), crossWords(lv)), ev).Fix =
-				[]string{"put a NIC under the GPU's PCIe switch or host bridge, or run this GPU's ranks through another GPU's rail"}
+			f = rep.Warn(subject, "nearest NIC %s is at %s (%s): no GPUDirect RDMA, and its traffic crosses %s", nic, lv, levelWords(lv), crossWords(lv))
+			f.Fix = []string{"put a NIC under the GPU's PCIe switch or host bridge, or run this GPU's ranks through another GPU's rail"}
+		}
+		f.Evidence = []check.Evidence{ev}
+	}
+}
+
+// topoRailShared names a NIC that is the rail (at PIX or PXB) of more than
+// one GPU.
+func topoRailShared(rep *check.Reporter, t *host.Topo) {
+	if len(t.NICs()) == 0 {
+		return
+	}
+	rails, shared := TopoRails(t)
+	byNIC := map[int][]int{}
+	for gi, g := range t.GPUs() {
+		if r := rails[gi]; r >= 0 && shared[gi] {
+			if lv := t.Level(g, r); lv == host.LevelPIX || lv == host.LevelPXB {
+				byNIC[r] = append(byNIC[r], g)
+			}
 		}
 	}
 	for _, r := range slices.Sorted(maps.Keys(byNIC)) {
@@ -120,11 +164,18 @@ func JudgeTopo(t *host.Topo) []check.Finding {
 		if len(names) < 2 {
 			continue
 		}
-		add("topo.rail-shared", check.Warn, t.Devices[r].Display(), fmt.Sprintf("%s share %s as their rail: each gets 1/%d of its bandwidth", strings.Join(names, ", "), t.Devices[r].Display(), len(names)),
-			check.Evidence{What: "GPUs nearest " + t.Devices[r].Display(), Value: strings.Join(names, " "), Source: topoSource}).Fix =
-			[]string{"one NIC per GPU under each PCIe switch (rail-optimised), or expect the shared rail's rate divided among them"}
+		f := rep.Warn(t.Devices[r].Display(), "%s share %s as their rail: each gets 1/%d of its bandwidth", strings.Join(names, ", "), t.Devices[r].Display(), len(names))
+		f.Evidence = []check.Evidence{{What: "GPUs nearest " + t.Devices[r].Display(), Value: strings.Join(names, " "), Source: topoSource}}
+		f.Fix = []string{"one NIC per GPU under each PCIe switch (rail-optimised), or expect the shared rail's rate divided among them"}
 	}
-	for _, n := range nics {
+}
+
+func topoNICFar(rep *check.Reporter, t *host.Topo) {
+	gpus := t.GPUs()
+	if c2c, _ := t.C2C(); c2c || len(gpus) == 0 {
+		return
+	}
+	for _, n := range t.NICs() {
 		far, known := true, true
 		for _, g := range gpus {
 			switch t.Level(g, n) {
@@ -135,22 +186,22 @@ func JudgeTopo(t *host.Topo) []check.Finding {
 				far = false
 			}
 		}
-		if far && known && len(gpus) > 0 && !c2c {
-			add("topo.nic-far", check.Warn, t.Devices[n].Display(), fmt.Sprintf("%s is at SYS from every GPU: it is no GPU's rail, and any GPU traffic on it crosses the CPU interconnect", t.Devices[n].Display()),
-				check.Evidence{What: t.Devices[n].Display() + " ↔ every GPU", Value: host.LevelSYS, Source: topoSource}).Fix =
-				[]string{fmt.Sprintf("if it is a storage or management NIC, keep NCCL off it: NCCL_IB_HCA=^=%s", t.Devices[n].Display())}
+		if far && known {
+			f := rep.Warn(t.Devices[n].Display(), "%s is at SYS from every GPU: it is no GPU's rail, and any GPU traffic on it crosses the CPU interconnect", t.Devices[n].Display())
+			f.Evidence = []check.Evidence{{What: t.Devices[n].Display() + " ↔ every GPU", Value: host.LevelSYS, Source: topoSource}}
+			f.Fix = []string{fmt.Sprintf("if it is a storage or management NIC, keep NCCL off it: NCCL_IB_HCA=^=%s", t.Devices[n].Display())}
 		}
 	}
-	return fs
 }
 
 // nvswitchCount judges the GPU count of a matrix whose GPUs are all
 // joined by one NV# of 12 or more links (an NVSwitch board: A100 NV12,
 // H100/H200 and GB200 NV18): 1, 2, 4, 8 or 16 GPUs are a board or a
 // Fabric Manager partition; any other count has a GPU missing.
-func nvswitchCount(t *host.Topo, gpus []int) (check.Finding, bool) {
+func nvswitchCount(rep *check.Reporter, t *host.Topo) {
+	gpus := t.GPUs()
 	if len(gpus) < 2 {
-		return check.Finding{}, false
+		return
 	}
 	nv := ""
 	for i, a := range gpus {
@@ -158,23 +209,24 @@ func nvswitchCount(t *host.Topo, gpus []int) (check.Finding, bool) {
 			lv := t.Level(a, b)
 			n, err := strconv.Atoi(strings.TrimPrefix(lv, "NV"))
 			if !strings.HasPrefix(lv, "NV") || err != nil || n < 12 || (nv != "" && lv != nv) {
-				return check.Finding{}, false
+				return
 			}
 			nv = lv
 		}
 	}
-	ev := check.Evidence{What: "GPUs joined all-to-all", Value: fmt.Sprintf("%d by %s", len(gpus), nv), Source: topoSource}
+	ev := []check.Evidence{{What: "GPUs joined all-to-all", Value: fmt.Sprintf("%d by %s", len(gpus), nv), Source: topoSource}}
 	switch len(gpus) {
 	case 2, 4, 8, 16:
-		return check.Finding{Check: "topo.gpus", Outcome: check.Pass, Subject: "GPUs", Message: fmt.Sprintf("%d GPUs joined all-to-all by %s: a whole NVSwitch board or partition", len(gpus), nv), Evidence: []check.Evidence{ev}}, true
+		rep.Pass("GPUs", "%d GPUs joined all-to-all by %s: a whole NVSwitch board or partition", len(gpus), nv).Evidence = ev
+		return
 	}
 	want := 8
 	if len(gpus) > 8 {
 		want = 16
 	}
-	return check.Finding{Check: "topo.gpus", Outcome: check.Fail, Subject: "GPUs",
-		Message:  fmt.Sprintf("%d GPUs joined all-to-all by %s: an NVSwitch board holds %d (or a partition of 1, 2 or 4), so %d GPU(s) are missing from the bus", len(gpus), nv, want, want-len(gpus)),
-		Evidence: []check.Evidence{ev}, Fix: []string{"nvidia-smi -L; dmesg | grep -iE 'NVRM|Xid|fallen off'   # which GPU is gone", "reseat or RMA the missing GPU"}}, true
+	f := rep.Fail("GPUs", "%d GPUs joined all-to-all by %s: an NVSwitch board holds %d (or a partition of 1, 2 or 4), so %d GPU(s) are missing from the bus", len(gpus), nv, want, want-len(gpus))
+	f.Evidence = ev
+	f.Fix = []string{"nvidia-smi -L; dmesg | grep -iE 'NVRM|Xid|fallen off'   # which GPU is gone", "reseat or RMA the missing GPU"}
 }
 
 func levelWords(lv string) string {
@@ -206,9 +258,9 @@ func columnList(t *host.Topo) string {
 // (by order when the matrix has no NIC legend).
 func CompareTopo(t *host.Topo, s *host.Snapshot) []check.Finding {
 	want := host.TopoOf(s)
-	var fs []check.Finding
+	rep := topoVsSnapshotEntry.Reporter(s.Hostname)
 	add := func(o check.Outcome, subject, msg string, ev ...check.Evidence) {
-		fs = append(fs, check.Finding{Check: "topo.vs-snapshot", Outcome: o, Host: s.Hostname, Subject: subject, Message: msg, Evidence: ev})
+		rep.Report(o, subject, "%s", msg).Evidence = ev
 	}
 	snapSrc := "snapshot " + s.Hostname + " (PCI tree under /sys/devices)"
 	tg, wg := t.GPUs(), want.GPUs()
@@ -295,11 +347,12 @@ func CompareTopo(t *host.Topo, s *host.Snapshot) []check.Finding {
 				check.Evidence{What: "rail", Value: want.Devices[wrails[k]].Display(), Source: snapSrc})
 		}
 	}
+	fs := rep.Findings()
 	if len(fs) == 0 {
 		add(check.Pass, "GPU↔NIC matrix", fmt.Sprintf("nvidia-smi topo -m agrees with the snapshot on %d GPU(s), %d NIC(s) and %d PCIe level(s)", len(tg), len(tn), agree),
 			check.Evidence{What: "cells compared", Value: fmt.Sprint(agree), Source: topoSource + " vs " + snapSrc})
 	}
-	return fs
+	return rep.Findings()
 }
 
 func orNone(l []string) string {
@@ -323,24 +376,27 @@ func GPUClass(name string) (bool, string) {
 	return true, ""
 }
 
-// TopoCatalog describes the checks of a saved `nvidia-smi topo -m`.
-var TopoCatalog = []check.Entry{
-	{ID: "topo.nics", Needs: "a saved nvidia-smi topo -m", UnknownWhen: "never: no NIC column is a finding", Title: "nvidia-smi sees an RDMA NIC",
+// The checks of a saved `nvidia-smi topo -m`.
+var (
+	topoNICsEntry = check.Entry{ID: "topo.nics", Needs: "a saved nvidia-smi topo -m", UnknownWhen: "never: no NIC column is a finding", Title: "nvidia-smi sees an RDMA NIC",
 		Why:    "Without a NIC column nvidia-smi sees no RDMA device: no GPUDirect RDMA, and multi-node traffic goes through host sockets.",
-		Source: "nvidia-smi topo -m; seed 000", Fixes: []string{"install the NIC and load mlx5_core/mlx5_ib", "ibv_devices lists it"}},
-	{ID: "topo.rail", Needs: "the GPU's row (or the NIC rows' GPU column) of nvidia-smi topo -m", UnknownWhen: "the pasted matrix lacks the GPU's row and every NIC row", Title: "Each GPU has its own NIC at PIX or PXB",
+		Source: "nvidia-smi topo -m; seed 000", Fixes: []string{"install the NIC and load mlx5_core/mlx5_ib", "ibv_devices lists it"}}
+	topoRailEntry = check.Entry{ID: "topo.rail", Needs: "the GPU's row (or the NIC rows' GPU column) of nvidia-smi topo -m", UnknownWhen: "the pasted matrix lacks the GPU's row and every NIC row", Title: "Each GPU has its own NIC at PIX or PXB",
 		Why:    "NCCL uses GPUDirect RDMA only up to NCCL_NET_GDR_LEVEL (default PXB); at PHB it needs NCCL_NET_GDR_LEVEL=PHB, at NODE/SYS traffic stages through host memory across the CPU.",
-		Source: "NCCL NCCL_NET_GDR_LEVEL; seed 001, seed 004", Fixes: []string{"put a NIC under each GPU's PCIe switch", "or NCCL_NET_GDR_LEVEL=PHB at PHB"}},
-	{ID: "topo.rail-shared", Needs: "a saved nvidia-smi topo -m with NIC columns", UnknownWhen: "never", Title: "No two GPUs share one rail NIC",
+		Source: "NCCL NCCL_NET_GDR_LEVEL; seed 001, seed 004", Fixes: []string{"put a NIC under each GPU's PCIe switch", "or NCCL_NET_GDR_LEVEL=PHB at PHB"}}
+	topoRailSharedEntry = check.Entry{ID: "topo.rail-shared", Needs: "a saved nvidia-smi topo -m with NIC columns", UnknownWhen: "never", Title: "No two GPUs share one rail NIC",
 		Why:    "Two GPUs whose nearest NIC is the same one halve its bandwidth each; a rail-optimised host has a NIC per GPU.",
-		Source: "NVIDIA DGX/HGX rail design", Fixes: []string{"one NIC per GPU under each PCIe switch"}},
-	{ID: "topo.nic-far", Needs: "every GPU's level to the NIC", UnknownWhen: "a GPU's row is missing (then it is not judged)", Title: "No NIC is at SYS from every GPU",
+		Source: "NVIDIA DGX/HGX rail design", Fixes: []string{"one NIC per GPU under each PCIe switch"}}
+	topoNICFarEntry = check.Entry{ID: "topo.nic-far", Needs: "every GPU's level to the NIC", UnknownWhen: "a GPU's row is missing (then it is not judged)", Title: "No NIC is at SYS from every GPU",
 		Why:    "A NIC across the SMP interconnect from every GPU is no GPU's rail; GPU traffic on it crosses sockets (storage and management NICs are expected here: keep NCCL off them).",
-		Source: "nvidia-smi topo -m legend", Fixes: []string{"NCCL_IB_HCA=^=<nic> for storage/management NICs"}},
-	{ID: "topo.gpus", Needs: "the GPU rows of nvidia-smi topo -m", UnknownWhen: "never: a matrix whose GPUs are not all-to-all NVSwitch-linked is not judged", Title: "An NVSwitch board shows all its GPUs",
+		Source: "nvidia-smi topo -m legend", Fixes: []string{"NCCL_IB_HCA=^=<nic> for storage/management NICs"}}
+	topoGPUsEntry = check.Entry{ID: "topo.gpus", Needs: "the GPU rows of nvidia-smi topo -m", UnknownWhen: "never: a matrix whose GPUs are not all-to-all NVSwitch-linked is not judged", Title: "An NVSwitch board shows all its GPUs",
 		Why:    "GPUs joined all-to-all by 12 or more NVLinks sit on an NVSwitch (HGX) board, which holds 8 GPUs (or a Fabric Manager partition of 1, 2 or 4 in a VM). Any other count is a GPU missing from the bus: the node runs fewer ranks or hangs the job.",
-		Source: "NVIDIA HGX baseboards; Fabric Manager partitions", Fixes: []string{"nvidia-smi -L; dmesg | grep -iE 'NVRM|Xid|fallen off'", "reseat or RMA the missing GPU"}},
-	{ID: "topo.vs-snapshot", Needs: "a saved nvidia-smi topo -m and a snapshot of the same host (--snapshot)", UnknownWhen: "never: run only when both are given", Title: "nvidia-smi's matrix agrees with rdmalab's reading of the PCI tree",
+		Source: "NVIDIA HGX baseboards; Fabric Manager partitions", Fixes: []string{"nvidia-smi -L; dmesg | grep -iE 'NVRM|Xid|fallen off'", "reseat or RMA the missing GPU"}}
+	topoVsSnapshotEntry = check.Entry{ID: "topo.vs-snapshot", Needs: "a saved nvidia-smi topo -m and a snapshot of the same host (--snapshot)", UnknownWhen: "never: run only when both are given", Title: "nvidia-smi's matrix agrees with rdmalab's reading of the PCI tree",
 		Why:    "GPU and NIC counts, levels, rails and NUMA affinity from nvidia-smi and from sysfs must agree; a difference is a GPU or NIC missing, a different host, or a PCI tree rdmalab misreads.",
-		Source: "nvidia-smi topo -m; host.PathLevel", Fixes: []string{"re-capture both on the same host at the same time", "report a level rdmalab misreads"}},
-}
+		Source: "nvidia-smi topo -m; host.PathLevel", Fixes: []string{"re-capture both on the same host at the same time", "report a level rdmalab misreads"}}
+)
+
+// TopoCatalog describes the checks of a saved `nvidia-smi topo -m`.
+var TopoCatalog = []check.Entry{topoNICsEntry, topoRailEntry, topoRailSharedEntry, topoNICFarEntry, topoGPUsEntry, topoVsSnapshotEntry}

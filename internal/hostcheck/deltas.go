@@ -45,8 +45,7 @@ func RunDeltas(hosts []*host.Snapshot) []check.Finding {
 
 func deltas(name string, a, b *host.Snapshot) []check.Finding {
 	hours := b.CollectedAt.Sub(a.CollectedAt).Hours()
-	var out []check.Finding
-	out = append(out, pauseDeltas(name, a, b)...)
+	rep := RisingEntry.Reporter(name)
 	for _, db := range b.RDMADevices {
 		da := a.RDMA(db.Name)
 		if da == nil {
@@ -87,20 +86,17 @@ func deltas(name string, a, b *host.Snapshot) []check.Finding {
 					rate = fmt.Sprintf(" (%.1f/h)", float64(d)/hours)
 				}
 				rose = append(rose, fmt.Sprintf("%s +%d%s", c, d, rate))
-				e = append(e, check.Evidence{What: c, Value: strconv.FormatUint(x, 10) + " → " + strconv.FormatUint(y, 10), Source: readAt(b, pb.Sources, dir+"/"+c)})
+				e = append(e, ev(c, strconv.FormatUint(x, 10)+" → "+strconv.FormatUint(y, 10), readAt(b, pb.Sources, dir+"/"+c)))
 			}
-			f := check.Finding{Check: RisingID, Host: name, Subject: sub}
 			switch {
 			case compared == 0:
-				f.Outcome, f.Message = check.Unknown, "no error counter was readable in both snapshots"
+				rep.Unknown(sub, "no error counter was readable in both snapshots")
 			case len(rose) == 0:
-				f.Outcome, f.Message = check.Pass, fmt.Sprintf("no error counter rose in %s", b.CollectedAt.Sub(a.CollectedAt).Round(1e9))
+				rep.Pass(sub, "no error counter rose in %s", b.CollectedAt.Sub(a.CollectedAt).Round(1e9))
 			default:
-				f.Outcome, f.Message = check.Fail, "error counters rose between snapshots: "+strings.Join(rose, ", ")
-				f.Evidence, f.Fix = e, slices.Clone(RisingEntry.Fixes)
+				rep.Fail(sub, "error counters rose between snapshots: %s", strings.Join(rose, ", ")).Evidence = e
 			}
-			out = append(out, f)
 		}
 	}
-	return out
+	return append(pauseDeltas(name, a, b), rep.Findings()...)
 }

@@ -2,7 +2,6 @@ package hostcheck
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/host"
@@ -35,16 +34,14 @@ func RunDuplicates(all []*host.Snapshot) []check.Finding {
 		}
 		count[k]++
 	}
-	var out []check.Finding
+	rep := DuplicateEntry.Reporter("")
 	for _, k := range order {
 		n := count[k]
 		if n < 2 {
 			continue
 		}
-		out = append(out, check.Finding{Check: DuplicateID, Outcome: check.Warn, Host: k.host, Subject: "snapshot",
-			Message:  fmt.Sprintf("the same snapshot given %d times: judged once, as one host", n),
-			Evidence: []check.Evidence{{What: "copies (same hostname and collected_at)", Value: fmt.Sprint(n), Source: "the inputs"}, {What: "collected_at", Value: k.at}},
-			Fix:      slices.Clone(DuplicateEntry.Fixes)})
+		f := rep.On(k.host).Warn("snapshot", "the same snapshot given %d times: judged once, as one host", n)
+		f.Evidence = []check.Evidence{{What: "copies (same hostname and collected_at)", Value: fmt.Sprint(n), Source: "the inputs"}, {What: "collected_at", Value: k.at}}
 	}
-	return out
+	return rep.Findings()
 }

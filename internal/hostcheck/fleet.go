@@ -116,6 +116,13 @@ var FleetRules = []fleetKey{
 		}
 		return strings.Join(cells, ", ")
 	})},
+	// RoCE QoS (roce.go reads each host's summary).
+	{check.Entry{ID: "fleet.roce-qos", Title: "Same RoCE QoS on every node",
+		Why:    "PFC and DSCP must agree at every hop: one node with PFC on another priority, or trust pcp, makes every collective through it lossy.",
+		Source: "seed 001 (the DSCP and the PFC priority need to agree at every hop)",
+		Fixes:  []string{"apply the majority's mlnx_qos --trust/--pfc and traffic_class on the odd node (docs/roce.md)"},
+		Needs:  "trust, PFC, ECN and traffic_class of the RoCE netdevs on ≥3 hosts", UnknownWhen: "never unknown: with fewer than 3 hosts, or no majority, differing hosts are one warning that names no odd host"},
+		one(roceQoSSummary)},
 }
 
 // nicModel names an RDMA device's NIC model: the family from its PCI ids,
@@ -182,11 +189,10 @@ func RunFleet(all []*host.Snapshot, opt ...Options) []check.Finding {
 	}
 	var out []check.Finding
 	for _, k := range FleetRules {
-		if k.ID == "fleet.kernel" {
-			if f, ok := declaredKernels(hosts, o.AllowKernels); ok {
-				out = append(out, f)
-				continue
-			}
+		rep := k.Entry.Reporter("")
+		if k.ID == "fleet.kernel" && declaredKernels(rep, hosts, o.AllowKernels) {
+			out = append(out, rep.Findings()...)
+			continue
 		}
 		groups := map[string]map[string][]string{} // group → value → hosts
 		for _, s := range hosts {
@@ -198,13 +204,17 @@ func RunFleet(all []*host.Snapshot, opt ...Options) []check.Finding {
 			}
 		}
 		for _, g := range slices.Sorted(maps.Keys(groups)) {
-			out = append(out, judgeFleet(k, g, groups[g])...)
+			judgeFleet(rep, g, groups[g])
 		}
+		out = append(out, rep.Findings()...)
 	}
 	return out
 }
 
-func judgeFleet(k fleetKey, group string, vals map[string][]string) []check.Finding {
+// judgeFleet compares one group's values (value → hosts): the hosts that
+// differ from a real majority fail, each named; without a majority the
+// difference is one warning.
+func judgeFleet(rep *check.Reporter, group string, vals map[string][]string) {
 	subject := "fleet"
 	if group != "" {
 		subject = "fleet " + group
@@ -215,8 +225,9 @@ func judgeFleet(k fleetKey, group string, vals map[string][]string) []check.Find
 	}
 	if len(vals) == 1 {
 		for v := range vals {
-			return []check.Finding{{Check: k.ID, Outcome: check.Pass, Subject: subject, Message: fmt.Sprintf("all %d hosts: %s", total, v)}}
+			rep.Pass(subject, "all %d hosts: %s", total, v)
 		}
+		return
 	}
 	major, n, ok := majority(vals)
 	if !ok {
@@ -226,23 +237,20 @@ func judgeFleet(k fleetKey, group string, vals map[string][]string) []check.Find
 			parts = append(parts, fmt.Sprintf("%q on %s", v, strings.Join(vals[v], " ")))
 			e = append(e, check.Evidence{What: strings.Join(vals[v], " "), Value: v})
 		}
-		return []check.Finding{{Check: k.ID, Outcome: check.Warn, Subject: subject,
-			Message:  fmt.Sprintf("hosts differ and no value is held by a majority of at least %d hosts, so none can be named the odd one: %s", minFleet, strings.Join(parts, "; ")),
-			Evidence: e, Fix: append([]string{"decide which is right, then:"}, k.Fixes...)}}
+		f := rep.Warn(subject, "hosts differ and no value is held by a majority of at least %d hosts, so none can be named the odd one: %s", minFleet, strings.Join(parts, "; "))
+		f.Evidence = e
+		f.Fix = append([]string{"decide which is right, then:"}, f.Fix...)
+		return
 	}
-	var out []check.Finding
 	for _, v := range slices.Sorted(maps.Keys(vals)) {
 		if v == major {
 			continue
 		}
 		for _, h := range vals[v] {
-			out = append(out, check.Finding{Check: k.ID, Outcome: check.Fail, Host: h, Subject: subject,
-				Message:  fmt.Sprintf("%s has %q; %d of %d hosts have %q", h, v, n, total, major),
-				Evidence: []check.Evidence{{What: "this host", Value: v}, {What: "expected", Value: major, Source: fmt.Sprintf("fleet majority: %d of %d hosts (%s)", n, total, strings.Join(vals[major], " "))}},
-				Fix:      slices.Clone(k.Fixes)})
+			f := rep.On(h).Fail(subject, "%s has %q; %d of %d hosts have %q", h, v, n, total, major)
+			f.Evidence = []check.Evidence{{What: "this host", Value: v}, {What: "expected", Value: major, Source: fmt.Sprintf("fleet majority: %d of %d hosts (%s)", n, total, strings.Join(vals[major], " "))}}
 		}
 	}
-	return out
 }
 
 // Latest keeps the newest snapshot of each host, in first-seen order.
@@ -316,7 +324,6 @@ func fleetRates(hosts []*host.Snapshot) map[linkrate.Layer]linkrate.Expect {
 // snapshots of one host, and the fleet rules. Findings come sorted.
 func Doctor(all []*host.Snapshot, opt Options) []check.Finding {
 	hosts := Latest(all)
-	opt = opt.folded()
 	if !opt.Expect.HasRate() && len(hosts) > 1 {
 		opt.fleetRate = fleetRates(hosts)
 	}
@@ -367,7 +374,10 @@ func Catalog() []check.Entry {
 	for _, k := range FleetRules {
 		out = append(out, k.Entry)
 	}
-	out = append(out, VMHostCatalog...)
+	for _, r := range VMHostRules {
+		out = append(out, r.Entry)
+	}
+	out = append(out, profileEntry)
 	out = append(out, DomainCatalog...)
 	out = append(out, DuplicateEntry)
 	return out
@@ -376,9 +386,10 @@ func Catalog() []check.Entry {
 // declaredKernels passes fleet.kernel when the hosts' kernels differ but
 // every one matches a pattern the user declared (--allow-kernels): a mix
 // made on purpose. A kernel outside the patterns leaves the normal rule.
-func declaredKernels(hosts []*host.Snapshot, patterns []string) (check.Finding, bool) {
+// It reports the pass through rep and says whether it did.
+func declaredKernels(rep *check.Reporter, hosts []*host.Snapshot, patterns []string) bool {
 	if len(patterns) == 0 {
-		return check.Finding{}, false
+		return false
 	}
 	kernels := map[string][]string{}
 	for _, s := range hosts {
@@ -387,18 +398,18 @@ func declaredKernels(hosts []*host.Snapshot, patterns []string) (check.Finding, 
 		}
 		ok := slices.ContainsFunc(patterns, func(p string) bool { m, _ := path.Match(p, s.Kernel.Release); return m })
 		if !ok {
-			return check.Finding{}, false
+			return false
 		}
 		kernels[s.Kernel.Release] = append(kernels[s.Kernel.Release], s.Hostname)
 	}
 	if len(kernels) < 2 {
-		return check.Finding{}, false
+		return false
 	}
 	var parts []string
 	for _, k := range slices.Sorted(maps.Keys(kernels)) {
 		parts = append(parts, fmt.Sprintf("%s on %s", k, strings.Join(kernels[k], " ")))
 	}
-	return check.Finding{Check: "fleet.kernel", Outcome: check.Pass, Subject: "fleet",
-		Message:  fmt.Sprintf("kernels differ as declared: %s", strings.Join(parts, "; ")),
-		Evidence: []check.Evidence{{What: "declared mix", Value: strings.Join(patterns, " "), Source: "--allow-kernels"}}}, true
+	f := rep.Pass("fleet", "kernels differ as declared: %s", strings.Join(parts, "; "))
+	f.Evidence = []check.Evidence{{What: "declared mix", Value: strings.Join(patterns, " "), Source: "--allow-kernels"}}
+	return true
 }

@@ -13,56 +13,6 @@ import (
 	"github.com/rdmalab/rdmalab/internal/portstate"
 )
 
-// The RoCE QoS rules follow a packet: the DSCP it carries → the priority
-// the NIC's trust mode gives it → PFC (lossless) or ECN (congestion
-// control) on that priority → CNPs on another priority. docs/roce.md
-// walks the same path with the commands that fix each step.
-var roceRules = []rule{
-	{check.Entry{ID: "roce.qos.path", Title: "RoCE traffic lands on a lossless (PFC) priority",
-		Why:         "RoCE's retransmission is go-back-N: a drop costs a whole window, so busbw collapses (to 0.x GB/s, NVIDIA/nccl#378) while drop counters stay at zero. The failures are disagreements between layers: NCCL_IB_TC unset (DSCP 0) while only priority 3 is lossless, trust pcp on a routed fabric, PFC on a priority nothing uses.",
-		Source:      "seed 001 (PFC on priority 3, trust dscp, traffic_class 106); RDMA reference §5",
-		Fixes:       []string{"mlnx_qos -i <if> --trust dscp", "mlnx_qos -i <if> --pfc 0,0,0,1,0,0,0,0", "echo 106 > /sys/class/infiniband/<dev>/tc/<port>/traffic_class", "export NCCL_IB_TC=106 (rdmalab nccl env)"},
-		Needs:       "the DSCP the traffic carries (tc/<port>/traffic_class, else NCCL_IB_TC: 0 when unset), the trust mode and DSCP map (qos/trust, qos/dscp2prio, mlnx_qos, dcb app), PFC per priority (qos/pfc, mlnx_qos, dcb pfc) and ECN per priority (ecn/roce_np|roce_rp/enable)",
-		UnknownWhen: "the trust mode or the PFC priorities were not read (inbox mlx5 without dcb or mlnx_qos), or the saved output does not show the DSCP the traffic carries"}, roceQoSPath},
-	{check.Entry{ID: "roce.ecn", Title: "ECN (DCQCN) on the lossless RoCE priority",
-		Why:         "ECN is the congestion signal that does the work; PFC is the emergency brake. PFC without ECN on the same priority turns every incast into pauses that spread (victim flows, pause storms).",
-		Source:      "seed 001 (ECN marking on the lossless queues), RDMA reference §5.3",
-		Fixes:       []string{"echo 1 > /sys/class/net/<if>/ecn/roce_np/enable/<prio>", "echo 1 > /sys/class/net/<if>/ecn/roce_rp/enable/<prio>"},
-		Needs:       "ecn/roce_np and ecn/roce_rp enable files (MLNX_OFED/DOCA) and the lossless priority (PFC), else the priority the traffic lands on",
-		UnknownWhen: "the driver exposes no ECN state (inbox mlx5), or neither a single PFC priority nor the traffic's priority is known"}, roceECN},
-	{check.Entry{ID: "roce.pfc.single", Title: "PFC on one priority only",
-		Why:    "Each lossless priority takes its own headroom buffer on every port and can be paused on its own; more than one spreads pauses and buffer thin. RDMA needs one (priority 3), the rest stays lossy.",
-		Source: "seed 001 (mlnx_qos --pfc 0,0,0,1,0,0,0,0)",
-		Fixes:  []string{"mlnx_qos -i <if> --pfc 0,0,0,1,0,0,0,0 (or dcb pfc set dev <if> prio-pfc all:off 3:on)"},
-		Needs:  "PFC per priority (qos/pfc, mlnx_qos, dcb pfc, lldptool)", UnknownWhen: "PFC was not read"}, rocePFCSingle},
-	{check.Entry{ID: "roce.cnp", Title: "CNPs travel on their own priority",
-		Why:    "A CNP tells a sender to slow down; queued behind the very data it is about, it arrives late and DCQCN oscillates. NVIDIA's default sends CNPs with DSCP 48 on priority 6.",
-		Source: "RDMA reference §5.3 (np_cnp_dscp, np_cnp_prio); the spiderpool capture (cnp_dscp 48)",
-		Fixes:  []string{"echo 48 > /sys/class/net/<if>/ecn/roce_np/cnp_dscp", "echo 6 > /sys/class/net/<if>/ecn/roce_np/cnp_802p_prio"},
-		Needs:  "ecn/roce_np/cnp_dscp (or cnp_802p_prio under trust pcp), the trust mode and the data's priority", UnknownWhen: "the CNP's DSCP or priority, or the data's priority, was not read"}, roceCNP},
-	{check.Entry{ID: "roce.mtu.path", Title: "The RDMA port runs at the MTU its netdev allows",
-		Why:         "A RoCE port's RDMA MTU (active_mtu) should be the largest that fits in its netdev's MTU. Below it, the MTU was cut somewhere on the way (a bond or PF with a smaller MTU, or negotiated down to the peer's or a switch's), and perftest and NCCL run at the smaller one: more headers per byte. Above it, RDMA frames are larger than the Ethernet MTU and are dropped.",
-		Source:      "linkrate.RoCEMTU (netdev MTU − 96 → IB MTU), seed 000 (MTU 4200 for 4096), ibv_devinfo -v (active_mtu)",
-		Fixes:       []string{"ip link set <if> mtu 4200 (and the bond, PF, peer and every switch port on the path)", "ibv_devinfo -v | grep -E 'active_mtu|max_mtu' on both ends"},
-		Needs:       "active_mtu of each Active RoCE port (ibv_devinfo -v) and its netdev's MTU",
-		UnknownWhen: "active_mtu was not read (ibv_devinfo not installed, a sysfs capture) or the netdev's MTU is not in the source (a saved ibv_devinfo); a port with neither is not judged"}, roceMTUPath},
-}
-
-// FleetRoCEQoS compares the RoCE QoS of every node.
-var fleetRoCEQoS = fleetKey{check.Entry{ID: "fleet.roce-qos", Title: "Same RoCE QoS on every node",
-	Why:    "PFC and DSCP must agree at every hop: one node with PFC on another priority, or trust pcp, makes every collective through it lossy.",
-	Source: "seed 001 (the DSCP and the PFC priority need to agree at every hop)",
-	Fixes:  []string{"apply the majority's mlnx_qos --trust/--pfc and traffic_class on the odd node (docs/roce.md)"},
-	Needs:  "trust, PFC, ECN and traffic_class of the RoCE netdevs on ≥3 hosts", UnknownWhen: "never unknown: with fewer than 3 hosts, or no majority, differing hosts are one warning that names no odd host"},
-	one(roceQoSSummary)}
-
-func init() {
-	// The RoCE rules live in this file; they join doctor's lists here so
-	// Run, Catalog and the fleet comparison need no RoCE-specific code.
-	Rules = append(Rules, roceRules...)
-	FleetRules = append(FleetRules, fleetRoCEQoS)
-}
-
 // ifName is the netdev for a fix command, a placeholder when the source
 // did not name it.
 func ifName(q host.RoCEQoS) string {
@@ -177,8 +127,7 @@ func qosEvidence(q host.RoCEQoS) []check.Evidence {
 	return e
 }
 
-func roceQoSPath(r rule, s *host.Snapshot, o Options) []check.Finding {
-	var out []check.Finding
+func roceQoSPath(rep *check.Reporter, s *host.Snapshot, o Options) {
 	for _, q := range roceEntries(s) {
 		sub := roceSubject(q)
 		dscp, dscpWhy, e, dscpKnown := trafficDSCP(q)
@@ -192,7 +141,7 @@ func roceQoSPath(r rule, s *host.Snapshot, o Options) []check.Finding {
 			}
 			f.Fix = append(f.Fix, fmt.Sprintf("export NCCL_IB_TC=%d   # GPU-initiated (DevX/GDAKI) QPs ignore traffic_class", tc))
 		}
-		var f check.Finding
+		var f *check.Finding
 		switch {
 		case q.Trust == nil || q.PFC == nil:
 			var missing []string
@@ -202,13 +151,13 @@ func roceQoSPath(r rule, s *host.Snapshot, o Options) []check.Finding {
 			if q.PFC == nil {
 				missing = append(missing, "PFC priorities")
 			}
-			f = r.finding(s, check.Unknown, sub, "%s not read (no MLNX_OFED qos/ files, no mlnx_qos or dcb output): cannot tell whether RoCE traffic is lossless", strings.Join(missing, " and "))
+			f = rep.Unknown(sub, "%s not read (no MLNX_OFED qos/ files, no mlnx_qos or dcb output): cannot tell whether RoCE traffic is lossless", strings.Join(missing, " and "))
 		case !dscpKnown:
 			lossless := "no priority is lossless"
 			if len(q.PFC.Value) > 0 {
 				lossless = "priority " + prioList(q.PFC.Value) + " is lossless"
 			}
-			f = r.finding(s, check.Unknown, sub, "trust %s, %s; the DSCP the traffic carries (traffic_class, NCCL_IB_TC) is not in the source", q.Trust.Value, lossless)
+			f = rep.Unknown(sub, "trust %s, %s; the DSCP the traffic carries (traffic_class, NCCL_IB_TC) is not in the source", q.Trust.Value, lossless)
 		default:
 			prio, prioWhy, _ := q.PrioOf(dscp)
 			pfcOn := slices.Contains(q.PFC.Value, prio)
@@ -244,32 +193,32 @@ func roceQoSPath(r rule, s *host.Snapshot, o Options) []check.Finding {
 				if ptc, peer, ok := tcPeer(s, q); ok {
 					tc, like = ptc, ", as "+peer+" has"
 				}
-				f = r.finding(s, check.Fail, sub, "%s → priority %d (%s), PFC off: DSCP 0 is no standard RoCE class (set traffic_class %d: DSCP %d%s): RoCE traffic is lossy%s", dscpWhy, prio, prioWhy, tc, tc>>2, like, elsewhere)
+				f = rep.Fail(sub, "%s → priority %d (%s), PFC off: DSCP 0 is no standard RoCE class (set traffic_class %d: DSCP %d%s): RoCE traffic is lossy%s", dscpWhy, prio, prioWhy, tc, tc>>2, like, elsewhere)
 				if q.Device != "" {
-					f.Fix = append(f.Fix, fmt.Sprintf("echo %d > /sys/class/infiniband/%s/tc/%d/traffic_class", tc, q.Device, max(q.Port, 1)))
+					f.Fix = []string{fmt.Sprintf("echo %d > /sys/class/infiniband/%s/tc/%d/traffic_class", tc, q.Device, max(q.Port, 1))}
 				} else {
 					// The output names the netdev only: the shell finds its RDMA device.
-					f.Fix = append(f.Fix, fmt.Sprintf("echo %d > /sys/class/infiniband/$(ls /sys/class/net/%s/device/infiniband)/tc/1/traffic_class", tc, ifName(q)))
+					f.Fix = []string{fmt.Sprintf("echo %d > /sys/class/infiniband/$(ls /sys/class/net/%s/device/infiniband)/tc/1/traffic_class", tc, ifName(q))}
 				}
 				f.Fix = append(f.Fix, fmt.Sprintf("export NCCL_IB_TC=%d   # GPU-initiated (DevX/GDAKI) QPs ignore traffic_class", tc))
 				if len(q.PFC.Value) != 1 {
 					f.Fix = append(f.Fix, fmt.Sprintf("mlnx_qos -i %s --pfc %s", ifName(q), pfcFlags([]int{target})))
 				}
 			case pfcOn:
-				f = r.finding(s, check.Pass, sub, "%s → priority %d (%s) → PFC on %d: lossless", dscpWhy, prio, prioWhy, prio)
+				f = rep.Pass(sub, "%s → priority %d (%s) → PFC on %d: lossless", dscpWhy, prio, prioWhy, prio)
 			case ecnKnown && ecn:
-				f = r.finding(s, check.Warn, sub, "%s → priority %d, PFC off: RoCE traffic is lossy (ECN only)%s", dscpWhy, prio, elsewhere)
-				fix(&f, target)
+				f = rep.Warn(sub, "%s → priority %d, PFC off: RoCE traffic is lossy (ECN only)%s", dscpWhy, prio, elsewhere)
+				fix(f, target)
 			default:
 				cc := "no ECN on it"
 				if !ecnKnown {
 					cc = "ECN state unread"
 				}
-				f = r.finding(s, check.Fail, sub, "%s → priority %d, PFC off, %s: RoCE traffic is lossy%s", dscpWhy, prio, cc, elsewhere)
+				f = rep.Fail(sub, "%s → priority %d, PFC off, %s: RoCE traffic is lossy%s", dscpWhy, prio, cc, elsewhere)
 				if q.TrafficClass != nil && q.TrafficClass.Value < 0 {
 					f.Message = fmt.Sprintf("%s → priority %d, PFC off: NCCL traffic is lossy%s", dscpWhy, prio, elsewhere)
 				}
-				fix(&f, target)
+				fix(f, target)
 			}
 			if q.Trust.Value == "pcp" && !pfcOn {
 				f.Message += "; trust pcp on a routed RoCE v2 fabric classifies by the VLAN tag, which routed packets do not carry"
@@ -277,9 +226,7 @@ func roceQoSPath(r rule, s *host.Snapshot, o Options) []check.Finding {
 			e = append(e, ev("priority", strconv.Itoa(prio), prioWhy))
 		}
 		f.Evidence = e
-		out = append(out, f)
 	}
-	return out
 }
 
 // losslessPrio is the priority RoCE's data uses: the one its DSCP lands
@@ -298,8 +245,7 @@ func losslessPrio(q host.RoCEQoS) (prio int, why string, known, onPath bool) {
 	return 0, "", false, true
 }
 
-func roceECN(r rule, s *host.Snapshot, o Options) []check.Finding {
-	var out []check.Finding
+func roceECN(rep *check.Reporter, s *host.Snapshot, o Options) {
 	for _, q := range roceEntries(s) {
 		sub := roceSubject(q)
 		prio, why, ok, onPath := losslessPrio(q)
@@ -314,33 +260,31 @@ func roceECN(r rule, s *host.Snapshot, o Options) []check.Finding {
 			prio, why, ok = peerPrio, "the priority "+peer+" runs ECN on", true
 			on, known = ecnOn(q, prio)
 		}
-		var f check.Finding
+		var f *check.Finding
 		switch {
 		case q.ECNNotify == nil || q.ECNReact == nil:
-			f = r.finding(s, check.Unknown, sub, "the driver exposes no ECN state (inbox mlx5): check with mlnx_qos or the switch")
+			f = rep.Unknown(sub, "the driver exposes no ECN state (inbox mlx5): check with mlnx_qos or the switch")
 		case !ok && (len(q.ECNNotify.Value) == 0 || len(q.ECNReact.Value) == 0):
 			// Off on every priority: whichever one RoCE uses has none.
-			f = r.finding(s, check.Warn, sub, "ECN disabled on every priority (notification point %s, reaction point %s): whichever priority RoCE uses, congestion falls to PFC alone", prioList(q.ECNNotify.Value), prioList(q.ECNReact.Value))
+			f = rep.Warn(sub, "ECN disabled on every priority (notification point %s, reaction point %s): whichever priority RoCE uses, congestion falls to PFC alone", prioList(q.ECNNotify.Value), prioList(q.ECNReact.Value))
 			f.Fix = []string{fmt.Sprintf("echo 1 > /sys/class/net/%s/ecn/roce_np/enable/3", ifName(q)), fmt.Sprintf("echo 1 > /sys/class/net/%s/ecn/roce_rp/enable/3   # the priority RoCE's traffic lands on (3 by convention)", ifName(q))}
 		case !ok:
-			f = r.finding(s, check.Unknown, sub, "ECN on priorities %s, but which priority RoCE uses is not known", prioList(q.ECNNotify.Value))
+			f = rep.Unknown(sub, "ECN on priorities %s, but which priority RoCE uses is not known", prioList(q.ECNNotify.Value))
 		case known && on:
-			f = r.finding(s, check.Pass, sub, "ECN on priority %d as notification and reaction point", prio)
+			f = rep.Pass(sub, "ECN on priority %d as notification and reaction point", prio)
 		case peerOK:
 			// The host's other port runs it: this one missed the config.
-			f = r.finding(s, check.Fail, sub, "ECN off on priority %d (%s) while %s runs ECN on priority %d: this port's congestion falls to PFC alone, and its pauses spread", prio, why, peer, peerPrio)
+			f = rep.Fail(sub, "ECN off on priority %d (%s) while %s runs ECN on priority %d: this port's congestion falls to PFC alone, and its pauses spread", prio, why, peer, peerPrio)
 			f.Fix = []string{fmt.Sprintf("echo 1 > /sys/class/net/%s/ecn/roce_np/enable/%d", ifName(q), prio), fmt.Sprintf("echo 1 > /sys/class/net/%s/ecn/roce_rp/enable/%d", ifName(q), prio)}
 		default:
-			f = r.finding(s, check.Warn, sub, "ECN off on priority %d (%s): congestion falls to PFC alone, and pauses spread", prio, why)
+			f = rep.Warn(sub, "ECN off on priority %d (%s): congestion falls to PFC alone, and pauses spread", prio, why)
 			f.Fix = []string{fmt.Sprintf("echo 1 > /sys/class/net/%s/ecn/roce_np/enable/%d", ifName(q), prio), fmt.Sprintf("echo 1 > /sys/class/net/%s/ecn/roce_rp/enable/%d", ifName(q), prio)}
 		}
 		f.Evidence = qosEvidence(q)
 		if ok {
 			f.Evidence = append(f.Evidence, ev("priority judged", strconv.Itoa(prio), why))
 		}
-		out = append(out, f)
 	}
-	return out
 }
 
 // ecnPeer is another RoCE port of the host that runs ECN (notification
@@ -382,34 +326,30 @@ func samePort(a, b host.RoCEQoS) bool {
 	return a.Netdev == b.Netdev && a.Device == b.Device && a.Port == b.Port
 }
 
-func rocePFCSingle(r rule, s *host.Snapshot, o Options) []check.Finding {
-	var out []check.Finding
+func rocePFCSingle(rep *check.Reporter, s *host.Snapshot, o Options) {
 	for _, q := range roceEntries(s) {
 		sub := roceSubject(q)
-		var f check.Finding
+		var f *check.Finding
 		switch {
 		case q.PFC == nil:
-			f = r.finding(s, check.Unknown, sub, "PFC not read")
+			f = rep.Unknown(sub, "PFC not read")
 		case len(q.PFC.Value) > 1:
-			f = r.finding(s, check.Warn, sub, "PFC on %d priorities (%s): each takes its own headroom and pauses on its own", len(q.PFC.Value), prioList(q.PFC.Value))
+			f = rep.Warn(sub, "PFC on %d priorities (%s): each takes its own headroom and pauses on its own", len(q.PFC.Value), prioList(q.PFC.Value))
 			keep := 3
 			if p, _, ok, _ := losslessPrio(host.RoCEQoS{TrafficClass: q.TrafficClass, Trust: q.Trust, DSCPPrio: q.DSCPPrio}); ok {
 				keep = p
 			}
 			f.Fix = []string{fmt.Sprintf("mlnx_qos -i %s --pfc %s", ifName(q), pfcFlags([]int{keep}))}
 		default:
-			f = r.finding(s, check.Pass, sub, "PFC on %s", prioList(q.PFC.Value))
+			f = rep.Pass(sub, "PFC on %s", prioList(q.PFC.Value))
 		}
 		if q.PFC != nil {
 			f.Evidence = []check.Evidence{ev("PFC priorities", prioList(q.PFC.Value), q.PFC.Source)}
 		}
-		out = append(out, f)
 	}
-	return out
 }
 
-func roceCNP(r rule, s *host.Snapshot, o Options) []check.Finding {
-	var out []check.Finding
+func roceCNP(rep *check.Reporter, s *host.Snapshot, o Options) {
 	for _, q := range roceEntries(s) {
 		sub := roceSubject(q)
 		var e []check.Evidence
@@ -429,23 +369,21 @@ func roceCNP(r rule, s *host.Snapshot, o Options) []check.Finding {
 			e = append(e, ev("cnp_dscp", strconv.Itoa(q.CNPDSCP.Value), q.CNPDSCP.Source))
 			cnp, cnpWhy, cnpOK = q.PrioOf(q.CNPDSCP.Value)
 		}
-		var f check.Finding
+		var f *check.Finding
 		switch {
 		case !cnpOK || !dataOK:
-			f = r.finding(s, check.Unknown, sub, "the CNP's DSCP or priority, or the data's priority, was not read")
+			f = rep.Unknown(sub, "the CNP's DSCP or priority, or the data's priority, was not read")
 		case cnp == data:
-			f = r.finding(s, check.Warn, sub, "CNPs ride priority %d with the data they are meant to slow (%s)", cnp, cnpWhy)
-			f.Fix = fixesWith(r.Fixes, "<if>", ifName(q))
+			f = rep.Warn(sub, "CNPs ride priority %d with the data they are meant to slow (%s)", cnp, cnpWhy)
+			f.Fix = fixesWith(rep.Entry().Fixes, "<if>", ifName(q))
 		default:
-			f = r.finding(s, check.Pass, sub, "CNPs on priority %d (%s), data on %d", cnp, cnpWhy, data)
+			f = rep.Pass(sub, "CNPs on priority %d (%s), data on %d", cnp, cnpWhy, data)
 		}
 		if dataOK {
 			e = append(e, ev("data priority", strconv.Itoa(data), dataWhy))
 		}
 		f.Evidence = e
-		out = append(out, f)
 	}
-	return out
 }
 
 // roceQoSSummary is a host's RoCE QoS as one comparable string.
@@ -502,26 +440,17 @@ var pauseEntry = check.Entry{ID: "roce.pause", Title: "No pause storm; pause cou
 	Needs:       "ethtool -S of each RoCE netdev (run by inventory when installed, or a saved output): two readings to see counters rise",
 	UnknownWhen: "never: without ethtool counters the check does not run; one reading only says whether storm events were counted"}
 
-var modeEntry = check.Entry{ID: "roce.mode", Title: "rdma_cm defaults to RoCE v2",
-	Why:    "RoCE v1 is an Ethernet frame (ethertype 0x8915) that no router forwards; rdma_cm connections made in v1 mode do not cross an L3 fabric.",
-	Source: "seed 001 (cma_roce_mode -d mlx5_0 -p 1 -m 2)",
-	Fixes:  []string{"cma_roce_mode -d <dev> -p <port> -m 2"},
-	Needs:  "configfs rdma_cm/<dev>/ports/<n>/default_roce_mode, or saved cma_roce_mode output", UnknownWhen: "never: where rdma_cm's configfs directory was not made, the check does not run"}
-
-func init() {
-	Rules = append(Rules, rule{pauseEntry, rocePause}, rule{modeEntry, roceMode})
-}
-
-func roceMode(r rule, s *host.Snapshot, o Options) []check.Finding {
-	var out []check.Finding
+func roceMode(rep *check.Reporter, s *host.Snapshot, o Options) {
 	for _, q := range roceEntries(s) {
 		if q.RoCEMode == nil {
 			continue
 		}
 		sub := roceSubject(q)
-		f := r.finding(s, check.Pass, sub, "rdma_cm defaults to %s", q.RoCEMode.Value)
-		if q.RoCEMode.Value != host.GIDTypeRoCEv2 {
-			f = r.finding(s, check.Warn, sub, "rdma_cm defaults to %s: its connections do not route", q.RoCEMode.Value)
+		var f *check.Finding
+		if q.RoCEMode.Value == host.GIDTypeRoCEv2 {
+			f = rep.Pass(sub, "rdma_cm defaults to %s", q.RoCEMode.Value)
+		} else {
+			f = rep.Warn(sub, "rdma_cm defaults to %s: its connections do not route", q.RoCEMode.Value)
 			dev := q.Device
 			if dev == "" && q.Netdev != "" && !strings.Contains(q.Netdev, " ") {
 				// The output names the netdev only: the shell finds its device.
@@ -533,13 +462,10 @@ func roceMode(r rule, s *host.Snapshot, o Options) []check.Finding {
 			f.Fix = []string{fmt.Sprintf("cma_roce_mode -d %s -p %d -m 2", dev, max(q.Port, 1))}
 		}
 		f.Evidence = []check.Evidence{ev("default_roce_mode", q.RoCEMode.Value, q.RoCEMode.Source)}
-		out = append(out, f)
 	}
-	return out
 }
 
-func rocePause(r rule, s *host.Snapshot, o Options) []check.Finding {
-	var out []check.Finding
+func rocePause(rep *check.Reporter, s *host.Snapshot, o Options) {
 	for _, q := range roceEntries(s) {
 		if q.Counters == nil {
 			continue
@@ -557,21 +483,20 @@ func rocePause(r rule, s *host.Snapshot, o Options) []check.Finding {
 				since = append(since, fmt.Sprintf("%s %d", k, v))
 			}
 		}
-		f := r.finding(s, check.Pass, sub, "no pause storm, no global pause, no physical discards counted (rising pauses need two readings)")
+		var f *check.Finding
 		switch {
 		case len(storms) > 0:
-			f = r.finding(s, check.Fail, sub, "pause storm: %s", strings.Join(storms, ", "))
-			f.Fix = slices.Clone(r.Fixes)
+			f = rep.Fail(sub, "pause storm: %s", strings.Join(storms, ", "))
 		case len(since) > 0:
 			// Global (802.3x) pause stops every priority and excludes PFC;
 			// rx_discards_phy are drops for lack of receive buffer.
-			f = r.finding(s, check.Warn, sub, "since the counters were cleared: %s (global pause stalls every priority; discards are drops a lossless priority must not have)", strings.Join(since, ", "))
-			f.Fix = append([]string{"ethtool -A " + ifName(q) + " rx off tx off   # global pause off, PFC instead: mlnx_qos -i " + ifName(q) + " --pfc 0,0,0,1,0,0,0,0"}, r.Fixes...)
+			f = rep.Warn(sub, "since the counters were cleared: %s (global pause stalls every priority; discards are drops a lossless priority must not have)", strings.Join(since, ", "))
+			f.Fix = append([]string{"ethtool -A " + ifName(q) + " rx off tx off   # global pause off, PFC instead: mlnx_qos -i " + ifName(q) + " --pfc 0,0,0,1,0,0,0,0"}, rep.Entry().Fixes...)
+		default:
+			f = rep.Pass(sub, "no pause storm, no global pause, no physical discards counted (rising pauses need two readings)")
 		}
 		f.Evidence = []check.Evidence{ev("counters", strconv.Itoa(len(q.Counters.Value))+" pause/discard counters", q.Counters.Source)}
-		out = append(out, f)
 	}
-	return out
 }
 
 // isPause names the counters that count pause frames.
@@ -610,17 +535,16 @@ func PauseRising(hostname, subject string, a, b host.Read[map[string]uint64], be
 			e = append(e, ev(k, fmt.Sprintf("%d → %d", x, y), a.Source+" → "+b.Source))
 		}
 	}
-	f := check.Finding{Check: pauseEntry.ID, Host: hostname, Subject: subject}
+	rep := pauseEntry.Reporter(hostname)
 	switch {
 	case compared == 0:
 		return nil
 	case len(rose) == 0:
-		f.Outcome, f.Message = check.Pass, fmt.Sprintf("no pause counter rose (%d compared, %s apart)", compared, between)
+		rep.Pass(subject, "no pause counter rose (%d compared, %s apart)", compared, between)
 	default:
-		f.Outcome, f.Message = check.Warn, fmt.Sprintf("pause counters rose in %s: %s", between, strings.Join(rose, ", "))
-		f.Evidence, f.Fix = e, slices.Clone(pauseEntry.Fixes)
+		rep.Warn(subject, "pause counters rose in %s: %s", between, strings.Join(rose, ", ")).Evidence = e
 	}
-	return []check.Finding{f}
+	return rep.Findings()
 }
 
 // shownBy says whether a saved output shows what a RoCE rule is about:
@@ -646,12 +570,12 @@ func RunRoCE(s *host.Snapshot) []check.Finding {
 		}
 		shown, ok := shownBy[r.ID]
 		if !ok {
-			out = append(out, r.run(r, s, Options{})...)
+			out = append(out, r.apply(s, Options{})...)
 			continue
 		}
 		part := *s
 		part.RoCE = slices.DeleteFunc(slices.Clone(s.RoCE), func(q host.RoCEQoS) bool { return !shown(q) })
-		out = append(out, r.run(r, &part, Options{})...)
+		out = append(out, r.apply(&part, Options{})...)
 	}
 	check.Sort(out)
 	return out
@@ -659,8 +583,7 @@ func RunRoCE(s *host.Snapshot) []check.Finding {
 
 // roceMTUPath compares each active RoCE port's active_mtu with the RDMA
 // MTU its netdev's MTU allows (linkrate's math).
-func roceMTUPath(r rule, s *host.Snapshot, o Options) []check.Finding {
-	var out []check.Finding
+func roceMTUPath(rep *check.Reporter, s *host.Snapshot, o Options) {
 	activePorts(s, func(d host.RDMADevice, p host.RDMAPort) {
 		if p.LinkLayer != "Ethernet" {
 			return
@@ -682,9 +605,8 @@ func roceMTUPath(r rule, s *host.Snapshot, o Options) []check.Finding {
 			e = append(e, ev("max_mtu", strconv.Itoa(p.MaxMTU.Value), p.MaxMTU.Source))
 		}
 		if len(nds) == 0 {
-			f := r.finding(s, check.Unknown, portSubject(d.Name, p.Port), "active_mtu %d; the netdev's MTU is not in the source, so whether the port carries it is not known", p.ActiveMTU.Value)
+			f := rep.Unknown(portSubject(d.Name, p.Port), "active_mtu %d; the netdev's MTU is not in the source, so whether the port carries it is not known", p.ActiveMTU.Value)
 			f.Evidence = e
-			out = append(out, f)
 			return
 		}
 		for _, n := range nds {
@@ -692,23 +614,21 @@ func roceMTUPath(r rule, s *host.Snapshot, o Options) []check.Finding {
 			allowed := linkrate.RoCEMTU(n.MTUBytes)
 			fe := append(slices.Clone(e), ev("netdev mtu", strconv.Itoa(n.MTUBytes), readAt(s, n.Sources, "mtu")),
 				ev("RDMA MTU the netdev allows", strconv.Itoa(allowed), "linkrate.RoCEMTU: the largest IB MTU that fits in the netdev MTU less 96 bytes of headers"))
-			var f check.Finding
+			var f *check.Finding
 			switch a := p.ActiveMTU; {
 			case a == nil:
-				f = r.finding(s, check.Unknown, sub, "active_mtu not read (ibv_devinfo -v not installed or not captured): netdev MTU %d allows RDMA MTU %d", n.MTUBytes, allowed)
+				f = rep.Unknown(sub, "active_mtu not read (ibv_devinfo -v not installed or not captured): netdev MTU %d allows RDMA MTU %d", n.MTUBytes, allowed)
 				f.Fix = []string{"ibv_devinfo -v -d " + d.Name + " | grep -E 'active_mtu|max_mtu'"}
 			case a.Value < allowed:
-				f = r.finding(s, check.Warn, sub, "active_mtu %d below the %d that netdev MTU %d allows: the MTU is not carried end to end (a bond, PF, peer or switch port with a smaller MTU); perftest and NCCL run at %d", a.Value, allowed, n.MTUBytes, a.Value)
+				f = rep.Warn(sub, "active_mtu %d below the %d that netdev MTU %d allows: the MTU is not carried end to end (a bond, PF, peer or switch port with a smaller MTU); perftest and NCCL run at %d", a.Value, allowed, n.MTUBytes, a.Value)
 				f.Fix = []string{fmt.Sprintf("ip link show %s; set the same MTU (at least %d) on its bond or PF, the peer and every switch port on the path", n.Name, linkrate.NetdevMTUFor(allowed)), "ibv_devinfo -v -d " + d.Name + " | grep active_mtu   # on both ends, after the change"}
 			case a.Value > allowed:
-				f = r.finding(s, check.Fail, sub, "active_mtu %d above the %d that netdev MTU %d allows: RDMA frames are larger than the Ethernet MTU and are dropped", a.Value, allowed, n.MTUBytes)
-				f.Fix = []string{fmt.Sprintf("ip link set %s mtu %d (nmcli con modify <connection> 802-3-ethernet.mtu %d to keep it), and the same on the peer and every switch port", n.Name, linkrate.NetdevMTUFor(a.Value), linkrate.NetdevMTUFor(a.Value))}
+				f = rep.Fail(sub, "active_mtu %d above the %d that netdev MTU %d allows: RDMA frames are larger than the Ethernet MTU and are dropped", a.Value, allowed, n.MTUBytes)
+				f.Fix = []string{fmt.Sprintf("ip link set %s mtu %d (to keep it: nmcli con modify \"$(nmcli -g GENERAL.CONNECTION device show %s)\" 802-3-ethernet.mtu %d), and the same on the peer and every switch port", n.Name, linkrate.NetdevMTUFor(a.Value), n.Name, linkrate.NetdevMTUFor(a.Value))}
 			default:
-				f = r.finding(s, check.Pass, sub, "active_mtu %d is what netdev MTU %d allows", a.Value, n.MTUBytes)
+				f = rep.Pass(sub, "active_mtu %d is what netdev MTU %d allows", a.Value, n.MTUBytes)
 			}
 			f.Evidence = fe
-			out = append(out, f)
 		}
 	})
-	return out
 }

@@ -26,15 +26,6 @@ type Options struct {
 	// RoCE (none: not checked), with where the belief comes from
 	// (--expect-rate, --expect-link-layer).
 	Expect linkrate.Expect
-	// ExpectRateGbps and ExpectLinkLayer are the old spellings of Expect,
-	// kept only so code written before it still compiles while branches
-	// merge: Run and Doctor fold them into Expect and back.
-	// TestNoOldExpectFields fails on any use outside this file.
-	//
-	// Deprecated: use Expect (linkrate.Expect{Rate: linkrate.Rate{Gbps: g}, Layer: l}).
-	ExpectRateGbps float64
-	// Deprecated: use Expect.Layer.
-	ExpectLinkLayer linkrate.Layer
 	// ExpectPorts lists the ports that must be up ("mlx5_0/1", or "mlx5_0"
 	// for every port of a device); nil means no list. A port not in a
 	// given list is unused, not failed.
@@ -142,15 +133,12 @@ func hostRate(s *host.Snapshot, model string, layer linkrate.Layer) (linkrate.Ex
 	return linkrate.Expect{Rate: linkrate.Rate{Gbps: best}, Layer: layer, Source: fmt.Sprintf("host majority: %d of %d active %s %s ports", n, total, model, layer)}, true
 }
 
-// rule is one host rule.
+// rule is one host rule: its catalog entry and the function that judges
+// a snapshot, reporting through a reporter bound to the entry (its id,
+// the catalog's fixes on a failure unless the rule names specific ones).
 type rule struct {
 	check.Entry
-	run func(r rule, s *host.Snapshot, o Options) []check.Finding
-}
-
-// finding starts a finding of rule r about subject on host s.
-func (r rule) finding(s *host.Snapshot, out check.Outcome, subject, format string, a ...any) check.Finding {
-	return check.Finding{Check: r.ID, Outcome: out, Host: s.Hostname, Subject: subject, Message: fmt.Sprintf(format, a...)}
+	run func(rep *check.Reporter, s *host.Snapshot, o Options)
 }
 
 // fixesWith is a catalog's fixes with a placeholder filled in.
@@ -308,13 +296,51 @@ var Rules = []rule{
 		Source: "seed 004, NCCL paths.cc",
 		Fixes:  []string{"move the NIC next to the GPU, or pair each GPU with its nearest NIC (NCCL_IB_HCA per rank)"},
 		Needs:  "the PCI tree from each GPU and NIC up to its host bridge, and NUMA nodes", UnknownWhen: "never: a GPU whose path cannot be traced has no finding"}, gpuNIC},
+
+	// The RoCE QoS rules follow a packet: the DSCP it carries → the priority
+	// the NIC's trust mode gives it → PFC (lossless) or ECN (congestion
+	// control) on that priority → CNPs on another priority. docs/roce.md
+	// walks the same path with the commands that fix each step.
+	{check.Entry{ID: "roce.qos.path", Title: "RoCE traffic lands on a lossless (PFC) priority",
+		Why:         "RoCE's retransmission is go-back-N: a drop costs a whole window, so busbw collapses (to 0.x GB/s, NVIDIA/nccl#378) while drop counters stay at zero. The failures are disagreements between layers: NCCL_IB_TC unset (DSCP 0) while only priority 3 is lossless, trust pcp on a routed fabric, PFC on a priority nothing uses.",
+		Source:      "seed 001 (PFC on priority 3, trust dscp, traffic_class 106); RDMA reference §5",
+		Fixes:       []string{"mlnx_qos -i <if> --trust dscp", "mlnx_qos -i <if> --pfc 0,0,0,1,0,0,0,0", "echo 106 > /sys/class/infiniband/<dev>/tc/<port>/traffic_class", "export NCCL_IB_TC=106 (rdmalab nccl env)"},
+		Needs:       "the DSCP the traffic carries (tc/<port>/traffic_class, else NCCL_IB_TC: 0 when unset), the trust mode and DSCP map (qos/trust, qos/dscp2prio, mlnx_qos, dcb app), PFC per priority (qos/pfc, mlnx_qos, dcb pfc) and ECN per priority (ecn/roce_np|roce_rp/enable)",
+		UnknownWhen: "the trust mode or the PFC priorities were not read (inbox mlx5 without dcb or mlnx_qos), or the saved output does not show the DSCP the traffic carries"}, roceQoSPath},
+	{check.Entry{ID: "roce.ecn", Title: "ECN (DCQCN) on the lossless RoCE priority",
+		Why:         "ECN is the congestion signal that does the work; PFC is the emergency brake. PFC without ECN on the same priority turns every incast into pauses that spread (victim flows, pause storms).",
+		Source:      "seed 001 (ECN marking on the lossless queues), RDMA reference §5.3",
+		Fixes:       []string{"echo 1 > /sys/class/net/<if>/ecn/roce_np/enable/<prio>", "echo 1 > /sys/class/net/<if>/ecn/roce_rp/enable/<prio>"},
+		Needs:       "ecn/roce_np and ecn/roce_rp enable files (MLNX_OFED/DOCA) and the lossless priority (PFC), else the priority the traffic lands on",
+		UnknownWhen: "the driver exposes no ECN state (inbox mlx5), or neither a single PFC priority nor the traffic's priority is known"}, roceECN},
+	{check.Entry{ID: "roce.pfc.single", Title: "PFC on one priority only",
+		Why:    "Each lossless priority takes its own headroom buffer on every port and can be paused on its own; more than one spreads pauses and buffer thin. RDMA needs one (priority 3), the rest stays lossy.",
+		Source: "seed 001 (mlnx_qos --pfc 0,0,0,1,0,0,0,0)",
+		Fixes:  []string{"mlnx_qos -i <if> --pfc 0,0,0,1,0,0,0,0 (or dcb pfc set dev <if> prio-pfc all:off 3:on)"},
+		Needs:  "PFC per priority (qos/pfc, mlnx_qos, dcb pfc, lldptool)", UnknownWhen: "PFC was not read"}, rocePFCSingle},
+	{check.Entry{ID: "roce.cnp", Title: "CNPs travel on their own priority",
+		Why:    "A CNP tells a sender to slow down; queued behind the very data it is about, it arrives late and DCQCN oscillates. NVIDIA's default sends CNPs with DSCP 48 on priority 6.",
+		Source: "RDMA reference §5.3 (np_cnp_dscp, np_cnp_prio); the spiderpool capture (cnp_dscp 48)",
+		Fixes:  []string{"echo 48 > /sys/class/net/<if>/ecn/roce_np/cnp_dscp", "echo 6 > /sys/class/net/<if>/ecn/roce_np/cnp_802p_prio"},
+		Needs:  "ecn/roce_np/cnp_dscp (or cnp_802p_prio under trust pcp), the trust mode and the data's priority", UnknownWhen: "the CNP's DSCP or priority, or the data's priority, was not read"}, roceCNP},
+	{check.Entry{ID: "roce.mtu.path", Title: "The RDMA port runs at the MTU its netdev allows",
+		Why:         "A RoCE port's RDMA MTU (active_mtu) should be the largest that fits in its netdev's MTU. Below it, the MTU was cut somewhere on the way (a bond or PF with a smaller MTU, or negotiated down to the peer's or a switch's), and perftest and NCCL run at the smaller one: more headers per byte. Above it, RDMA frames are larger than the Ethernet MTU and are dropped.",
+		Source:      "linkrate.RoCEMTU (netdev MTU − 96 → IB MTU), seed 000 (MTU 4200 for 4096), ibv_devinfo -v (active_mtu)",
+		Fixes:       []string{"ip link set <if> mtu 4200 (and the bond, PF, peer and every switch port on the path)", "ibv_devinfo -v | grep -E 'active_mtu|max_mtu' on both ends"},
+		Needs:       "active_mtu of each Active RoCE port (ibv_devinfo -v) and its netdev's MTU",
+		UnknownWhen: "active_mtu was not read (ibv_devinfo not installed, a sysfs capture) or the netdev's MTU is not in the source (a saved ibv_devinfo); a port with neither is not judged"}, roceMTUPath},
+	{pauseEntry, rocePause}, // pauseEntry also judges two readings (PauseRising)
+	{check.Entry{ID: "roce.mode", Title: "rdma_cm defaults to RoCE v2",
+		Why:    "RoCE v1 is an Ethernet frame (ethertype 0x8915) that no router forwards; rdma_cm connections made in v1 mode do not cross an L3 fabric.",
+		Source: "seed 001 (cma_roce_mode -d mlx5_0 -p 1 -m 2)",
+		Fixes:  []string{"cma_roce_mode -d <dev> -p <port> -m 2"},
+		Needs:  "configfs rdma_cm/<dev>/ports/<n>/default_roce_mode, or saved cma_roce_mode output", UnknownWhen: "never: where rdma_cm's configfs directory was not made, the check does not run"}, roceMode},
 }
 
 // rdmaDriverFix names the module that makes a driver's RDMA device.
 var rdmaDriverFix = map[string]string{"mlx5_core": "mlx5_ib", "mlx4_core": "mlx4_ib", "bnxt_en": "bnxt_re", "ice": "irdma", "i40e": "irdma", "qede": "qedr"}
 
-func rdmaDriver(r rule, s *host.Snapshot, o Options) []check.Finding {
-	var out []check.Finding
+func rdmaDriver(rep *check.Reporter, s *host.Snapshot, o Options) {
 	for i := range s.PCIDevices {
 		d := &s.PCIDevices[i]
 		if !s.RDMACapable(d) {
@@ -326,16 +352,16 @@ func rdmaDriver(r rule, s *host.Snapshot, o Options) []check.Finding {
 			ev("driver", orUnread(d.Driver), readAt(s, d.Sources, "driver")),
 		}
 		devs := s.RDMADevicesOf(d.Address)
-		var f check.Finding
+		var f *check.Finding
 		switch {
 		case len(devs) > 0:
-			f = r.finding(s, check.Pass, sub, "RDMA device %s", strings.Join(devs, ", "))
+			f = rep.Pass(sub, "RDMA device %s", strings.Join(devs, ", "))
 		case d.Driver == "vfio-pci":
-			f = r.finding(s, check.Pass, sub, "bound to vfio-pci (passed through): its RDMA device lives in the guest")
+			f = rep.Pass(sub, "bound to vfio-pci (passed through): its RDMA device lives in the guest")
 		case d.PhysFn.IsValid() && d.Driver == "":
-			f = r.finding(s, check.Pass, sub, "an unbound virtual function of %s: nothing uses it", d.PhysFn)
+			f = rep.Pass(sub, "an unbound virtual function of %s: nothing uses it", d.PhysFn)
 		case d.Driver == "":
-			f = r.finding(s, check.Fail, sub, "RDMA-capable %s has no driver bound: no netdev, no RDMA device", orUnread(host.DeviceName(d.Vendor, d.Device)))
+			f = rep.Fail(sub, "RDMA-capable %s has no driver bound: no netdev, no RDMA device", orUnread(host.DeviceName(d.Vendor, d.Device)))
 			f.Fix = []string{"modprobe mlx5_core mlx5_ib   # (mlx4_core mlx4_ib for ConnectX-3, qib for QLogic)", "if the module is missing for this kernel: reinstall MLNX_OFED/DOCA or the distribution's rdma-core for the running kernel"}
 		default:
 			mod := rdmaDriverFix[d.Driver]
@@ -351,13 +377,11 @@ func rdmaDriver(r rule, s *host.Snapshot, o Options) []check.Finding {
 				msg += fmt.Sprintf(" (%s: %s)", mod, loaded)
 				e = append(e, ev(mod, loaded, "/proc/modules"))
 			}
-			f = r.finding(s, check.Fail, sub, "%s: no RDMA on this NIC", msg)
+			f = rep.Fail(sub, "%s: no RDMA on this NIC", msg)
 			f.Fix = []string{"modprobe " + cmp.Or(mod, "<the RDMA module of "+d.Driver+">"), "after a kernel update: reinstall MLNX_OFED/DOCA for the running kernel (dkms status; modinfo " + cmp.Or(mod, d.Driver) + ")", "rdma link show   # the device should appear"}
 		}
 		f.Evidence = append(e, ev("rdma devices", cmp.Or(strings.Join(devs, " "), "none"), deviceLinks(s, d.Address)))
-		out = append(out, f)
 	}
-	return out
 }
 
 // deviceLinks is where the RDMA devices of a PCI function were found: their
@@ -372,43 +396,40 @@ func deviceLinks(s *host.Snapshot, a host.PCIAddress) string {
 	return cmp.Or(strings.Join(out, " "), "/sys/class/infiniband")
 }
 
-func rdmaPresent(r rule, s *host.Snapshot, o Options) []check.Finding {
+func rdmaPresent(rep *check.Reporter, s *host.Snapshot, o Options) {
 	if len(s.RDMADevices) > 0 {
-		return []check.Finding{r.finding(s, check.Pass, "host", "%d RDMA devices", len(s.RDMADevices))}
+		rep.Pass("host", "%d RDMA devices", len(s.RDMADevices))
+		return
 	}
 	if slices.ContainsFunc(s.PCIDevices, func(d host.PCIDevice) bool { return s.RDMACapable(&d) }) {
-		return nil // rdma.driver names each function without its device
+		return // rdma.driver names each function without its device
 	}
 	e := []check.Evidence{ev("rdma devices", "none", "/sys/class/infiniband"), ev("RDMA-capable PCI functions", "none", "/sys/bus/pci/devices")}
-	var f check.Finding
+	var f *check.Finding
 	switch {
 	case o.expectsRDMA():
-		f = r.finding(s, check.Fail, "host", "no RDMA device at all, but RDMA is expected here (--expect-rate, --expect-link-layer, --expect-ports or --nhc)")
-		f.Fix = append([]string{"check the NIC is seated and seen (lspci -d 15b3:)"}, r.Fixes...)
+		f = rep.Fail("host", "no RDMA device at all, but RDMA is expected here (--expect-rate, --expect-link-layer, --expect-ports or --nhc)")
+		f.Fix = append([]string{"check the NIC is seated and seen (lspci -d 15b3:)"}, rep.Entry().Fixes...)
 	case len(s.PCIDevices) == 0:
-		f = r.finding(s, check.Unknown, "host", "no RDMA device, and no PCI devices were read to tell whether an RDMA NIC is there")
+		f = rep.Unknown("host", "no RDMA device, and no PCI devices were read to tell whether an RDMA NIC is there")
 	default:
 		// Without an expectation, a host without RDMA may be meant to be
 		// one (a login node): say it loudly, but it is not a failure.
-		f = r.finding(s, check.Warn, "host", "no RDMA device and no RDMA-capable NIC: nothing RDMA to check (pass --expect-rate or --expect-link-layer to require RDMA)")
-		f.Fix = slices.Clone(r.Fixes)
+		f = rep.Warn("host", "no RDMA device and no RDMA-capable NIC: nothing RDMA to check (pass --expect-rate or --expect-link-layer to require RDMA)")
 	}
 	f.Evidence = e
-	return []check.Finding{f}
 }
 
-func portState(r rule, s *host.Snapshot, o Options) []check.Finding {
-	var out []check.Finding
+func portState(rep *check.Reporter, s *host.Snapshot, o Options) {
 	listCut := false
 	for _, e := range s.Errors {
 		if e.Subject == "rdma" {
 			listCut = true
 			// The device list itself was cut short: ports of devices not
 			// listed are unknown, not fine.
-			f := r.finding(s, check.Unknown, "rdma devices", "the RDMA devices were not all read: %s", e.Error)
+			f := rep.Unknown("rdma devices", "the RDMA devices were not all read: %s", e.Error)
 			f.Evidence = []check.Evidence{ev("rdma devices", e.Error, cmp.Or(e.Path, s.Tool, s.Source))}
 			f.Fix = []string{"read the devices again (ibstat, or rdmalab doctor on the host) and judge the whole output; give --expect-ports DEV/PORT for the ports that must be up"}
-			out = append(out, f)
 		}
 	}
 	// noneUp: every port's state was read and none is up.
@@ -423,26 +444,25 @@ func portState(r rule, s *host.Snapshot, o Options) []check.Finding {
 		for _, e := range s.Errors {
 			if e.Subject == d.Name && len(d.Ports) == 0 {
 				// Listed, but its ports were not read (an output cut short).
-				f := r.finding(s, check.Unknown, d.Name, "no ports were read for this device: %s", e.Error)
+				f := rep.Unknown(d.Name, "no ports were read for this device: %s", e.Error)
 				f.Evidence = []check.Evidence{ev("ports", "none read", cmp.Or(e.Path, s.Tool, s.Source))}
 				f.Fix = []string{fmt.Sprintf("give the whole output for %s (ibstat %s), or --expect-ports %s/1 if it is meant to be up", d.Name, d.Name, d.Name)}
-				out = append(out, f)
 				break
 			}
 		}
 		for _, p := range d.Ports {
 			sub := portSubject(d.Name, p.Port)
 			e := []check.Evidence{ev("state", fmt.Sprintf("%d: %s", p.State.ID(), p.State.Sysfs()), readAt(s, p.Sources, "state")), ev("phys_state", fmt.Sprintf("%d: %s", p.PhysState.ID(), p.PhysState), readAt(s, p.Sources, "phys_state"))}
-			var f check.Finding
+			var f *check.Finding
 			switch {
 			case !p.State.Known():
-				f = r.finding(s, check.Unknown, sub, "port state could not be read")
+				f = rep.Unknown(sub, "port state could not be read")
 				f.Fix = []string{fmt.Sprintf("ibstat %s %d (or cat /sys/class/infiniband/%s/ports/%d/state), and judge that", d.Name, p.Port, d.Name, p.Port)}
 			case p.State == portstate.Active && (p.PhysState == portstate.LinkUp || !p.PhysState.Known()):
-				f = r.finding(s, check.Pass, sub, "Active, LinkUp")
+				f = rep.Pass(sub, "Active, LinkUp")
 			case p.State == portstate.Active:
 				// Active needs a physical link, whatever phys_state says.
-				f = r.finding(s, check.Pass, sub, "Active (phys_state reads %q, not LinkUp; Active needs a physical link, so the link is up)", p.PhysState)
+				f = rep.Pass(sub, "Active (phys_state reads %q, not LinkUp; Active needs a physical link, so the link is up)", p.PhysState)
 			case p.LinkLayer == "InfiniBand" && p.PhysState == portstate.LinkUp && (p.State == portstate.Init || p.State == portstate.Down):
 				smLID := 0
 				if p.SMLID != nil {
@@ -450,7 +470,7 @@ func portState(r rule, s *host.Snapshot, o Options) []check.Finding {
 				}
 				st := p.State.Sysfs() // "INIT" is said "Init", "DOWN" "Down"
 				msg, fix := NotActivated(st[:1]+strings.ToLower(st[1:]), isVF(s, d), smLID)
-				f = r.finding(s, check.Fail, sub, "%s", msg)
+				f = rep.Fail(sub, "%s", msg)
 				f.Fix = fix
 			default:
 				use, why := portInUse(s, d, p, o)
@@ -458,27 +478,25 @@ func portState(r rule, s *host.Snapshot, o Options) []check.Finding {
 				if use == useUnknown && noneUp && !listCut {
 					// Whatever this port is for, no port of the host is up:
 					// nothing here can carry RDMA traffic.
-					f = r.finding(s, check.Fail, sub, "port is %s and no RDMA port of this host is up: nothing here can carry RDMA traffic", stateText(p))
+					f = rep.Fail(sub, "port is %s and no RDMA port of this host is up: nothing here can carry RDMA traffic", stateText(p))
 					f.Fix = []string{"check the cable and the link partner (switch port enabled?)", fmt.Sprintf("ibstat %s %d", d.Name, p.Port)}
 					break
 				}
 				if use == useUnknown {
-					f = r.downByIntent(s, d, p, models, main)
+					f = downByIntent(rep, s, d, p, models, main)
 					e = append(e, f.Evidence...)
 					break
 				}
 				if use == unused {
-					f = r.finding(s, check.Pass, sub, "unused: %s / %s, and nothing says it should be up (%s)", p.State.Sysfs(), p.PhysState, why[0].Value)
+					f = rep.Pass(sub, "unused: %s / %s, and nothing says it should be up (%s)", p.State.Sysfs(), p.PhysState, why[0].Value)
 					break
 				}
-				f = r.finding(s, check.Fail, sub, "port is %s / %s but is meant to be in use (%s): it carries no traffic", p.State.Sysfs(), p.PhysState, why[0].Value)
+				f = rep.Fail(sub, "port is %s / %s but is meant to be in use (%s): it carries no traffic", p.State.Sysfs(), p.PhysState, why[0].Value)
 				f.Fix = []string{"check the cable and the link partner (switch port enabled?)", fmt.Sprintf("ibstat %s %d", d.Name, p.Port)}
 			}
 			f.Evidence = e
-			out = append(out, f)
 		}
 	}
-	return out
 }
 
 // modelCount is how many ports of one NIC model a host has, and how many
@@ -571,7 +589,7 @@ func sameCardUp(s *host.Snapshot, d host.RDMADevice, p host.RDMAPort) (string, b
 // Disabled was set down on purpose; every port of the host's main NIC model
 // down is a failure whatever the other NICs do; a main-model port Polling
 // beside up siblings wants a link it does not find.
-func (r rule) downByIntent(s *host.Snapshot, d host.RDMADevice, p host.RDMAPort, models map[string]*modelCount, main string) check.Finding {
+func downByIntent(rep *check.Reporter, s *host.Snapshot, d host.RDMADevice, p host.RDMAPort, models map[string]*modelCount, main string) *check.Finding {
 	sub := portSubject(d.Name, p.Port)
 	m := nicModel(s, d)
 	c := models[m]
@@ -586,7 +604,7 @@ func (r rule) downByIntent(s *host.Snapshot, d host.RDMADevice, p host.RDMAPort,
 				others += oc.up
 			}
 		}
-		f := r.finding(s, check.Fail, sub, "port is %s: all %d ports of this host's %s NICs are down (%d port(s) of other models are up): the host's main RDMA NICs carry no traffic", stateText(p), c.ports, m, others)
+		f := rep.Fail(sub, "port is %s: all %d ports of this host's %s NICs are down (%d port(s) of other models are up): the host's main RDMA NICs carry no traffic", stateText(p), c.ports, m, others)
 		f.Fix = cableFix
 		return f
 	}
@@ -598,34 +616,34 @@ func (r rule) downByIntent(s *host.Snapshot, d host.RDMADevice, p host.RDMAPort,
 		case portstate.Disabled:
 			why = "a spare port disabled on purpose"
 		}
-		return r.finding(s, check.Pass, sub, "unused: %s while %s on the same card is Active: most likely %s", stateText(p), sib, why)
+		return rep.Pass(sub, "unused: %s while %s on the same card is Active: most likely %s", stateText(p), sib, why)
 	}
 	upOf := func() string {
 		return fmt.Sprintf("%d of %d ports of this host's %s NICs are up", c.up, c.ports, m)
 	}
 	switch {
 	case p.PhysState == portstate.Disabled && isMain:
-		f := r.finding(s, check.Warn, sub, "port is %s while %s: most likely set down on purpose, but a rail NIC down leaves its GPU without RDMA", stateText(p), upOf())
+		f := rep.Warn(sub, "port is %s while %s: most likely set down on purpose, but a rail NIC down leaves its GPU without RDMA", stateText(p), upOf())
 		f.Fix = []string{ask}
 		return f
 	case p.PhysState == portstate.Disabled:
-		return r.finding(s, check.Pass, sub, "unused: %s, most likely disabled on purpose (a %s NIC, not this host's main RDMA NIC model%s)", stateText(p), m, mainText(main))
+		return rep.Pass(sub, "unused: %s, most likely disabled on purpose (a %s NIC, not this host's main RDMA NIC model%s)", stateText(p), m, mainText(main))
 	case p.PhysState.Known() && isMain:
-		f := r.finding(s, check.Fail, sub, "port is %s while %s: it is enabled and finds no link partner", stateText(p), upOf())
+		f := rep.Fail(sub, "port is %s while %s: it is enabled and finds no link partner", stateText(p), upOf())
 		f.Fix = cableFix
 		return f
 	case p.PhysState.Known():
-		f := r.finding(s, check.Warn, sub, "port is %s: enabled but without a link partner, on a %s NIC (not this host's main RDMA NIC model%s)", stateText(p), m, mainText(main))
+		f := rep.Warn(sub, "port is %s: enabled but without a link partner, on a %s NIC (not this host's main RDMA NIC model%s)", stateText(p), m, mainText(main))
 		f.Fix = append([]string{ask}, cableFix...)
 		return f
 	case isMain:
-		f := r.finding(s, check.Warn, sub, "port is %s while %s (the source shows no physical state, so whether it was set down on purpose is not known)", stateText(p), upOf())
+		f := rep.Warn(sub, "port is %s while %s (the source shows no physical state, so whether it was set down on purpose is not known)", stateText(p), upOf())
 		f.Fix = []string{ask}
 		return f
 	case main != "":
-		return r.finding(s, check.Pass, sub, "unused: %s on a %s NIC while this host's main RDMA NICs%s are up", stateText(p), m, mainText(main))
+		return rep.Pass(sub, "unused: %s on a %s NIC while this host's main RDMA NICs%s are up", stateText(p), m, mainText(main))
 	}
-	f := r.finding(s, check.Unknown, sub, "port is %s and nothing says whether it is meant to be in use (no counters, no --expect-ports, no main NIC model to compare with)", stateText(p))
+	f := rep.Unknown(sub, "port is %s and nothing says whether it is meant to be in use (no counters, no --expect-ports, no main NIC model to compare with)", stateText(p))
 	f.Fix = []string{ask}
 	return f
 }
@@ -727,8 +745,7 @@ func activePorts(s *host.Snapshot, fn func(d host.RDMADevice, p host.RDMAPort)) 
 	}
 }
 
-func portRateExpected(r rule, s *host.Snapshot, o Options) []check.Finding {
-	var out []check.Finding
+func portRateExpected(rep *check.Reporter, s *host.Snapshot, o Options) {
 	activePorts(s, func(d host.RDMADevice, p host.RDMAPort) {
 		layer, _ := linkrate.SysfsLayer(p.LinkLayer)
 		want, ok := o.rateExpectation(s, d, layer)
@@ -737,20 +754,17 @@ func portRateExpected(r rule, s *host.Snapshot, o Options) []check.Finding {
 		}
 		sub := portSubject(d.Name, p.Port)
 		e := []check.Evidence{ev("rate", p.Rate.Raw, readAt(s, p.Sources, "rate")), ev("expected", want.Rate.String(), want.Source)}
-		var f check.Finding
+		var f *check.Finding
 		switch {
 		case p.RateGbps == 0:
-			f = r.finding(s, check.Unknown, sub, "rate could not be read")
+			f = rep.Unknown(sub, "rate could not be read")
 		case p.RateGbps < want.Rate.Gbps:
-			f = r.finding(s, check.Fail, sub, "runs at %g Gb/s (%s), expected %s", p.RateGbps, p.Rate.Raw, want)
-			f.Fix = slices.Clone(r.Fixes)
+			f = rep.Fail(sub, "runs at %g Gb/s (%s), expected %s", p.RateGbps, p.Rate.Raw, want)
 		default:
-			f = r.finding(s, check.Pass, sub, "%g Gb/s as expected (%s)", p.RateGbps, want.Source)
+			f = rep.Pass(sub, "%g Gb/s as expected (%s)", p.RateGbps, want.Source)
 		}
 		f.Evidence = e
-		out = append(out, f)
 	})
-	return out
 }
 
 // nicMax is the fastest a port of this part can run on a link layer, and
@@ -774,8 +788,7 @@ func nicMax(d host.RDMADevice, pci *host.PCIDevice, layer linkrate.Layer, rateGb
 	return family, m.Name, "device id " + pci.Device + " (family best)", rateGbps >= family
 }
 
-func portRateNICMax(r rule, s *host.Snapshot, o Options) []check.Finding {
-	var out []check.Finding
+func portRateNICMax(rep *check.Reporter, s *host.Snapshot, o Options) {
 	models, main := hostModels(s, false)
 	// sameRate: every active port of a model runs at one rate.
 	rates := map[string]map[float64]bool{}
@@ -795,7 +808,7 @@ func portRateNICMax(r rule, s *host.Snapshot, o Options) []check.Finding {
 		max, part, source, known := nicMax(d, pci, layer, p.RateGbps)
 		sub := portSubject(d.Name, p.Port)
 		e := []check.Evidence{ev("rate", p.Rate.Raw, readAt(s, p.Sources, "rate")), ev("board_id", orUnread(d.BoardID), readAt(s, d.Sources, "board_id"))}
-		var f check.Finding
+		var f *check.Finding
 		switch {
 		case part == "":
 			// No model at all (another vendor, no PCI function in the
@@ -806,20 +819,17 @@ func portRateNICMax(r rule, s *host.Snapshot, o Options) []check.Finding {
 			// beside the host's main RDMA NICs: a network of its own
 			// (management, NVLink management on GB200/B300 boards at
 			// 100G), not a slow link.
-			f = r.finding(s, check.Pass, sub, "runs at %g Gb/s like every %s port of this host, below this %s's %g Gb/s: a network of its own beside the host's main %s NICs (management), not a slow link", p.RateGbps, nicModel(s, d), part, max, main)
+			f = rep.Pass(sub, "runs at %g Gb/s like every %s port of this host, below this %s's %g Gb/s: a network of its own beside the host's main %s NICs (management), not a slow link", p.RateGbps, nicModel(s, d), part, max, main)
 		case !known:
-			f = r.finding(s, check.Unknown, sub, "runs at %g Gb/s; the %s family reaches %g Gb/s, but some of its boards are slower and board_id %q is not in the board table", p.RateGbps, part, max, d.BoardID)
+			f = rep.Unknown(sub, "runs at %g Gb/s; the %s family reaches %g Gb/s, but some of its boards are slower and board_id %q is not in the board table", p.RateGbps, part, max, d.BoardID)
 		case p.RateGbps < max:
-			f = r.finding(s, check.Warn, sub, "runs at %g Gb/s; this %s can do %g Gb/s (slower switch or cable?)", p.RateGbps, part, max)
-			f.Fix = slices.Clone(r.Fixes)
+			f = rep.Warn(sub, "runs at %g Gb/s; this %s can do %g Gb/s (slower switch or cable?)", p.RateGbps, part, max)
 		default:
-			f = r.finding(s, check.Pass, sub, "%g Gb/s, the best a %s does", p.RateGbps, part)
+			f = rep.Pass(sub, "%g Gb/s, the best a %s does", p.RateGbps, part)
 		}
 		e = append(e, ev("part maximum", fmt.Sprintf("%g Gb/s", max), source))
 		f.Evidence = e
-		out = append(out, f)
 	})
-	return out
 }
 
 func orUnread(v string) string {
@@ -829,22 +839,23 @@ func orUnread(v string) string {
 	return v
 }
 
-func portLinkLayer(r rule, s *host.Snapshot, o Options) []check.Finding {
+func portLinkLayer(rep *check.Reporter, s *host.Snapshot, o Options) {
 	want := o.Expect.Layer
 	if want == "" {
-		return nil
+		return
 	}
-	var out []check.Finding
 	for _, d := range s.RDMADevices {
 		for _, p := range d.Ports {
 			sub := portSubject(d.Name, p.Port)
 			layer, ok := linkrate.SysfsLayer(p.LinkLayer)
-			f := r.finding(s, check.Pass, sub, "%s as expected", layer)
+			var f *check.Finding
 			switch {
+			case ok && layer == want:
+				f = rep.Pass(sub, "%s as expected", layer)
 			case !ok:
-				f = r.finding(s, check.Unknown, sub, "link layer could not be read")
-			case layer != want:
-				f = r.finding(s, check.Fail, sub, "link layer is %s (%s), expected %s", layer, p.LinkLayer, want)
+				f = rep.Unknown(sub, "link layer could not be read")
+			default:
+				f = rep.Fail(sub, "link layer is %s (%s), expected %s", layer, p.LinkLayer, want)
 				m, known := partModel(s, d)
 				switch {
 				case known && want == linkrate.InfiniBand && m.MaxSpeed == "":
@@ -867,10 +878,8 @@ func portLinkLayer(r rule, s *host.Snapshot, o Options) []check.Finding {
 				}
 			}
 			f.Evidence = []check.Evidence{ev("link_layer", p.LinkLayer, readAt(s, p.Sources, "link_layer")), ev("expected", string(want), cmp.Or(o.Expect.Source, "--expect-link-layer"))}
-			out = append(out, f)
 		}
 	}
-	return out
 }
 
 // partModel is a device's part from the model table: by its PCI ids, else
@@ -907,8 +916,7 @@ func cardPort(s *host.Snapshot, d host.RDMADevice, p host.RDMAPort) int {
 	return n
 }
 
-func pcieDegraded(r rule, s *host.Snapshot, o Options) []check.Finding {
-	var out []check.Finding
+func pcieDegraded(rep *check.Reporter, s *host.Snapshot, o Options) {
 	var addrs []host.PCIAddress
 	for _, d := range s.RDMADevices {
 		if d.PCIAddress.IsValid() && !slices.Contains(addrs, d.PCIAddress) {
@@ -930,26 +938,23 @@ func pcieDegraded(r rule, s *host.Snapshot, o Options) []check.Finding {
 			ev("current", linkValue(d.CurrentLinkSpeedGTps, d.CurrentLinkWidth), readAtAll(s, d.Sources, "current_link_speed", "current_link_width")),
 			ev("capable", linkValue(gt, w)+" (device and slot)", readAtAll(s, d.Sources, "max_link_speed", "max_link_width")+" and its upstream port"),
 		}
-		var f check.Finding
+		var f *check.Finding
 		switch {
 		case d.CurrentLinkWidth == 0 || w == 0 || d.CurrentLinkSpeedGTps == 0 || gt == 0:
-			f = r.finding(s, check.Unknown, sub, "PCIe link not readable")
+			f = rep.Unknown(sub, "PCIe link not readable")
 		case d.CurrentLinkWidth < w:
-			f = r.finding(s, check.Fail, sub, "PCIe link trained at x%d, the device and slot can do x%d", d.CurrentLinkWidth, w)
-			f.Fix = slices.Clone(r.Fixes)
+			f = rep.Fail(sub, "PCIe link trained at x%d, the device and slot can do x%d", d.CurrentLinkWidth, w)
 		case d.CurrentLinkSpeedGTps < gt && isGPU:
 			// GPUs drop their link speed when idle; judge them under load.
-			f = r.finding(s, check.Warn, sub, "GPU link at Gen%d, capable of Gen%d (normal at idle; check under load)", linkrate.PCIeGen(d.CurrentLinkSpeedGTps), linkrate.PCIeGen(gt))
+			f = rep.Warn(sub, "GPU link at Gen%d, capable of Gen%d (normal at idle; check under load)", linkrate.PCIeGen(d.CurrentLinkSpeedGTps), linkrate.PCIeGen(gt))
+			f.Fix = []string{fmt.Sprintf("lspci -vv -s %s | grep LnkSta   # while a job runs: Gen%d is right under load", sub, linkrate.PCIeGen(gt))}
 		case d.CurrentLinkSpeedGTps < gt:
-			f = r.finding(s, check.Fail, sub, "PCIe link at Gen%d, the device and slot can do Gen%d", linkrate.PCIeGen(d.CurrentLinkSpeedGTps), linkrate.PCIeGen(gt))
-			f.Fix = slices.Clone(r.Fixes)
+			f = rep.Fail(sub, "PCIe link at Gen%d, the device and slot can do Gen%d", linkrate.PCIeGen(d.CurrentLinkSpeedGTps), linkrate.PCIeGen(gt))
 		default:
-			f = r.finding(s, check.Pass, sub, "Gen%d x%d, full width and speed", linkrate.PCIeGen(d.CurrentLinkSpeedGTps), d.CurrentLinkWidth)
+			f = rep.Pass(sub, "Gen%d x%d, full width and speed", linkrate.PCIeGen(d.CurrentLinkSpeedGTps), d.CurrentLinkWidth)
 		}
 		f.Evidence = e
-		out = append(out, f)
 	}
-	return out
 }
 
 // linkValue prints a PCIe link as read; a value not read is "unknown".
@@ -968,19 +973,18 @@ func linkValue(gtps float64, width int) string {
 }
 
 // roceMTU: RoCE MTU = largest IB MTU <= netdev MTU - 96 (iboe_get_mtu).
-func roceMTU(r rule, s *host.Snapshot, o Options) []check.Finding {
-	var out []check.Finding
+func roceMTU(rep *check.Reporter, s *host.Snapshot, o Options) {
 	roceNetdevs(s, func(name, sub string, n *host.NetDev) {
 		rdmaMTU := linkrate.RoCEMTU(n.MTUBytes)
-		f := r.finding(s, check.Pass, sub, "netdev MTU %d gives RDMA MTU %d", n.MTUBytes, rdmaMTU)
-		if rdmaMTU < 4096 {
-			f = r.finding(s, check.Warn, sub, "netdev MTU %d limits RDMA MTU to %d (4096 needs ≥ 4192)", n.MTUBytes, rdmaMTU)
-			f.Fix = []string{fmt.Sprintf("nmcli con modify <connection of %s> 802-3-ethernet.mtu 4200 && nmcli con up <connection>", name), "ip link set " + name + " mtu 4200   # not persistent", "set the same MTU on the peer and every switch port"}
+		var f *check.Finding
+		if rdmaMTU >= 4096 {
+			f = rep.Pass(sub, "netdev MTU %d gives RDMA MTU %d", n.MTUBytes, rdmaMTU)
+		} else {
+			f = rep.Warn(sub, "netdev MTU %d limits RDMA MTU to %d (4096 needs ≥ 4192)", n.MTUBytes, rdmaMTU)
+			f.Fix = []string{fmt.Sprintf("c=$(nmcli -g GENERAL.CONNECTION device show %s); nmcli con modify \"$c\" 802-3-ethernet.mtu 4200 && nmcli con up \"$c\"", name), "ip link set " + name + " mtu 4200   # not persistent", "set the same MTU on the peer and every switch port"}
 		}
 		f.Evidence = []check.Evidence{ev("mtu", strconv.Itoa(n.MTUBytes), readAt(s, n.Sources, "mtu"))}
-		out = append(out, f)
 	})
-	return out
 }
 
 // roceNetdevs calls fn for every netdev of every active RoCE port.
@@ -997,8 +1001,7 @@ func roceNetdevs(s *host.Snapshot, fn func(name, subject string, n *host.NetDev)
 	})
 }
 
-func roceGID(r rule, s *host.Snapshot, o Options) []check.Finding {
-	var out []check.Finding
+func roceGID(rep *check.Reporter, s *host.Snapshot, o Options) {
 	// routable counts the RoCE ports that have a RoCE v2 IPv4 GID: one
 	// port without one beside others that have it is a port left out of
 	// the addressing (a warning), not a host without routed RoCE.
@@ -1012,12 +1015,11 @@ func roceGID(r rule, s *host.Snapshot, o Options) []check.Finding {
 			routable++
 		}
 	})
-	minor := func(f check.Finding) check.Finding {
+	minor := func(f *check.Finding) {
 		if routable > 0 && f.Outcome == check.Fail {
 			f.Outcome = check.Warn
 			f.Message += fmt.Sprintf("; %d of the host's %d RoCE ports have one, so this one is left out of the routed fabric", routable, roce)
 		}
-		return f
 	}
 	roceGIDPorts(s, func(d host.RDMADevice, p host.RDMAPort) {
 		if p.LinkLayer != "Ethernet" {
@@ -1031,99 +1033,94 @@ func roceGID(r rule, s *host.Snapshot, o Options) []check.Finding {
 				break
 			}
 		}
-		var f check.Finding
+		var f *check.Finding
 		switch {
 		case v2 != nil:
-			f = r.finding(s, check.Pass, sub, "RoCE v2 GID index %d for %s: use -x %d / NCCL_IB_GID_INDEX=%d", v2.Index, v2.IPv4, v2.Index, v2.Index)
+			f = rep.Pass(sub, "RoCE v2 GID index %d for %s: use -x %d / NCCL_IB_GID_INDEX=%d", v2.Index, v2.IPv4, v2.Index, v2.Index)
 			f.Evidence = []check.Evidence{ev("gid", fmt.Sprintf("%d %s %s %s", v2.Index, v2.GID, v2.Type, v2.NetDev), readAt(s, p.Sources, fmt.Sprintf("gids/%d", v2.Index)))}
 		case p.GIDTableMissing:
-			f = r.finding(s, check.Unknown, sub, "the GID table (gids/) is not in the source: cannot tell which GIDs the port has")
+			f = rep.Unknown(sub, "the GID table (gids/) is not in the source: cannot tell which GIDs the port has")
 		case len(p.GIDs) == 0:
-			f = r.finding(s, check.Fail, sub, "no GIDs at all: the port has no usable address")
-			f.Fix = gidFixes(r, d, p)
+			f = rep.Fail(sub, "no GIDs at all: the port has no usable address")
+			f.Fix = gidFixes(rep.Entry(), d, p)
 		default:
-			f = r.finding(s, check.Fail, sub, "no RoCE v2 GID with an IPv4 address (%d GIDs, none usable for routed RoCE v2)", len(p.GIDs))
-			f.Fix = gidFixes(r, d, p)
+			f = rep.Fail(sub, "no RoCE v2 GID with an IPv4 address (%d GIDs, none usable for routed RoCE v2)", len(p.GIDs))
+			f.Fix = gidFixes(rep.Entry(), d, p)
 		}
-		out = append(out, minor(f))
+		minor(f)
 	})
-	return out
 }
 
 // gidFixes are roce.gid.v2's fixes for one port: its device, port number
 // and netdev filled in.
-func gidFixes(r rule, d host.RDMADevice, p host.RDMAPort) []string {
+func gidFixes(e check.Entry, d host.RDMADevice, p host.RDMAPort) []string {
 	nd := cmp.Or(strings.Join(p.NetDevs, " "), "the netdev of "+portSubject(d.Name, p.Port))
-	return fixesWith(fixesWith(fixesWith(r.Fixes, "<netdev>", nd), "<dev>", d.Name), "<port>", strconv.Itoa(p.Port))
+	return fixesWith(fixesWith(fixesWith(e.Fixes, "<netdev>", nd), "<dev>", d.Name), "<port>", strconv.Itoa(p.Port))
 }
 
-func ibSM(r rule, s *host.Snapshot, o Options) []check.Finding {
-	var out []check.Finding
+func ibSM(rep *check.Reporter, s *host.Snapshot, o Options) {
 	activePorts(s, func(d host.RDMADevice, p host.RDMAPort) {
 		if p.LinkLayer != "InfiniBand" {
 			return
 		}
 		sub := portSubject(d.Name, p.Port)
-		var f check.Finding
+		var f *check.Finding
 		switch {
 		case p.SMLID == nil || p.LID == nil:
-			f = r.finding(s, check.Unknown, sub, "lid/sm_lid not in the capture")
+			f = rep.Unknown(sub, "lid/sm_lid not in the capture")
 		case *p.SMLID == 0:
-			f = r.finding(s, check.Fail, sub, "no subnet manager: sm_lid is 0")
+			f = rep.Fail(sub, "no subnet manager: sm_lid is 0")
 			f.Fix = []string{"systemctl enable --now opensm   # on exactly one node", "sminfo"}
 		case *p.LID == 0 || *p.LID >= 0xc000:
-			f = r.finding(s, check.Fail, sub, "port has no valid LID (0x%x)", *p.LID)
+			f = rep.Fail(sub, "port has no valid LID (0x%x)", *p.LID)
 			f.Fix = []string{"check the SM log (/var/log/opensm.log) for this port GUID"}
 		default:
-			f = r.finding(s, check.Pass, sub, "LID %d, SM at LID %d", *p.LID, *p.SMLID)
+			f = rep.Pass(sub, "LID %d, SM at LID %d", *p.LID, *p.SMLID)
 		}
 		if p.LID != nil && p.SMLID != nil {
 			f.Evidence = []check.Evidence{ev("lid", strconv.Itoa(*p.LID), readAt(s, p.Sources, "lid")), ev("sm_lid", strconv.Itoa(*p.SMLID), readAt(s, p.Sources, "sm_lid"))}
 		}
-		out = append(out, f)
 	})
-	return out
 }
 
-func ipoibMode(r rule, s *host.Snapshot, o Options) []check.Finding {
-	var out []check.Finding
+func ipoibMode(rep *check.Reporter, s *host.Snapshot, o Options) {
 	want := o.ExpectIPoIB
+	judged := 0
 	fix := func(name string) []string {
-		return fixesWith(r.Fixes, "<ib conn>", "<connection of "+name+">")
+		return fixesWith(rep.Entry().Fixes, "<ib conn>", "\"$(nmcli -g GENERAL.CONNECTION device show "+name+")\"")
 	}
 	for _, n := range s.NetDevs {
 		if n.Type != 32 || n.IPoIBMode == "" {
 			continue
 		}
-		f := r.finding(s, check.Pass, n.Name, "%s mode, MTU %d", n.IPoIBMode, n.MTUBytes)
+		judged++
+		var f *check.Finding
 		switch {
 		case want != "" && n.IPoIBMode != want:
-			f = r.finding(s, check.Fail, n.Name, "%s mode, but --expect-ipoib %s: seed 002's objective is connected mode with MTU 65520", n.IPoIBMode, want)
+			f = rep.Fail(n.Name, "%s mode, but --expect-ipoib %s: seed 002's objective is connected mode with MTU 65520", n.IPoIBMode, want)
 			f.Fix = fix(n.Name)
 		case n.IPoIBMode == "connected" && n.MTUBytes < 65520:
 			outcome := check.Warn
 			if want == "connected" {
 				outcome = check.Fail
 			}
-			f = r.finding(s, outcome, n.Name, "connected mode with MTU %d: the point of connected mode is MTU 65520", n.MTUBytes)
+			f = rep.Report(outcome, n.Name, "connected mode with MTU %d: the point of connected mode is MTU 65520", n.MTUBytes)
 			f.Fix = fix(n.Name)
+		default:
+			f = rep.Pass(n.Name, "%s mode, MTU %d", n.IPoIBMode, n.MTUBytes)
 		}
 		f.Evidence = []check.Evidence{ev("mode", n.IPoIBMode, readAt(s, n.Sources, "mode")), ev("mtu", strconv.Itoa(n.MTUBytes), readAt(s, n.Sources, "mtu"))}
 		if want != "" {
 			f.Evidence = append(f.Evidence, ev("expected mode", want, "--expect-ipoib"))
 		}
-		out = append(out, f)
 	}
-	if want != "" && len(out) == 0 {
-		f := r.finding(s, check.Fail, "IPoIB", "--expect-ipoib %s, but the host has no IPoIB interface (is ib_ipoib loaded?)", want)
+	if want != "" && judged == 0 {
+		f := rep.Fail("IPoIB", "--expect-ipoib %s, but the host has no IPoIB interface (is ib_ipoib loaded?)", want)
 		f.Fix = []string{"modprobe ib_ipoib", "nmcli con add type infiniband ifname ib0 infiniband.transport-mode " + want}
-		out = append(out, f)
 	}
-	return out
 }
 
-func portErrors(r rule, s *host.Snapshot, o Options) []check.Finding {
-	var out []check.Finding
+func portErrors(rep *check.Reporter, s *host.Snapshot, o Options) {
 	for _, d := range s.RDMADevices {
 		for _, p := range d.Ports {
 			sub := portSubject(d.Name, p.Port)
@@ -1151,34 +1148,32 @@ func portErrors(r rule, s *host.Snapshot, o Options) []check.Finding {
 					bad = append(bad, ev(c.Sysfs, strconv.FormatUint(v, 10), src))
 				}
 			}
-			var f check.Finding
+			var f *check.Finding
 			switch {
 			case len(bad) > 0:
 				var names []string
 				for _, b := range bad {
 					names = append(names, b.What+"="+b.Value)
 				}
-				f = r.finding(s, check.Warn, sub, "non-zero error counters since boot: %s", strings.Join(names, ", "))
+				f = rep.Warn(sub, "non-zero error counters since boot: %s", strings.Join(names, ", "))
 				f.Evidence = append(bad, unreadable...)
-				f.Fix = append([]string{"take a second snapshot later and compare: rising counters mean a live problem"}, r.Fixes...)
+				f.Fix = append([]string{"take a second snapshot later and compare: rising counters mean a live problem"}, rep.Entry().Fixes...)
 			case len(unreadable) > 0 && read == 0:
-				f = r.finding(s, check.Unknown, sub, "none of the %d error counters could be read (%s)", len(unreadable), evidenceNames(unreadable))
+				f = rep.Unknown(sub, "none of the %d error counters could be read (%s)", len(unreadable), evidenceNames(unreadable))
 				f.Evidence = unreadable
 			case len(unreadable) > 0:
 				// A counter that cannot be read may be the one that counts:
 				// never call the port clean on the others alone.
-				f = r.finding(s, check.Unknown, sub, "%d error counters could not be read (%s); the %d that could are zero", len(unreadable), evidenceNames(unreadable), read)
+				f = rep.Unknown(sub, "%d error counters could not be read (%s); the %d that could are zero", len(unreadable), evidenceNames(unreadable), read)
 				f.Evidence = unreadable
 			case read == 0:
-				f = r.finding(s, check.Unknown, sub, "no error counters readable")
+				f = rep.Unknown(sub, "no error counters readable")
 				f.Evidence = []check.Evidence{ev("counters", "none", readAt(s, p.Sources, "counters"))}
 			default:
-				f = r.finding(s, check.Pass, sub, "all %d error counters read are zero", read)
+				f = rep.Pass(sub, "all %d error counters read are zero", read)
 			}
-			out = append(out, f)
 		}
 	}
-	return out
 }
 
 // errorCounters are the counters whose non-zero value means trouble, from
@@ -1195,12 +1190,13 @@ func evidenceNames(es []check.Evidence) string {
 	return strings.Join(firstN(n, 4), ", ")
 }
 
-func rdmaModules(r rule, s *host.Snapshot, o Options) []check.Finding {
+func rdmaModules(rep *check.Reporter, s *host.Snapshot, o Options) {
 	if len(s.RDMADevices) == 0 {
-		return nil
+		return
 	}
 	if len(s.Kernel.Modules) == 0 {
-		return []check.Finding{r.finding(s, check.Unknown, "kernel", "/proc/modules not read")}
+		rep.Unknown("kernel", "/proc/modules not read")
+		return
 	}
 	ib := false
 	for _, d := range s.RDMADevices {
@@ -1222,40 +1218,42 @@ func rdmaModules(r rule, s *host.Snapshot, o Options) []check.Finding {
 		}
 	}
 	if len(missing) == 0 {
-		return []check.Finding{r.finding(s, check.Pass, "kernel", "%s loaded", strings.Join(need, ", "))}
+		rep.Pass("kernel", "%s loaded", strings.Join(need, ", "))
+		return
 	}
-	f := r.finding(s, check.Fail, "kernel", "RDMA devices present but %s not loaded", strings.Join(missing, ", "))
+	f := rep.Fail("kernel", "RDMA devices present but %s not loaded", strings.Join(missing, ", "))
 	f.Evidence = []check.Evidence{ev("missing", strings.Join(missing, " "), "/proc/modules")}
 	f.Fix = []string{"modprobe " + strings.Join(missing, " "), fmt.Sprintf("printf '%%s\\n' %s > /etc/modules-load.d/rdma.conf", strings.Join(missing, " "))}
-	return []check.Finding{f}
 }
 
 func hasNVIDIAGPU(s *host.Snapshot) bool {
 	return slices.ContainsFunc(s.GPUs, func(g host.GPU) bool { return g.Vendor == host.VendorNVIDIA && g.Driver == "nvidia" })
 }
 
-func peermem(r rule, s *host.Snapshot, o Options) []check.Finding {
+func peermem(rep *check.Reporter, s *host.Snapshot, o Options) {
 	if !hasNVIDIAGPU(s) || len(s.RDMADevices) == 0 {
-		return nil
+		return
 	}
 	gd := s.Kernel.GPUDirect
 	switch {
 	case gd.PeerMem != "":
-		return []check.Finding{r.finding(s, check.Pass, "kernel", "%s loaded", gd.PeerMem)}
+		rep.Pass("kernel", "%s loaded", gd.PeerMem)
+		return
 	case gd.OpenKernelModule:
-		return []check.Finding{r.finding(s, check.Pass, "kernel", "no peermem, but the open kernel module allows DMA-BUF (kernel ≥ 5.12, CUDA ≥ 11.7)")}
+		rep.Pass("kernel", "no peermem, but the open kernel module allows DMA-BUF (kernel ≥ 5.12, CUDA ≥ 11.7)")
+		return
 	case len(s.Kernel.Modules) == 0:
-		return []check.Finding{r.finding(s, check.Unknown, "kernel", "/proc/modules not read")}
+		rep.Unknown("kernel", "/proc/modules not read")
+		return
 	}
-	f := r.finding(s, check.Fail, "kernel", "NVIDIA GPUs and RDMA NICs, but nvidia-peermem is not loaded: GPUDirect RDMA will stage through host memory")
+	f := rep.Fail("kernel", "NVIDIA GPUs and RDMA NICs, but nvidia-peermem is not loaded: GPUDirect RDMA will stage through host memory")
 	f.Evidence = []check.Evidence{ev("nvidia_peermem", "not in /proc/modules", "/proc/modules")}
 	f.Fix = []string{"modprobe nvidia-peermem", "echo nvidia-peermem > /etc/modules-load.d/nvidia-peermem.conf", "if it fails to load: install MLNX_OFED/DOCA first, then the NVIDIA driver"}
-	return []check.Finding{f}
 }
 
-func memlock(r rule, s *host.Snapshot, o Options) []check.Finding {
+func memlock(rep *check.Reporter, s *host.Snapshot, o Options) {
 	if len(s.RDMADevices) == 0 {
-		return nil
+		return
 	}
 	ml := s.Kernel.Memlock
 	soft, hard := "", ""
@@ -1277,60 +1275,60 @@ func memlock(r rule, s *host.Snapshot, o Options) []check.Finding {
 	sub := "limits"
 	switch {
 	case soft == "unlimited" && hard == "unlimited":
-		f := r.finding(s, check.Pass, sub, "memlock unlimited for all users")
+		f := rep.Pass(sub, "memlock unlimited for all users")
 		f.Evidence = e
-		return []check.Finding{f}
+		return
 	case ml.ProcessSoftBytes != nil && *ml.ProcessSoftBytes == -1 && len(ml.Rules) == 0:
-		f := r.finding(s, check.Pass, sub, "this process runs with memlock unlimited")
-		return []check.Finding{f}
+		rep.Pass(sub, "this process runs with memlock unlimited")
+		return
 	case len(ml.Rules) == 0 && len(ml.FilesRead) > 0 && (ml.ProcessSoftBytes == nil || *ml.ProcessSoftBytes >= 0):
 		// Read, and silent: the default limit applies to every login.
-		f := r.finding(s, check.Fail, sub, "no memlock rule in %s: logins get the default locked-memory limit (8 MiB on kernels ≥ 5.16, 64 KiB before), so RDMA registration of large buffers fails", strings.Join(ml.FilesRead, ", "))
+		f := rep.Fail(sub, "no memlock rule in %s: logins get the default locked-memory limit (8 MiB on kernels ≥ 5.16, 64 KiB before), so RDMA registration of large buffers fails", strings.Join(ml.FilesRead, ", "))
 		f.Evidence = []check.Evidence{ev("memlock rules", "none", strings.Join(ml.FilesRead, ", "))}
 		if ml.ProcessSoftBytes != nil {
 			f.Evidence = append(f.Evidence, ev("process soft limit", strconv.FormatInt(*ml.ProcessSoftBytes, 10)+" bytes", "/proc/self/limits"))
 		}
 		f.Fix = []string{"printf '* soft memlock unlimited\\n* hard memlock unlimited\\n' > /etc/security/limits.d/99-rdma.conf", "systemd services: LimitMEMLOCK=infinity", "log in again"}
-		return []check.Finding{f}
+		return
 	case len(ml.Rules) == 0 && ml.ProcessSoftBytes == nil:
-		return []check.Finding{r.finding(s, check.Unknown, sub, "no limits files and no process limits in the snapshot")}
+		rep.Unknown(sub, "no limits files and no process limits in the snapshot")
+		return
 	}
 	msg := "memlock is not unlimited"
 	if ml.ProcessSoftBytes != nil && *ml.ProcessSoftBytes >= 0 {
 		msg += fmt.Sprintf(" (this process: %d KiB)", *ml.ProcessSoftBytes>>10)
 		e = append(e, ev("process soft limit", strconv.FormatInt(*ml.ProcessSoftBytes, 10)+" bytes", "/proc/self/limits"))
 	}
-	f := r.finding(s, check.Fail, sub, "%s: RDMA memory registration will fail for large buffers", msg)
+	f := rep.Fail(sub, "%s: RDMA memory registration will fail for large buffers", msg)
 	f.Evidence = e
 	f.Fix = []string{"printf '* soft memlock unlimited\\n* hard memlock unlimited\\n' > /etc/security/limits.d/99-rdma.conf", "systemd services: LimitMEMLOCK=infinity", "log in again"}
-	return []check.Finding{f}
 }
 
-func iommuPT(r rule, s *host.Snapshot, o Options) []check.Finding {
+func iommuPT(rep *check.Reporter, s *host.Snapshot, o Options) {
 	if len(s.RDMADevices) == 0 || len(s.Kernel.Params) == 0 {
-		return nil
+		return
 	}
 	io := s.Kernel.IOMMU
-	f := r.finding(s, check.Pass, "kernel", "IOMMU off: DMA is untranslated")
+	var f *check.Finding
 	switch {
-	case io.Present && io.Passthrough:
-		f = r.finding(s, check.Pass, "kernel", "IOMMU on with iommu=pt")
-	case io.Present:
-		f = r.finding(s, check.Warn, "kernel", "IOMMU translates DMA for host devices (no iommu=pt): GPU↔NIC peer traffic pays for it")
-		f.Fix = slices.Clone(r.Fixes)
+	case !io.Present:
+		f = rep.Pass("kernel", "IOMMU off: DMA is untranslated")
+	case io.Passthrough:
+		f = rep.Pass("kernel", "IOMMU on with iommu=pt")
+	default:
+		f = rep.Warn("kernel", "IOMMU translates DMA for host devices (no iommu=pt): GPU↔NIC peer traffic pays for it")
 	}
 	f.Evidence = []check.Evidence{ev("iommu groups", strconv.Itoa(io.Groups), "/sys/kernel/iommu_groups"), ev("cmdline", s.Kernel.Cmdline, "/proc/cmdline")}
-	return []check.Finding{f}
 }
 
-func hugepages(r rule, s *host.Snapshot, o Options) []check.Finding {
+func hugepages(rep *check.Reporter, s *host.Snapshot, o Options) {
 	want, ok := s.Kernel.Param("hugepages")
 	if !ok {
-		return nil
+		return
 	}
 	n, err := strconv.ParseInt(want, 10, 64)
 	if err != nil {
-		return nil // the per-node "0:32,1:32" form is checked by plan
+		return // the per-node "0:32,1:32" form is checked by plan
 	}
 	size := s.Kernel.DefaultHugePageBytes
 	if v, ok := s.Kernel.Param("hugepagesz"); ok {
@@ -1343,15 +1341,19 @@ func hugepages(r rule, s *host.Snapshot, o Options) []check.Finding {
 			continue
 		}
 		e := []check.Evidence{ev("asked", want, "/proc/cmdline"), ev("nr_hugepages", strconv.FormatInt(p.Total, 10), fmt.Sprintf("/sys/kernel/mm/hugepages/hugepages-%dkB/nr_hugepages", size>>10)), ev("free", strconv.FormatInt(p.Free, 10), "")}
-		f := r.finding(s, check.Pass, "kernel", "%d × %s pages allocated as asked, %d free", p.Total, sizeText(size), p.Free)
+		var f *check.Finding
 		if p.Total < n {
-			f = r.finding(s, check.Fail, "kernel", "asked for %d × %s pages at boot, got %d", n, sizeText(size), p.Total)
-			f.Fix = slices.Clone(r.Fixes)
+			f = rep.Fail("kernel", "asked for %d × %s pages at boot, got %d", n, sizeText(size), p.Total)
+			f.Fix = []string{fmt.Sprintf("grep -E 'MemTotal|HugePages_Total' /sys/devices/system/node/node*/meminfo   # hugepages=%d × %s is spread over the nodes: each needs room for its share", n, sizeText(size)),
+				fmt.Sprintf("lower hugepages=%d on the kernel line to what fits, or at runtime before memory fragments: echo %d > /sys/kernel/mm/hugepages/hugepages-%dkB/nr_hugepages", n, n, size>>10)}
+		} else {
+			f = rep.Pass("kernel", "%d × %s pages allocated as asked, %d free", p.Total, sizeText(size), p.Free)
 		}
 		f.Evidence = e
-		return []check.Finding{f}
+		return
 	}
-	return []check.Finding{r.finding(s, check.Fail, "kernel", "asked for %s hugepages of %s, but no such pool exists", want, sizeText(size))}
+	f := rep.Fail("kernel", "asked for %s hugepages of %s, but no such pool exists", want, sizeText(size))
+	f.Fix = []string{fmt.Sprintf("ls /sys/kernel/mm/hugepages   # the page sizes this CPU supports; give hugepagesz= one of them before hugepages=%s", want)}
 }
 
 func sizeText(b int64) string {
@@ -1364,14 +1366,13 @@ func sizeText(b int64) string {
 	return fmt.Sprintf("%dK", b>>10)
 }
 
-func isolationSMT(r rule, s *host.Snapshot, o Options) []check.Finding {
+func isolationSMT(rep *check.Reporter, s *host.Snapshot, o Options) {
 	iso := s.Kernel.Isolation
 	isolcpus, _ := s.Kernel.Param("isolcpus")
 	if iso.Isolated == "" && iso.NohzFull == "" && isolcpus == "" {
-		return nil
+		return
 	}
 	sets := map[string]string{"isolated": iso.Isolated, "nohz_full": iso.NohzFull, "rcu_nocbs": iso.RCUNoCBs}
-	var out []check.Finding
 	var e []check.Evidence
 	var differ []string
 	base, _ := cpuset.Parse(iso.Isolated)
@@ -1394,21 +1395,15 @@ func isolationSMT(r rule, s *host.Snapshot, o Options) []check.Finding {
 	}
 	switch {
 	case len(split) > 0:
-		f := r.finding(s, check.Fail, "cpus", "isolation splits SMT siblings: %s", strings.Join(firstN(split, 4), ", "))
+		f := rep.Fail("cpus", "isolation splits SMT siblings: %s", strings.Join(firstN(split, 4), ", "))
 		f.Evidence = e
-		f.Fix = slices.Clone(r.Fixes)
-		out = append(out, f)
 	case len(differ) > 0:
-		f := r.finding(s, check.Warn, "cpus", "%s differ from isolated CPUs %s", strings.Join(differ, ", "), iso.Isolated)
+		f := rep.Warn("cpus", "%s differ from isolated CPUs %s", strings.Join(differ, ", "), iso.Isolated)
 		f.Evidence = e
-		f.Fix = slices.Clone(r.Fixes)
-		out = append(out, f)
 	default:
-		f := r.finding(s, check.Pass, "cpus", "isolated %s covers whole cores; nohz_full and rcu_nocbs agree", iso.Isolated)
+		f := rep.Pass("cpus", "isolated %s covers whole cores; nohz_full and rcu_nocbs agree", iso.Isolated)
 		f.Evidence = e
-		out = append(out, f)
 	}
-	return out
 }
 
 func firstN(s []string, n int) []string {
@@ -1418,7 +1413,7 @@ func firstN(s []string, n int) []string {
 	return s
 }
 
-func governor(r rule, s *host.Snapshot, o Options) []check.Finding {
+func governor(rep *check.Reporter, s *host.Snapshot, o Options) {
 	count := map[string]int{}
 	for _, c := range s.CPUs {
 		if c.Governor != "" {
@@ -1426,7 +1421,7 @@ func governor(r rule, s *host.Snapshot, o Options) []check.Finding {
 		}
 	}
 	if len(count) == 0 {
-		return nil // no cpufreq (VMs, captures): nothing to judge
+		return // no cpufreq (VMs, captures): nothing to judge
 	}
 	var others []string
 	for g, n := range count {
@@ -1436,19 +1431,17 @@ func governor(r rule, s *host.Snapshot, o Options) []check.Finding {
 	}
 	slices.Sort(others)
 	if len(others) == 0 {
-		return []check.Finding{r.finding(s, check.Pass, "cpus", "performance on every CPU")}
+		rep.Pass("cpus", "performance on every CPU")
+		return
 	}
-	f := r.finding(s, check.Warn, "cpus", "governor is %s", strings.Join(others, ", "))
+	f := rep.Warn("cpus", "governor is %s", strings.Join(others, ", "))
 	f.Evidence = []check.Evidence{ev("scaling_governor", strings.Join(others, ", "), "/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor")}
-	f.Fix = slices.Clone(r.Fixes)
-	return []check.Finding{f}
 }
 
-func numaUnknown(r rule, s *host.Snapshot, o Options) []check.Finding {
+func numaUnknown(rep *check.Reporter, s *host.Snapshot, o Options) {
 	if len(s.NUMANodes) < 2 {
-		return nil
+		return
 	}
-	var out []check.Finding
 	seen := map[host.PCIAddress]bool{}
 	check1 := func(a host.PCIAddress, what string) {
 		d := s.PCI(a)
@@ -1458,18 +1451,16 @@ func numaUnknown(r rule, s *host.Snapshot, o Options) []check.Finding {
 		seen[a] = true
 		addr := a.String()
 		e := []check.Evidence{ev("numa_node", strconv.Itoa(d.NUMANode), readAt(s, d.Sources, "numa_node")), ev("local_cpulist", d.LocalCPUs, readAtAll(s, d.Sources, "local_cpulist", "local_cpus"))}
-		var f check.Finding
+		var f *check.Finding
 		switch d.LocalitySource {
 		case "unknown":
-			f = r.finding(s, check.Warn, addr, "%s has no known NUMA node", what)
-			f.Fix = slices.Clone(r.Fixes)
+			f = rep.Warn(addr, "%s has no known NUMA node", what)
 		case "local_cpulist":
-			f = r.finding(s, check.Pass, addr, "%s: numa_node is -1, local_cpulist places it on node %d", what, d.LocalityNUMANode)
+			f = rep.Pass(addr, "%s: numa_node is -1, local_cpulist places it on node %d", what, d.LocalityNUMANode)
 		default:
-			f = r.finding(s, check.Pass, addr, "%s on NUMA node %d", what, d.LocalityNUMANode)
+			f = rep.Pass(addr, "%s on NUMA node %d", what, d.LocalityNUMANode)
 		}
 		f.Evidence = e
-		out = append(out, f)
 	}
 	for _, d := range s.RDMADevices {
 		check1(d.PCIAddress, d.Name)
@@ -1477,27 +1468,26 @@ func numaUnknown(r rule, s *host.Snapshot, o Options) []check.Finding {
 	for _, g := range s.GPUs {
 		check1(g.Address, "GPU")
 	}
-	return out
 }
 
 // hgxGPUs is how many GPUs an HGX baseboard with N NVSwitch chips holds.
 var hgxGPUs = map[int]int{2: 8, 4: 8, 6: 8, 12: 16}
 
-func gpuBaseboard(r rule, s *host.Snapshot, o Options) []check.Finding {
+func gpuBaseboard(rep *check.Reporter, s *host.Snapshot, o Options) {
 	b := s.Baseboard
 	if b == nil {
-		return nil
+		return
 	}
 	want, ok := hgxGPUs[len(b.NVSwitches)]
 	if !ok {
-		return nil
+		return
 	}
 	e := []check.Evidence{ev("GPUs", fmt.Sprintf("%d: %s", len(b.GPUs), host.JoinPCI(b.GPUs, " ")), "PCI functions (vendor 10de, class 03xx)"),
 		ev("NVSwitches", fmt.Sprintf("%d: %s", len(b.NVSwitches), host.JoinPCI(b.NVSwitches, " ")), "PCI functions (vendor 10de, class 0680)")}
 	if len(b.GPUs) >= want {
-		f := r.finding(s, check.Pass, "baseboard", "all %d GPUs of the %d-NVSwitch baseboard are on the bus", len(b.GPUs), len(b.NVSwitches))
+		f := rep.Pass("baseboard", "all %d GPUs of the %d-NVSwitch baseboard are on the bus", len(b.GPUs), len(b.NVSwitches))
 		f.Evidence = e
-		return []check.Finding{f}
+		return
 	}
 	// Where it went missing: a PCIe switch that holds a rail NIC but,
 	// unlike the others, no GPU.
@@ -1525,17 +1515,14 @@ func gpuBaseboard(r rule, s *host.Snapshot, o Options) []check.Finding {
 	if len(empty) > 0 {
 		where = fmt.Sprintf("; the PCIe switch %s holds a rail NIC but no GPU, unlike the others: the missing GPU's slot", host.JoinPCI(empty, ", "))
 	}
-	f := r.finding(s, check.Fail, "baseboard", "%d of %d GPUs on the %d-NVSwitch HGX baseboard: %d GPU(s) missing from the bus%s", len(b.GPUs), want, len(b.NVSwitches), want-len(b.GPUs), where)
+	f := rep.Fail("baseboard", "%d of %d GPUs on the %d-NVSwitch HGX baseboard: %d GPU(s) missing from the bus%s", len(b.GPUs), want, len(b.NVSwitches), want-len(b.GPUs), where)
 	f.Evidence = e
-	f.Fix = slices.Clone(r.Fixes)
-	return []check.Finding{f}
 }
 
-func gpuNIC(r rule, s *host.Snapshot, o Options) []check.Finding {
+func gpuNIC(rep *check.Reporter, s *host.Snapshot, o Options) {
 	if len(s.GPUs) == 0 || len(s.Affinity) == 0 {
-		return nil
+		return
 	}
-	var out []check.Finding
 	// host.Rails is the one nearest-NIC answer (gpudirect, nccl env and
 	// plan give the same).
 	for _, rail := range s.Rails() {
@@ -1544,37 +1531,21 @@ func gpuNIC(r rule, s *host.Snapshot, o Options) []check.Finding {
 			continue
 		}
 		e := []check.Evidence{ev("nearest NIC", nic+" at "+best, "PCI tree under /sys/devices")}
-		var f check.Finding
+		var f *check.Finding
 		// NCCL's default GDR level (PXB), the rule gpudirect.path applies:
 		// doctor reports this finding only where gpudirect.path does not
 		// judge the GPU (the vm-host profile, a rail with no active port).
 		if host.LevelRank(best) <= host.LevelRank(host.LevelPXB) {
-			f = r.finding(s, check.Pass, rail.GPU.String(), "nearest NIC %s is %s: within NCCL's default GPUDirect RDMA level (PXB)", nic, best)
+			f = rep.Pass(rail.GPU.String(), "nearest NIC %s is %s: within NCCL's default GPUDirect RDMA level (PXB)", nic, best)
 		} else {
-			f = r.finding(s, check.Warn, rail.GPU.String(), "nearest NIC %s is %s: beyond NCCL's default GPUDirect RDMA level (PXB), so NCCL stages through host memory", nic, best)
-			f.Fix = slices.Clone(r.Fixes)
+			f = rep.Warn(rail.GPU.String(), "nearest NIC %s is %s: beyond NCCL's default GPUDirect RDMA level (PXB), so NCCL stages through host memory", nic, best)
 		}
 		f.Evidence = e
-		out = append(out, f)
 	}
-	return out
-}
-
-// folded reconciles the deprecated expectation fields with Expect.
-func (o Options) folded() Options {
-	if !o.Expect.HasRate() && o.ExpectRateGbps > 0 {
-		o.Expect.Rate, o.Expect.Source = linkrate.Rate{Gbps: o.ExpectRateGbps}, cmp.Or(o.Expect.Source, "--expect-rate")
-	}
-	if o.Expect.Layer == "" {
-		o.Expect.Layer = o.ExpectLinkLayer
-	}
-	o.ExpectRateGbps, o.ExpectLinkLayer = o.Expect.Rate.Gbps, o.Expect.Layer
-	return o
 }
 
 // Run applies every host rule to one snapshot.
 func Run(s *host.Snapshot, o Options) []check.Finding {
-	o = o.folded()
 	var out []check.Finding
 	for _, r := range Rules {
 		if (o.Profile == VMHost && guestOnly[r.ID]) || !o.runs(r.ID) {
@@ -1583,10 +1554,17 @@ func Run(s *host.Snapshot, o Options) []check.Finding {
 		if o.Progress != nil {
 			o.Progress(r.ID)
 		}
-		out = append(out, r.run(r, s, o)...)
+		out = append(out, r.apply(s, o)...)
 	}
 	check.Sort(out)
 	return out
+}
+
+// apply runs one rule on one snapshot and returns what it reported.
+func (r rule) apply(s *host.Snapshot, o Options) []check.Finding {
+	rep := r.Entry.Reporter(s.Hostname)
+	r.run(rep, s, o)
+	return rep.Findings()
 }
 
 // isVF reports an SR-IOV virtual function: its PCI function names a

@@ -3,7 +3,9 @@ package hostcheck
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/rdmalab/rdmalab/internal/check"
@@ -43,50 +45,44 @@ type VMMemNode struct {
 	Nodeset string
 }
 
-// DomainCatalog lists the VM placement checks of `plan check`.
-var DomainCatalog = []check.Entry{
-	{ID: "vm.vcpu.pinned", Title: "Every vCPU is pinned to host CPUs",
+// The VM placement checks of `plan check`, each judged by JudgeDomains.
+var (
+	vcpuPinnedEntry = check.Entry{ID: "vm.vcpu.pinned", Title: "Every vCPU is pinned to host CPUs",
 		Why:    "An unpinned vCPU floats over every host CPU, across NUMA nodes and onto other VMs' cores; seed 000 pins each vCPU 1:1.",
 		Source: "seed 000 (vcpupin per vCPU)", Fixes: []string{"virsh vcpupin VM N CPU --config for each vCPU, or rdmalab plan vms"},
-		Needs: "the domain's <vcpu> count and <cputune><vcpupin>", UnknownWhen: "never: a domain without pins is reported"},
-	{ID: "vm.vcpu.numa", Title: "vCPUs on the NUMA nodes of the VM's devices",
+		Needs: "the domain's <vcpu> count and <cputune><vcpupin>", UnknownWhen: "never: a domain without pins is reported"}
+	vcpuNUMAEntry = check.Entry{ID: "vm.vcpu.numa", Title: "vCPUs on the NUMA nodes of the VM's devices",
 		Why:    "Seed 000 measured a VM pinned to nodes remote from its NIC at +29% p99 and +53% p99.9 RDMA latency.",
 		Source: "seed 000 (wrong NUMA placement row)", Fixes: []string{"pin the vCPUs to cores of the devices' nodes (rdmalab plan vms)"},
-		Needs: "vcpupin cpusets, the host's CPU→node map, the nodes of the hostdevs", UnknownWhen: "the VM passes no device the host knows the node of"},
-	{ID: "vm.memory.numa", Title: "Guest memory strictly on the nodes of the VM's devices",
+		Needs: "vcpupin cpusets, the host's CPU→node map, the nodes of the hostdevs", UnknownWhen: "the VM passes no device the host knows the node of"}
+	memoryNUMAEntry = check.Entry{ID: "vm.memory.numa", Title: "Guest memory strictly on the nodes of the VM's devices",
 		Why:    "DMA from a device to memory on another node crosses the socket interconnect; without strict numatune the kernel may place pages anywhere.",
 		Source: "seed 000 (numatune --mode strict --nodeset of the device nodes)", Fixes: []string{"virsh numatune VM --mode strict --nodeset NODES --config, with a memnode per cell"},
-		Needs: "<numatune> memory and memnode, the nodes of the hostdevs", UnknownWhen: "the VM passes no device the host knows the node of"},
-	{ID: "vm.hugepages", Title: "Guest memory is backed by hugepages",
+		Needs: "<numatune> memory and memnode, the nodes of the hostdevs", UnknownWhen: "the VM passes no device the host knows the node of"}
+	vmHugePagesEntry = check.Entry{ID: "vm.hugepages", Title: "Guest memory is backed by hugepages",
 		Why:    "VFIO pins all guest memory; hugepages cut TLB pressure during DMA and are reserved per node at boot.",
 		Source: "seed 000 (1 GiB pages, 32 per VM)", Fixes: []string{"<memoryBacking><hugepages><page size='1' unit='GiB'/></hugepages></memoryBacking>"},
-		Needs: "<memoryBacking>", UnknownWhen: "never"},
-	{ID: "vm.emulator.isolated", Title: "Emulator threads are pinned off the vCPUs' isolated CPUs",
+		Needs: "<memoryBacking>", UnknownWhen: "never"}
+	emulatorEntry = check.Entry{ID: "vm.emulator.isolated", Title: "Emulator threads are pinned off the vCPUs' isolated CPUs",
 		Why:    "QEMU's emulator and I/O threads on a vCPU's core steal its time; they belong on the host's housekeeping cores.",
 		Source: "../shared/docs/VM-PLANNING.md rule 7", Fixes: []string{"virsh emulatorpin VM HOUSEKEEPING-CPUS --config"},
-		Needs: "<emulatorpin>, the host's isolated CPUs (or else every judged VM's vCPU pins)", UnknownWhen: "never"},
-	{ID: "vm.vcpu.isolated", Title: "The host CPUs behind pinned vCPUs are isolated from the host's own work",
+		Needs: "<emulatorpin>, the host's isolated CPUs (or else every judged VM's vCPU pins)", UnknownWhen: "never"}
+	vcpuIsolatedEntry = check.Entry{ID: "vm.vcpu.isolated", Title: "The host CPUs behind pinned vCPUs are isolated from the host's own work",
 		Why:    "Pinning keeps a vCPU on its cores, but without isolcpus/nohz_full the host scheduler still runs its processes, ticks and RCU callbacks there. Seed 000 measured, under host load, TCP down 67% with retransmits and RDMA p99.9 latency up 45% without isolation, and no loss with it.",
 		Source: "seed 000 (isolcpus/nohz_full/rcu_nocbs on the kernel line; the contention test)", Fixes: []string{"isolate the vCPUs' CPUs on the kernel line (isolcpus=, nohz_full=, rcu_nocbs= with the same whole-core set), keeping housekeeping CPUs for the host, then reboot"},
-		Needs: "the vcpupin cpusets and the host's isolated and nohz_full CPUs (/sys/devices/system/cpu/isolated, nohz_full)", UnknownWhen: "never: a VM with no pinned vCPU is vm.vcpu.pinned's finding"},
-	{ID: "vm.cpu.shared", Title: "No host CPU is pinned to vCPUs of two VMs",
+		Needs: "the vcpupin cpusets and the host's isolated and nohz_full CPUs (/sys/devices/system/cpu/isolated, nohz_full)", UnknownWhen: "never: a VM with no pinned vCPU is vm.vcpu.pinned's finding"}
+	cpuSharedEntry = check.Entry{ID: "vm.cpu.shared", Title: "No host CPU is pinned to vCPUs of two VMs",
 		Why:    "Two vCPUs on one host CPU take turns; one VM's load becomes the other's latency.",
 		Source: "../shared/docs/VM-PLANNING.md rule 7", Fixes: []string{"give each VM its own whole cores (rdmalab plan vms)"},
-		Needs: "the vcpupin cpusets of every domain judged together", UnknownWhen: "never"},
-	{ID: "vm.device.local", Title: "Each passed device is on this host and local to the VM's CPUs or memory",
+		Needs: "the vcpupin cpusets of every domain judged together", UnknownWhen: "never"}
+	deviceLocalEntry = check.Entry{ID: "vm.device.local", Title: "Each passed device is on this host and local to the VM's CPUs or memory",
 		Why:    "A device on a node where the VM has neither vCPUs nor memory does every DMA and interrupt across the interconnect.",
 		Source: "seed 004 (select devices on the VM's socket / NUMA node)", Fixes: []string{"move the device to a VM on its node, or the VM to the device's node"},
-		Needs: "hostdev source addresses, the host's PCI devices and their nodes", UnknownWhen: "the device reports numa_node -1"},
-}
+		Needs: "hostdev source addresses, the host's PCI devices and their nodes", UnknownWhen: "the device reports numa_node -1"}
+)
 
-func domainEntry(id string) check.Entry {
-	for _, e := range DomainCatalog {
-		if e.ID == id {
-			return e
-		}
-	}
-	panic("hostcheck: no catalog entry " + id)
-}
+// DomainCatalog lists the VM placement checks of `plan check`.
+var DomainCatalog = []check.Entry{vcpuPinnedEntry, vcpuNUMAEntry, memoryNUMAEntry, vmHugePagesEntry, emulatorEntry, vcpuIsolatedEntry, cpuSharedEntry, deviceLocalEntry}
 
 // JudgeDomains judges libvirt domains against the host they run on: one
 // finding per VM and rule at most (the cross-VM rule per CPU pair), and
@@ -118,19 +114,39 @@ func JudgeDomains(s *host.Snapshot, doms []VMDomain) []check.Finding {
 		}
 		isoSource = "the vCPU pins of the domains judged (the host isolates none)"
 	}
-	var fs []check.Finding
-	find := func(id string, out check.Outcome, d VMDomain, format string, a ...any) *check.Finding {
-		e := domainEntry(id)
-		fs = append(fs, check.Finding{Check: id, Outcome: out, Host: s.Hostname, Subject: d.Name,
-			Message: fmt.Sprintf(format, a...), Fix: slices.Clone(e.Fixes),
-			Evidence: []check.Evidence{{What: "domain", Value: d.Name, Source: d.Source}}})
-		return &fs[len(fs)-1]
+	// housekeeping are the host CPUs the emulator threads belong on: those
+	// neither isolated nor behind a judged vCPU.
+	allCPUs := cpuset.New()
+	for _, c := range s.CPUs {
+		allCPUs = allCPUs.Union(cpuset.New(c.ID))
 	}
+	housekeeping := allCPUs.Difference(isolated).Difference(allPinned)
+	var (
+		pinned, vcpuNUMA, memNUMA = vcpuPinnedEntry.Reporter(s.Hostname), vcpuNUMAEntry.Reporter(s.Hostname), memoryNUMAEntry.Reporter(s.Hostname)
+		huge, emulator, vcpuIso   = vmHugePagesEntry.Reporter(s.Hostname), emulatorEntry.Reporter(s.Hostname), vcpuIsolatedEntry.Reporter(s.Hostname)
+		shared, local             = cpuSharedEntry.Reporter(s.Hostname), deviceLocalEntry.Reporter(s.Hostname)
+		perDomain                 = []*check.Reporter{pinned, vcpuNUMA, memNUMA, huge, emulator, vcpuIso, local}
+	)
 	for _, d := range doms {
-		before := len(fs)
+		judged := map[*check.Reporter]bool{}
+		domainEv := check.Evidence{What: "domain", Value: d.Name, Source: d.Source}
+		find := func(rep *check.Reporter, out check.Outcome, format string, a ...any) *check.Finding {
+			judged[rep] = true
+			f := rep.Report(out, d.Name, format, a...)
+			f.Evidence = []check.Evidence{domainEv}
+			return f
+		}
 		devNodes, devDesc, unknown := deviceNodes(s, d)
 		for _, a := range unknown {
-			find("vm.device.local", check.Fail, d, "hostdev %s is not a PCI device of %s", a, s.Hostname)
+			f := find(local, check.Fail, "hostdev %s is not a PCI device of %s", a, s.Hostname)
+			f.Fix = []string{fmt.Sprintf("lspci -s %s on %s, and virsh dumpxml %s | grep -A4 '<hostdev': is this the domain of another host, or did the card move?", a, s.Hostname, d.Name)}
+		}
+		// devCPUs are the host CPUs of the devices' nodes, where its vCPUs belong.
+		devCPUs := cpuset.New()
+		for c, n := range nodeOfCPU {
+			if devNodes[n] {
+				devCPUs = devCPUs.Union(cpuset.New(c))
+			}
 		}
 
 		// vCPUs.
@@ -141,8 +157,13 @@ func JudgeDomains(s *host.Snapshot, doms []VMDomain) []check.Finding {
 			}
 		}
 		if len(floating) > 0 {
-			find("vm.vcpu.pinned", check.Fail, d, "%d of %d vCPUs are not pinned (vCPUs %s float over every host CPU)",
+			f := find(pinned, check.Fail, "%d of %d vCPUs are not pinned (vCPUs %s float over every host CPU)",
 				len(floating), d.VCPUs, cpuset.New(floating...).String())
+			where := "host CPUs of its own whole cores"
+			if devCPUs.Size() > 0 {
+				where = fmt.Sprintf("CPUs of node %s, where its devices are (%s)", setString(devNodes), devCPUs.String())
+			}
+			f.Fix = []string{fmt.Sprintf("virsh vcpupin %s VCPU HOSTCPU --config for each of vCPUs %s, one host CPU each on %s; or rdmalab plan vms", d.Name, cpuset.New(floating...).String(), where)}
 		}
 		cpus := pinnedCPUs(d)
 		if shared := cpus.Difference(hostIsolated); shared.Size() > 0 {
@@ -150,7 +171,7 @@ func JudgeDomains(s *host.Snapshot, doms []VMDomain) []check.Finding {
 			if hostIsolated.Size() == 0 {
 				how = "the host isolates no CPU (no isolcpus, no nohz_full)"
 			}
-			f := find("vm.vcpu.isolated", check.Fail, d, "vCPUs pinned to host CPUs %s, which the host scheduler also runs its own work on (%s): seed 000 measured TCP −67%% and RDMA p99.9 latency +45%% under host load without isolation", shared.String(), how)
+			f := find(vcpuIso, check.Fail, "vCPUs pinned to host CPUs %s, which the host scheduler also runs its own work on (%s): seed 000 measured TCP −67%% and RDMA p99.9 latency +45%% under host load without isolation", shared.String(), how)
 			want := hostIsolated.Union(allPinned).String()
 			f.Fix = []string{fmt.Sprintf("add isolcpus=%s nohz_full=%s rcu_nocbs=%s to the kernel line (whole cores; the rest stay housekeeping), then reboot", want, want, want)}
 			f.Evidence = append(f.Evidence, check.Evidence{What: "isolated CPUs", Value: cmp.Or(hostIsolated.String(), "none"), Source: cmp.Or(hostIsoSource, "/sys/devices/system/cpu/isolated, nohz_full")})
@@ -169,8 +190,9 @@ func JudgeDomains(s *host.Snapshot, doms []VMDomain) []check.Finding {
 				}
 			}
 			if len(off) > 0 {
-				f := find("vm.vcpu.numa", check.Fail, d, "vCPUs pinned to CPUs %s on node %s, but its devices are on node %s (%s)",
+				f := find(vcpuNUMA, check.Fail, "vCPUs pinned to CPUs %s on node %s, but its devices are on node %s (%s)",
 					cpuset.New(off...).String(), nodesOfCPUs(off, nodeOfCPU), setString(devNodes), devDesc)
+				f.Fix = []string{fmt.Sprintf("virsh vcpupin %s VCPU HOSTCPU --config to move the vCPUs on CPUs %s onto node %s's CPUs %s (whole cores, not another VM's); or rdmalab plan vms", d.Name, cpuset.New(off...).String(), setString(devNodes), devCPUs.String())}
 				f.Evidence = append(f.Evidence, check.Evidence{What: "device nodes", Value: devDesc, Source: "numa_node of each hostdev on " + s.Hostname})
 			}
 		}
@@ -183,7 +205,12 @@ func JudgeDomains(s *host.Snapshot, doms []VMDomain) []check.Finding {
 			if len(devNodes) > 0 {
 				where = "its devices are on node " + setString(devNodes)
 			}
-			find("vm.memory.numa", check.Fail, d, "memory is not bound to any node (no <numatune>): the kernel may place it anywhere; %s", where)
+			f := find(memNUMA, check.Fail, "memory is not bound to any node (no <numatune>): the kernel may place it anywhere; %s", where)
+			if nodes := nodeset(devNodes); nodes != "" {
+				f.Fix = []string{fmt.Sprintf("virsh numatune %s --mode strict --nodeset %s --config (and a <memnode> per guest cell)", d.Name, nodes)}
+			} else if nodes := nodeset(cpuNodes); nodes != "" {
+				f.Fix = []string{fmt.Sprintf("virsh numatune %s --mode strict --nodeset %s --config   # the nodes of its vCPUs: no passed device's node is known", d.Name, nodes)}
+			}
 		default:
 			sets := []string{d.MemoryNodeset}
 			modes := []string{d.MemoryMode}
@@ -212,22 +239,26 @@ func JudgeDomains(s *host.Snapshot, doms []VMDomain) []check.Finding {
 			switch {
 			case len(off) > 0:
 				slices.Sort(off)
-				find("vm.memory.numa", check.Fail, d, "memory on node %s (numatune nodeset %s), but its devices are on node %s (%s)",
+				f := find(memNUMA, check.Fail, "memory on node %s (numatune nodeset %s), but its devices are on node %s (%s)",
 					joinNodes(off), d.MemoryNodeset, setString(devNodes), devDesc)
+				f.Fix = []string{fmt.Sprintf("virsh numatune %s --mode strict --nodeset %s --config (and the <memnode> nodesets of its cells)", d.Name, nodeset(devNodes))}
 			case notStrict != "":
-				find("vm.memory.numa", check.Warn, d, "numatune mode %s, not strict: memory may spill to other nodes when its own run short", notStrict)
+				f := find(memNUMA, check.Warn, "numatune mode %s, not strict: memory may spill to other nodes when its own run short", notStrict)
+				f.Fix = []string{fmt.Sprintf("virsh numatune %s --mode strict --config (and mode='strict' on each <memnode>)", d.Name)}
 			}
 		}
 		if !d.HugePages {
-			find("vm.hugepages", check.Warn, d, "%s of guest memory is not backed by hugepages", humanBytes(d.MemoryBytes))
+			f := find(huge, check.Warn, "%s of guest memory is not backed by hugepages", humanBytes(d.MemoryBytes))
+			f.Fix = []string{fmt.Sprintf("virsh edit %s: add %s (with the pages reserved on its nodes at boot)", d.Name, strings.Join(vmHugePagesEntry.Fixes, " "))}
 		}
 
 		// Emulator threads.
 		if d.EmulatorPin == "" {
-			find("vm.emulator.isolated", check.Warn, d, "emulator threads are not pinned: they run on any host CPU, the vCPUs' included")
+			find(emulator, check.Warn, "emulator threads are not pinned: they run on any host CPU, the vCPUs' included").Fix = emulatorFix(d, housekeeping)
 		} else if em, err := cpuset.Parse(d.EmulatorPin); err == nil {
 			if both := em.Intersection(isolated); both.Size() > 0 {
-				f := find("vm.emulator.isolated", check.Fail, d, "emulator threads pinned to %s, which includes CPUs %s that back vCPUs", d.EmulatorPin, both.String())
+				f := find(emulator, check.Fail, "emulator threads pinned to %s, which includes CPUs %s that back vCPUs", d.EmulatorPin, both.String())
+				f.Fix = emulatorFix(d, housekeeping)
 				f.Evidence = append(f.Evidence, check.Evidence{What: "isolated CPUs", Value: isolated.String(), Source: isoSource})
 			}
 		}
@@ -239,18 +270,17 @@ func JudgeDomains(s *host.Snapshot, doms []VMDomain) []check.Finding {
 				continue
 			}
 			if n := p.LocalityNUMANode; !cpuNodes[n] && !memNodes[n] && (len(cpuNodes) > 0 || len(memNodes) > 0) {
-				find("vm.device.local", check.Fail, d, "device %s is on node %d, where the VM has no vCPUs (nodes %s) and no memory (nodes %s)",
+				f := find(local, check.Fail, "device %s is on node %d, where the VM has no vCPUs (nodes %s) and no memory (nodes %s)",
 					a, n, setString(cpuNodes), setString(memNodes))
+				f.Fix = []string{fmt.Sprintf("give %s to a VM on node %d, or move %s to node %d: virsh vcpupin and virsh numatune --nodeset %d (rdmalab plan vms)", a, n, d.Name, n, n)}
 			}
 		}
 		// What this domain was judged on and passed is counted, so a
 		// clean domain is proven, not silent.
-		for _, e := range DomainCatalog {
-			if e.ID == "vm.cpu.shared" || slices.ContainsFunc(fs[before:], func(f check.Finding) bool { return f.Check == e.ID }) {
-				continue
+		for _, rep := range perDomain {
+			if !judged[rep] {
+				rep.Pass(d.Name, "%s", rep.Entry().Title).Evidence = []check.Evidence{domainEv}
 			}
-			fs = append(fs, check.Finding{Check: e.ID, Outcome: check.Pass, Host: s.Hostname, Subject: d.Name, Message: e.Title,
-				Evidence: []check.Evidence{{What: "domain", Value: d.Name, Source: d.Source}}})
 		}
 	}
 
@@ -258,17 +288,35 @@ func JudgeDomains(s *host.Snapshot, doms []VMDomain) []check.Finding {
 	for i := range doms {
 		for j := i + 1; j < len(doms); j++ {
 			if both := pinnedCPUs(doms[i]).Intersection(pinnedCPUs(doms[j])); both.Size() > 0 {
-				fs = append(fs, check.Finding{Check: "vm.cpu.shared", Outcome: check.Fail, Host: s.Hostname,
-					Subject: doms[i].Name + " + " + doms[j].Name,
-					Message: fmt.Sprintf("host CPUs %s are pinned to vCPUs of both %s and %s", both.String(), doms[i].Name, doms[j].Name),
-					Fix:     slices.Clone(domainEntry("vm.cpu.shared").Fixes),
-					Evidence: []check.Evidence{{What: "domain", Value: doms[i].Name, Source: doms[i].Source},
-						{What: "domain", Value: doms[j].Name, Source: doms[j].Source}}})
+				f := shared.Fail(doms[i].Name+" + "+doms[j].Name, "host CPUs %s are pinned to vCPUs of both %s and %s", both.String(), doms[i].Name, doms[j].Name)
+				f.Evidence = []check.Evidence{{What: "domain", Value: doms[i].Name, Source: doms[i].Source},
+					{What: "domain", Value: doms[j].Name, Source: doms[j].Source}}
 			}
 		}
 	}
+	var fs []check.Finding
+	for _, rep := range append(perDomain, shared) {
+		fs = append(fs, rep.Findings()...)
+	}
 	check.Sort(fs)
 	return fs
+}
+
+// emulatorFix pins a domain's emulator threads to the housekeeping CPUs.
+func emulatorFix(d VMDomain, housekeeping cpuset.CPUSet) []string {
+	if housekeeping.Size() == 0 {
+		return []string{fmt.Sprintf("keep whole cores out of isolcpus and the vCPU pins for the host, then virsh emulatorpin %s THOSE-CPUS --config", d.Name)}
+	}
+	return []string{fmt.Sprintf("virsh emulatorpin %s %s --config   # the host's housekeeping CPUs, off every vCPU", d.Name, housekeeping.String())}
+}
+
+// nodeset spells nodes as libvirt's nodeset ("0,2"), "" for none.
+func nodeset(m map[int]bool) string {
+	var xs []string
+	for _, n := range slices.Sorted(maps.Keys(m)) {
+		xs = append(xs, strconv.Itoa(n))
+	}
+	return strings.Join(xs, ",")
 }
 
 func pinnedCPUs(d VMDomain) cpuset.CPUSet {

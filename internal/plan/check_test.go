@@ -3,6 +3,7 @@ package plan
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -192,6 +193,14 @@ func TestCheckRealDomains(t *testing.T) {
 			got := map[string]string{}
 			for _, f := range fs {
 				got[f.Check] = f.Subject
+				// plan check prints real fixes: every line said, naming
+				// the domain or its devices, no placeholder for what the
+				// domain and the host already tell.
+				fix := strings.Join(f.Fix, "\n")
+				if len(f.Fix) == 0 || slices.Contains(f.Fix, "") || !strings.Contains(fix, c.name) && !strings.Contains(fix, "isolcpus=") ||
+					strings.Contains(fix, "virsh emulatorpin VM ") || strings.Contains(fix, "NODES") || strings.Contains(fix, "HOUSEKEEPING") {
+					t.Errorf("%s %s: fix %q", f.Check, f.Subject, f.Fix)
+				}
 			}
 			for id, subj := range c.want {
 				if got[id] != subj {

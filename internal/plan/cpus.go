@@ -88,7 +88,7 @@ func placeCPUs(p *Plan, t *topology, req Request) *Refusal {
 	if req.HousekeepingCores >= len(t.cores) {
 		near := req
 		near.HousekeepingCores = max(0, len(t.cores)/4)
-		return refuse(&near, "plan.cpus.housekeeping", p.Host, "%d housekeeping cores leave none of the host's %d cores for VMs", req.HousekeepingCores, len(t.cores))
+		return refuse(&near, planCPUsHousekeeping, p.Host, "%d housekeeping cores leave none of the host's %d cores for VMs", req.HousekeepingCores, len(t.cores))
 	}
 	pl := &cpuPlacement{p: p, t: t, req: req}
 	pl.keepHousekeeping()
@@ -151,7 +151,7 @@ func (pl *cpuPlacement) defaultNUMANodes() {
 	for i := range p.VMs {
 		if len(p.VMs[i].NUMANodes) == 0 {
 			p.VMs[i].NUMANodes = pl.t.nodesWithCores()
-			p.Notes = append(p.Notes, note("plan.numa.unknown", p.VMs[i].Name, "",
+			p.Notes = append(p.Notes, note(planNUMAUnknown, p.VMs[i].Name, "",
 				"%s: no device has a known NUMA node, so its CPUs may come from any node", p.VMs[i].Name))
 		}
 	}
@@ -198,7 +198,7 @@ func (pl *cpuPlacement) coresPerVM() *Refusal {
 	if req.VCPUs%t.threads != 0 {
 		near := req
 		near.VCPUs = max(t.threads, req.VCPUs/t.threads*t.threads)
-		return refuse(&near, "plan.cpus.whole-cores", pl.p.Host,
+		return refuse(&near, planCPUsWholeCores, pl.p.Host,
 			"%d vCPUs is not a whole number of %d-thread cores; VMs get whole cores only (nearest: %d vCPUs)", req.VCPUs, t.threads, near.VCPUs)
 	}
 	pl.want = req.VCPUs / t.threads
@@ -225,10 +225,10 @@ func (pl *cpuPlacement) checkShares() *Refusal {
 			} else {
 				near.HousekeepingCores = max(0, req.HousekeepingCores-2)
 				if near.HousekeepingCores == req.HousekeepingCores {
-					return refuse(nil, "plan.cpus", p.VMs[i].Name, "%s: no free core on NUMA nodes %s", p.VMs[i].Name, joinInts(p.VMs[i].NUMANodes))
+					return refuse(nil, planCPUs, p.VMs[i].Name, "%s: no free core on NUMA nodes %s", p.VMs[i].Name, joinInts(p.VMs[i].NUMANodes))
 				}
 			}
-			return refuse(&near, "plan.cpus", p.VMs[i].Name,
+			return refuse(&near, planCPUs, p.VMs[i].Name,
 				"%s: %d vCPUs asked, but NUMA nodes %s have %d free whole cores for it (%d vCPUs)",
 				p.VMs[i].Name, req.VCPUs, joinInts(p.VMs[i].NUMANodes), have, have*t.threads)
 		}
@@ -310,7 +310,7 @@ func (pl *cpuPlacement) placeEmulator(vm *VM) {
 	}
 	if len(emu) == 0 {
 		emu = vm.Pins
-		pl.p.Notes = append(pl.p.Notes, note("plan.cpus.emulator", vm.Name, "--housekeeping-cores 2",
+		pl.p.Notes = append(pl.p.Notes, note(planCPUsEmulator, vm.Name, "--housekeeping-cores 2",
 			"%s: no housekeeping cores, so its emulator threads share its vCPUs' CPUs", vm.Name))
 	}
 	vm.EmulatorCPUs = cpuset.New(emu...).String()
@@ -333,7 +333,7 @@ func (pl *cpuPlacement) accountCPUs(isolated []int) {
 	p.UnusedCPUs = cpuset.New(unused...).String()
 	p.CPUMap = cpuMap(p, t, pl.hk)
 	if !p.SMT {
-		p.Notes = append(p.Notes, note("plan.cpus.no-smt", p.Host, "", "the host has no SMT (or it is off): guests get threads=1"))
+		p.Notes = append(p.Notes, note(planCPUsNoSMT, p.Host, "", "the host has no SMT (or it is off): guests get threads=1"))
 	}
 }
 

@@ -168,13 +168,13 @@ func assignDevices(s *host.Snapshot, t *topology, req Request) ([]vmDevices, []c
 			}
 		}
 		if len(pairs) == 0 {
-			return nil, nil, refuse(nil, "plan.devices", s.Hostname, "%s has no GPU and no RDMA NIC to pass through", s.Hostname)
+			return nil, nil, refuse(nil, planDevices, s.Hostname, "%s has no GPU and no RDMA NIC to pass through", s.Hostname)
 		}
 		if len(pairs)%req.VMs != 0 {
 			n := nearestDivisor(len(pairs), req.VMs)
 			near := req
 			near.VMs = n
-			return nil, nil, refuse(&near, "plan.vms", s.Hostname,
+			return nil, nil, refuse(&near, planVMs, s.Hostname,
 				"%d GPU+NIC pairs cannot be split evenly over %d VMs (nearest: %d VMs of %d pairs)", len(pairs), req.VMs, n, len(pairs)/n)
 		}
 		// Pairs of one socket and one switch stay together: sort by GPU
@@ -221,7 +221,7 @@ func assignDevices(s *host.Snapshot, t *topology, req Request) ([]vmDevices, []c
 				continue // validated by the caller for explicit groups
 			}
 			if d.IOMMUGroup == nil {
-				return nil, nil, refuse(nil, "plan.iommu", a.String(),
+				return nil, nil, refuse(nil, planIOMMU, a.String(),
 					"%s is in no IOMMU group: the IOMMU is off (add intel_iommu=on or amd_iommu=on and iommu=pt, reboot)", a)
 			}
 			root := u.find(a)
@@ -232,7 +232,7 @@ func assignDevices(s *host.Snapshot, t *topology, req Request) ([]vmDevices, []c
 				} else {
 					near.VMs = largestDivisorBelow(npairs, req.VMs)
 				}
-				return nil, nil, refuse(&near, "plan.iommu.split", a.String(),
+				return nil, nil, refuse(&near, planIOMMUSplit, a.String(),
 					"%s is in one unit with %s (%s) but they were asked for two VMs; VFIO assigns a whole IOMMU group to one VM",
 					a, host.JoinPCI(u.members(a), ", "), u.whyOf(a))
 			}
@@ -242,7 +242,7 @@ func assignDevices(s *host.Snapshot, t *topology, req Request) ([]vmDevices, []c
 					continue
 				}
 				if bd := s.BootDisk; bd != nil && bd.PCI.IsValid() && bd.PCI == m {
-					return nil, nil, refuse(nil, "plan.storage.boot", m.String(),
+					return nil, nil, refuse(nil, planStorageBoot, m.String(),
 						"%s holds the disk the hypervisor boots from (%s on /, %s), and it shares a unit with %s (%s): a boot drive cannot be shared with a VM (seed 004)",
 						m, bd.Device, bd.Disk, a, u.whyOf(a))
 				}
@@ -261,7 +261,7 @@ func assignDevices(s *host.Snapshot, t *topology, req Request) ([]vmDevices, []c
 				continue
 			}
 			if d.NUMANode < 0 {
-				notes = append(notes, note("plan.numa.unknown", d.Address.String(), "",
+				notes = append(notes, note(planNUMAUnknown, d.Address.String(), "",
 					"%s reports numa_node -1: its locality is unknown, so its VM's CPUs are chosen from its other devices' nodes", d.Address))
 				continue
 			}
@@ -280,11 +280,11 @@ func assignDevices(s *host.Snapshot, t *topology, req Request) ([]vmDevices, []c
 			// env apply: a GeForce has no GPUDirect RDMA on any path.
 			classOK, classWhy := gpudirect.GPUClass(gpuName(s, p.GPU))
 			if !classOK {
-				f := note("gpudirect.gpu-class", name+" "+p.GPU.String(), "use a data-center or professional GPU for GPUDirect RDMA, or accept staging through host memory", "%s: GPU %s: %s", name, p.GPU, classWhy)
+				f := note(gpudirect.GPUClassEntry, name+" "+p.GPU.String(), "use a data-center or professional GPU for GPUDirect RDMA, or accept staging through host memory", "%s: GPU %s: %s", name, p.GPU, classWhy)
 				notes = append(notes, f)
 			}
 			if !p.NIC.IsValid() {
-				notes = append(notes, note("plan.pair.no-nic", name+" "+p.GPU.String(), "", "GPU %s has no RDMA NIC of its own: GPUDirect RDMA is not possible for it", p.GPU))
+				notes = append(notes, note(planPairNoNIC, name+" "+p.GPU.String(), "", "GPU %s has no RDMA NIC of its own: GPUDirect RDMA is not possible for it", p.GPU))
 				continue
 			}
 			if host.LevelRank(p.Level) >= host.LevelRank(host.LevelSYS) {
@@ -302,7 +302,7 @@ func assignDevices(s *host.Snapshot, t *topology, req Request) ([]vmDevices, []c
 					why = "different sockets: GPUDirect RDMA does not work across sockets, NCCL stages through host memory"
 					fix = "--policy restricted keeps each VM inside one socket"
 				}
-				notes = append(notes, note("plan.pair.sys", name+" "+p.GPU.String()+" ↔ "+p.NIC.String(), fix,
+				notes = append(notes, note(planPairSys, name+" "+p.GPU.String()+" ↔ "+p.NIC.String(), fix,
 					"%s: GPU %s ↔ NIC %s (%s) path is %s (GPU on node %d, NIC on node %d, %s)",
 					name, p.GPU, p.NIC, p.RDMA, p.Level, gn, nn, why))
 			}
@@ -337,12 +337,12 @@ func checkPolicy(t *topology, req Request, name string, vd vmDevices) *Refusal {
 		if len(pkgs) > 1 {
 			near.Policy = BestEffort
 		}
-		return refuse(&near, "plan.policy", name,
+		return refuse(&near, planPolicy, name,
 			"%s's devices sit on NUMA nodes %s; policy single-numa-node wants one (nearest: --policy %s)", name, joinInts(vd.nodes), near.Policy)
 	case req.Policy == Restricted && len(pkgs) > 1:
 		near := req
 		near.Policy = BestEffort
-		return refuse(&near, "plan.policy", name,
+		return refuse(&near, planPolicy, name,
 			"%s's devices span %d sockets (NUMA nodes %s); policy restricted keeps a VM in one socket (nearest: --policy best-effort, or more VMs)", name, len(pkgs), joinInts(vd.nodes))
 	}
 	return nil
@@ -501,19 +501,19 @@ func companions(s *host.Snapshot, req Request, addrs []host.PCIAddress, why map[
 				case bd != nil && bd.PCI == o.Address:
 					// Seed 004: the hypervisor's boot drive cannot be
 					// shared with a VM; it stays home, said once.
-					if !slices.ContainsFunc(*notes, func(f check.Finding) bool { return f.Check == "plan.storage.boot" && f.Subject == o.Address.String() }) {
-						*notes = append(*notes, note("plan.storage.boot", o.Address.String(), "",
+					if !slices.ContainsFunc(*notes, func(f check.Finding) bool { return f.Check == planStorageBoot.ID && f.Subject == o.Address.String() }) {
+						*notes = append(*notes, note(planStorageBoot, o.Address.String(), "",
 							"%s (under the PCIe switch of %s) holds the disk the hypervisor boots from (%s on /): kept on the host, not passed with the switch's other storage", o.Address, a, cmp.Or(bd.Disk, bd.Device)))
 					}
 				case bd == nil || !bd.PCI.IsValid():
-					if !slices.ContainsFunc(*notes, func(f check.Finding) bool { return f.Check == "plan.storage.boot" }) {
+					if !slices.ContainsFunc(*notes, func(f check.Finding) bool { return f.Check == planStorageBoot.ID }) {
 						what := "the snapshot does not say which disk / is on"
 						if bd != nil {
 							what = fmt.Sprintf("/ is on %s, which hangs under no PCI function the snapshot resolves", cmp.Or(bd.Disk, bd.Device))
 						}
-						*notes = append(*notes, check.Finding{Check: "plan.storage.boot", Outcome: check.Unknown, Subject: "boot disk",
-							Message: fmt.Sprintf("storage under the GPUs' switches goes to the VMs, but %s: check the hypervisor does not boot from one of them", what),
-							Fix:     []string{"findmnt -no SOURCE / ; readlink -f /sys/class/block/$(lsblk -no PKNAME $(findmnt -no SOURCE /))   # the controller's PCI address", "rdmalab plan vms --keep-storage keeps every drive on the host"}})
+						f := planStorageBoot.Reporter("").New(check.Unknown, "boot disk", "storage under the GPUs' switches goes to the VMs, but %s: check the hypervisor does not boot from one of them", what)
+						f.Fix = []string{"findmnt -no SOURCE / ; readlink -f /sys/class/block/$(lsblk -no PKNAME $(findmnt -no SOURCE /))   # the controller's PCI address", "rdmalab plan vms --keep-storage keeps every drive on the host"}
+						*notes = append(*notes, f)
 					}
 					add(o.Address, fmt.Sprintf("storage under the PCIe switch of %s (%s): GPUDirect Storage stays switch-local; --keep-storage keeps it on the host", a, d.Switch))
 				default:

@@ -59,7 +59,7 @@ func placeMemory(p *Plan, s *host.Snapshot, req Request) *Refusal {
 				pages = ceilDiv(4<<30, size)
 			}
 		} else if req.MemoryBytes%size != 0 {
-			p.Notes = append(p.Notes, note("plan.memory.rounded", vm.Name, "",
+			p.Notes = append(p.Notes, note(planMemoryRounded, vm.Name, "",
 				"%s: %s is not a whole number of %s pages; rounded up to %s", vm.Name, bytesString(req.MemoryBytes), pageName(size), bytesString(pages*size)))
 		}
 		// Split evenly over the cells, the remainder on the first ones.
@@ -109,7 +109,7 @@ func placeMemory(p *Plan, s *host.Snapshot, req Request) *Refusal {
 			}
 			near := req
 			near.MemoryBytes = most * size
-			r := refuse(&near, "plan.memory", fmt.Sprintf("NUMA node %d", n),
+			r := refuse(&near, planMemory, fmt.Sprintf("NUMA node %d", n),
 				"NUMA node %d would need %d × %s hugepages (%s) but has %s after the %s host reserve (nearest: --memory %s per VM)",
 				n, need[n], pageName(size), bytesString(need[n]*size), bytesString(cp), bytesString(req.HostReserveBytes), bytesString(most*size))
 			if most <= 0 {
@@ -120,7 +120,7 @@ func placeMemory(p *Plan, s *host.Snapshot, req Request) *Refusal {
 		np := NodePages{Node: n, Pages: need[n], PageSizeBytes: size, AllocatedPages: allocated(n), CapacityBytes: cp}
 		p.HugePages = append(p.HugePages, np)
 		if np.AllocatedPages < np.Pages {
-			p.Notes = append(p.Notes, note("plan.memory.reserve", fmt.Sprintf("NUMA node %d", n), "reboot with the kernel arguments of this plan",
+			p.Notes = append(p.Notes, note(planMemoryReserve, fmt.Sprintf("NUMA node %d", n), "reboot with the kernel arguments of this plan",
 				"NUMA node %d has %d × %s hugepages now, the plan needs %d: they are reserved at boot by the kernel command line", n, np.AllocatedPages, pageName(size), np.Pages))
 		}
 	}
@@ -165,7 +165,11 @@ func kernelArgs(p *Plan, s *host.Snapshot) []string {
 		// right for an even plan, enough (with some to spare) otherwise.
 		args = append(args, fmt.Sprintf("hugepages=%d", most*int64(countCPUNodes(s))))
 		if !even {
-			p.Notes = append(p.Notes, note("plan.memory.uneven", p.Host, "after boot: echo N > /sys/devices/system/node/nodeX/hugepages/hugepages-"+hugeDir(p.Request.PageSizeBytes)+"/nr_hugepages",
+			var trim []string
+			for _, np := range p.HugePages {
+				trim = append(trim, fmt.Sprintf("echo %d > /sys/devices/system/node/node%d/hugepages/hugepages-%s/nr_hugepages", np.Pages, np.Node, hugeDir(p.Request.PageSizeBytes)))
+			}
+			p.Notes = append(p.Notes, note(planMemoryUneven, p.Host, "after boot: "+strings.Join(trim, "; "),
 				"kernel %s spreads hugepages=N evenly over the nodes but the plan needs %s; the line reserves %d per node, trim the pools after boot", s.Kernel.Release, strings.Join(perNode, ","), most))
 		}
 	} else {

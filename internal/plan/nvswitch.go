@@ -54,7 +54,7 @@ func followPartitions(p *Plan, s *host.Snapshot) []check.Finding {
 			if len(b.Partitions) == 0 {
 				why = b.PartitionSource
 			}
-			notes = append(notes, note("plan.nvswitch.partition", vm.Name, "ask for VMs of whole partitions: --vms 1, 2, 4 or 8 on an 8-GPU board, or --vm lists that match fmpm -l",
+			notes = append(notes, note(planNVSwitchPartition, vm.Name, "ask for VMs of whole partitions: --vms 1, 2, 4 or 8 on an 8-GPU board, or --vm lists that match fmpm -l",
 				"%s cannot follow the NVSwitch partitions: %s; GPUs %s would have no NVLink between them in shared NVSwitch mode",
 				vm.Name, why, host.JoinPCI(gpus, ", ")))
 		}

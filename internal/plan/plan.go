@@ -296,14 +296,16 @@ func validate(s *host.Snapshot, req Request) error {
 	return nil
 }
 
-func refuse(nearest *Request, check_, subject, format string, a ...any) *Refusal {
-	return &Refusal{Nearest: nearest, Reasons: []check.Finding{{
-		Check: check_, Outcome: check.Fail, Subject: subject, Message: fmt.Sprintf(format, a...),
-	}}}
+// refuse is a refusal for reason e (a Catalog entry), with the nearest
+// request the host could meet (nil: none).
+func refuse(nearest *Request, e check.Entry, subject, format string, a ...any) *Refusal {
+	return &Refusal{Nearest: nearest, Reasons: []check.Finding{e.Reporter("").New(check.Fail, subject, format, a...)}}
 }
 
-func note(id, subject, fix, format string, a ...any) check.Finding {
-	f := check.Finding{Check: id, Outcome: check.Warn, Subject: subject, Message: fmt.Sprintf(format, a...)}
+// note is a warning of check e about subject; fix, when given, replaces
+// the entry's fixes with one naming what the plan knows.
+func note(e check.Entry, subject, fix, format string, a ...any) check.Finding {
+	f := e.Reporter("").New(check.Warn, subject, format, a...)
 	if fix != "" {
 		f.Fix = []string{fix}
 	}

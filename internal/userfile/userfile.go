@@ -160,19 +160,6 @@ func (f *File) Name() string { return f.path }
 // OS is the underlying file, for callers that need to seek (archives).
 func (f *File) OS() *os.File { return f.f }
 
-// Dir checks that path names a directory (following symlinks) and says
-// clearly why not.
-func Dir(path string) error {
-	st, err := os.Stat(path)
-	if err != nil {
-		return openError(path, err)
-	}
-	if !st.IsDir() {
-		return &Error{Path: path, Why: "not a directory (" + typeName(st.Mode()) + ")", Err: ErrNotDir}
-	}
-	return nil
-}
-
 // Stat stats path following symlinks, with the errors worded as Open words
 // them.
 func Stat(path string) (fs.FileInfo, error) {
