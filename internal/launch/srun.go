@@ -67,7 +67,9 @@ func (s Srun) Probe(ctx context.Context, n cluster.Node, need []string) error {
 	if len(need) > 0 {
 		argv = append([]string{"timeout", "-k", "1", "10", "sh", "-c", probeScript, "probe"}, need...)
 	}
-	out, err := s.command(ctx, n, "", argv...).CombinedOutput()
+	// output, not CombinedOutput: a running srun holds no OS thread here
+	// (a preflight probes every node at once).
+	out, err := output(ctx, s.command(ctx, n, "", argv...))
 	if err == nil {
 		return nil
 	}
@@ -86,7 +88,7 @@ func (s Srun) Probe(ctx context.Context, n cluster.Node, need []string) error {
 func (s Srun) Reap(ctx context.Context, n cluster.Node, run string) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	out, err := s.command(ctx, n, "", "timeout", "-k", "1", "10", "sh", "-c", reapScript, "reap", EnvRun, run).CombinedOutput()
+	out, err := output(ctx, s.command(ctx, n, "", "timeout", "-k", "1", "10", "sh", "-c", reapScript, "reap", EnvRun, run))
 	if err != nil {
 		return nil, fmt.Errorf("reap on %s: %v: %s", n.Name, err, Tail(string(out)+" "))
 	}
