@@ -7,17 +7,21 @@
 # node's veth on one bridge. Every node's link is shaped to 100 Mbit/s, one
 # node's to 25 Mbit/s. Inside `salloc -N N` it runs `rdmalab bench` on a
 # cluster file with `launcher: {type: srun}` (every end one srun step pinned
-# to its node), tcp engine, no fabric, the default schedule, and prints the
+# to its node), tcp engine, 1 s × 1 sample, the default --timeout, no
+# fabric, the default schedule, and prints the
 # rounds used against N−1, what was named (it must be the shaped node, both
 # sides, and nothing else), the wall time, the job steps Slurm ran, and the
 # orchestrator's peak threads (sampled from /proc) and peak RSS
 # (/usr/bin/time). Exit 0 when the shaped node alone is named, 1 otherwise.
 # Everything it starts is stopped by PID on exit (also on Ctrl-C); the
 # namespaces, links and its directory are removed.
-#   sudo bench/slurm-scale.sh [nodes]      default 64
+# With KEEP, the run's progress, results, report and Slurm logs are copied
+# there before everything is removed.
+#   sudo bench/slurm-scale.sh [nodes [KEEP]]      nodes: default 64
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-64}
+keep=${2:-}
 if ! [[ $n =~ ^[0-9]+$ ]] || (( n < 2 || n > 250 )); then
   echo "nodes: want 2 to 250, got '$n'" >&2; exit 2
 fi
@@ -29,7 +33,7 @@ done
 
 # A /24 of 10.213.0.0/16 no interface here uses (the Go tests pick theirs
 # the same way, so both can run at once).
-used=$(ip -o -4 addr show | awk '{print $4}' | sed -n 's/^10\.213\.\([0-9]*\)\..*/\1/p' | sort -u)
+used=$(ip -o -4 addr show 2>/dev/null | awk '{print $4}' | sed -n 's/^10\.213\.\([0-9]*\)\..*/\1/p' | sort -u)
 x=$(( ($$ % 250) + 1 )); for _ in $(seq 250); do grep -qx "$x" <<<"$used" || break; x=$(( x % 250 + 1 )); done
 net=10.213.$x
 id=rs$(( $$ % 100000 ))
@@ -59,6 +63,9 @@ cleanup() {
     echo "--- tail of slurmctld.log"; tail -n 15 "$work/log/slurmctld.log" 2>/dev/null || true
     echo "--- tail of slurmd-node1.log"; tail -n 15 "$work/log/slurmd-node1.log" 2>/dev/null || true
   fi >&2
+  if [ -n "$keep" ] && [ -d "$work" ]; then
+    mkdir -p "$keep" && cp -r "$work"/{log,progress.txt,out.json,results.jsonl,slurm.conf,cluster.yaml} "$keep"/ 2>/dev/null || true
+  fi
   # slurmd first, then slurmctld, then munged: by the PIDs they wrote
   local pids=() p
   for i in $(seq "$n"); do p=$(stop_pidfile "$work/slurmd-node$i.pid"); [ -n "$p" ] && pids+=("$p"); done
@@ -179,11 +186,11 @@ printf '%d slurmd registered and idle in %.1f s\n' "$n" "$(echo "$(date +%s.%N) 
 
 # The run: inside an allocation of every node; the orchestrator's threads
 # are sampled from /proc every 50 ms, its peak RSS is /usr/bin/time's.
-echo "salloc -N $n rdmalab bench --cluster cluster.yaml --engine tcp --seconds 1 --samples 1 --timeout 20s (slow: node$slow)"
+echo "salloc -N $n rdmalab bench --cluster cluster.yaml --engine tcp --seconds 1 --samples 1 (slow: node$slow)"
 start=$(date +%s.%N)
 salloc -N "$n" --quiet --time=30 sh -c 'echo $$ >"$1/time.pid"; shift; exec "$@"' sh "$work" \
   /usr/bin/time -f 'rdmalab-time %M KB %e s %U user %S sys' -o "$work/time.txt" \
-  "$work/rdmalab" bench --cluster "$work/cluster.yaml" --engine tcp --seconds 1 --samples 1 --timeout 20s \
+  "$work/rdmalab" bench --cluster "$work/cluster.yaml" --engine tcp --seconds 1 --samples 1 \
   --results "$work/results.jsonl" -o json >"$work/out.json" 2>"$work/progress.txt" &
 job=$!
 (
@@ -205,12 +212,26 @@ job=
 wall=$(echo "$(date +%s.%N) - $start" | bc -l)
 kill "$sampler" 2>/dev/null || true; wait "$sampler" 2>/dev/null || true; sampler=
 steps=$(cat "$work"/log/slurmd-node*.log | grep -c 'launch task StepId=' || true)
+# What Slurm's daemons spent: slurmctld's CPU, and the slurmds' (clock
+# ticks, fields 14-17 of stat); the step daemons are not counted: slurmd
+# double-forks them, nobody here waits for them.
+cpu_of() { # pid files...
+  local f p t=0
+  for f in "$@"; do
+    p=$(cat "$f" 2>/dev/null) || continue
+    t=$(( t + $(awk '{print $14 + $15 + $16 + $17}' "/proc/$p/stat" 2>/dev/null || echo 0) ))
+  done
+  echo "scale=1; $t / $(getconf CLK_TCK)" | bc -l
+}
+ctlcpu=$(cpu_of "$work/slurmctld.pid")
+dcpu=$(cpu_of "$work"/slurmd-node*.pid)
 
 python3 - "$n" "$slow" "$rc" "$wall" "$(cat "$work/threads" 2>/dev/null || echo 0)" "$steps" \
-  "$work/out.json" "$work/progress.txt" "$work/time.txt" "$(cut -d' ' -f1-3 /proc/loadavg)" <<'PY'
+  "$work/out.json" "$work/progress.txt" "$work/time.txt" "$(cut -d' ' -f1-3 /proc/loadavg)" "$ctlcpu" "$dcpu" <<'PY'
 import json, re, sys
 n, slow, rc, wall, threads, steps = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
 out, progress, timef, load = open(sys.argv[7]).read(), open(sys.argv[8]).read(), open(sys.argv[9]).read(), sys.argv[10]
+ctlcpu, dcpu = sys.argv[11], sys.argv[12]
 named, rounds, schedule = set(), None, "?"
 try:
     doc = json.loads(out)
@@ -231,6 +252,7 @@ if rounds:
 print("named:", ", ".join(sorted(named)) or "nothing", "(shaped: node%d)" % slow)
 print("exit %d, wall %.1f s (rdmalab itself %s s, %s s user + %s s sys); %d job steps launched" %
       (rc, wall, mem.group(2) if mem else "?", mem.group(3) if mem else "?", mem.group(4) if mem else "?", steps))
+print("Slurm's daemons' CPU: slurmctld %s s, the %d slurmd %s s (their step daemons not counted)" % (ctlcpu, n, dcpu))
 print("orchestrator: peak threads %d, peak RSS %.1f MB; load average at the end %s" % (threads, int(mem.group(1)) / 1024 if mem else 0, load))
 want = {"node%d bench.node.send" % slow, "node%d bench.node.receive" % slow}
 bad = []
