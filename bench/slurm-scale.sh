@@ -211,7 +211,9 @@ rc=0; wait "$job" || rc=$?
 job=
 wall=$(echo "$(date +%s.%N) - $start" | bc -l)
 kill "$sampler" 2>/dev/null || true; wait "$sampler" 2>/dev/null || true; sampler=
-steps=$(cat "$work"/log/slurmd-node*.log | grep -c 'launch task StepId=' || true)
+# job steps slurmctld created, and the tasks they launched on the nodes
+steps=$(cat "$work"/log/slurmd-node*.log | grep -o 'launch task StepId=[0-9.]*' | sort -u | wc -l)
+tasks=$(cat "$work"/log/slurmd-node*.log | grep -c 'launch task StepId=' || true)
 # What Slurm's daemons spent: slurmctld's CPU, and the slurmds' (clock
 # ticks, fields 14-17 of stat); the step daemons are not counted: slurmd
 # double-forks them, nobody here waits for them.
@@ -227,11 +229,11 @@ ctlcpu=$(cpu_of "$work/slurmctld.pid")
 dcpu=$(cpu_of "$work"/slurmd-node*.pid)
 
 python3 - "$n" "$slow" "$rc" "$wall" "$(cat "$work/threads" 2>/dev/null || echo 0)" "$steps" \
-  "$work/out.json" "$work/progress.txt" "$work/time.txt" "$(cut -d' ' -f1-3 /proc/loadavg)" "$ctlcpu" "$dcpu" <<'PY'
+  "$work/out.json" "$work/progress.txt" "$work/time.txt" "$(cut -d' ' -f1-3 /proc/loadavg)" "$ctlcpu" "$dcpu" "$tasks" <<'PY'
 import json, re, sys
 n, slow, rc, wall, threads, steps = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
 out, progress, timef, load = open(sys.argv[7]).read(), open(sys.argv[8]).read(), open(sys.argv[9]).read(), sys.argv[10]
-ctlcpu, dcpu = sys.argv[11], sys.argv[12]
+ctlcpu, dcpu, tasks = sys.argv[11], sys.argv[12], int(sys.argv[13])
 named, rounds, schedule = set(), None, "?"
 try:
     doc = json.loads(out)
@@ -250,8 +252,8 @@ print("schedule:", schedule)
 if rounds:
     print("rounds used: %d of the %s schedule + %d retest (all pairs, N−1: %d)" % (rounds["measured"], rounds["schedule"], rounds["retest"], n - 1))
 print("named:", ", ".join(sorted(named)) or "nothing", "(shaped: node%d)" % slow)
-print("exit %d, wall %.1f s (rdmalab itself %s s, %s s user + %s s sys); %d job steps launched" %
-      (rc, wall, mem.group(2) if mem else "?", mem.group(3) if mem else "?", mem.group(4) if mem else "?", steps))
+print("exit %d, wall %.1f s (rdmalab itself %s s, %s s user + %s s sys, its sruns included); %d job steps, %d tasks on the nodes" %
+      (rc, wall, mem.group(2) if mem else "?", mem.group(3) if mem else "?", mem.group(4) if mem else "?", steps, tasks))
 print("Slurm's daemons' CPU: slurmctld %s s, the %d slurmd %s s (their step daemons not counted)" % (ctlcpu, n, dcpu))
 print("orchestrator: peak threads %d, peak RSS %.1f MB; load average at the end %s" % (threads, int(mem.group(1)) / 1024 if mem else 0, load))
 want = {"node%d bench.node.send" % slow, "node%d bench.node.receive" % slow}
