@@ -55,7 +55,15 @@ cleanup() {
   trap - EXIT INT TERM
   [ -n "$sampler" ] && kill "$sampler" 2>/dev/null || true
   if [ -n "$job" ] && kill -0 "$job" 2>/dev/null; then
-    kill -TERM "$job" 2>/dev/null || true # salloc ends its command and the job
+    # rdmalab first (it ends its own sruns on SIGTERM), then salloc,
+    # which ends the allocation
+    local tp k
+    tp=$(cat "$work/time.pid" 2>/dev/null || true)
+    if [ -n "$tp" ]; then
+      for k in $(cat "/proc/$tp/task/$tp/children" 2>/dev/null); do kill -TERM "$k" 2>/dev/null || true; done
+      for _ in $(seq 100); do kill -0 "$job" 2>/dev/null || break; sleep 0.1; done
+    fi
+    kill -TERM "$job" 2>/dev/null || true
     for _ in $(seq 50); do kill -0 "$job" 2>/dev/null || break; sleep 0.1; done
     kill -KILL "$job" 2>/dev/null || true
   fi
