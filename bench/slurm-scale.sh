@@ -26,7 +26,7 @@ if ! [[ $n =~ ^[0-9]+$ ]] || (( n < 2 || n > 250 )); then
   echo "nodes: want 2 to 250, got '$n'" >&2; exit 2
 fi
 [ "$(id -u)" = 0 ] || { echo "needs root (network namespaces, munged, slurmd)" >&2; exit 2; }
-for t in ip tc nsenter munged slurmctld slurmd salloc srun sinfo scontrol runuser python3 /usr/bin/time; do
+for t in ip tc nsenter munged slurmctld slurmd salloc srun sinfo scontrol runuser python3 bc /usr/bin/time; do
   command -v "$t" >/dev/null || { echo "$t is not installed (Debian: iproute2, slurmctld, slurmd, slurm-client, munge, time)" >&2; exit 2; }
 done
 [ -r /etc/munge/munge.key ] || { echo "/etc/munge/munge.key is missing (Debian's munge package makes it)" >&2; exit 2; }
