@@ -25,7 +25,7 @@ func For(c *cluster.Cluster, s Setup) Launcher {
 	case "local":
 		return Local{}
 	case "srun":
-		return Srun{Env: s.SrunEnv}
+		return NewSrun(s.SrunEnv)
 	}
 	return &SSH{Options: c.Launcher.Options, KnownHosts: c.Launcher.KnownHosts, ControlDir: s.ControlDir, ConnectTimeout: s.ConnectTimeout}
 }

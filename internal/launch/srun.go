@@ -21,6 +21,16 @@ import (
 type Srun struct {
 	// Env is added to srun's environment (SLURM_CONF in tests).
 	Env []string
+	// fan, when set (NewSrun), gathers probes and reaps that arrive
+	// together into one step over their nodes.
+	fan *fanout
+}
+
+// NewSrun is the srun launcher of a run: the probes of a preflight and
+// the reaps after a round each go out as one srun step over all the nodes
+// asked at once, not one per node.
+func NewSrun(env []string) Srun {
+	return Srun{Env: env, fan: &fanout{gather: 100 * time.Millisecond}}
 }
 
 func (s Srun) command(ctx context.Context, n cluster.Node, extraEnv string, argv ...string) *exec.Cmd {
@@ -28,8 +38,12 @@ func (s Srun) command(ctx context.Context, n cluster.Node, extraEnv string, argv
 	if extraEnv != "" {
 		export += "," + extraEnv
 	}
-	args := append([]string{"--nodelist=" + n.Name, "--nodes=1", "--ntasks=1", "--overlap", "--quiet",
-		"--kill-on-bad-exit=1", "--export=" + export}, argv...)
+	return s.srun(ctx, append([]string{"--nodelist=" + n.Name, "--nodes=1", "--ntasks=1", "--overlap", "--quiet",
+		"--kill-on-bad-exit=1", "--export=" + export}, argv...))
+}
+
+// srun is srun with args, leading its own process group.
+func (s Srun) srun(ctx context.Context, args []string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, "srun", args...)
 	cmd.Env = append(os.Environ(), s.Env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -67,7 +81,21 @@ func (s Srun) Probe(ctx context.Context, n cluster.Node, need []string) error {
 	if len(need) > 0 {
 		argv = append([]string{"timeout", "-k", "1", "10", "sh", "-c", probeScript, "probe"}, need...)
 	}
-	out, err := s.command(ctx, n, "", argv...).CombinedOutput()
+	if s.fan != nil {
+		lines, rc, ok := s.fan.run(ctx, s, n.Name, argv)
+		switch {
+		case ok && rc == 0:
+			return nil
+		case ok && rc == 3:
+			if _, m, found := strings.Cut(strings.Join(lines, " "), "missing:"); found {
+				return &MissingError{Node: n.Name, What: strings.Fields(m)}
+			}
+		}
+		// no whole answer from the node in the batch: ask it alone
+	}
+	// output, not CombinedOutput: a running srun holds no OS thread here
+	// (a preflight probes every node at once).
+	out, err := output(ctx, s.command(ctx, n, "", argv...))
 	if err == nil {
 		return nil
 	}
@@ -78,7 +106,13 @@ func (s Srun) Probe(ctx context.Context, n cluster.Node, need []string) error {
 	if ctx.Err() != nil {
 		return &UnreachableError{Node: n.Name, Reason: "no step started within the probe timeout"}
 	}
-	return &UnreachableError{Node: n.Name, Reason: Tail(text + " srun: " + err.Error())}
+	// srun's own words (its last line) say why; its exit status only
+	// when it said nothing
+	reason := Tail(text + " ")
+	if reason == "" {
+		reason = "srun " + err.Error()
+	}
+	return &UnreachableError{Node: n.Name, Reason: reason}
 }
 
 // Reap implements Launcher with a step on the node that kills what
@@ -86,7 +120,14 @@ func (s Srun) Probe(ctx context.Context, n cluster.Node, need []string) error {
 func (s Srun) Reap(ctx context.Context, n cluster.Node, run string) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	out, err := s.command(ctx, n, "", "timeout", "-k", "1", "10", "sh", "-c", reapScript, "reap", EnvRun, run).CombinedOutput()
+	argv := []string{"timeout", "-k", "1", "10", "sh", "-c", reapScript, "reap", EnvRun, run}
+	if s.fan != nil {
+		if lines, rc, ok := s.fan.run(ctx, s, n.Name, argv); ok && rc == 0 {
+			return lines, nil
+		}
+		// no whole answer from the node in the batch: reap it alone
+	}
+	out, err := output(ctx, s.command(ctx, n, "", argv...))
 	if err != nil {
 		return nil, fmt.Errorf("reap on %s: %v: %s", n.Name, err, Tail(string(out)+" "))
 	}

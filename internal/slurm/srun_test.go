@@ -66,6 +66,20 @@ func TestBenchThroughSrun(t *testing.T) {
 	if steps := strings.Count(logs, "launch task StepId="); steps < 24 {
 		t.Errorf("only %d job steps created; want one per server and client (24+)", steps)
 	}
+	// The preflight's probes and each round's reaps were one step over
+	// the nodes (launch.NewSrun's fan-out), not one step per node: the
+	// run created fewer steps than it launched tasks, and at most 24 ends,
+	// 1 preflight, 3 reaps and 12 for retests on a busy machine (a probe
+	// or reap per node would be 16 more).
+	ids := map[string]bool{}
+	for _, l := range strings.Split(logs, "\n") {
+		if _, id, ok := strings.Cut(l, "launch task StepId="); ok {
+			ids[strings.Fields(id)[0]] = true
+		}
+	}
+	if tasks := strings.Count(logs, "launch task StepId="); len(ids) >= tasks || len(ids) > 24+1+3+12 {
+		t.Errorf("%d steps for %d tasks: the probes and reaps were not fanned out in one step each", len(ids), tasks)
+	}
 	t.Logf("4 nodes, 12 directions through srun in %s", time.Since(start).Round(100*time.Millisecond))
 }
 
