@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -62,9 +61,9 @@ type CoverLink struct {
 	Named  bool `json:"named,omitempty"`
 }
 
-// coverPlan is the fabric's routes and the map between its CA ports and
+// CoverPlan is the fabric's routes and the map between its CA ports and
 // the cluster's nodes.
-type coverPlan struct {
+type CoverPlan struct {
 	f      *route.Fabric
 	p      *route.Paths
 	src    string
@@ -73,26 +72,19 @@ type coverPlan struct {
 	rounds [][]Pair
 	// before and after are fabric scans around the run when the fabric
 	// is read live: the named cable's counters corroborate it.
-	live          fabric.Runner
 	before, after *fabric.Snapshot
 	scanErr       error
 	// hosts are the nodes' snapshots, for the named cable's PHY facts.
 	hosts []*host.Snapshot
 }
 
-// planCover reads the fabric, computes the cover rounds and maps every CA
-// to the cluster node named by the host part of its description (rdma-core
-// sets it to "<hostname> <device>"), as 'bench schedule --hostnames' does.
-func planCover(ctx context.Context, in route.Input, c *cluster.Cluster) (*coverPlan, error) {
-	f, src, err := route.Load(ctx, in)
-	if err != nil {
-		return nil, fmt.Errorf("--schedule cover: %w", err)
-	}
+// NewCoverPlan computes the cover rounds over the fabric read from src
+// and maps every CA to the cluster node named by the host part of its
+// description (rdma-core sets it to "<hostname> <device>"), as 'bench
+// schedule --hostnames' does.
+func NewCoverPlan(f *route.Fabric, src string, c *cluster.Cluster) (*CoverPlan, error) {
 	idx := c.Index()
-	cp := &coverPlan{f: f, p: f.Paths(), src: src, caNode: make([]int, len(f.CAs)), nodeCA: map[int]int{}}
-	if in.FabricFile == "" && in.Runner != nil {
-		cp.live = in.Runner
-	}
+	cp := &CoverPlan{f: f, p: f.Paths(), src: src, caNode: make([]int, len(f.CAs)), nodeCA: map[int]int{}}
 	var missing []string
 	for i, ca := range f.CAs {
 		h, _, _ := strings.Cut(strings.TrimSpace(ca.Name), " ")
@@ -120,7 +112,7 @@ func planCover(ctx context.Context, in route.Input, c *cluster.Cluster) (*coverP
 	return cp, nil
 }
 
-func (cp *coverPlan) pairs(r []schedule.IPair) []Pair {
+func (cp *CoverPlan) pairs(r []schedule.IPair) []Pair {
 	out := make([]Pair, 0, len(r))
 	for _, p := range r {
 		a, b := cp.caNode[p.A], cp.caNode[p.B]
@@ -138,7 +130,7 @@ type measured struct {
 	slow     bool
 }
 
-func (cp *coverPlan) measured(c *cluster.Cluster, recs []Record, rep *Report) []measured {
+func (cp *CoverPlan) measured(c *cluster.Cluster, recs []Record, rep *Report) []measured {
 	idx := c.Index()
 	var out []measured
 	for _, r := range recs {
@@ -156,7 +148,7 @@ func (cp *coverPlan) measured(c *cluster.Cluster, recs []Record, rep *Report) []
 }
 
 // locator turns the records so far into the localiser's observations.
-func (cp *coverPlan) locator(c *cluster.Cluster, recs []Record, rep *Report) *schedule.Locator {
+func (cp *CoverPlan) locator(c *cluster.Cluster, recs []Record, rep *Report) *schedule.Locator {
 	loc := schedule.NewLocator(cp.p)
 	for _, m := range cp.measured(c, recs, rep) {
 		loc.Observe(schedule.Observation{Src: m.src, Dst: m.dst, Slow: m.slow, Round: m.rec.Round})
@@ -164,64 +156,11 @@ func (cp *coverPlan) locator(c *cluster.Cluster, recs []Record, rep *Report) *sc
 	return loc
 }
 
-// runCover measures the cover rounds, then up to MaxFollowUps rounds the
-// localiser asks for while directions were slow and it can learn more.
-func (r *Runner) runCover(ctx context.Context, cp *coverPlan, prior []Record) ([]Record, error) {
-	if cp.live != nil {
-		cp.before, cp.scanErr = fabric.Scan(ctx, cp.live, fabric.ScanOptions{})
-		defer func() {
-			if cp.scanErr == nil && ctx.Err() == nil { // an interrupt does not wait for a scan
-				cp.after, cp.scanErr = fabric.Scan(ctx, cp.live, fabric.ScanOptions{})
-			}
-		}()
-	}
-	retest := r.Retest
-	r.Retest = false // suspects are re-paired after the follow-ups
-	recs, err := r.Run(ctx, prior)
-	r.Retest = retest
-	if err != nil {
-		return recs, err
-	}
-	round := len(cp.rounds)
-	for range MaxFollowUps {
-		rep := Analyze(r.Cluster, r.Engine.Name(), r.Engine.Test(), r.Engine.Latency(), r.records, r.Out(), nil)
-		next := cp.locator(r.Cluster, r.records, rep).NextRound()
-		if len(next) == 0 {
-			break
-		}
-		round++
-		pairs := cp.pairs(next)
-		var names []string
-		for _, p := range pairs {
-			names = append(names, r.Cluster.Nodes[p.A].Name+" ↔ "+r.Cluster.Nodes[p.B].Name)
-		}
-		r.progress("follow-up round %d (the localiser's): %s\n", round, strings.Join(names, ", "))
-		r.runRound(ctx, round, pairs)
-		if err := r.logError(); err != nil {
-			return r.records, err
-		}
-		if ctx.Err() != nil {
-			return r.records, ctx.Err()
-		}
-	}
-	// Suspect nodes are re-paired with known-good partners (as Google's
-	// cluster-health-scanner does), unless a cable between switches
-	// explains them: every partner's route to them may cross that cable.
-	if r.Retest {
-		rep := Analyze(r.Cluster, r.Engine.Name(), r.Engine.Test(), r.Engine.Latency(), r.records, r.Out(), nil)
-		v := cp.locator(r.Cluster, r.records, rep).Verdict()
-		if ft := cp.fault(v); ft == nil || ft.Kind != "link" || (v.State != "confirmed" && v.State != "named") {
-			r.retest(ctx)
-		}
-	}
-	return r.records, r.logError()
-}
-
 // judgeCover adds the localiser's verdict to the report: one finding that
 // names the cable by both ends, or the node, with the pairs that crossed
 // it slow and fast and how sure; the per-direction and per-node findings
 // it explains are folded into it.
-func (cp *coverPlan) judgeCover(c *cluster.Cluster, rep *Report, recs []Record) {
+func (cp *CoverPlan) judgeCover(c *cluster.Cluster, rep *Report, recs []Record) {
 	loc := cp.locator(c, recs, rep)
 	v := loc.Verdict()
 	f := cp.f
@@ -340,7 +279,7 @@ func (cp *coverPlan) judgeCover(c *cluster.Cluster, rep *Report, recs []Record) 
 
 // fault names the verdict's links: a node when they are one CA's own
 // cable (either or both directions), else the cable between two switches.
-func (cp *coverPlan) fault(v schedule.Verdict) *Fault {
+func (cp *CoverPlan) fault(v schedule.Verdict) *Fault {
 	if len(v.Links) == 0 || len(v.Links) > 2 {
 		return nil
 	}
@@ -371,7 +310,7 @@ func (cp *coverPlan) fault(v schedule.Verdict) *Fault {
 	return ft
 }
 
-func (cp *coverPlan) nodeName(ca int) string {
+func (cp *CoverPlan) nodeName(ca int) string {
 	h, _, _ := strings.Cut(strings.TrimSpace(cp.f.CAs[ca].Name), " ")
 	return h
 }

@@ -1,4 +1,4 @@
-package bench
+package benchrun
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rdmalab/rdmalab/internal/bench"
 	"github.com/rdmalab/rdmalab/internal/cluster"
 )
 
@@ -172,7 +173,7 @@ func (e *perftestEngine) Client(server, client cluster.Node, port int) []string 
 }
 
 func (e *perftestEngine) Parse(out []byte) (Measure, error) {
-	p, err := ParsePerftest(string(out))
+	p, err := bench.ParsePerftest(string(out))
 	if err != nil {
 		return Measure{}, err
 	}
