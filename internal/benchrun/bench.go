@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/bench"
+	"github.com/rdmalab/rdmalab/internal/slurmrun"
 	"github.com/rdmalab/rdmalab/internal/userfile"
 
 	"github.com/rdmalab/rdmalab/internal/cluster"
@@ -21,7 +22,6 @@ import (
 	"github.com/rdmalab/rdmalab/internal/resultslog"
 	"github.com/rdmalab/rdmalab/internal/route"
 	"github.com/rdmalab/rdmalab/internal/schedule"
-	"github.com/rdmalab/rdmalab/internal/slurm"
 )
 
 // Options are one bench run's settings, as the user gave them.
@@ -101,7 +101,7 @@ func (e *UnreadyError) Error() string {
 // Validate checks the flags once, before any work.
 func (o *Options) Validate() error {
 	switch {
-	case o.ClusterFile == "" && !slurm.InAllocation():
+	case o.ClusterFile == "" && !slurmrun.InAllocation():
 		return &UsageError{errors.New("--cluster FILE is required outside a Slurm allocation (see 'rdmalab bench --help')")}
 	case o.Timeout <= 0:
 		return &UsageError{fmt.Errorf("--timeout %s: must be positive", o.Timeout)}
@@ -189,7 +189,7 @@ func (o *Options) cluster(ctx context.Context) (*cluster.Cluster, error) {
 	if o.ClusterFile != "" {
 		return cluster.Load(o.ClusterFile)
 	}
-	return slurm.Allocation(ctx, slurm.Exec{Timeout: 15 * time.Second}, o.DataAddrs)
+	return slurmrun.Allocation(ctx, slurmrun.Exec{Timeout: 15 * time.Second}, o.DataAddrs)
 }
 
 // Run validates, preflights, measures, retests and judges. The report is
