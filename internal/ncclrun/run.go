@@ -13,13 +13,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/cluster"
 	"github.com/rdmalab/rdmalab/internal/launch"
 	"github.com/rdmalab/rdmalab/internal/nccl"
+	"github.com/rdmalab/rdmalab/internal/procgroup"
 	"github.com/rdmalab/rdmalab/internal/resultslog"
 	"github.com/rdmalab/rdmalab/internal/userfile"
 )
@@ -175,7 +175,7 @@ func runOne(ctx context.Context, o RunOptions, j launch.Job, algo string) nccl.R
 		err = cerr
 	}
 	if cmd.Process != nil {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // whatever of the launch ignored TERM
+		_ = procgroup.Stop(cmd.Process.Pid, 0) // whatever of the launch ignored TERM
 	}
 	r.Seconds = time.Since(start).Seconds()
 	r.TimedOut = errors.Is(rctx.Err(), context.DeadlineExceeded)

@@ -13,9 +13,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/rdmalab/rdmalab/internal/procgroup"
 	"github.com/rdmalab/rdmalab/internal/slurm"
 )
 
@@ -44,27 +44,18 @@ func (e Exec) Run(ctx context.Context, name string, args ...string) (string, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, t)
 	defer cancel()
-	cmd := exec.Command(findTool(name), args...)
+	cmd := procgroup.Command(ctx, 0, time.Second, findTool(name), args...)
 	cmd.Env = append(cmd.Environ(), e.Env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Start(); err != nil {
-		return "", fmt.Errorf("%s: %w", name, err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			return out.String(), fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
-		}
-		return out.String(), nil
-	case <-ctx.Done():
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
+	err := cmd.Run()
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return "", fmt.Errorf("%s %s: no answer in %s: %w", name, strings.Join(args, " "), t, ErrControllerDown)
+	case err != nil:
+		return out.String(), fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
 	}
+	return out.String(), nil
 }
 
 // toolDirs are where Slurm's clients live when PATH does not say: slurmd
