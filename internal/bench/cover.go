@@ -61,9 +61,9 @@ type CoverLink struct {
 	Named  bool `json:"named,omitempty"`
 }
 
-// CoverPlan is the fabric's routes and the map between its CA ports and
+// coverPlan is the fabric's routes and the map between its CA ports and
 // the cluster's nodes.
-type CoverPlan struct {
+type coverPlan struct {
 	f      *route.Fabric
 	p      *route.Paths
 	src    string
@@ -78,13 +78,13 @@ type CoverPlan struct {
 	hosts []*host.Snapshot
 }
 
-// NewCoverPlan computes the cover rounds over the fabric read from src
+// newCoverPlan computes the cover rounds over the fabric read from src
 // and maps every CA to the cluster node named by the host part of its
 // description (rdma-core sets it to "<hostname> <device>"), as 'bench
 // schedule --hostnames' does.
-func NewCoverPlan(f *route.Fabric, src string, c *cluster.Cluster) (*CoverPlan, error) {
+func newCoverPlan(f *route.Fabric, src string, c *cluster.Cluster) (*coverPlan, error) {
 	idx := c.Index()
-	cp := &CoverPlan{f: f, p: f.Paths(), src: src, caNode: make([]int, len(f.CAs)), nodeCA: map[int]int{}}
+	cp := &coverPlan{f: f, p: f.Paths(), src: src, caNode: make([]int, len(f.CAs)), nodeCA: map[int]int{}}
 	var missing []string
 	for i, ca := range f.CAs {
 		h, _, _ := strings.Cut(strings.TrimSpace(ca.Name), " ")
@@ -112,7 +112,7 @@ func NewCoverPlan(f *route.Fabric, src string, c *cluster.Cluster) (*CoverPlan, 
 	return cp, nil
 }
 
-func (cp *CoverPlan) pairs(r []schedule.IPair) []Pair {
+func (cp *coverPlan) pairs(r []schedule.IPair) []Pair {
 	out := make([]Pair, 0, len(r))
 	for _, p := range r {
 		a, b := cp.caNode[p.A], cp.caNode[p.B]
@@ -130,7 +130,7 @@ type measured struct {
 	slow     bool
 }
 
-func (cp *CoverPlan) measured(c *cluster.Cluster, recs []Record, rep *Report) []measured {
+func (cp *coverPlan) measured(c *cluster.Cluster, recs []Record, rep *Report) []measured {
 	idx := c.Index()
 	var out []measured
 	for _, r := range recs {
@@ -148,7 +148,7 @@ func (cp *CoverPlan) measured(c *cluster.Cluster, recs []Record, rep *Report) []
 }
 
 // locator turns the records so far into the localiser's observations.
-func (cp *CoverPlan) locator(c *cluster.Cluster, recs []Record, rep *Report) *schedule.Locator {
+func (cp *coverPlan) locator(c *cluster.Cluster, recs []Record, rep *Report) *schedule.Locator {
 	loc := schedule.NewLocator(cp.p)
 	for _, m := range cp.measured(c, recs, rep) {
 		loc.Observe(schedule.Observation{Src: m.src, Dst: m.dst, Slow: m.slow, Round: m.rec.Round})
@@ -160,7 +160,7 @@ func (cp *CoverPlan) locator(c *cluster.Cluster, recs []Record, rep *Report) *sc
 // names the cable by both ends, or the node, with the pairs that crossed
 // it slow and fast and how sure; the per-direction and per-node findings
 // it explains are folded into it.
-func (cp *CoverPlan) judgeCover(c *cluster.Cluster, rep *Report, recs []Record) {
+func (cp *coverPlan) judgeCover(c *cluster.Cluster, rep *Report, recs []Record) {
 	loc := cp.locator(c, recs, rep)
 	v := loc.Verdict()
 	f := cp.f
@@ -279,7 +279,7 @@ func (cp *CoverPlan) judgeCover(c *cluster.Cluster, rep *Report, recs []Record) 
 
 // fault names the verdict's links: a node when they are one CA's own
 // cable (either or both directions), else the cable between two switches.
-func (cp *CoverPlan) fault(v schedule.Verdict) *Fault {
+func (cp *coverPlan) fault(v schedule.Verdict) *Fault {
 	if len(v.Links) == 0 || len(v.Links) > 2 {
 		return nil
 	}
@@ -310,7 +310,7 @@ func (cp *CoverPlan) fault(v schedule.Verdict) *Fault {
 	return ft
 }
 
-func (cp *CoverPlan) nodeName(ca int) string {
+func (cp *coverPlan) nodeName(ca int) string {
 	h, _, _ := strings.Cut(strings.TrimSpace(cp.f.CAs[ca].Name), " ")
 	return h
 }

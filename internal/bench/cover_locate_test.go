@@ -55,7 +55,7 @@ func TestCoverJudgesEveryCable(t *testing.T) {
 
 // smallCover is FatTree(2,4,4) routed by OpenSM ftree (captured from
 // ibsim) as a 16-node cluster, and its cover plan.
-func smallCover(t *testing.T) (*cluster.Cluster, *CoverPlan) {
+func smallCover(t *testing.T) (*cluster.Cluster, *coverPlan) {
 	t.Helper()
 	td := filepath.Join("..", "route", "testdata")
 	in := route.Input{FabricFile: filepath.Join(td, "fattree-2x4x4.net"), RoutesFile: filepath.Join(td, "fattree-2x4x4-ftree.opensm-lfts.dump")}
@@ -78,7 +78,7 @@ func smallCover(t *testing.T) (*cluster.Cluster, *CoverPlan) {
 // simulateCover runs the cover rounds and the localiser's follow-ups on
 // paper: a direction is 10 Gb/s when its route crosses the fault's links,
 // else 100. It returns the judged report and the records.
-func simulateCover(c *cluster.Cluster, cp *CoverPlan, fault []int) (*Report, []Record) {
+func simulateCover(c *cluster.Cluster, cp *coverPlan, fault []int) (*Report, []Record) {
 	var recs []Record
 	measure := func(round int, pairs []Pair) {
 		for _, p := range pairs {
@@ -232,10 +232,10 @@ func TestCoverRefusals(t *testing.T) {
 
 // planCover reads the fabric from files and plans the cover rounds, as
 // the runner does (internal/benchrun).
-func planCover(ctx context.Context, in route.Input, c *cluster.Cluster) (*CoverPlan, error) {
+func planCover(ctx context.Context, in route.Input, c *cluster.Cluster) (*coverPlan, error) {
 	f, src, err := route.Load(ctx, in)
 	if err != nil {
 		return nil, err
 	}
-	return NewCoverPlan(f, src, c)
+	return newCoverPlan(f, src, c)
 }
