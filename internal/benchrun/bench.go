@@ -1,6 +1,7 @@
 package benchrun
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -210,7 +211,7 @@ func Run(ctx context.Context, o Options) (*bench.Report, error) {
 		l, _ := linkrate.ParseLayer(o.Layer)
 		c.Link.Layer = string(l)
 	}
-	bin := cmpOr(o.Rdmalab, c.Launcher.Rdmalab)
+	bin := cmp.Or(o.Rdmalab, c.Launcher.Rdmalab)
 	if bin == "" && o.Engine == "tcp" {
 		if bin, err = os.Executable(); err != nil {
 			return nil, err
