@@ -50,4 +50,6 @@ func (p *CoverPlan) Scanned(before, after *fabric.Snapshot, err error) {
 func (p *CoverPlan) WithHosts(hosts []*host.Snapshot) { p.cp.hosts = hosts }
 
 // Judge adds the localiser's verdict over recs to the report.
-func (p *CoverPlan) Judge(c *cluster.Cluster, rep *Report, recs []Record) { p.cp.judgeCover(c, rep, recs) }
+func (p *CoverPlan) Judge(c *cluster.Cluster, rep *Report, recs []Record) {
+	p.cp.judgeCover(c, rep, recs)
+}
