@@ -1,3 +1,8 @@
+// Package benchrun measures pairwise benchmarks across a cluster: the
+// engines (perftest, the built-in TCP agent), the Runner (both directions,
+// samples, preflight, nodes taken out, retests) over a launcher, the cover
+// rounds' running and the dry run. Package bench holds what it leaves and
+// judges it.
 package benchrun
 
 import (
