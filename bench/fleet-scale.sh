@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The bench orchestrator at fleet scale, against a SIMULATED fleet
-# (bench.SimFleet: a link model behind the launch fake; no node, process or
+# (benchrun.SimFleet: a link model behind the launch fake; no node, process or
 # network exists). Each scenario runs in its own process (bench/fleetsim),
 # so peak RSS and threads are its own:
 #   - a 20,000-node cluster file planned to the first round (default

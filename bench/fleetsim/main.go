@@ -1,5 +1,5 @@
 // Command fleetsim runs the REAL bench orchestrator, schedule and
-// localiser against a SIMULATED fleet (bench.SimFleet: a link model behind
+// localiser against a SIMULATED fleet (benchrun.SimFleet: a link model behind
 // the launch fake; no node, process or network exists) and prints, as one
 // JSON line, what the orchestrator itself cost: time and peak RSS to the
 // first round, rounds used, peak RSS, peak OS threads, CPU per round, the
@@ -23,7 +23,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/rdmalab/rdmalab/internal/bench"
+	"github.com/rdmalab/rdmalab/internal/benchrun"
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/cluster"
 )
@@ -106,7 +106,7 @@ func main() {
 	write := flag.String("write-cluster", "", "only write the simulated fleet's cluster file here (for bench --dry-run)")
 	flag.Parse()
 	if *write != "" {
-		if err := os.WriteFile(*write, []byte(bench.SimClusterFile(*nodes)), 0o600); err != nil {
+		if err := os.WriteFile(*write, []byte(benchrun.SimClusterFile(*nodes)), 0o600); err != nil {
 			fail(err)
 		}
 		return
@@ -126,7 +126,7 @@ func main() {
 	}
 	defer os.RemoveAll(dir)
 	file := filepath.Join(dir, "fleet.yaml")
-	if err := os.WriteFile(file, []byte(bench.SimClusterFile(*nodes)), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte(benchrun.SimClusterFile(*nodes)), 0o600); err != nil {
 		fail(err)
 	}
 	res := result{Simulated: true, Nodes: *nodes, Slow: *slow}
@@ -158,13 +158,13 @@ func main() {
 		w.stopFirst = cancel
 	}
 	// The simulated launcher needs the data addresses: the cluster file is
-	// read once more for it (bench.Run reads it itself, as always).
+	// read once more for it (benchrun.Run reads it itself, as always).
 	c, err := cluster.Load(file)
 	if err != nil {
 		fail(err)
 	}
-	sim := &bench.SimFleet{Gbps: 95, Slow: res.Slow, SlowShare: *share, Jitter: 0.02}
-	rep, err := bench.Run(ctx, bench.Options{ClusterFile: file, Engine: "tcp", Seconds: *seconds, Samples: *samples, Timeout: 2 * time.Minute,
+	sim := &benchrun.SimFleet{Gbps: 95, Slow: res.Slow, SlowShare: *share, Jitter: 0.02}
+	rep, err := benchrun.Run(ctx, benchrun.Options{ClusterFile: file, Engine: "tcp", Seconds: *seconds, Samples: *samples, Timeout: 2 * time.Minute,
 		Results: filepath.Join(dir, "results.jsonl"), Launcher: sim.Launcher(c), Progress: w, Schedule: *schedule})
 	total := time.Since(w.start)
 	close(done)
@@ -182,7 +182,7 @@ func main() {
 		if n := u.Measured + u.Retest; n > 0 {
 			res.CPUPerRoundS = (cpu() - time.Duration(w.firstCPU.Load())).Seconds() / float64(n)
 		}
-		m := bench.Model(*seconds, *samples, *nodes)
+		m := benchrun.Model(*seconds, *samples, *nodes)
 		// preflight (one probe each, 64 at a time) is a round's reap
 		res.ProjectedWallMin = (m.Project(u.Measured, u.Retest) + m.PerRound).Minutes()
 		for _, f := range rep.Findings {

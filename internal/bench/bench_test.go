@@ -1,9 +1,6 @@
 package bench
 
 import (
-	"encoding/json"
-
-	"bufio"
 	"math"
 	"os"
 	"os/exec"
@@ -11,8 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/rdmalab/rdmalab/internal/envelope"
 
 	"github.com/rdmalab/rdmalab/internal/testhost"
 )
@@ -138,89 +133,8 @@ func checkPlan(t *testing.T, p Plan, n, rounds int, all bool) {
 	}
 }
 
-// The whole pipeline on loopback addresses with the real binary: kill the
-// run after its first round, resume, and every pair is measured exactly once.
-func TestKillAndResume(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the built binary (not under the race detector)")
-	}
-	dir := testhost.TempDir(t)
-	bin := testhost.Rdmalab(t)
-	cluster := filepath.Join(dir, "cluster.yaml")
-	os.WriteFile(cluster, []byte(`nodes:
-  - {name: n1, data: 127.0.0.1}
-  - {name: n2, data: 127.0.0.2}
-  - {name: n3, data: 127.0.0.3}
-  - {name: n4, data: 127.0.0.4}
-  - {name: n5, data: 127.0.0.5}
-  - {name: n6, data: 127.0.0.6}
-link: {layer: TCP, rate_gbps: 1, mtu_bytes: 1500}
-launcher: {type: local, rdmalab: `+bin+`, base_port: 23400}
-`), 0o644)
-	results := filepath.Join(dir, "results.jsonl")
-	args := []string{"bench", "--cluster", cluster, "--engine", "tcp", "--seconds", "1", "--samples", "1", "--timeout", "30s", "--results", results, "--no-retest"}
-	if code := interruptAt(t, "round 2/", bin, args...); code != 130 {
-		t.Errorf("interrupted run exit %d, want 130", code)
-	}
-	first := readLog(t, results)
-	if len(first) < 6 || len(first) >= 30 {
-		t.Fatalf("after the interrupt: %d directions, want round 1's 6 and not all 30", len(first))
-	}
-	// Unshaped loopback on a shared machine is noise, and it beats the
-	// declared 1 Gb/s: the verdicts may fail (exit 1) or overrule the rate
-	// (unproven, exit 3); this test is about the log, not the verdicts.
-	resume := exec.Command(bin, append(args, "--resume", "--output", "json")...)
-	var progress strings.Builder
-	resume.Stderr = &progress
-	doc, err := resume.Output()
-	if code := exitCode(err); code != 0 && code != 1 && code != 3 {
-		t.Fatalf("resume: %v\n%s", err, progress.String())
-	}
-	if !strings.Contains(progress.String(), "already measured") {
-		t.Errorf("resume did not skip anything:\n%s", progress.String())
-	}
-	payload, err := envelope.Payload(doc, envelope.Bench)
-	var rep Report
-	if err != nil || json.Unmarshal(payload, &rep) != nil || len(rep.Directions) != 30 {
-		t.Errorf("--output json: %v, %d directions\n%s", err, len(rep.Directions), doc)
-	}
-	seen := map[string]int{}
-	for _, r := range readLog(t, results) {
-		seen[r.dirKey()]++
-		if r.Failed() || r.Gbps <= 0 {
-			t.Errorf("%s → %s: %+v", r.From, r.To, r)
-		}
-	}
-	if len(seen) != 30 {
-		t.Errorf("%d distinct directions, want 30", len(seen))
-	}
-	for k, n := range seen {
-		if n != 1 {
-			t.Errorf("%s measured %d times", k, n)
-		}
-	}
-	// Without --resume or --overwrite the results are never truncated.
-	before, _ := os.ReadFile(results)
-	out, err := exec.Command(bin, args...).CombinedOutput()
-	after, _ := os.ReadFile(results)
-	if exitCode(err) != 2 || !strings.Contains(string(out), "--resume continues it, --overwrite replaces it") || string(before) != string(after) {
-		t.Errorf("a second run without --resume: exit %d\n%s", exitCode(err), out)
-	}
-}
-
-func readLog(t *testing.T, path string) []Record {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, recs, _, err := Results.Parse(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return recs
-}
-
+// exitCode is the exit status of a finished rdmalab (-1 when it did not
+// exit by itself).
 func exitCode(err error) int {
 	if err == nil {
 		return 0
@@ -229,26 +143,4 @@ func exitCode(err error) int {
 		return ee.ExitCode()
 	}
 	return -1
-}
-
-// interruptAt runs rdmalab and sends it ^C when a progress line starts with prefix.
-func interruptAt(t *testing.T, prefix, bin string, args ...string) int {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		if strings.HasPrefix(sc.Text(), prefix) {
-			cmd.Process.Signal(os.Interrupt)
-			break
-		}
-	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
-	return exitCode(cmd.Wait())
 }

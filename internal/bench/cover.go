@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -77,26 +76,19 @@ type coverPlan struct {
 	rounds [][]Pair
 	// before and after are fabric scans around the run when the fabric
 	// is read live: the named cable's counters corroborate it.
-	live          fabric.Runner
 	before, after *fabric.Snapshot
 	scanErr       error
 	// hosts are the nodes' snapshots, for the named cable's PHY facts.
 	hosts []*host.Snapshot
 }
 
-// planCover reads the fabric, computes the cover rounds and maps every CA
-// to the cluster node named by the host part of its description (rdma-core
-// sets it to "<hostname> <device>"), as 'bench schedule --hostnames' does.
-func planCover(ctx context.Context, in route.Input, c *cluster.Cluster) (*coverPlan, error) {
-	f, src, err := route.Load(ctx, in)
-	if err != nil {
-		return nil, fmt.Errorf("--schedule cover: %w", err)
-	}
+// newCoverPlan computes the cover rounds over the fabric read from src
+// and maps every CA to the cluster node named by the host part of its
+// description (rdma-core sets it to "<hostname> <device>"), as 'bench
+// schedule --hostnames' does.
+func newCoverPlan(f *route.Fabric, src string, c *cluster.Cluster) (*coverPlan, error) {
 	idx := c.Index()
 	cp := &coverPlan{f: f, p: f.Paths(), src: src, caNode: make([]int, len(f.CAs)), nodeCA: map[int]int{}}
-	if in.FabricFile == "" && in.Runner != nil {
-		cp.live = in.Runner
-	}
 	var missing []string
 	for i, ca := range f.CAs {
 		h, _, _ := strings.Cut(strings.TrimSpace(ca.Name), " ")
@@ -166,59 +158,6 @@ func (cp *coverPlan) locator(c *cluster.Cluster, recs []Record, rep *Report) *sc
 		loc.Observe(schedule.Observation{Src: m.src, Dst: m.dst, Slow: m.slow, Round: m.rec.Round})
 	}
 	return loc
-}
-
-// runCover measures the cover rounds, then up to MaxFollowUps rounds the
-// localiser asks for while directions were slow and it can learn more.
-func (r *Runner) runCover(ctx context.Context, cp *coverPlan, prior []Record) ([]Record, error) {
-	if cp.live != nil {
-		cp.before, cp.scanErr = fabric.Scan(ctx, cp.live, fabric.ScanOptions{})
-		defer func() {
-			if cp.scanErr == nil && ctx.Err() == nil { // an interrupt does not wait for a scan
-				cp.after, cp.scanErr = fabric.Scan(ctx, cp.live, fabric.ScanOptions{})
-			}
-		}()
-	}
-	retest := r.Retest
-	r.Retest = false // suspects are re-paired after the follow-ups
-	recs, err := r.Run(ctx, prior)
-	r.Retest = retest
-	if err != nil {
-		return recs, err
-	}
-	round := len(cp.rounds)
-	for range MaxFollowUps {
-		rep := Analyze(r.Cluster, r.Engine.Name(), r.Engine.Test(), r.Engine.Latency(), r.records, r.Out(), nil)
-		next := cp.locator(r.Cluster, r.records, rep).NextRound()
-		if len(next) == 0 {
-			break
-		}
-		round++
-		pairs := cp.pairs(next)
-		var names []string
-		for _, p := range pairs {
-			names = append(names, r.Cluster.Nodes[p.A].Name+" ↔ "+r.Cluster.Nodes[p.B].Name)
-		}
-		r.progress("follow-up round %d (the localiser's): %s\n", round, strings.Join(names, ", "))
-		r.runRound(ctx, round, pairs)
-		if err := r.logError(); err != nil {
-			return r.records, err
-		}
-		if ctx.Err() != nil {
-			return r.records, ctx.Err()
-		}
-	}
-	// Suspect nodes are re-paired with known-good partners (as Google's
-	// cluster-health-scanner does), unless a cable between switches
-	// explains them: every partner's route to them may cross that cable.
-	if r.Retest {
-		rep := Analyze(r.Cluster, r.Engine.Name(), r.Engine.Test(), r.Engine.Latency(), r.records, r.Out(), nil)
-		v := cp.locator(r.Cluster, r.records, rep).Verdict()
-		if ft := cp.fault(v); ft == nil || ft.Kind != "link" || (v.State != "confirmed" && v.State != "named") {
-			r.retest(ctx)
-		}
-	}
-	return r.records, r.logError()
 }
 
 // judgeCover adds the localiser's verdict to the report: one finding that

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/cluster"
@@ -215,28 +214,10 @@ func TestCoverCounterEvidence(t *testing.T) {
 	}
 }
 
-// --schedule cover's flags are refused before any work when they
-// contradict, and a fabric whose CA ports are not the cluster's nodes is
-// refused naming them.
+// A fabric whose CA ports are not the cluster's nodes is refused naming
+// them (the flags that contradict --schedule cover: benchrun's
+// TestCoverFlagRefusals).
 func TestCoverRefusals(t *testing.T) {
-	good := Options{ClusterFile: "c.yaml", Engine: "tcp", Seconds: 2, Samples: 1, Timeout: time.Minute, Schedule: "cover"}
-	if err := good.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		edit func(*Options)
-		want string
-	}{
-		{func(o *Options) { o.Schedule = "fastest" }, `--schedule "fastest": want matching, circle or cover`},
-		{func(o *Options) { o.Rounds = "r.txt" }, "--schedule cover plans its own rounds"},
-		{func(o *Options) { o.Schedule, o.Fabric.RoutesFile = "", "lfts.dump" }, "add --schedule cover"},
-	} {
-		o := good
-		c.edit(&o)
-		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%v, want %q", err, c.want)
-		}
-	}
 	td := filepath.Join("..", "route", "testdata")
 	in := route.Input{FabricFile: filepath.Join(td, "fattree-2x4x4.net"), RoutesFile: filepath.Join(td, "fattree-2x4x4-ftree.opensm-lfts.dump")}
 	c, err := cluster.Parse([]byte("launcher: {type: local}\nnodes:\n  - {name: node0001, data: 10.9.0.1}\n  - {name: gpu01, data: 10.9.0.2}\n"))
@@ -247,4 +228,14 @@ func TestCoverRefusals(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `CA ports "node0002" (host node0002)`) || !strings.Contains(err.Error(), "and 10 more") {
 		t.Errorf("unmapped CAs: %v", err)
 	}
+}
+
+// planCover reads the fabric from files and plans the cover rounds, as
+// the runner does (internal/benchrun).
+func planCover(ctx context.Context, in route.Input, c *cluster.Cluster) (*coverPlan, error) {
+	f, src, err := route.Load(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return newCoverPlan(f, src, c)
 }

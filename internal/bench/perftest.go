@@ -1,7 +1,7 @@
-// Package bench runs pairwise benchmarks across a cluster and judges each
-// result against what the link can carry: the cluster file, the perftest
-// output parsers, the built-in TCP engine, the circle-method schedule, the
-// expected-rate model and the verdicts.
+// Package bench judges pairwise benchmarks of a cluster against what the
+// link can carry and against the peers: the results log's records, the
+// perftest output parsers, the schedules' plans, the cover localiser's
+// verdict and the findings. It runs nothing: internal/benchrun measures.
 package bench
 
 import (

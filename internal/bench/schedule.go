@@ -80,6 +80,12 @@ func (p matchingPlan) Why() string {
 		p.Len(), p.n/2, p.Len(), schedule.CircleRounds(p.n))
 }
 
+// FixedPlan is a plan of rounds given in full (a round file, the cover
+// rounds), named and explained.
+func FixedPlan(name, why string, rounds [][]Pair) Plan {
+	return fixedPlan{name: name, why: why, rounds: rounds}
+}
+
 type fixedPlan struct {
 	name, why string
 	rounds    [][]Pair
@@ -90,8 +96,8 @@ func (p fixedPlan) Len() int                       { return len(p.rounds) }
 func (p fixedPlan) Round(i int, buf []Pair) []Pair { return append(buf, p.rounds[i]...) }
 func (p fixedPlan) Why() string                    { return p.why }
 
-// planFor is the plan of a schedule name over n nodes ("" is the default).
-func planFor(name string, n int) Plan {
+// PlanFor is the plan of a schedule name over n nodes ("" is the default).
+func PlanFor(name string, n int) Plan {
 	if name == "" {
 		name = DefaultSchedule(n)
 	}

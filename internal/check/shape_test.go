@@ -24,8 +24,6 @@ func TestOneRuleShape(t *testing.T) {
 
 		"../nccl/env.go": true, "../nccl/judge.go": true, "../nccl/judgelog.go": true, "../nccl/ras_judge.go": true,
 
-		"../nccl/run.go": true,
-
 		"../phycheck/ibdiag.go": true, "../phycheck/rules.go": true,
 
 		"../schedule/locate.go": true, "../schedule/plan.go": true,

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/rdmalab/rdmalab/internal/bench"
+	"github.com/rdmalab/rdmalab/internal/benchrun"
 	"github.com/rdmalab/rdmalab/internal/envelope"
 	"github.com/rdmalab/rdmalab/internal/fabric"
 	"github.com/rdmalab/rdmalab/internal/intake"
@@ -17,7 +17,7 @@ import (
 )
 
 func newBenchCmd() *cobra.Command {
-	var o bench.Options
+	var o benchrun.Options
 	var output, fabricCA string
 	var hostArgs []string
 	var fabricPort int
@@ -102,7 +102,7 @@ saved).`,
 			o.Fabric.Runner = fabric.Exec{CA: fabricCA, Port: fabricPort, Timeout: 2 * time.Minute}
 			ctx := cmd.Context()
 			if dryRun {
-				d, err := bench.PlanRun(ctx, o)
+				d, err := benchrun.PlanRun(ctx, o)
 				if err != nil {
 					return usageErr("%v", err)
 				}
@@ -111,7 +111,7 @@ saved).`,
 				}
 				return d.Write(cmd.OutOrStdout())
 			}
-			rep, err := bench.Run(ctx, o)
+			rep, err := benchrun.Run(ctx, o)
 			if ctx.Err() != nil {
 				// No report: the verdict of a run cut short would judge
 				// what it did not measure. The log holds what it did.
@@ -182,7 +182,7 @@ func newBenchAgentCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			if err := bench.ServeTCP(ctx, listen, cmd.OutOrStdout()); err != nil {
+			if err := benchrun.ServeTCP(ctx, listen, cmd.OutOrStdout()); err != nil {
 				return usageErr("%v", err)
 			}
 			return nil
@@ -193,7 +193,7 @@ func newBenchAgentCmd() *cobra.Command {
 	cli := &cobra.Command{
 		Use: "tcp-client", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := bench.ClientTCP(cmd.Context(), connect, test, seconds, 10000, cmd.OutOrStdout()); err != nil {
+			if err := benchrun.ClientTCP(cmd.Context(), connect, test, seconds, 10000, cmd.OutOrStdout()); err != nil {
 				return usageErr("%v", err)
 			}
 			return nil

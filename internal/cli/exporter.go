@@ -15,7 +15,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/fabric"
 	"github.com/rdmalab/rdmalab/internal/fabriccheck"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
-	"github.com/rdmalab/rdmalab/internal/nccl"
+	"github.com/rdmalab/rdmalab/internal/ncclrun"
 	"github.com/rdmalab/rdmalab/internal/userfile"
 	"github.com/spf13/cobra"
 )
@@ -194,7 +194,7 @@ dashboard.`,
 	f.StringVar(&fabricRate, "fabric.expect-rate", "", `rate every fabric link should run at, for the fabric findings: "200", "4X HDR"`)
 	f.BoolVar(&o.PHY, "phy", false, "also export each port's BER, FEC and module readings, polled out of band (saved outputs under var/lib/rdmalab/phy/; live: mstlink and ethtool -S; docs/phy.md)")
 	f.DurationVar(&o.PHYInterval, "phy.interval", exporter.DefaultPHYInterval, "poll the physical layer this often; scrapes serve the last poll")
-	f.StringVar(&o.NCCLRAS, "nccl-ras", "", fmt.Sprintf("also export the state of every NCCL rank of the job whose RAS endpoint is HOST[:PORT] (default port %d; NCCL_RAS_ADDR's), polled out of band (docs/exporter.md)", nccl.DefaultRASPort))
+	f.StringVar(&o.NCCLRAS, "nccl-ras", "", fmt.Sprintf("also export the state of every NCCL rank of the job whose RAS endpoint is HOST[:PORT] (default port %d; NCCL_RAS_ADDR's), polled out of band (docs/exporter.md)", ncclrun.DefaultRASPort))
 	f.DurationVar(&o.NCCLRASInterval, "nccl-ras.interval", exporter.DefaultNCCLRASInterval, "poll the NCCL RAS endpoint this often; scrapes serve the last poll")
 	f.DurationVar(&o.NCCLRASTimeout, "nccl-ras.timeout", exporter.DefaultNCCLRASTimeout, "give up on one RAS poll (connect, handshake, report) after this long")
 	f.StringVar(&textfile, "textfile", "", "gather once, write this .prom file for node_exporter's textfile collector, and exit")
@@ -205,7 +205,7 @@ dashboard.`,
 func rasAddr(s string) (string, error) {
 	host, port, err := net.SplitHostPort(s)
 	if err != nil { // no port: a name, an address, a bare or bracketed IPv6 address
-		host, port = strings.Trim(s, "[]"), strconv.Itoa(nccl.DefaultRASPort)
+		host, port = strings.Trim(s, "[]"), strconv.Itoa(ncclrun.DefaultRASPort)
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
 		return "", fmt.Errorf("port %q: want 1 to 65535", port)

@@ -18,6 +18,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/launch"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"github.com/rdmalab/rdmalab/internal/nccl"
+	"github.com/rdmalab/rdmalab/internal/ncclrun"
 	"github.com/rdmalab/rdmalab/internal/report"
 	"github.com/rdmalab/rdmalab/internal/resultslog"
 	"github.com/rdmalab/rdmalab/internal/route"
@@ -383,7 +384,7 @@ interrupted.`,
 				results = filepath.Join(dir, "results.jsonl")
 			}
 			ctx := cmd.Context()
-			rs, err := nccl.Run(ctx, nccl.RunOptions{Cluster: cl, NodeCounts: o.nodes, Tests: o.tests, TestArgs: o.testArgs,
+			rs, err := ncclrun.Run(ctx, ncclrun.RunOptions{Cluster: cl, NodeCounts: o.nodes, Tests: o.tests, TestArgs: o.testArgs,
 				RanksPerNode: o.ranks, Env: vars, Timeout: o.timeout, Dir: dir, Launcher: l, Progress: cmd.ErrOrStderr(),
 				Results: results, ClusterFile: o.cluster, Mode: mode, Judge: judge})
 			if errors.Is(err, context.Canceled) {
@@ -461,7 +462,7 @@ communicator data), 130 interrupted.`,
 				return err
 			}
 			addr := net.JoinHostPort(o.host, strconv.Itoa(o.port))
-			polls, err := nccl.PollRAS(cmd.Context(), nccl.PollOptions{Addr: addr, Interval: o.interval, Polls: o.polls, Timeout: o.timeout, Progress: cmd.ErrOrStderr()})
+			polls, err := ncclrun.PollRAS(cmd.Context(), ncclrun.PollOptions{Addr: addr, Interval: o.interval, Polls: o.polls, Timeout: o.timeout, Progress: cmd.ErrOrStderr()})
 			if errors.Is(err, context.Canceled) {
 				return &exitError{code: ExitInterrupted, err: fmt.Errorf("interrupted after %d poll(s) of %s", len(polls), addr)}
 			}
@@ -478,7 +479,7 @@ communicator data), 130 interrupted.`,
 	}
 	f := c.Flags()
 	f.StringVar(&o.host, "host", "", "a node of the job (its RAS client socket)")
-	f.IntVar(&o.port, "port", nccl.DefaultRASPort, "the RAS client port (NCCL_RAS_ADDR's)")
+	f.IntVar(&o.port, "port", ncclrun.DefaultRASPort, "the RAS client port (NCCL_RAS_ADDR's)")
 	f.IntVar(&o.polls, "polls", 3, "how many reports to take (a hang needs 2 or more)")
 	f.DurationVar(&o.interval, "interval", 5*time.Second, "between the starts of two polls")
 	f.DurationVar(&o.timeout, "timeout", 15*time.Second, "per poll: connect, handshake and report (RAS gathers for up to 5 s)")

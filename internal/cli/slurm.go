@@ -9,6 +9,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/hostcheck"
 	"github.com/rdmalab/rdmalab/internal/report"
 	"github.com/rdmalab/rdmalab/internal/slurm"
+	"github.com/rdmalab/rdmalab/internal/slurmrun"
 	"github.com/spf13/cobra"
 )
 
@@ -77,7 +78,7 @@ Exit codes: 0 healthy, 1 failures found (drained), 2 could not run.`,
 			// A health check runs where RDMA is meant to be: a node
 			// without it fails, as with --nhc.
 			opt.RequireRDMA = true
-			checks := func(ctx context.Context, stage *slurm.Stage) []check.Finding {
+			checks := func(ctx context.Context, stage *slurmrun.Stage) []check.Finding {
 				stage.Enter("inventory (reading the host's sysfs and procfs)")
 				hosts, err := in.load()
 				if err != nil {
@@ -88,7 +89,7 @@ Exit codes: 0 healthy, 1 failures found (drained), 2 could not run.`,
 				opt.Progress = stage.Enter
 				return hostcheck.Run(hosts[0], opt)
 			}
-			res, err := slurm.Health(cmd.Context(), slurm.Exec{Timeout: scontrolTimeout}, slurm.HealthOptions{Node: node, TimeLimit: limit, DryRun: dryRun}, checks)
+			res, err := slurmrun.Health(cmd.Context(), slurmrun.Exec{Timeout: scontrolTimeout}, slurmrun.HealthOptions{Node: node, TimeLimit: limit, DryRun: dryRun}, checks)
 			report.SlurmHealth(cmd.OutOrStdout(), res)
 			if err != nil {
 				return usageErr("%v", err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rdmalab/rdmalab/internal/nccl"
+	"github.com/rdmalab/rdmalab/internal/ncclrun"
 )
 
 // NCCL RAS metrics: the state of every rank of the job the RAS endpoint
@@ -130,7 +131,7 @@ func newRASPoller(o Options) *rasPoller {
 		for {
 			var rep *nccl.RASReport
 			err := safely(func() error {
-				b, err := nccl.QueryRAS(ctx, o.NCCLRAS, o.NCCLRASTimeout)
+				b, err := ncclrun.QueryRAS(ctx, o.NCCLRAS, o.NCCLRASTimeout)
 				if err == nil {
 					rep, err = nccl.ParseRAS(b)
 				}

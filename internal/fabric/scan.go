@@ -11,11 +11,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/lazyre"
+	"github.com/rdmalab/rdmalab/internal/procgroup"
 )
 
 // Output is what a tool printed.
@@ -81,14 +81,9 @@ func (e Exec) Run(ctx context.Context, name string, args ...string) (Output, err
 	if e.Port > 0 {
 		args = append(args, "-P", fmt.Sprint(e.Port))
 	}
-	cmd := exec.CommandContext(ctx, name, args...)
+	cmd := procgroup.Command(ctx, 0, time.Second, name, args...)
 	cmd.Dir = e.Dir
 	cmd.Env = append(os.Environ(), e.Env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	// A grandchild outside the group could still hold the pipes: stop
-	// waiting for them shortly after the kill.
-	cmd.WaitDelay = time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

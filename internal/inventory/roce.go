@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"os/exec"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/host"
+	"github.com/rdmalab/rdmalab/internal/procgroup"
 )
 
 // Tool runs one diagnostic command and returns its standard output. It
@@ -27,10 +27,7 @@ func ExecTool(timeout time.Duration) Tool {
 	return func(ctx context.Context, name string, args ...string) ([]byte, error) {
 		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, name, args...)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-		cmd.WaitDelay = time.Second
+		cmd := procgroup.Command(ctx, 0, time.Second, name, args...)
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		err := cmd.Run()

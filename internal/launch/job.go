@@ -9,10 +9,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/cluster"
+	"github.com/rdmalab/rdmalab/internal/procgroup"
 	"github.com/rdmalab/rdmalab/internal/userfile"
 )
 
@@ -119,20 +119,12 @@ func (m *MPIRun) Command(ctx context.Context, j Job) (*exec.Cmd, error) {
 	}
 	args = append(args, "timeout", "-k", "3", strconv.Itoa(deadlineSeconds(j.Deadline)))
 	args = append(args, j.Argv...)
-	cmd := exec.CommandContext(ctx, "mpirun", args...)
 	// its own process group, so a stop ends every local piece of the
-	// launch (mpirun, its ssh sessions); mpirun forwards TERM to the ranks
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error {
-		group := -cmd.Process.Pid
-		err := syscall.Kill(group, syscall.SIGTERM)
-		// What has not ended shortly after is killed, so a stop (a
-		// timeout or a user's ^C) ends within a second; the ranks have
-		// their own deadline on the node.
-		time.AfterFunc(killAfter, func() { _ = syscall.Kill(group, syscall.SIGKILL) })
-		return err
-	}
-	cmd.WaitDelay = 5 * time.Second
+	// launch (mpirun, its ssh sessions); mpirun forwards TERM to the
+	// ranks, and what has not ended killAfter later is killed, so a stop
+	// (a timeout or a user's ^C) ends within a second; the ranks have
+	// their own deadline on the node.
+	cmd := procgroup.Command(ctx, killAfter, 5*time.Second, "mpirun", args...)
 	return cmd, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/cluster"
+	"github.com/rdmalab/rdmalab/internal/procgroup"
 )
 
 // Local runs commands on this machine (nodes are addresses here: loopback,
@@ -26,9 +27,9 @@ func (Local) Start(ctx context.Context, sp Spec) (Process, error) {
 	argv := append([]string{"timeout", "-k", "2", strconv.Itoa(deadlineSeconds(sp.Deadline))}, sp.Argv...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), EnvRun+"="+sp.Run)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	procgroup.Lead(cmd)
 	cmd.WaitDelay = 2 * time.Second
-	p := &groupProc{cmd: cmd, node: sp.Node.Name, kill: func(pid int) { _ = syscall.Kill(-pid, syscall.SIGKILL) }}
+	p := &groupProc{cmd: cmd, node: sp.Node.Name, kill: func(pid int) { _ = procgroup.Stop(pid, 0) }}
 	if err := p.start(ctx); err != nil {
 		return nil, fmt.Errorf("start %s for %s: %w", sp.Argv[0], sp.Node.Name, err)
 	}

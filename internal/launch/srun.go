@@ -7,10 +7,10 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/cluster"
+	"github.com/rdmalab/rdmalab/internal/procgroup"
 )
 
 // Srun runs each process as a one-task job step of the current Slurm
@@ -46,7 +46,7 @@ func (s Srun) command(ctx context.Context, n cluster.Node, extraEnv string, argv
 func (s Srun) srun(ctx context.Context, args []string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, "srun", args...)
 	cmd.Env = append(os.Environ(), s.Env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	procgroup.Lead(cmd)
 	cmd.WaitDelay = 2 * time.Second
 	return cmd
 }
@@ -59,10 +59,7 @@ func (s Srun) Start(ctx context.Context, sp Spec) (Process, error) {
 	p := &groupProc{cmd: cmd, node: node,
 		// SIGTERM makes srun signal the step's tasks and cancel the step;
 		// the group is killed outright if srun lingers.
-		kill: func(pid int) {
-			_ = syscall.Kill(-pid, syscall.SIGTERM)
-			time.AfterFunc(2*time.Second, func() { _ = syscall.Kill(-pid, syscall.SIGKILL) })
-		},
+		kill: func(pid int) { _ = procgroup.Stop(pid, 2*time.Second) },
 		failed: func(err error, stderr string) error {
 			if strings.Contains(stderr, "Invalid node name") || strings.Contains(stderr, "Unable to allocate") || strings.Contains(stderr, "Unable to create step") {
 				return &UnreachableError{Node: node, Reason: Tail(stderr)}

@@ -6,8 +6,9 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/rdmalab/rdmalab/internal/procgroup"
 )
 
 // SrunJob starts every rank of a job in one srun step of the current
@@ -35,18 +36,11 @@ func (s SrunJob) Command(ctx context.Context, j Job) (*exec.Cmd, error) {
 	args = append(args, s.Extra...)
 	args = append(args, "timeout", "-k", "3", strconv.Itoa(deadlineSeconds(j.Deadline)))
 	args = append(args, j.Argv...)
-	cmd := exec.CommandContext(ctx, "srun", args...)
+	// srun signals the step's tasks and cancels the step on SIGTERM; the
+	// group is killed outright if srun lingers.
+	cmd := procgroup.Command(ctx, 2*time.Second, 5*time.Second, "srun", args...)
 	// Values with commas (NCCL_IB_HCA) cannot ride --export: they go in
 	// srun's environment, which --export=ALL hands to every task.
 	cmd.Env = append(append(append(os.Environ(), s.Env...), j.Env...), EnvRun+"="+j.Run)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error {
-		group := -cmd.Process.Pid
-		// srun signals the step's tasks and cancels the step on SIGTERM.
-		err := syscall.Kill(group, syscall.SIGTERM)
-		time.AfterFunc(2*time.Second, func() { _ = syscall.Kill(group, syscall.SIGKILL) })
-		return err
-	}
-	cmd.WaitDelay = 5 * time.Second
 	return cmd, nil
 }

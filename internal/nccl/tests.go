@@ -1,8 +1,9 @@
 // Package nccl proves the GPU data path: it predicts from host snapshots
 // what NCCL will do (rail NIC per GPU, path level, GPUDirect RDMA, RoCE GID
 // index, bootstrap interface), writes the environment that makes it so,
-// runs nccl-tests across nodes through a launcher, and judges nccl-tests
-// output and NCCL_DEBUG logs. Every judgement is a check.Finding.
+// and judges nccl-tests output, NCCL_DEBUG logs, nccl run's results and
+// RAS reports. Every judgement is a check.Finding. It runs nothing:
+// internal/ncclrun launches nccl-tests and polls RAS.
 package nccl
 
 import (

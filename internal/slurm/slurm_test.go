@@ -1,11 +1,8 @@
 package slurm
 
 import (
-	"context"
-	"fmt"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"github.com/rdmalab/rdmalab/internal/check"
@@ -70,45 +67,6 @@ func TestDecide(t *testing.T) {
 	d := Decide(idle, hostile, "")
 	if strings.ContainsAny(d.Reason, "\r\n\x1b") || !strings.Contains(d.Reason, `mlx5_0\r\nREASON=forged\x1b[8m port 1`) || !utf8.ValidString(d.Reason) || len(d.Reason) > maxReason {
 		t.Errorf("hostile reason: %q", d.Reason)
-	}
-}
-
-// fakeSlurm records scontrol calls; it stands in for slurmctld only in
-// these unit tests of the flow (the integration test uses real Slurm).
-type fakeSlurm struct {
-	line  string
-	calls []string
-	err   error
-}
-
-func (f *fakeSlurm) Run(_ context.Context, name string, args ...string) (string, error) {
-	f.calls = append(f.calls, name+" "+strings.Join(args, " "))
-	if f.err != nil {
-		return "", f.err
-	}
-	return f.line, nil
-}
-
-func TestHealthFlow(t *testing.T) {
-	ctx := context.Background()
-	f := &fakeSlurm{line: idleLine}
-	hang := func(ctx context.Context, s *Stage) []check.Finding {
-		s.Enter("port.errors")
-		<-ctx.Done()
-		return nil
-	}
-	start := time.Now()
-	res, err := Health(ctx, f, HealthOptions{Node: "node2", TimeLimit: 200 * time.Millisecond}, hang)
-	if err != nil || res.TimedOutIn != "port.errors" || res.Decision.Action != DrainNode || !res.Applied || time.Since(start) > 2*time.Second {
-		t.Errorf("overrun: %+v %v after %s", res, err, time.Since(start))
-	}
-	if last := f.calls[len(f.calls)-1]; !strings.Contains(last, "State=DRAIN Reason=rdmalab: health check timed out in port.errors") {
-		t.Errorf("drain call %q", last)
-	}
-	// A controller that does not answer: nothing changed, an error.
-	f = &fakeSlurm{err: fmt.Errorf("scontrol: %w", ErrControllerDown)}
-	if _, err := Health(ctx, f, HealthOptions{Node: "node2"}, hang); err == nil || len(f.calls) != 1 {
-		t.Errorf("controller down: %v, calls %v", err, f.calls)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/bench"
+	"github.com/rdmalab/rdmalab/internal/benchrun"
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/cluster"
 	"github.com/rdmalab/rdmalab/internal/envelope"
@@ -44,9 +45,9 @@ func coverRun(t *testing.T, dir, name string, hosts []*host.Snapshot) (string, *
 	if err != nil {
 		t.Fatal(err)
 	}
-	sim := &bench.SimFleet{Gbps: 100, Slow: "node0003", SlowShare: 0.1}
+	sim := &benchrun.SimFleet{Gbps: 100, Slow: "node0003", SlowShare: 0.1}
 	td := filepath.Join("..", "..", "route", "testdata")
-	rep, err := bench.Run(context.Background(), bench.Options{ClusterFile: file, Engine: "tcp", Seconds: 1, Samples: 1, Timeout: time.Minute,
+	rep, err := benchrun.Run(context.Background(), benchrun.Options{ClusterFile: file, Engine: "tcp", Seconds: 1, Samples: 1, Timeout: time.Minute,
 		Results: filepath.Join(dir, name+".jsonl"), Launcher: sim.Launcher(c), Schedule: "cover", Hosts: hosts,
 		Fabric: route.Input{FabricFile: filepath.Join(td, "fattree-2x4x4.net"), RoutesFile: filepath.Join(td, "fattree-2x4x4-ftree.opensm-lfts.dump")}})
 	if err != nil {

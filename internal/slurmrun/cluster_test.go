@@ -1,4 +1,4 @@
-package slurm
+package slurmrun
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmalab/rdmalab/internal/slurm"
 	"github.com/rdmalab/rdmalab/internal/testhost"
 )
 
@@ -63,8 +64,8 @@ func TestHealthCheckProgramOnSlurm(t *testing.T) {
 	if out, err := s.Command("scontrol", "update", "NodeName=node4", "State=DRAIN", "Reason=admin: bad DIMM B2").CombinedOutput(); err != nil {
 		t.Fatalf("admin drain: %v %s", err, out)
 	}
-	node := func(name string) Node {
-		n, _ := ParseNode(s.NodeLine(name))
+	node := func(name string) slurm.Node {
+		n, _ := slurm.ParseNode(s.NodeLine(name))
 		return n
 	}
 	runs := func(name string) int {
@@ -104,12 +105,12 @@ func TestHealthCheckProgramOnSlurm(t *testing.T) {
 
 	// The real scontrol reads the node list as rdmalab does.
 	out, err := s.Command("scontrol", "show", "hostnames", "gpu[01-03,07],login,rack[1-2]-n[1-2]").Output()
-	want, _ := ExpandNodeList("gpu[01-03,07],login,rack[1-2]-n[1-2]")
+	want, _ := slurm.ExpandNodeList("gpu[01-03,07],login,rack[1-2]-n[1-2]")
 	if err != nil || strings.Join(strings.Fields(string(out)), " ") != strings.Join(want, " ") {
 		t.Errorf("scontrol show hostnames: %q %v; rdmalab: %v", out, err, want)
 	}
 	// And rdmalab's parser reads the real scontrol's node lines.
-	if n, err := ParseNode(s.NodeLine("node4")); err != nil || n.Name != "node4" {
+	if n, err := slurm.ParseNode(s.NodeLine("node4")); err != nil || n.Name != "node4" {
 		t.Errorf("ParseNode on real output: %+v %v", n, err)
 	}
 }

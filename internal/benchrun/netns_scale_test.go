@@ -1,4 +1,4 @@
-package bench
+package benchrun
 
 import (
 	"bufio"
@@ -11,11 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmalab/rdmalab/internal/bench"
 	"github.com/rdmalab/rdmalab/internal/testhost"
 )
 
 // The default schedule over real sshd in network namespaces, beyond
-// CircleMax hosts: one host's link shaped to a quarter of the others' is
+// bench.CircleMax hosts: one host's link shaped to a quarter of the others' is
 // named (both sides, confirmed against known-good partners) after 3
 // matching rounds and the retests, far fewer rounds than N−1, and nobody
 // else is. RDMALAB_NETNS_HOSTS sets the count (default 32;
@@ -26,7 +27,7 @@ func TestDefaultScheduleNamesSlowLinkInNamespaces(t *testing.T) {
 		t.Skip("runs the built binary over ssh to many namespaces; scripts/test runs it without -short")
 	}
 	n := 32
-	if v, err := strconv.Atoi(os.Getenv("RDMALAB_NETNS_HOSTS")); err == nil && v > CircleMax {
+	if v, err := strconv.Atoi(os.Getenv("RDMALAB_NETNS_HOSTS")); err == nil && v > bench.CircleMax {
 		n = v
 	}
 	c := testhost.StartNetCluster(t, "bench-scale", n)
@@ -106,8 +107,8 @@ func TestDefaultScheduleNamesSlowLinkInNamespaces(t *testing.T) {
 		}
 	}
 	mem := progress.String()[strings.LastIndex(progress.String(), "rdmalab-time"):]
-	if r := strings.Count(progress.String(), "\nround "); r != MatchingRounds {
-		t.Errorf("%d rounds of the schedule, want %d", r, MatchingRounds)
+	if r := strings.Count(progress.String(), "\nround "); r != bench.MatchingRounds {
+		t.Errorf("%d rounds of the schedule, want %d", r, bench.MatchingRounds)
 	}
 	t.Logf("%d hosts over ssh, default schedule: %s, %d rounds of the schedule (N−1 = %d); peak threads %d; %s",
 		n, took.Round(time.Second), strings.Count(progress.String(), "\nround "), n-1, peak, strings.TrimSpace(mem))

@@ -1,4 +1,4 @@
-package nccl
+package ncclrun
 
 import (
 	"bufio"
@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rdmalab/rdmalab/internal/nccl"
 )
 
 // NCCL's RAS client socket (src/ras/ras_internal.h): every NCCL process
@@ -115,14 +117,14 @@ type PollOptions struct {
 // start to the next), each bounded by Timeout. A poll that fails is kept
 // with its error; only a cancelled ctx stops it early (its error returned
 // with the polls made).
-func PollRAS(ctx context.Context, o PollOptions) ([]RASPoll, error) {
-	var polls []RASPoll
+func PollRAS(ctx context.Context, o PollOptions) ([]nccl.RASPoll, error) {
+	var polls []nccl.RASPoll
 	for i := range o.Polls {
 		start := time.Now()
-		p := RASPoll{At: start}
+		p := nccl.RASPoll{At: start}
 		b, err := QueryRAS(ctx, o.Addr, o.Timeout)
 		if err == nil {
-			p.Report, err = ParseRAS(b)
+			p.Report, err = nccl.ParseRAS(b)
 		}
 		if ctx.Err() != nil {
 			return polls, ctx.Err()
@@ -146,7 +148,7 @@ func PollRAS(ctx context.Context, o PollOptions) ([]RASPoll, error) {
 	return polls, nil
 }
 
-func pollLine(p RASPoll) string {
+func pollLine(p nccl.RASPoll) string {
 	if p.Report == nil {
 		return "failed: " + p.Err
 	}

@@ -1,4 +1,4 @@
-package slurm_test
+package slurmrun_test
 
 import (
 	"os"

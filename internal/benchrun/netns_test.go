@@ -1,4 +1,4 @@
-package bench
+package benchrun
 
 import (
 	"bufio"
@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmalab/rdmalab/internal/bench"
 	"github.com/rdmalab/rdmalab/internal/testhost"
 )
 
@@ -135,15 +136,15 @@ func TestBenchOverSSHInNamespaces(t *testing.T) {
 		}
 	}
 	t.Logf("8 hosts over ssh, both directions, 1 sample of 1 s: %s (%d timeouts); overhead per sample: median %.2f s, max %.2f s",
-		took.Round(time.Second), timeouts, Median(overhead), slices.Max(overhead))
+		took.Round(time.Second), timeouts, bench.Median(overhead), slices.Max(overhead))
 	assertNothingLeft(t, c)
 
 	// Fix n3, n4 and n5, resume: exactly the failed pairs run again.
 	failed := map[string]bool{}
-	final := map[string]Record{}
+	final := map[string]bench.Record{}
 	for _, r := range recs {
 		if !r.Retest {
-			final[r.dirKey()] = r
+			final[r.DirKey()] = r
 		}
 	}
 	// Every pair not measured fine both ways: the failed ones and those of
@@ -151,12 +152,12 @@ func TestBenchOverSSHInNamespaces(t *testing.T) {
 	fine := map[string]int{}
 	for _, r := range final {
 		if !r.Failed() {
-			fine[PairKey(r.From, r.To, r.Engine, r.Test)]++
+			fine[bench.PairKey(r.From, r.To, r.Engine, r.Test)]++
 		}
 	}
 	for i := 1; i <= n; i++ {
 		for j := i + 1; j <= n; j++ {
-			if k := PairKey(fmt.Sprintf("n%d", i), fmt.Sprintf("n%d", j), "tcp", "bw"); fine[k] < 2 {
+			if k := bench.PairKey(fmt.Sprintf("n%d", i), fmt.Sprintf("n%d", j), "tcp", "bw"); fine[k] < 2 {
 				failed[k] = true
 			}
 		}
@@ -172,7 +173,7 @@ func TestBenchOverSSHInNamespaces(t *testing.T) {
 	again := map[string]bool{}
 	for _, r := range readLog(t, results)[before:] {
 		if !r.Retest {
-			again[PairKey(r.From, r.To, r.Engine, r.Test)] = true
+			again[bench.PairKey(r.From, r.To, r.Engine, r.Test)] = true
 		}
 	}
 	if len(again) != len(failed) {
@@ -246,7 +247,7 @@ launcher:
 		t.Errorf("not the file's two rounds:\n%s", out)
 	}
 	b, _ := os.ReadFile(results)
-	_, recs, _, err := Results.Parse(b)
+	_, recs, _, err := bench.Results.Parse(b)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package bench
+package benchrun
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmalab/rdmalab/internal/bench"
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/cluster"
 	"github.com/rdmalab/rdmalab/internal/launch"
@@ -63,9 +64,9 @@ func TestSimulatedFleetNamesTheSlowNode(t *testing.T) {
 			t.Errorf("%s %s not confirmed against known-good partners: %+v", s.Node, s.Side, s.Retests)
 		}
 	}
-	if u := rep.Rounds; u == nil || u.Schedule != "matching" || u.Measured != MatchingRounds || u.Retest > 4 {
+	if u := rep.Rounds; u == nil || u.Schedule != "matching" || u.Measured != bench.MatchingRounds || u.Retest > 4 {
 		// both sides suspect, two partners each, one direction at a time
-		t.Errorf("rounds used %+v, want %d matchings and at most 4 retest rounds", u, MatchingRounds)
+		t.Errorf("rounds used %+v, want %d matchings and at most 4 retest rounds", u, bench.MatchingRounds)
 	}
 	for _, d := range rep.Directions {
 		if d.NotMeasured != "" {
@@ -73,8 +74,8 @@ func TestSimulatedFleetNamesTheSlowNode(t *testing.T) {
 		}
 	}
 	for _, s := range rep.Nodes {
-		if s.Name == "sim00200" && s.NotMeasured != 2*MatchingRounds {
-			t.Errorf("sim00200: %d directions not measured, want %d", s.NotMeasured, 2*MatchingRounds)
+		if s.Name == "sim00200" && s.NotMeasured != 2*bench.MatchingRounds {
+			t.Errorf("sim00200: %d directions not measured, want %d", s.NotMeasured, 2*bench.MatchingRounds)
 		}
 	}
 }

@@ -1,6 +1,12 @@
-package bench
+// Package benchrun measures pairwise benchmarks across a cluster: the
+// engines (perftest, the built-in TCP agent), the Runner (both directions,
+// samples, preflight, nodes taken out, retests) over a launcher, the cover
+// rounds' running and the dry run. Package bench holds what it leaves and
+// judges it.
+package benchrun
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,18 +17,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rdmalab/rdmalab/internal/bench"
+	"github.com/rdmalab/rdmalab/internal/slurmrun"
 	"github.com/rdmalab/rdmalab/internal/userfile"
 
-	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/cluster"
-	"github.com/rdmalab/rdmalab/internal/gpudirect"
 	"github.com/rdmalab/rdmalab/internal/host"
 	"github.com/rdmalab/rdmalab/internal/launch"
 	"github.com/rdmalab/rdmalab/internal/linkrate"
 	"github.com/rdmalab/rdmalab/internal/resultslog"
 	"github.com/rdmalab/rdmalab/internal/route"
 	"github.com/rdmalab/rdmalab/internal/schedule"
-	"github.com/rdmalab/rdmalab/internal/slurm"
 )
 
 // Options are one bench run's settings, as the user gave them.
@@ -102,7 +107,7 @@ func (e *UnreadyError) Error() string {
 // Validate checks the flags once, before any work.
 func (o *Options) Validate() error {
 	switch {
-	case o.ClusterFile == "" && !slurm.InAllocation():
+	case o.ClusterFile == "" && !slurmrun.InAllocation():
 		return &UsageError{errors.New("--cluster FILE is required outside a Slurm allocation (see 'rdmalab bench --help')")}
 	case o.Timeout <= 0:
 		return &UsageError{fmt.Errorf("--timeout %s: must be positive", o.Timeout)}
@@ -150,7 +155,7 @@ func (o *Options) Validate() error {
 
 // roundsFromFile reads a round file by the cluster's node names and turns
 // it into the runner's pairs of node indices.
-func roundsFromFile(path, format string, c *cluster.Cluster) (Plan, error) {
+func roundsFromFile(path, format string, c *cluster.Cluster) (bench.Plan, error) {
 	f, err := userfile.Open(path, userfile.Rounds)
 	if err != nil {
 		return nil, fmt.Errorf("--rounds %w", err)
@@ -165,15 +170,15 @@ func roundsFromFile(path, format string, c *cluster.Cluster) (Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--rounds %s: %w", path, err)
 	}
-	var rounds [][]Pair
+	var rounds [][]bench.Pair
 	for _, round := range s.Rounds {
-		var out []Pair
+		var out []bench.Pair
 		for _, p := range round {
 			a, b := idx[p.A], idx[p.B]
 			if a > b {
 				a, b = b, a
 			}
-			out = append(out, Pair{a, b})
+			out = append(out, bench.Pair{A: a, B: b})
 		}
 		rounds = append(rounds, out)
 	}
@@ -181,8 +186,7 @@ func roundsFromFile(path, format string, c *cluster.Cluster) (Plan, error) {
 		// Measuring nothing would end in a verdict on nothing.
 		return nil, fmt.Errorf("--rounds %s: no rounds in it", userfile.Name(path))
 	}
-	return fixedPlan{name: "rounds", rounds: rounds,
-		why: fmt.Sprintf("--rounds %s: %d round(s), only the pairs it lists", userfile.Name(path), len(rounds))}, nil
+	return bench.FixedPlan("rounds", fmt.Sprintf("--rounds %s: %d round(s), only the pairs it lists", userfile.Name(path), len(rounds)), rounds), nil
 }
 
 // cluster reads the cluster file, or, without one inside a Slurm
@@ -191,13 +195,13 @@ func (o *Options) cluster(ctx context.Context) (*cluster.Cluster, error) {
 	if o.ClusterFile != "" {
 		return cluster.Load(o.ClusterFile)
 	}
-	return slurm.Allocation(ctx, slurm.Exec{Timeout: 15 * time.Second}, o.DataAddrs)
+	return slurmrun.Allocation(ctx, slurmrun.Exec{Timeout: 15 * time.Second}, o.DataAddrs)
 }
 
 // Run validates, preflights, measures, retests and judges. The report is
 // returned also with an error when the run was interrupted (what finished
 // is in the results log and the report).
-func Run(ctx context.Context, o Options) (*Report, error) {
+func Run(ctx context.Context, o Options) (*bench.Report, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -212,7 +216,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		l, _ := linkrate.ParseLayer(o.Layer)
 		c.Link.Layer = string(l)
 	}
-	bin := cmpOr(o.Rdmalab, c.Launcher.Rdmalab)
+	bin := cmp.Or(o.Rdmalab, c.Launcher.Rdmalab)
 	if bin == "" && o.Engine == "tcp" {
 		if bin, err = os.Executable(); err != nil {
 			return nil, err
@@ -223,23 +227,22 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, &UsageError{err}
 	}
 	// Every input is read before the log is touched or a node is probed.
-	sched := planFor(o.Schedule, len(c.Nodes))
+	sched := bench.PlanFor(o.Schedule, len(c.Nodes))
 	if o.Rounds != "" {
 		if sched, err = roundsFromFile(o.Rounds, o.RoundsFormat, c); err != nil {
 			return nil, &UsageError{err}
 		}
 	}
-	var cover *coverPlan
+	var cover *coverRun
 	if o.Schedule == "cover" {
 		if cover, err = planCover(ctx, o.Fabric, c); err != nil {
 			return nil, &UsageError{err}
 		}
-		cover.hosts = o.Hosts
-		sched = fixedPlan{name: "cover", rounds: cover.rounds,
-			why: fmt.Sprintf("cover: %d round(s) planned from the fabric's routes that together cross every link host traffic reaches; then up to %d follow-up rounds the localiser chooses", len(cover.rounds), MaxFollowUps)}
+		cover.WithHosts(o.Hosts)
+		sched = cover.plan()
 	}
 	mode, _ := resultslog.ModeOf(o.Resume, o.Overwrite) // Validate refused both
-	log, prior, err := Results.Open(o.Results, resultslog.Target{ClusterFile: o.ClusterFile, Cluster: c.Fingerprint(), Nodes: len(c.Nodes), Mode: mode})
+	log, prior, err := bench.Results.Open(o.Results, resultslog.Target{ClusterFile: o.ClusterFile, Cluster: c.Fingerprint(), Nodes: len(c.Nodes), Mode: mode})
 	if err != nil {
 		return nil, &UsageError{err}
 	}
@@ -280,18 +283,18 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			r.progress("preflight: running without %s: %s\n", n, why)
 		}
 	}
-	var recs []Record
+	var recs []bench.Record
 	var runErr error
 	if cover != nil {
 		recs, runErr = r.runCover(ctx, cover, prior)
 	} else {
 		recs, runErr = r.Run(ctx, prior)
 	}
-	rep := AnalyzeRun(c, eng.Name(), eng.Test(), eng.Latency(), recs, r.Out(), r.Skipped(), r.Leftovers())
+	rep := bench.AnalyzeRun(c, eng.Name(), eng.Test(), eng.Latency(), recs, r.Out(), r.Skipped(), r.Leftovers())
 	used := r.RoundsUsed()
 	rep.Rounds = &used
 	if cover != nil {
-		cover.judgeCover(c, rep, recs)
+		cover.Judge(c, rep, recs)
 	}
 	if !o.UseCUDA || runErr != nil {
 		return rep, runErr
@@ -306,39 +309,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	r.progress("GPU memory (--use_cuda): the same pairs again\n")
 	crecs, runErr := rc.Run(ctx, prior)
-	cuda := AnalyzeRun(c, cudaEng.Name(), cudaEng.Test(), false, crecs, rc.Out(), rc.Skipped(), rc.Leftovers())
+	cuda := bench.AnalyzeRun(c, cudaEng.Name(), cudaEng.Test(), false, crecs, rc.Out(), rc.Skipped(), rc.Leftovers())
 	rep.CompareCUDA(cuda)
 	return rep, runErr
-}
-
-// CompareCUDA judges every direction measured in both memories: GPU
-// memory within 5% of host memory is GPUDirect RDMA working, 2× slower is
-// staging through host memory (gpudirect.JudgeGPUDirect). The GPU run's
-// own findings join the report, their subjects marked "GPU memory".
-func (r *Report) CompareCUDA(cuda *Report) {
-	r.CUDA = cuda
-	byDir := map[string]Direction{}
-	for _, d := range cuda.Directions {
-		byDir[d.From+">"+d.To] = d
-	}
-	for _, h := range r.Directions {
-		g, ok := byDir[h.From+">"+h.To]
-		if !ok || h.Failed() || g.Failed() {
-			continue
-		}
-		f := gpudirect.JudgeGPUDirect(h.Gbps, g.Gbps, gpudirect.Prediction{GDRReason: "no host snapshot given: run 'rdmalab doctor' on both nodes (gpudirect.* rules)"})
-		f.Subject = h.From + " → " + h.To
-		f.Evidence = f.Evidence[:2]
-		r.GPUDirect = append(r.GPUDirect, f)
-	}
-	for _, f := range cuda.Findings {
-		if f.Outcome == check.Pass {
-			continue
-		}
-		f.Subject = "GPU memory: " + f.Subject
-		r.Findings = append(r.Findings, f)
-	}
-	r.Findings = append(r.Findings, r.GPUDirect...)
 }
 
 // Preflight checks every node at once (reachable, host key known, the

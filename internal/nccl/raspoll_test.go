@@ -1,13 +1,8 @@
 package nccl
 
 import (
-	"bufio"
-	"context"
-	"io"
-	"net"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,85 +12,15 @@ import (
 	"github.com/rdmalab/rdmalab/internal/portstate"
 )
 
-// replay is one report a fake RAS endpoint gives: the real capture's text
-// (or JSON, which it then offers to SET FORMAT json), or silence.
-type replay struct {
-	body   string
-	json   bool
-	silent bool // accept, then never answer
-}
-
-// fakeRAS is a test peer for NCCL's RAS client protocol (the real server
-// runs inside NCCL processes on GPUs): on 127.0.0.1, it answers CLIENT
-// PROTOCOL, SET FORMAT and [VERBOSE ]STATUS as client_support.cc does,
-// replaying the given captures one connection each (the last one again
-// after the list). It stops when the test ends.
-func fakeRAS(t *testing.T, replays ...replay) (addr string, commands func() []string) {
+// replayed is n polls of the given reports, one each (the last one
+// again after the list), a second apart, as a live poll would see them
+// (the live client itself: internal/ncclrun's tests).
+func replayed(t *testing.T, n int, bodies ...string) []RASPoll {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var seen []string
-	var wg sync.WaitGroup
-	done := make(chan struct{})
-	t.Cleanup(func() { close(done); ln.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := 0; ; i++ {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			rp := replays[min(i, len(replays)-1)]
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer conn.Close()
-				if rp.silent {
-					select {
-					case <-done:
-					case <-time.After(30 * time.Second):
-					}
-					return
-				}
-				r := bufio.NewReader(conn)
-				for {
-					line, err := r.ReadString('\n')
-					if err != nil {
-						return
-					}
-					cmd := strings.TrimSpace(line)
-					mu.Lock()
-					seen = append(seen, cmd)
-					mu.Unlock()
-					switch up := strings.ToUpper(cmd); {
-					case strings.HasPrefix(up, "CLIENT PROTOCOL "):
-						io.WriteString(conn, "SERVER PROTOCOL 2\n")
-					case up == "SET FORMAT JSON" && rp.json:
-						io.WriteString(conn, "OK\n")
-					case up == "SET FORMAT JSON": // NCCL before 2.28.7
-						io.WriteString(conn, "ERROR: Unknown command "+cmd+"\n")
-					case up == "STATUS" || up == "VERBOSE STATUS":
-						io.WriteString(conn, rp.body)
-						return // the server closes at the report's end
-					default:
-						io.WriteString(conn, "ERROR: Unknown command "+cmd+"\n")
-					}
-				}
-			}()
-		}
-	}()
-	return ln.Addr().String(), func() []string { mu.Lock(); defer mu.Unlock(); return append([]string(nil), seen...) }
-}
-
-func poll(t *testing.T, addr string, n int) []RASPoll {
-	t.Helper()
-	polls, err := PollRAS(context.Background(), PollOptions{Addr: addr, Interval: 10 * time.Millisecond, Polls: n, Timeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var polls []RASPoll
+	for i := range n {
+		polls = append(polls, RASPoll{At: start.Add(time.Duration(i) * time.Second), Report: mustRAS(t, bodies[min(i, len(bodies)-1)])})
 	}
 	return polls
 }
@@ -103,16 +28,11 @@ func poll(t *testing.T, addr string, n int) []RASPoll {
 // The docs' sleep-fault report replayed in three polls: rank 7 frozen at
 // AllReduce #60 while the others are at #64 is a hang, on node1.
 func TestRASPollFrozenIsHang(t *testing.T) {
-	addr, cmds := fakeRAS(t, replay{body: capture(t, rasSleepFault)})
-	polls := poll(t, addr, 3)
-	fs := JudgeRASPolls("RAS at "+addr, polls, nil)
+	polls := replayed(t, 3, capture(t, rasSleepFault))
+	fs := JudgeRASPolls("RAS at 127.0.0.1:28028", polls, nil)
 	f := has(t, fs, "nccl.ras.hang", check.Fail, "node1", "rank 7", "rank 7 on host node1 stuck at AllReduce #60 while others reached #64 for 3 polls")
 	if !strings.Contains(f.Message, "GPU 3, PID 1650386") {
 		t.Errorf("%s", f.Message)
-	}
-	// text servers are asked for the verbose report after JSON is refused
-	if c := cmds(); len(c) < 3 || c[0] != "CLIENT PROTOCOL 2" || c[1] != "SET FORMAT json" || c[2] != "VERBOSE STATUS" {
-		t.Errorf("commands %q", c)
 	}
 	// one poll of the same report is no verdict
 	fs = JudgeRASPolls("x", polls[:1], nil)
@@ -136,20 +56,14 @@ func rayCounts(t *testing.T, r0, r1 string) string {
 // (warning), not a hang; behind in the first poll only: launch skew; the
 // capture itself three times: healthy.
 func TestRASPollStragglerSkewHealthy(t *testing.T) {
-	addr, cmds := fakeRAS(t, replay{json: true, body: rayCounts(t, "10", "8")}, replay{json: true, body: rayCounts(t, "12", "10")}, replay{json: true, body: rayCounts(t, "14", "12")})
-	fs := JudgeRASPolls("x", poll(t, addr, 3), nil)
+	fs := JudgeRASPolls("x", replayed(t, 3, rayCounts(t, "10", "8"), rayCounts(t, "12", "10"), rayCounts(t, "14", "12")), nil)
 	has(t, fs, "nccl.ras.hang", check.Warn, "10.0.77.184", "rank 1", "rank 1 (GPU 1, PID 8814 on 10.0.77.184) lags but moves: AllReduce #8 → #10 → #12 over 3 polls")
 	none(t, fs, "nccl.ras.hang", check.Fail)
-	if c := cmds(); len(c) < 3 || c[2] != "STATUS" {
-		t.Errorf("a JSON server is asked STATUS: %q", c)
-	}
 
-	addr, _ = fakeRAS(t, replay{json: true, body: rayCounts(t, "10", "8")}, replay{json: true, body: rayCounts(t, "12", "12")})
-	fs = JudgeRASPolls("x", poll(t, addr, 3), nil)
+	fs = JudgeRASPolls("x", replayed(t, 3, rayCounts(t, "10", "8"), rayCounts(t, "12", "12")), nil)
 	has(t, fs, "nccl.ras.hang", check.Pass, "", "polls", "launch skew, not a hang")
 
-	addr, _ = fakeRAS(t, replay{json: true, body: capture(t, rasRayHealthy)})
-	fs = JudgeRASPolls("x", poll(t, addr, 3), nil)
+	fs = JudgeRASPolls("x", replayed(t, 3, capture(t, rasRayHealthy)), nil)
 	has(t, fs, "nccl.ras.hang", check.Pass, "", "polls", "no rank stayed behind across 3 polls")
 	has(t, fs, "nccl.ras.ranks", check.Pass, "", "communicators", "(2 ranks)")
 	for _, f := range fs {
@@ -159,28 +73,10 @@ func TestRASPollStragglerSkewHealthy(t *testing.T) {
 	}
 }
 
-// A dead rank in the last poll fails by name; an endpoint that accepts and
-// never answers costs each poll its timeout, no more.
-func TestRASPollDeadAndSilent(t *testing.T) {
-	addr, _ := fakeRAS(t, replay{json: true, body: capture(t, rasRayHealthy)}, replay{json: true, body: capture(t, rasRSTJSON)})
-	fs := JudgeRASPolls("x", poll(t, addr, 2), nil)
+// A dead rank in the last poll fails by name.
+func TestRASPollDead(t *testing.T) {
+	fs := JudgeRASPolls("x", replayed(t, 2, capture(t, rasRayHealthy), capture(t, rasRSTJSON)), nil)
 	has(t, fs, "nccl.ras.ranks", check.Fail, "172.16.64.245", "rank 1", "PID 1524345")
-
-	addr, _ = fakeRAS(t, replay{silent: true})
-	start := time.Now()
-	polls, err := PollRAS(context.Background(), PollOptions{Addr: addr, Interval: 10 * time.Millisecond, Polls: 2, Timeout: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if el := time.Since(start); el > 5*time.Second {
-		t.Errorf("two bounded polls took %s", el)
-	}
-	if len(polls) != 2 || polls[0].Report != nil || !strings.Contains(polls[0].Err, "no answer within the poll's timeout") {
-		t.Errorf("%+v", polls)
-	}
-	if JudgeRASPolls("x", polls, nil) != nil {
-		t.Error("findings from no report")
-	}
 }
 
 // From rank to path: the frozen rank 7 of the docs' sleep-fault replay,
@@ -188,8 +84,7 @@ func TestRASPollDeadAndSilent(t *testing.T) {
 // is followed to GPU 3 (NVML index 3, the 4th GPU by PCI bus id), its rail
 // mlx5_3 and port 1, and the finding offers the bench retest of that rail.
 func TestRASPathFromRankToPort(t *testing.T) {
-	addr, _ := fakeRAS(t, replay{body: capture(t, rasSleepFault)})
-	polls := poll(t, addr, 2)
+	polls := replayed(t, 2, capture(t, rasSleepFault))
 	hgx := load(t, "hgx-h200")
 	fs := JudgeRASPolls("x", polls, &RASOptions{Hosts: map[string]*host.Snapshot{"node1": hgx}, Cluster: "cluster.yaml"})
 	f := has(t, fs, "nccl.ras.hang", check.Fail, "node1", "rank 7", "stuck at AllReduce #60 while others reached #64 for 2 polls")
@@ -228,12 +123,12 @@ func TestRASPathToCable(t *testing.T) {
 	fab := &fabric.Snapshot{Source: "test fabric", Nodes: []fabric.Node{{GUID: leaf, Type: "Switch", Desc: "leaf-3 QM9700", Ports: 64}, {GUID: nic.NodeGUID, Type: "CA", Desc: "hgx-h200-01 mlx5_3", Ports: 1}},
 		Ports: []fabric.Port{{NodeGUID: nic.NodeGUID, NodeDesc: "hgx-h200-01 mlx5_3", NodeType: "CA", Num: 1, State: portstate.Active, Width: "4X", Speed: "NDR",
 			Remote: &fabric.End{NodeGUID: leaf, NodeDesc: "leaf-3 QM9700", Port: 17}}}}
-	addr, _ := fakeRAS(t, replay{body: capture(t, rasSleepFault)})
-	fs := JudgeRASPolls("x", poll(t, addr, 2), &RASOptions{Hosts: map[string]*host.Snapshot{"node1": hgx}, Fabric: fab})
+	polls := replayed(t, 2, capture(t, rasSleepFault))
+	fs := JudgeRASPolls("x", polls, &RASOptions{Hosts: map[string]*host.Snapshot{"node1": hgx}, Fabric: fab})
 	f := has(t, fs, "nccl.ras.hang", check.Fail, "node1", "rank 7", "its GPU's rail is mlx5_3 port 1, cabled mlx5_3 port 1 ↔ leaf-3 QM9700 port 17 (4X NDR Active)")
 	// the NIC of another GPU is not in this fabric: said, not guessed
 	fab.Ports[0].NodeGUID = hgx.RDMA("mlx5_0").NodeGUID
-	fs = JudgeRASPolls("x", poll(t, addr, 2), &RASOptions{Hosts: map[string]*host.Snapshot{"node1": hgx}, Fabric: fab})
+	fs = JudgeRASPolls("x", polls, &RASOptions{Hosts: map[string]*host.Snapshot{"node1": hgx}, Fabric: fab})
 	f = has(t, fs, "nccl.ras.hang", check.Fail, "node1", "rank 7", "its GPU's rail is mlx5_3 port 1")
 	if strings.Contains(f.Message, "cabled") || !slices.ContainsFunc(f.Evidence, func(e check.Evidence) bool {
 		return e.What == "cable" && strings.Contains(e.Value, "no port of node GUID")

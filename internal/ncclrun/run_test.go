@@ -1,4 +1,4 @@
-package nccl
+package ncclrun
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/cluster"
 	"github.com/rdmalab/rdmalab/internal/launch"
+	"github.com/rdmalab/rdmalab/internal/nccl"
 	"github.com/rdmalab/rdmalab/internal/testhost"
 )
 
@@ -120,7 +121,7 @@ launcher:
 	results := filepath.Join(c.Dir, "runs", "results.jsonl")
 	rs, err := Run(context.Background(), RunOptions{Cluster: cl, NodeCounts: []int{3, 2}, Tests: []string{filepath.Join(bin, "all_reduce_perf")},
 		Timeout: timeout, Dir: filepath.Join(c.Dir, "runs"), Launcher: l, Results: results, Progress: &prog,
-		Judge: JudgeOptions{NIC: cl.Link.Resolved(), RailsPerNode: 1, NICSource: "cluster file"}})
+		Judge: nccl.JudgeOptions{NIC: cl.Link.Resolved(), RailsPerNode: 1, NICSource: "cluster file"}})
 	t.Logf("%.1fs (timeout %s)\n%s", time.Since(start).Seconds(), timeout, prog.String())
 	for _, r := range rs {
 		t.Logf("%s on %d nodes:\n%s", r.Test, r.NodeCount, dump(r.Findings))
@@ -129,11 +130,11 @@ launcher:
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(results)
-	h, logged, valid, err := Results.Parse(b)
+	h, logged, valid, err := nccl.Results.Parse(b)
 	if len(rs) != 2 || err != nil || len(logged) != 2 || valid != len(b) || h.Cluster != cl.Fingerprint() || h.Nodes != 3 {
 		t.Fatalf("%d results; the log: %v %+v %d records, %d of %d bytes valid\n%s", len(rs), err, h, len(logged), valid, len(b), b)
 	}
-	has := func(r RunResult, id string, o check.Outcome, host, text string) bool {
+	has := func(r nccl.RunResult, id string, o check.Outcome, host, text string) bool {
 		return slices.ContainsFunc(r.Findings, func(f check.Finding) bool {
 			return f.Check == id && f.Outcome == o && f.Host == host && strings.Contains(f.Message, text)
 		})

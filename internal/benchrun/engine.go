@@ -1,11 +1,13 @@
-package bench
+package benchrun
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/rdmalab/rdmalab/internal/bench"
 	"github.com/rdmalab/rdmalab/internal/cluster"
 )
 
@@ -50,13 +52,13 @@ var PerftestTests = []string{"ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atom
 func NewEngine(name, test string, seconds int, timeout time.Duration, rdmalab string, perftestArgs []string) (Engine, error) {
 	switch name {
 	case "tcp":
-		test = cmpOr(test, "bw")
+		test = cmp.Or(test, "bw")
 		if test != "bw" && test != "lat" {
 			return nil, fmt.Errorf("--test %q: the tcp engine runs bw or lat", test)
 		}
 		return &tcpEngine{test: test, seconds: seconds, timeout: timeout, bin: rdmalab}, nil
 	case "perftest":
-		test = cmpOr(test, "ib_write_bw")
+		test = cmp.Or(test, "ib_write_bw")
 		if !slices.Contains(PerftestTests, test) {
 			return nil, fmt.Errorf("--test %q is not a perftest test bench runs: %s", test, strings.Join(PerftestTests, ", "))
 		}
@@ -68,13 +70,6 @@ func NewEngine(name, test string, seconds int, timeout time.Duration, rdmalab st
 		return &perftestEngine{test: test, seconds: seconds, args: perftestArgs}, nil
 	}
 	return nil, fmt.Errorf("--engine %q: want perftest or tcp", name)
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 type tcpEngine struct {
@@ -172,7 +167,7 @@ func (e *perftestEngine) Client(server, client cluster.Node, port int) []string 
 }
 
 func (e *perftestEngine) Parse(out []byte) (Measure, error) {
-	p, err := ParsePerftest(string(out))
+	p, err := bench.ParsePerftest(string(out))
 	if err != nil {
 		return Measure{}, err
 	}

@@ -1,4 +1,4 @@
-package nccl
+package ncclrun
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/rdmalab/rdmalab/internal/cluster"
 	"github.com/rdmalab/rdmalab/internal/launch"
+	"github.com/rdmalab/rdmalab/internal/nccl"
 	"github.com/rdmalab/rdmalab/internal/resultslog"
 )
 
@@ -45,7 +46,7 @@ func TestRunResultsLog(t *testing.T) {
 		t.Fatalf("%v %v", rs, err)
 	}
 	good, _ := os.ReadFile(path)
-	h, recs, valid, err := Results.Parse(good)
+	h, recs, valid, err := nccl.Results.Parse(good)
 	if err != nil || h.Format != "rdmalab-nccl-results" || h.Cluster != cl.Fingerprint() || h.Nodes != 3 || len(recs) != 2 || valid != len(good) {
 		t.Fatalf("%+v %d records, %d/%d valid, %v\n%s", h, len(recs), valid, len(good), err, good)
 	}
@@ -54,7 +55,7 @@ func TestRunResultsLog(t *testing.T) {
 	}
 
 	// held by another run
-	held, _, err := Results.Open(path, resultslog.Target{Cluster: cl.Fingerprint(), Nodes: 3, Mode: resultslog.Resume})
+	held, _, err := nccl.Results.Open(path, resultslog.Target{Cluster: cl.Fingerprint(), Nodes: 3, Mode: resultslog.Resume})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func TestRunResultsLog(t *testing.T) {
 		t.Fatalf("resume ran %v: %v %v", l.sizes, rs, err)
 	}
 	b, _ := os.ReadFile(path)
-	if _, recs, valid, err := Results.Parse(b); err != nil || len(recs) != 2 || valid != len(b) || recs[0].NodeCount != 2 || recs[1].NodeCount != 3 {
+	if _, recs, valid, err := nccl.Results.Parse(b); err != nil || len(recs) != 2 || valid != len(b) || recs[0].NodeCount != 2 || recs[1].NodeCount != 3 {
 		t.Errorf("after resuming: %v %v\n%s", recs, err, b)
 	}
 }

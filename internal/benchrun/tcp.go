@@ -1,4 +1,4 @@
-package bench
+package benchrun
 
 import (
 	"bufio"
@@ -162,13 +162,14 @@ func RunTCPClient(ctx context.Context, addr, mode string, seconds float64, count
 
 // ParseTCPResult reads the client's JSON line.
 func ParseTCPResult(out []byte) (*TCPResult, error) {
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	for _, line := range lines {
 		var r TCPResult
 		if json.Unmarshal([]byte(line), &r) == nil && r.Mode != "" {
 			return &r, nil
 		}
 	}
-	return nil, fmt.Errorf("no result line in the client's output: %q", lastNonEmpty(string(out)))
+	return nil, fmt.Errorf("no result line in the client's output: %q", strings.TrimSpace(lines[len(lines)-1]))
 }
 
 // ClientTCP runs RunTCPClient and writes its result as the one JSON line

@@ -1,4 +1,4 @@
-package bench
+package benchrun
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/rdmalab/rdmalab/internal/bench"
 	"github.com/rdmalab/rdmalab/internal/userfile"
 )
 
@@ -84,7 +85,7 @@ func PlanRun(ctx context.Context, o Options) (*DryRun, error) {
 		return nil, &UsageError{err}
 	}
 	n := len(c.Nodes)
-	var chosen Plan
+	var chosen bench.Plan
 	switch {
 	case o.Rounds != "":
 		if chosen, err = roundsFromFile(o.Rounds, o.RoundsFormat, c); err != nil {
@@ -95,18 +96,17 @@ func PlanRun(ctx context.Context, o Options) (*DryRun, error) {
 		if err != nil {
 			return nil, &UsageError{err}
 		}
-		chosen = fixedPlan{name: "cover", rounds: cover.rounds,
-			why: fmt.Sprintf("cover: %d round(s) planned from the fabric's routes that together cross every link host traffic reaches; then up to %d follow-up rounds the localiser chooses", len(cover.rounds), MaxFollowUps)}
+		chosen = cover.plan()
 	default:
-		chosen = planFor(o.Schedule, n)
+		chosen = bench.PlanFor(o.Schedule, n)
 	}
 	m := Model(o.Seconds, o.Samples, n)
 	d := &DryRun{SchemaVersion: DryRunVersion, Nodes: n, Seconds: o.Seconds, Samples: o.Samples, Chosen: chosen.Name(),
 		PerSampleOverheadS: m.PerSample.Seconds(), PerRoundOverheadS: m.PerRound.Seconds(), Window: DefaultWindow, WavesPerRound: m.Waves}
-	plans := []Plan{chosen}
+	plans := []bench.Plan{chosen}
 	for _, name := range []string{"matching", "circle"} {
 		if name != chosen.Name() {
-			plans = append(plans, planFor(name, n))
+			plans = append(plans, bench.PlanFor(name, n))
 		}
 	}
 	for _, p := range plans {
@@ -129,7 +129,7 @@ func PlanRun(ctx context.Context, o Options) (*DryRun, error) {
 		ps.PeakMemoryMB = memBaseMB + float64(ps.Directions)*memPerDirectionKB/1024
 		d.Schedules = append(d.Schedules, ps)
 	}
-	var buf []Pair
+	var buf []bench.Pair
 	for i := range min(chosen.Len(), ListRounds) {
 		buf = chosen.Round(i, buf[:0])
 		r := PlannedRound{Round: i + 1, Pairs: len(buf)}

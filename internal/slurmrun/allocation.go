@@ -1,4 +1,4 @@
-package slurm
+package slurmrun
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/rdmalab/rdmalab/internal/cluster"
+	"github.com/rdmalab/rdmalab/internal/slurm"
 )
 
 // InAllocation reports whether this process runs inside a Slurm job
@@ -20,7 +21,7 @@ func Allocation(ctx context.Context, r Runner, addrs map[string]string) (*cluste
 	if list == "" {
 		return nil, fmt.Errorf("not inside a Slurm allocation (no SLURM_JOB_NODELIST): run under salloc or sbatch, or give --cluster")
 	}
-	names, err := ExpandNodeList(list)
+	names, err := slurm.ExpandNodeList(list)
 	if err != nil {
 		return nil, fmt.Errorf("SLURM_JOB_NODELIST: %w", err)
 	}

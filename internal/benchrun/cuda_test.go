@@ -1,4 +1,4 @@
-package bench
+package benchrun
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmalab/rdmalab/internal/bench"
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/launch"
 	"github.com/rdmalab/rdmalab/internal/testhost"
@@ -61,7 +62,7 @@ func TestUseCUDAReplayNoGPU(t *testing.T) {
 	}
 	// Both memories' results are in the one log, each under its engine.
 	b, _ := os.ReadFile(filepath.Join(dir, "r.jsonl"))
-	_, recs, _, err := Results.Parse(b)
+	_, recs, _, err := bench.Results.Parse(b)
 	if err != nil {
 		t.Fatal(err)
 	}

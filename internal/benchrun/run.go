@@ -1,4 +1,4 @@
-package bench
+package benchrun
 
 import (
 	"bufio"
@@ -13,65 +13,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rdmalab/rdmalab/internal/bench"
 	"github.com/rdmalab/rdmalab/internal/cluster"
 	"github.com/rdmalab/rdmalab/internal/launch"
 	"github.com/rdmalab/rdmalab/internal/resultslog"
 )
-
-// Record is one measured (or failed, or skipped) direction: one JSON line
-// of the results log. From sends, To receives.
-type Record struct {
-	From   string `json:"from"`
-	To     string `json:"to"`
-	Engine string `json:"engine"`
-	Test   string `json:"test"`
-	Round  int    `json:"round,omitempty"`
-	// Retest records repeat a suspect's failing direction against a
-	// known-good partner.
-	Retest  bool      `json:"retest,omitempty"`
-	Suspect string    `json:"suspect,omitempty"`
-	Started time.Time `json:"started"`
-	Seconds float64   `json:"seconds"`
-	// Samples are the repeated measurements; the verdict uses their median.
-	SamplesGbps  []float64 `json:"samples_gbps,omitempty"`
-	SamplesP50Us []float64 `json:"samples_p50_us,omitempty"`
-	// The tail of each latency sample, so a comparison of two runs knows
-	// how much p99 and p99.9 move by themselves.
-	SamplesP99Us  []float64 `json:"samples_p99_us,omitempty"`
-	SamplesP999Us []float64 `json:"samples_p99_9_us,omitempty"`
-	Gbps          float64   `json:"gbps,omitempty"`
-	P50Us         float64   `json:"p50_us,omitempty"`
-	P99Us         float64   `json:"p99_us,omitempty"`
-	P999Us        float64   `json:"p99_9_us,omitempty"`
-	MTUBytes      int       `json:"mtu_bytes,omitempty"`
-	LinkType      string    `json:"link_type,omitempty"` // as perftest printed it
-	Warnings      []string  `json:"warnings,omitempty"`
-	TimedOut      bool      `json:"timed_out,omitempty"`
-	Error         string    `json:"error,omitempty"`
-	// ErrorNode is the node that could not be reached, when known.
-	ErrorNode string `json:"error_node,omitempty"`
-	// NotMeasured says why the direction was not tried.
-	NotMeasured string `json:"not_measured,omitempty"`
-}
-
-func (r Record) valid() bool {
-	return r.From != "" && r.To != "" && r.From != r.To && r.Engine != "" && r.Test != ""
-}
-
-// Failed is true when the direction has no measurement.
-func (r Record) Failed() bool { return r.Error != "" || r.TimedOut || r.NotMeasured != "" }
-
-// dirKey names a direction of a test.
-func (r Record) dirKey() string { return r.From + ">" + r.To + "|" + r.Engine + "|" + r.Test }
-
-// PairKey names an unordered pair of a test: the same whichever end is
-// listed first, so reordering the cluster file re-measures nothing.
-func PairKey(a, b, engine, test string) string {
-	if a > b {
-		a, b = b, a
-	}
-	return a + "|" + b + "|" + engine + "|" + test
-}
 
 // DefaultWindow is how many pairs run at once at most: 1,024 ssh
 // sessions (a server and a client each) and their control masters. A
@@ -84,7 +30,7 @@ type Runner struct {
 	Launcher launch.Launcher
 	Engine   Engine
 	// Plan gives the rounds of disjoint pairs, one at a time.
-	Plan    Plan
+	Plan    bench.Plan
 	Samples int
 	// Timeout bounds one run of the test; both ends are killed after it.
 	Timeout time.Duration
@@ -92,7 +38,7 @@ type Runner struct {
 	ProbeTimeout time.Duration
 	// RunID is this run's identity on the nodes.
 	RunID string
-	Log   *resultslog.Log[Record]
+	Log   *resultslog.Log[bench.Record]
 	// KeepFailed keeps failed directions of a resumed log instead of
 	// measuring them again.
 	KeepFailed bool
@@ -105,7 +51,7 @@ type Runner struct {
 	Window int
 
 	mu        sync.Mutex
-	records   []Record
+	records   []bench.Record
 	out       map[string]string          // node → why it was taken out
 	timeouts  map[string]map[string]bool // node → partners it timed out with
 	leftovers []string
@@ -114,7 +60,7 @@ type Runner struct {
 	// because of it: summarised per node, not one record per pair (at
 	// thousands of nodes that would be millions of records).
 	skipped map[string]int
-	used    RoundsUsed
+	used    bench.RoundsUsed
 	seq     atomic.Int64
 	logErr  error
 }
@@ -143,7 +89,7 @@ func (r *Runner) Skipped() map[string]int {
 }
 
 // RoundsUsed is how many rounds the run took so far.
-func (r *Runner) RoundsUsed() RoundsUsed {
+func (r *Runner) RoundsUsed() bench.RoundsUsed {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	u := r.used
@@ -186,21 +132,21 @@ func (r *Runner) progress(format string, a ...any) {
 // Run measures every pair the prior records do not already hold (failed
 // ones again unless KeepFailed), round by round, then retests suspects.
 // It returns prior and new records; a write error of the log stops it.
-func (r *Runner) Run(ctx context.Context, prior []Record) ([]Record, error) {
+func (r *Runner) Run(ctx context.Context, prior []bench.Record) ([]bench.Record, error) {
 	r.records = slices.Clone(prior)
 	r.first = len(prior)
-	final := map[string]Record{}
+	final := map[string]bench.Record{}
 	for _, p := range prior {
 		if !p.Retest {
-			final[p.dirKey()] = p
+			final[p.DirKey()] = p
 		}
 	}
 	nodes := r.Cluster.Nodes
 	e := r.Engine
 	needs := func(a, b cluster.Node) bool {
 		for _, k := range []string{
-			Record{From: a.Name, To: b.Name, Engine: e.Name(), Test: e.Test()}.dirKey(),
-			Record{From: b.Name, To: a.Name, Engine: e.Name(), Test: e.Test()}.dirKey(),
+			bench.Record{From: a.Name, To: b.Name, Engine: e.Name(), Test: e.Test()}.DirKey(),
+			bench.Record{From: b.Name, To: a.Name, Engine: e.Name(), Test: e.Test()}.DirKey(),
 		} {
 			f, ok := final[k]
 			if !ok || (f.Failed() && !r.KeepFailed) {
@@ -210,7 +156,7 @@ func (r *Runner) Run(ctx context.Context, prior []Record) ([]Record, error) {
 		return false
 	}
 	// One round at a time, its pairs in one reused slice.
-	var round []Pair
+	var round []bench.Pair
 	for ri := range r.Plan.Len() {
 		round = r.Plan.Round(ri, round[:0])
 		todo := round[:0]
@@ -252,7 +198,7 @@ func (r *Runner) logError() error {
 
 // record keeps one record and appends it to the log at once, so an
 // interrupted run loses nothing it finished.
-func (r *Runner) record(rec Record) {
+func (r *Runner) record(rec bench.Record) {
 	r.mu.Lock()
 	r.records = append(r.records, rec)
 	var err error
@@ -304,7 +250,7 @@ func (r *Runner) skipOut(a, b string) bool {
 
 // runRound runs the pairs of a round at once, then reaps what is left of
 // the run on their nodes and takes out nodes that stopped answering.
-func (r *Runner) runRound(ctx context.Context, round int, pairs []Pair) {
+func (r *Runner) runRound(ctx context.Context, round int, pairs []bench.Pair) {
 	var wg sync.WaitGroup
 	nodes := r.Cluster.Nodes
 	start := r.mark()
@@ -356,8 +302,8 @@ func (r *Runner) mark() int {
 	return len(r.records)
 }
 
-func (r *Runner) skip(round int, from, to cluster.Node, why string) Record {
-	return Record{From: from.Name, To: to.Name, Engine: r.Engine.Name(), Test: r.Engine.Test(), Round: round, Started: time.Now().UTC(), NotMeasured: why}
+func (r *Runner) skip(round int, from, to cluster.Node, why string) bench.Record {
+	return bench.Record{From: from.Name, To: to.Name, Engine: r.Engine.Name(), Test: r.Engine.Test(), Round: round, Started: time.Now().UTC(), NotMeasured: why}
 }
 
 // afterRound reaps the run's processes on the nodes that ran something in
@@ -458,8 +404,8 @@ func (r *Runner) probeTimeout() time.Duration {
 }
 
 // runDirection measures from → to Samples times; the first failure ends it.
-func (r *Runner) runDirection(ctx context.Context, round int, from, to cluster.Node, suspect string) Record {
-	rec := Record{From: from.Name, To: to.Name, Engine: r.Engine.Name(), Test: r.Engine.Test(), Round: round,
+func (r *Runner) runDirection(ctx context.Context, round int, from, to cluster.Node, suspect string) bench.Record {
+	rec := bench.Record{From: from.Name, To: to.Name, Engine: r.Engine.Name(), Test: r.Engine.Test(), Round: round,
 		Retest: suspect != "", Suspect: suspect, Started: time.Now().UTC()}
 	var p99, p999 []float64
 	for range max(r.Samples, 1) {
@@ -487,13 +433,13 @@ func (r *Runner) runDirection(ctx context.Context, round int, from, to cluster.N
 	}
 	if r.Engine.Latency() {
 		rec.SamplesGbps = nil
-		rec.P50Us, rec.P99Us, rec.P999Us = Median(rec.SamplesP50Us), Median(p99), Median(p999)
+		rec.P50Us, rec.P99Us, rec.P999Us = bench.Median(rec.SamplesP50Us), bench.Median(p99), bench.Median(p999)
 		if slices.ContainsFunc(p99, func(v float64) bool { return v > 0 }) {
 			rec.SamplesP99Us, rec.SamplesP999Us = p99, p999
 		}
 	} else {
 		rec.SamplesP50Us = nil
-		rec.Gbps = Median(rec.SamplesGbps)
+		rec.Gbps = bench.Median(rec.SamplesGbps)
 	}
 	return rec
 }
@@ -613,26 +559,13 @@ func (r *Runner) runOnce(ctx context.Context, from, to cluster.Node) (Measure, *
 	return m, nil
 }
 
-// Median of the values (0 for none).
-func Median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
 // retest measures once more each bad direction no suspect explains, and
 // repeats each suspect's failing direction against two known-good
 // partners (nodes whose both directions are healthy). The retests run in
 // rounds of disjoint pairs, so a suspect's link carries one test at a
 // time and a thousand nodes' suspects take two rounds, not two each.
 func (r *Runner) retest(ctx context.Context) {
-	rep := Analyze(r.Cluster, r.Engine.Name(), r.Engine.Test(), r.Engine.Latency(), r.records, r.Out(), nil)
+	rep := bench.Analyze(r.Cluster, r.Engine.Name(), r.Engine.Test(), r.Engine.Latency(), r.records, r.Out(), nil)
 	index := r.Cluster.Index()
 	// A bad direction no suspect explains is measured once more before it
 	// fails: fine the second time, it was noise.
@@ -642,7 +575,7 @@ func (r *Runner) retest(ctx context.Context) {
 	}
 	var lone []retestJob
 	for _, d := range rep.Directions {
-		if d.Bad && !suspect[d.From+"|"+Send] && !suspect[d.To+"|"+Receive] {
+		if d.Bad && !suspect[d.From+"|"+bench.Send] && !suspect[d.To+"|"+bench.Receive] {
 			lone = append(lone, retestJob{from: index[d.From], to: index[d.To]})
 		}
 	}
@@ -675,7 +608,7 @@ func (r *Runner) retest(ctx context.Context) {
 		r.progress("retest %s (%s) against known-good %s\n", s.Node, s.Side, strings.Join(partners, ", "))
 		for _, p := range partners {
 			from, to := index[s.Node], index[p]
-			if s.Side == Receive {
+			if s.Side == bench.Receive {
 				from, to = to, from
 			}
 			jobs = append(jobs, retestJob{from: from, to: to, suspect: s.Node})

@@ -1,4 +1,4 @@
-package bench
+package benchrun
 
 import (
 	"encoding/json"
@@ -115,7 +115,7 @@ func (m WallModel) Project(measured, retest int) time.Duration {
 // the shape of a real one, for scale tests.
 func SimClusterFile(n int) string {
 	var b strings.Builder
-	b.WriteString("# SIMULATED fleet (bench.SimFleet): no such nodes exist\nlink: {layer: TCP, rate: \"100\"}\nlauncher: {type: ssh, rdmalab: /opt/rdmalab/bin/rdmalab}\nnodes:\n")
+	b.WriteString("# SIMULATED fleet (benchrun.SimFleet): no such nodes exist\nlink: {layer: TCP, rate: \"100\"}\nlauncher: {type: ssh, rdmalab: /opt/rdmalab/bin/rdmalab}\nnodes:\n")
 	for i := range n {
 		fmt.Fprintf(&b, "  - {name: sim%05d, ssh: root@sim%05d.fleet, data: 10.%d.%d.%d}\n", i+1, i+1, 16+(i+1)>>16, ((i+1)>>8)&255, (i+1)&255)
 	}
