@@ -205,12 +205,15 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, &UsageError{err}
 	}
-	if o.Rate != "" {
-		c.Link.Rate, c.Link.RateGbps = o.Rate, 0
-	}
-	if o.Layer != "" {
-		l, _ := linkrate.ParseLayer(o.Layer)
-		c.Link.Layer = string(l)
+	// The flags override the file's link as a new expectation; the file's
+	// link section stays as written.
+	if o.Rate != "" || o.Layer != "" {
+		src := strings.TrimPrefix(strings.Join([]string{flagIf(o.Rate, "--expect-rate"), flagIf(o.Layer, "--expect-link-layer")}, " "), " ")
+		e, err := c.Expect().Override(o.Rate, o.Layer, strings.TrimSpace(src))
+		if err != nil {
+			return nil, &UsageError{err}
+		}
+		c = c.WithExpect(e)
 	}
 	bin := cmpOr(o.Rdmalab, c.Launcher.Rdmalab)
 	if bin == "" && o.Engine == "tcp" {
@@ -346,4 +349,12 @@ func (r *Report) CompareCUDA(cuda *Report) {
 // the unready ones with the reason.
 func Preflight(ctx context.Context, l launch.Launcher, nodes []cluster.Node, e Engine, timeout time.Duration) map[string]string {
 	return launch.Preflight(ctx, l, nodes, e.Need, timeout)
+}
+
+// flagIf is "--flag value" when value was given, else "".
+func flagIf(value, flag string) string {
+	if value == "" {
+		return ""
+	}
+	return flag + " " + value
 }
