@@ -211,15 +211,6 @@ question: the verdict line names what would), 130/143 interrupted.`,
 	return root
 }
 
-// checkOutput validates --output.
-func checkOutput(o string) error {
-	switch o {
-	case "table", "json":
-		return nil
-	}
-	return usageErr("--output %q: want table or json", o)
-}
-
 // tempDir makes a scratch directory removed by the returned func.
 func tempDir() (string, func(), error) {
 	d, err := os.MkdirTemp("", "rdmalab-")

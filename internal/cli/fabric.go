@@ -115,7 +115,7 @@ func newFabricCmd() *cobra.Command {
 
 func newFabricScanCmd() *cobra.Command {
 	var in fabricInput
-	var output string
+	var output format
 	c := &cobra.Command{
 		Use:   "scan",
 		Short: "Discover the fabric reachable from this HCA into a snapshot",
@@ -133,9 +133,6 @@ LID where descriptions collide). --output json is the fabric snapshot
   rdmalab fabric scan --ca mlx5_0 --port 1 --output json > fabric.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			if err := in.validate(cmd); err != nil {
 				return err
 			}
@@ -144,16 +141,15 @@ LID where descriptions collide). --output json is the fabric snapshot
 				return err
 			}
 			w := cmd.OutOrStdout()
-			if output == "json" {
-				return envelope.Write(w, envelope.FabricSnapshot, nil, s)
-			}
-			report.Fabric(w, s, nil)
-			report.FabricLinks(w, s)
-			return nil
+			return output.write(w, envelope.FabricSnapshot, nil, s, func() error {
+				report.Fabric(w, s, nil)
+				report.FabricLinks(w, s)
+				return nil
+			})
 		},
 	}
 	in.register(c)
-	c.Flags().StringVarP(&output, "output", "o", "table", "table or json (the snapshot, in the rdmalab envelope)")
+	outputFlag(c.Flags(), &output, "table or json (the snapshot, in the rdmalab envelope)")
 	return c
 }
 
@@ -192,7 +188,7 @@ func (fl fabricCheckFlags) options() (fabriccheck.Options, error) {
 func newFabricCheckCmd() *cobra.Command {
 	var in fabricInput
 	var fl fabricCheckFlags
-	var output string
+	var output format
 	var verbose bool
 	c := &cobra.Command{
 		Use:   "check",
@@ -223,9 +219,6 @@ Exit codes: 0 proven healthy, 1 failures found, 2 could not run, 3 unproven
   rdmalab fabric check --snapshot example:qdr-lab`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			if err := in.validate(cmd); err != nil {
 				return err
 			}
@@ -243,16 +236,10 @@ Exit codes: 0 proven healthy, 1 failures found, 2 could not run, 3 unproven
 			}
 			v := rules.Verdict(rules.FabricCheck, fs)
 			w := cmd.OutOrStdout()
-			if output == "json" {
-				if err := envelope.WriteJudged(w, envelope.FabricCheck, v, fs, s); err != nil {
-					return err
-				}
-			} else {
+			return output.judged(w, envelope.FabricCheck, v, fs, s, func() {
 				report.Fabric(w, s, fs)
 				report.Findings(w, fs, verbose)
-				report.VerdictLine(w, v)
-			}
-			return verdictErr(v)
+			})
 		},
 	}
 	in.register(c)
@@ -261,7 +248,7 @@ Exit codes: 0 proven healthy, 1 failures found, 2 could not run, 3 unproven
 	c.Flags().StringVar(&fl.rate, "expect-rate", "", "rate every link should run at: Gb/s (200) or width and speed (\"4X HDR\")")
 	c.Flags().StringArrayVar(&fl.thresholds, "threshold", nil, "override an error counter threshold, COUNTER=N (repeatable)")
 	c.Flags().BoolVarP(&verbose, "verbose", "v", false, "list passed checks too")
-	c.Flags().StringVarP(&output, "output", "o", "table", "table or json (findings and the snapshot, in the rdmalab envelope)")
+	outputFlag(c.Flags(), &output, "table or json (findings and the snapshot, in the rdmalab envelope)")
 	return c
 }
 

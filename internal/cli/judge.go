@@ -17,7 +17,8 @@ import (
 )
 
 func newJudgeCmd() *cobra.Command {
-	var output, rate, layer, topology, snapshot string
+	var output format
+	var rate, layer, topology, snapshot string
 	var thresholds []string
 	var verbose bool
 	c := &cobra.Command{
@@ -41,9 +42,6 @@ the verdict line names the flag or input that would answer).`,
   rdmalab judge --topology cabling.yaml ibnetdiscover-today.txt`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			fopt, err := fabricCheckFlags{topology: topology, rate: rate, thresholds: thresholds}.options()
 			if err != nil {
 				return err
@@ -80,15 +78,7 @@ the verdict line names the flag or input that would answer).`,
 			fs := judge.Findings(rs)
 			v := rules.Verdict(rules.Judge, fs)
 			w := cmd.OutOrStdout()
-			if output == "json" {
-				if err := envelope.WriteJudged(w, envelope.Judge, v, fs, rs); err != nil {
-					return err
-				}
-			} else {
-				report.Judge(w, rs, verbose)
-				report.VerdictLine(w, v)
-			}
-			return verdictErr(v)
+			return output.judged(w, envelope.Judge, v, fs, rs, func() { report.Judge(w, rs, verbose) })
 		},
 	}
 	f := c.Flags()
@@ -99,7 +89,7 @@ the verdict line names the flag or input that would answer).`,
 	f.StringArrayVar(&thresholds, "threshold", nil, "override an error counter threshold, COUNTER=N (repeatable)")
 	f.StringVar(&snapshot, "snapshot", "", "the host a host-side output was saved on (snapshot, capture or root; example:NAME), to compare with it")
 	f.BoolVarP(&verbose, "verbose", "v", false, "list passed checks too")
-	f.StringVarP(&output, "output", "o", "table", "table or json (findings and what was read, in the rdmalab envelope)")
+	outputFlag(f, &output, "table or json (findings and what was read, in the rdmalab envelope)")
 	return c
 }
 

@@ -49,7 +49,7 @@ through seed 001's bring-up with these commands.`,
 
 func newNCCLEnvCmd() *cobra.Command {
 	var in hostInput
-	var output string
+	var output format
 	var launchLines bool
 	c := &cobra.Command{
 		Use:   "env",
@@ -77,9 +77,6 @@ Exit codes: 0 healthy, 1 a failure (no rail near any GPU), 2 could not run,
   rdmalab nccl env --snapshot node1.json --snapshot node2.json -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			hosts, err := in.load()
 			if err != nil {
 				return err
@@ -117,7 +114,7 @@ Exit codes: 0 healthy, 1 a failure (no rail near any GPU), 2 could not run,
 		},
 	}
 	in.register(c, true)
-	c.Flags().StringVarP(&output, "output", "o", "table", "table (shell exports) or json")
+	outputFlag(c.Flags(), &output, "table (shell exports) or json")
 	c.Flags().BoolVar(&launchLines, "launch-lines", false, "print the mpirun -x and srun --export lines on standard output after the exports (then the output is no longer for sourcing)")
 	return c
 }
@@ -165,7 +162,7 @@ func (n *nicFlags) options() (nccl.JudgeOptions, error) {
 }
 
 func newNCCLJudgeCmd() *cobra.Command {
-	var output string
+	var output format
 	var nf nicFlags
 	c := &cobra.Command{
 		Use:   "judge FILE...",
@@ -194,9 +191,6 @@ flag, 3 unproven (e.g. busbw with no hosts and no --nodes, or no --expect-rate).
   rdmalab nccl judge rank0.log -o json`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			opt, err := nf.options()
 			if err != nil {
 				return err
@@ -221,31 +215,25 @@ flag, 3 unproven (e.g. busbw with no hosts and no --nodes, or no --expect-rate).
 			return writeJudged(cmd, output, q, fs, payloads)
 		},
 	}
-	c.Flags().StringVarP(&output, "output", "o", "table", "table or json")
+	outputFlag(c.Flags(), &output, "table or json")
 	nf.register(c)
 	return c
 }
 
 // writeJudged renders nccl's findings and verdict and returns the exit
 // the verdict maps to.
-func writeJudged(cmd *cobra.Command, output string, q rules.Question, fs []check.Finding, payload any) error {
+func writeJudged(cmd *cobra.Command, output format, q rules.Question, fs []check.Finding, payload any) error {
 	w := cmd.OutOrStdout()
-	v := rules.Verdict(q, fs)
-	if output == "json" {
-		if err := envelope.WriteJudged(w, envelope.NCCL, v, fs, payload); err != nil {
-			return err
-		}
-	} else {
+	return output.judged(w, envelope.NCCL, rules.Verdict(q, fs), fs, payload, func() {
 		check.Sort(fs)
 		report.Findings(w, fs, true)
-		report.VerdictLine(w, v)
-	}
-	return verdictErr(v)
+	})
 }
 
 func newNCCLRunCmd() *cobra.Command {
 	var o struct {
-		cluster, results, dir, output string
+		cluster, results, dir         string
+		output                        format
 		nodes                         []int
 		tests, testArgs, mpiArgs, env []string
 		ranks                         int
@@ -284,9 +272,6 @@ interrupted.`,
   rdmalab nccl run --cluster cluster.yaml --nodes 2 --timeout 5m --test-arg=-b --test-arg=1G`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(o.output); err != nil {
-				return err
-			}
 			if o.cluster == "" {
 				return usageErr("--cluster FILE is required (the cluster file of rdmalab bench)")
 			}
@@ -299,7 +284,7 @@ interrupted.`,
 				return usageErr("cluster %v", err)
 			}
 			var vars []nccl.Var
-			judge := nccl.JudgeOptions{NIC: cl.Link.Resolved(), RailsPerNode: o.rails, NICSource: "cluster file " + o.cluster}
+			judge := nccl.JudgeOptions{NIC: cl.Resolved(), RailsPerNode: o.rails, NICSource: "cluster file " + o.cluster}
 			if len(in.snapshots) > 0 {
 				hosts, err := in.load()
 				if err != nil {
@@ -402,17 +387,18 @@ interrupted.`,
 	f.BoolVar(&o.resume, "resume", false, "continue --results: run only what it lacks (and what failed or timed out)")
 	f.BoolVar(&o.overwrite, "overwrite", false, "replace an earlier results log at --results")
 	f.StringVar(&o.dir, "dir", "", "where raw logs go (default nccl-runs-<time>)")
-	f.StringVarP(&o.output, "output", "o", "table", "table or json")
+	outputFlag(f, &o.output, "table or json")
 	f.StringArrayVar(&in.snapshots, "snapshot", nil, "host snapshot(s) of the nodes (example:NAME for a built-in one): every rank gets the environment 'nccl env' derives")
 	return c
 }
 
 func newNCCLRASCmd() *cobra.Command {
 	var o struct {
-		host, output, cluster, fabric string
-		port, polls                   int
-		interval, timeout             time.Duration
-		snapshots                     []string
+		host, cluster, fabric string
+		output                format
+		port, polls           int
+		interval, timeout     time.Duration
+		snapshots             []string
 	}
 	c := &cobra.Command{
 		Use:   "ras --host HOST",
@@ -438,9 +424,6 @@ communicator data), 130 interrupted.`,
   rdmalab nccl ras --host 10.0.0.5 --port 28028 --interval 10s --polls 6 -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(o.output); err != nil {
-				return err
-			}
 			if o.host == "" {
 				return usageErr("--host HOST is required (a node of the NCCL job whose RAS port is reachable)")
 			}
@@ -478,7 +461,7 @@ communicator data), 130 interrupted.`,
 	f.StringArrayVar(&o.snapshots, "snapshot", nil, "host snapshot of a node of the job, NAME=FILE to bind it to the name RAS prints (an address), or FILE (matched by hostname or RoCE GID address); repeatable: a suspect rank is followed to its GPU's rail NIC and port")
 	f.StringVar(&o.cluster, "cluster", "", "the cluster file the follow-up bench command names")
 	f.StringVar(&o.fabric, "fabric", "", "fabric snapshot (rdmalab fabric scan -o json, example:NAME): the suspect rail's cable to its switch, by the NIC's node GUID")
-	f.StringVarP(&o.output, "output", "o", "table", "table or json")
+	outputFlag(f, &o.output, "table or json")
 	return c
 }
 

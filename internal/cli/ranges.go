@@ -188,7 +188,7 @@ func plainFlagError(c *cobra.Command, err error) error {
 	if f == nil {
 		return usageErr("--%s %q: %s", name, value, why)
 	}
-	want := "want " + map[string]string{"int": "a whole number", "intSlice": "whole numbers, comma-separated", "float64": "a number", "duration": "a duration such as 30s, 5m or 1h", "bool": "true or false"}[f.Value.Type()]
+	want := "want " + map[string]string{"int": "a whole number", "intSlice": "whole numbers, comma-separated", "float64": "a number", "duration": "a duration such as 30s, 5m or 1h", "bool": "true or false", "format": "table or json"}[f.Value.Type()]
 	if r, ok := rangeOf(c, name); ok {
 		want = r.describe(f.Value.Type())
 	}

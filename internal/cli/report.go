@@ -15,7 +15,8 @@ import (
 )
 
 func newReportCmd() *cobra.Command {
-	var out, title, output string
+	var output format
+	var out, title string
 	c := &cobra.Command{
 		Use:   "report [--out FILE.html] INPUT...",
 		Short: "One page for a whole cluster: ready or not, and what is wrong where",
@@ -52,9 +53,6 @@ run, 3 unproven (nothing failed, but what decides readiness was not judged).`,
   rdmalab report example:hgx-h200 example:qdr-lab      # verdict only, in the terminal`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			in, err := judge.Load(args)
 			if err != nil {
 				return usageErr("%v", err)
@@ -80,7 +78,7 @@ run, 3 unproven (nothing failed, but what decides readiness was not judged).`,
 	}
 	c.Flags().StringVar(&out, "out", "", "write the HTML report to this file")
 	c.Flags().StringVar(&title, "title", "", "page title (default: rdmalab cluster report)")
-	c.Flags().StringVarP(&output, "output", "o", "table", "table or json (the readiness verdict and every input's findings, in the rdmalab envelope)")
+	outputFlag(c.Flags(), &output, "table or json (the readiness verdict and every input's findings, in the rdmalab envelope)")
 	return c
 }
 
