@@ -20,7 +20,7 @@ func newBenchCmd() *cobra.Command {
 	var o bench.Options
 	var output format
 	var fabricCA string
-	var hostArgs []string
+	var hostArgs, oldHostArgs, tests []string
 	var fabricPort int
 	var dryRun bool
 	c := &cobra.Command{
@@ -84,10 +84,16 @@ saved).`,
   rdmalab bench --cluster fleet.yaml --dry-run                   # rounds, wall time and memory before touching the fleet`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			for _, h := range hostArgs {
+			if len(tests) > 1 {
+				return usageErr("--test: a bench run measures one test (got %d); run bench once per test", len(tests))
+			}
+			if len(tests) == 1 {
+				o.Test = tests[0]
+			}
+			for _, h := range append(hostArgs, oldHostArgs...) {
 				s, err := intake.Host(h)
 				if err != nil {
-					return usageErr("--hosts %v", err)
+					return usageErr("--snapshot %v", err)
 				}
 				o.Hosts = append(o.Hosts, s)
 			}
@@ -127,7 +133,8 @@ saved).`,
 	f.StringVar(&o.ClusterFile, "cluster", "", "cluster file (YAML, see docs/cluster-file.md); inside a Slurm allocation, without it: the job's nodes, launched with srun")
 	f.StringToStringVar(&o.DataAddrs, "data", nil, "inside a Slurm allocation: a node's data-plane address instead of its NodeAddr, NODE=ADDR (repeatable)")
 	f.StringVar(&o.Engine, "engine", "perftest", "perftest or tcp")
-	f.StringVar(&o.Test, "test", "", "perftest: ib_write_bw (default), ib_read_bw, ib_send_bw, ib_atomic_bw, ib_*_lat; tcp: bw (default) or lat")
+	// Repeatable in nccl run; a bench run measures one test.
+	f.StringArrayVar(&tests, "test", nil, "the one test to run: perftest: ib_write_bw (default), ib_read_bw, ib_send_bw, ib_atomic_bw, ib_*_lat; tcp: bw (default) or lat")
 	f.IntVar(&o.Seconds, "seconds", 5, "seconds per bandwidth sample")
 	f.IntVar(&o.Samples, "samples", 3, "samples per direction; verdicts use their median, the spread is kept")
 	f.DurationVar(&o.Timeout, "timeout", 2*time.Minute, "per sample; both ends are killed after it")
@@ -150,7 +157,10 @@ saved).`,
 	f.StringVar(&o.Fabric.FabricFile, "fabric", "", "--schedule cover: cabling, ibnetdiscover output or a fabric snapshot (default: scan the live fabric)")
 	f.StringVar(&o.Fabric.RoutesFile, "routes", "", "--schedule cover: forwarding tables, dump_fts/ibroute output or opensm-lfts.dump (default: run dump_fts)")
 	f.StringVar(&fabricCA, "ca", "", "--schedule cover: local HCA to read the live fabric from, e.g. mlx5_0")
-	f.StringSliceVar(&hostArgs, "hosts", nil, "--schedule cover: the nodes' host snapshots, trees or captures (repeatable): a named cable carries its ports' PHY facts from them (docs/phy.md), else says no PHY evidence")
+	f.StringArrayVar(&hostArgs, "snapshot", nil, "--schedule cover: the nodes' host snapshots, trees or captures (repeatable): a named cable carries its ports' PHY facts from them (docs/phy.md), else says no PHY evidence")
+	// The old spelling split on commas; it keeps doing so.
+	f.StringSliceVar(&oldHostArgs, "hosts", nil, "old spelling of --snapshot")
+	f.Lookup("hosts").Hidden = true
 	f.IntVar(&fabricPort, "port", 0, "port of --ca")
 	outputFlag(f, &output, "table or json")
 	f.BoolVar(&dryRun, "dry-run", false, "print the plan (each schedule's rounds, pairs per round, expected wall time and the orchestrator's peak memory) and start nothing")

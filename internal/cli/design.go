@@ -197,18 +197,18 @@ fabric port (IPv6 link-local peering, no per-link addresses), maximum-paths =
 spines on the leaves (ECMP), and each leaf's hosts' network advertised.
 
 Leaf port swpJ faces spine J; spine port swpI faces leaf I. Files are
-NAME.conf in --out (made if missing, checked writable before anything else);
+NAME.conf in --dir (made if missing, checked writable before anything else);
 nothing is written anywhere else. Check them with 'vtysh -C -f FILE'.`,
-		Example: `  rdmalab design frr --spines 2 --leaves 4 --out frr/
-  rdmalab design frr --spines 4 --leaves 16 --loopbacks 10.255.0.0/24 --leaf-networks 10.10.0.0/16 --out frr/
-  rdmalab design frr --spines 8 --leaves 32 --port-prefix eth --host-interface br0 --out frr/ -o json`,
+		Example: `  rdmalab design frr --spines 2 --leaves 4 --dir frr/
+  rdmalab design frr --spines 4 --leaves 16 --loopbacks 10.255.0.0/24 --leaf-networks 10.10.0.0/16 --dir frr/
+  rdmalab design frr --spines 8 --leaves 32 --port-prefix eth --host-interface br0 --dir frr/ -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
-				return usageErr("--out: a directory is required")
+				return usageErr("--dir: a directory is required")
 			}
 			if err := userfile.OutDir(out); err != nil {
-				return usageErr("--out %v", err)
+				return usageErr("--dir %v", err)
 			}
 			r.SpineASN, r.LeafASNBase = spineASN, leafASN
 			clos, err := design.PlanFRR(r)
@@ -216,7 +216,7 @@ nothing is written anywhere else. Check them with 'vtysh -C -f FILE'.`,
 				return designErr(err)
 			}
 			if err := design.WriteFiles(out, clos.Files); err != nil {
-				return usageErr("--out: %v", err)
+				return usageErr("--dir: %v", err)
 			}
 			w := cmd.OutOrStdout()
 			return output.write(w, envelope.Design, nil, clos, func() error { report.DesignFRR(w, clos, out); return nil })
@@ -234,8 +234,8 @@ nothing is written anywhere else. Check them with 'vtysh -C -f FILE'.`,
 	f.StringVar(&r.LeafName, "leaf-name", "leaf", "leaf name prefix (leaf01, leaf02, …)")
 	f.StringVar(&r.PortPrefix, "port-prefix", "swp", "fabric port name prefix (swp1, swp2, …)")
 	f.StringVar(&r.HostInterface, "host-interface", "hosts", "the leaf's host-facing interface (bridge or bond)")
-	f.StringVar(&out, "out", "", "directory to write NAME.conf files into (required)")
+	f.StringVar(&out, "dir", "", "directory to write NAME.conf files into (required)")
+	alias(f, "dir", "out")
 	outputFlag(f, &output, "table or json")
-	c.MarkFlagRequired("out")
 	return c
 }

@@ -18,7 +18,8 @@ import (
 
 func newJudgeCmd() *cobra.Command {
 	var output format
-	var rate, layer, topology, snapshot string
+	var rate, layer, topology string
+	var snapshots []string
 	var thresholds []string
 	var verbose bool
 	c := &cobra.Command{
@@ -51,8 +52,11 @@ the verdict line names the flag or input that would answer).`,
 				return err
 			}
 			opt := judge.Options{Expect: e, Plan: fopt.Plan, Thresholds: fopt.Thresholds}
-			if snapshot != "" {
-				if opt.Snapshot, err = intake.Host(snapshot); err != nil {
+			if len(snapshots) > 1 {
+				return usageErr("--snapshot: one host, the one the outputs were saved on (got %d)", len(snapshots))
+			}
+			if len(snapshots) == 1 {
+				if opt.Snapshot, err = intake.Host(snapshots[0]); err != nil {
 					return usageErr("%v", err)
 				}
 			}
@@ -83,11 +87,11 @@ the verdict line names the flag or input that would answer).`,
 	}
 	f := c.Flags()
 	f.StringVar(&rate, "expect-rate", "", "rate every link and port should run at: Gb/s (200), 25GbE, or width and speed (\"4X HDR\")")
-	f.StringVar(&layer, "expect-link-layer", "", "link layer every host port should have: IB or RoCE (Ethernet)")
+	f.StringVar(&layer, "expect-link-layer", "", "link layer every host port should have: InfiniBand (IB) or RoCE (Ethernet)")
 	alias(f, "expect-link-layer", "expect-layer")
 	f.StringVar(&topology, "topology", "", "intended cabling, for topology outputs (ibnetdiscover file, ibsim netlist or .yaml)")
 	f.StringArrayVar(&thresholds, "threshold", nil, "override an error counter threshold, COUNTER=N (repeatable)")
-	f.StringVar(&snapshot, "snapshot", "", "the host a host-side output was saved on (snapshot, capture or root; example:NAME), to compare with it")
+	f.StringArrayVar(&snapshots, "snapshot", nil, "the host a host-side output was saved on (snapshot, capture or root; example:NAME), to compare with it")
 	f.BoolVarP(&verbose, "verbose", "v", false, "list passed checks too")
 	outputFlag(f, &output, "table or json (findings and what was read, in the rdmalab envelope)")
 	return c

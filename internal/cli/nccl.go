@@ -114,7 +114,7 @@ Exit codes: 0 healthy, 1 a failure (no rail near any GPU), 2 could not run,
 		},
 	}
 	in.register(c, true)
-	outputFlag(c.Flags(), &output, "table (shell exports) or json")
+	outputFlag(c.Flags(), &output, "table or json (table: the shell exports)")
 	c.Flags().BoolVar(&launchLines, "launch-lines", false, "print the mpirun -x and srun --export lines on standard output after the exports (then the output is no longer for sourcing)")
 	return c
 }
@@ -269,7 +269,7 @@ run, 3 unproven (a run's bandwidth or transport could not be judged), 130
 interrupted.`,
 		Example: `  rdmalab nccl run --cluster cluster.yaml --gpus-per-node 8 --rails 8 \
       --snapshot node1.json --test all_reduce_perf --test all_gather_perf
-  rdmalab nccl run --cluster cluster.yaml --nodes 2 --timeout 5m --test-arg=-b --test-arg=1G`,
+  rdmalab nccl run --cluster cluster.yaml --node-counts 2 --timeout 5m --test-arg=-b --test-arg=1G`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.cluster == "" {
@@ -375,7 +375,8 @@ interrupted.`,
 	}
 	f := c.Flags()
 	f.StringVar(&o.cluster, "cluster", "", "cluster file (the format of rdmalab bench, docs/cluster.md)")
-	f.IntSliceVar(&o.nodes, "nodes", nil, "cluster sizes to run, in order (default 2,4,8,… and all nodes)")
+	f.IntSliceVar(&o.nodes, "node-counts", nil, "cluster sizes to run, in nodes, in order (default 2,4,8,… and all nodes)")
+	alias(f, "node-counts", "nodes")
 	f.StringArrayVar(&o.tests, "test", nil, "nccl-tests binary on the nodes, repeatable (default all_reduce_perf)")
 	f.StringArrayVar(&o.testArgs, "test-arg", nil, "argument for the nccl-tests binary, repeatable (default -b 8 -e 8G -f 2 -g 1)")
 	f.StringArrayVar(&o.mpiArgs, "mpi-arg", nil, "extra mpirun (or, with launcher srun, srun) argument, repeatable (e.g. --mpi-arg=--mca --mpi-arg=oob_tcp_if_include --mpi-arg=eno1, or --mpi-arg=--mpi=pmix)")
@@ -386,7 +387,7 @@ interrupted.`,
 	f.StringVar(&o.results, "results", "", "results log (JSON lines), appended and synced as runs finish (default DIR/results.jsonl)")
 	f.BoolVar(&o.resume, "resume", false, "continue --results: run only what it lacks (and what failed or timed out)")
 	f.BoolVar(&o.overwrite, "overwrite", false, "replace an earlier results log at --results")
-	f.StringVar(&o.dir, "dir", "", "where raw logs go (default nccl-runs-<time>)")
+	f.StringVar(&o.dir, "dir", "", "directory the raw logs go into (default nccl-runs-<time>)")
 	outputFlag(f, &o.output, "table or json")
 	f.StringArrayVar(&in.snapshots, "snapshot", nil, "host snapshot(s) of the nodes (example:NAME for a built-in one): every rank gets the environment 'nccl env' derives")
 	return c

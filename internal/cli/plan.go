@@ -93,7 +93,7 @@ own topology:
   memory    hugepages per node, strict numatune, one guest NUMA cell per
             host node with the host's distances
 
---out DIR writes: plan.json, kernel-cmdline.txt (grubby and /etc/default/grub
+--dir DIR writes: plan.json, kernel-cmdline.txt (grubby and /etc/default/grub
 forms), vfio.sh (driverctl, persistent), one libvirt domain XML per VM,
 virt-install.sh and CHECKLIST.md. Nothing is applied to the host.
 
@@ -106,7 +106,7 @@ best-effort (plan and warn; default).
 
 Exit codes: 0 planned, 1 refused (the nearest plan is shown), 2 bad input.`,
 		Example: `  rdmalab plan vms --snapshot example:seed000-epyc --vms 2
-  rdmalab plan vms --snapshot example:hgx-h200 --vms 8 --memory 200G --out lab/
+  rdmalab plan vms --snapshot example:hgx-h200 --vms 8 --memory 200G --dir lab/
   rdmalab plan vms --snapshot example:seed000-epyc --vm 06:00.0,41:00.0 --vm 21:00.0,61:00.0 --vcpus 16
   rdmalab plan vms --snapshot example:seed000-epyc --vms 2 --policy restricted --output json`,
 		Args: cobra.NoArgs,
@@ -130,7 +130,7 @@ Exit codes: 0 planned, 1 refused (the nearest plan is shown), 2 bad input.`,
 			}
 			if outDir != "" {
 				if err := userfile.OutDir(outDir); err != nil {
-					return usageErr("--out %v", err)
+					return usageErr("--dir %v", err)
 				}
 			}
 			hosts, err := in.load()
@@ -157,7 +157,7 @@ Exit codes: 0 planned, 1 refused (the nearest plan is shown), 2 bad input.`,
 					return err
 				}
 				if err := plan.Write(outDir, files); err != nil {
-					return usageErr("--out %v", err)
+					return usageErr("--dir %v", err)
 				}
 			}
 			w := cmd.OutOrStdout()
@@ -187,7 +187,8 @@ Exit codes: 0 planned, 1 refused (the nearest plan is shown), 2 bad input.`,
 	f.StringVar(&req.NamePrefix, "name-prefix", "vm", "VM names are this plus 00, 01, ...")
 	f.BoolVar(&req.KeepStorage, "keep-storage", false, "keep storage controllers under a VM's PCIe switches on the host (default: they go with the VM, as seed 004's guide pairs them)")
 	f.StringVar(&req.OSInfo, "osinfo", plan.DefaultOSInfo, "the guest OS as osinfo names it, for virt-install --osinfo (osinfo-query os): linux2022 is any recent Linux")
-	f.StringVar(&outDir, "out", "", "write the host config, domain XML, virt-install and checklist into this directory")
+	f.StringVar(&outDir, "dir", "", "write the host config, domain XML, virt-install and checklist into this directory")
+	alias(f, "dir", "out")
 	outputFlag(f, &output, "table or json")
 	return c
 }

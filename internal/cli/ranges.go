@@ -79,7 +79,7 @@ var flagRanges = map[string]numRange{
 	" nccl ras --interval":              {0.1, 3600, "between polls"},
 	" nccl ras --timeout":               {0.1, 600, "per poll"},
 	" nccl run --gpus-per-node":         {1, 64, "ranks per node"},
-	" nccl run --nodes":                 {2, 1e5, "nodes per run"},
+	" nccl run --node-counts":           {2, 1e5, "nodes per run"},
 	" nccl run --rails":                 {1, 64, "NICs per node"},
 	" nccl run --timeout":               {1, 172800, "per run"},
 	" plan vms --housekeeping-cores":    {0, 1024, "cores"},
