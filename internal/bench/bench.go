@@ -205,15 +205,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, &UsageError{err}
 	}
-	// The flags override the file's link as a new expectation; the file's
-	// link section stays as written.
-	if o.Rate != "" || o.Layer != "" {
-		src := strings.TrimPrefix(strings.Join([]string{flagIf(o.Rate, "--expect-rate"), flagIf(o.Layer, "--expect-link-layer")}, " "), " ")
-		e, err := c.Expect().Override(o.Rate, o.Layer, strings.TrimSpace(src))
-		if err != nil {
-			return nil, &UsageError{err}
-		}
-		c = c.WithExpect(e)
+	if c, err = o.expect(c); err != nil {
+		return nil, &UsageError{err}
 	}
 	bin := cmpOr(o.Rdmalab, c.Launcher.Rdmalab)
 	if bin == "" && o.Engine == "tcp" {
@@ -351,10 +344,23 @@ func Preflight(ctx context.Context, l launch.Launcher, nodes []cluster.Node, e E
 	return launch.Preflight(ctx, l, nodes, e.Need, timeout)
 }
 
-// flagIf is "--flag value" when value was given, else "".
-func flagIf(value, flag string) string {
-	if value == "" {
-		return ""
+// expect is c judged against the file's link with --expect-rate and
+// --expect-link-layer over it: a new cluster value (the file's link
+// section stays as written), by the rules the flags follow everywhere.
+func (o *Options) expect(c *cluster.Cluster) (*cluster.Cluster, error) {
+	if o.Rate == "" && o.Layer == "" {
+		return c, nil
 	}
-	return flag + " " + value
+	var src []string
+	if o.Rate != "" {
+		src = append(src, "--expect-rate "+o.Rate)
+	}
+	if o.Layer != "" {
+		src = append(src, "--expect-link-layer "+o.Layer)
+	}
+	e, err := c.Expect().Override(o.Rate, o.Layer, strings.Join(src, " "))
+	if err != nil {
+		return nil, err
+	}
+	return c.WithExpect(e), nil
 }

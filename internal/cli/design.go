@@ -205,7 +205,7 @@ nothing is written anywhere else. Check them with 'vtysh -C -f FILE'.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
-				return usageErr("--dir: a directory is required")
+				return usageErr("%smissing --dir: the directory to write NAME.conf files into (see '%s --help')", who(cmd), cmd.CommandPath())
 			}
 			if err := userfile.OutDir(out); err != nil {
 				return usageErr("--dir %v", err)
