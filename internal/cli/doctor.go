@@ -93,7 +93,7 @@ fails.`,
 	c.Flags().StringSliceVar(&ports, "expect-ports", nil, "ports that must be up, DEV/PORT or DEV (every port of DEV), comma-separated; other down ports are unused")
 	c.Flags().StringVar(&ipoib, "expect-ipoib", "", "IPoIB mode every IPoIB interface must use: connected or datagram (also requires ib_ipoib)")
 	c.Flags().StringSliceVar(&kernels, "allow-kernels", nil, "kernel releases the fleet may mix on purpose, glob patterns (e.g. '*.el9*,*.el10*')")
-	c.Flags().BoolVarP(&verbose, "verbose", "v", false, "list passing checks too")
+	c.Flags().BoolVarP(&verbose, "verbose", "v", false, "list passed checks too")
 	c.Flags().StringVar(&profile, "profile", "bare-metal", "bare-metal, or vm-host for a hypervisor passing GPUs and NICs to VMs (vfio-pci, no NVIDIA driver, whole IOMMU groups, ACS kept, hugepages per node)")
 	c.Flags().BoolVar(&nhc, "nhc", false, "one line per failure, for a node health check (RDMA is then required)")
 	return c
