@@ -103,7 +103,7 @@ func clusterVerdict(fs []check.Finding, v *report.ClusterView) check.Verdict {
 
 // writeHTML writes the page through userfile, so a failed render never
 // leaves half a page under the real name and a device, FIFO or link named
-// by --out is written as the shell would, never replaced.
+// by --html is written as the shell would, never replaced.
 func writeHTML(path string, v *report.ClusterView, o htmlreport.Options) error {
 	return userfile.WriteAtomic(path, 0o644, func(w io.Writer) error { return htmlreport.Write(w, v, o) })
 }

@@ -49,9 +49,10 @@ With an ibnetdiscover file the two are joined by node description, so
 descriptions must be unique; a snapshot joins by GUID. docs/schedule.md
 describes the formats and the JSON.
 
---rounds FILE writes the rounds as a round file for other tools (--format
-superbench: one line per round, "i,j;k,l" host indices in node-name order;
-clusterkit: "<round> <node1> <node2>" lines) for other tools. With --hostnames
+--rounds FILE writes the rounds as a round file for other tools
+(--rounds-format clusterkit, the default, as bench --rounds reads it:
+"<round> <node1> <node2>" lines; superbench: one line per round, "i,j;k,l"
+host indices in node-name order). With --hostnames
 the nodes are named by host, as a cluster file names them.
 
 Exit codes: 0 planned, 1 host pairs without a route, 2 could not run.`,
