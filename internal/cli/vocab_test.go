@@ -125,3 +125,20 @@ func TestOldSpellingsStillParse(t *testing.T) {
 		t.Errorf("exporter --fabric (a bool, no value) did not set --collector.fabric: %v", err)
 	}
 }
+
+// A flag typed repeatable for one name everywhere, where a command takes
+// one value, refuses a second with exit 2 naming it.
+func TestRepeatableNameOneValue(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"judge", "--snapshot", "example:seed000-epyc", "--snapshot", "example:hgx-h200", "-"}, "--snapshot: one host"},
+		{[]string{"bench", "--cluster", "c.yaml", "--test", "ib_write_bw", "--test", "ib_read_bw"}, "--test: a bench run measures one test"},
+	} {
+		_, errOut, code := run(t, c.args...)
+		if code != ExitUsage || !strings.Contains(errOut, c.want) || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 saying %q", c.args, code, errOut, c.want)
+		}
+	}
+}
