@@ -119,7 +119,7 @@ func AnalyzeRun(c *cluster.Cluster, engine, test string, latency bool, recs []Re
 		c:       c,
 		t:       c.Thresholds,
 		idx:     c.Index(),
-		rep:     &Report{Engine: engine, Test: test, Latency: latency, Out: out, Leftovers: leftovers, layer: c.Link.Layer},
+		rep:     &Report{Engine: engine, Test: test, Latency: latency, Out: out, Leftovers: leftovers, layer: string(c.Expect().Layer)},
 	}
 	a.selectRecords(recs)
 	a.measureDirections()
@@ -249,7 +249,7 @@ func (a *analysis) class(r Record) string {
 // spread, and gathers every measured value.
 func (a *analysis) measureDirections() {
 	c, rep := a.c, a.rep
-	declared := !rep.Latency && c.Link.Resolved().RateGbps > 0
+	declared := !rep.Latency && c.Resolved().RateGbps > 0
 	rep.RateDeclared = declared
 	for i := range rep.Directions {
 		d := &rep.Directions[i]
@@ -327,7 +327,7 @@ func (a *analysis) judgeRun() {
 	rep.MedianValue = Median(a.all)
 	declared := rep.RateDeclared
 	if declared {
-		rep.Link = c.Link.Resolved().Describe()
+		rep.Link = c.Resolved().Describe()
 	}
 	a.medianShare = Median(a.shares)
 	// Above the ceiling, the run overrules the declared rate only by a
@@ -734,7 +734,7 @@ func latencyExpectation(c *cluster.Cluster, engine, test string, latency bool) *
 			break
 		}
 	}
-	return &latencyRow{linkrate.ExpectedFor(c.Link.Resolved().RateGbps), linkrate.LatencyRoundTrips(op)}
+	return &latencyRow{linkrate.ExpectedFor(c.Resolved().RateGbps), linkrate.LatencyRoundTrips(op)}
 }
 
 func retestBad(r Record, rep *Report, t cluster.Thresholds, latency bool) bool {

@@ -209,12 +209,8 @@ func Run(ctx context.Context, o Options) (*bench.Report, error) {
 	if err != nil {
 		return nil, &UsageError{err}
 	}
-	if o.Rate != "" {
-		c.Link.Rate, c.Link.RateGbps = o.Rate, 0
-	}
-	if o.Layer != "" {
-		l, _ := linkrate.ParseLayer(o.Layer)
-		c.Link.Layer = string(l)
+	if c, err = o.expect(c); err != nil {
+		return nil, &UsageError{err}
 	}
 	bin := cmp.Or(o.Rdmalab, c.Launcher.Rdmalab)
 	if bin == "" && o.Engine == "tcp" {
@@ -319,4 +315,25 @@ func Run(ctx context.Context, o Options) (*bench.Report, error) {
 // the unready ones with the reason.
 func Preflight(ctx context.Context, l launch.Launcher, nodes []cluster.Node, e Engine, timeout time.Duration) map[string]string {
 	return launch.Preflight(ctx, l, nodes, e.Need, timeout)
+}
+
+// expect is c judged against the file's link with --expect-rate and
+// --expect-link-layer over it: a new cluster value (the file's link
+// section stays as written), by the rules the flags follow everywhere.
+func (o *Options) expect(c *cluster.Cluster) (*cluster.Cluster, error) {
+	if o.Rate == "" && o.Layer == "" {
+		return c, nil
+	}
+	var src []string
+	if o.Rate != "" {
+		src = append(src, "--expect-rate "+o.Rate)
+	}
+	if o.Layer != "" {
+		src = append(src, "--expect-link-layer "+o.Layer)
+	}
+	e, err := c.Expect().Override(o.Rate, o.Layer, strings.Join(src, " "))
+	if err != nil {
+		return nil, err
+	}
+	return c.WithExpect(e), nil
 }

@@ -41,7 +41,7 @@ type writer struct {
 func fileWriters() []writer {
 	return []writer{
 		{"report", ".html", func(t *testing.T, out string) []string {
-			return []string{"report", "--out", out, "example:seed000-epyc"}
+			return []string{"report", "--html", out, "example:seed000-epyc"}
 		}},
 		{"gather", ".tar.gz", func(t *testing.T, out string) []string {
 			return []string{"gather", out, "--root", testhost.WriteTree(t, testhost.Seed000())}
@@ -246,13 +246,13 @@ func TestAsRootOutputTargets(t *testing.T) {
 	}
 }
 
-// plan vms --out DIR in a shared directory: links and 0666 files planted at
+// plan vms --dir DIR in a shared directory: links and 0666 files planted at
 // every file's name and at the old DIR/NAME.tmp names are replaced or left,
 // never written through; each file is root's with its mode.
 func TestAsRootPlanVMsOut(t *testing.T) {
 	needRoot(t)
 	probe := filepath.Join(testhost.TempDir(t), "probe")
-	if _, errOut, code := run(t, "plan", "vms", "--snapshot", "example:seed000-epyc", "--out", probe); code != ExitOK {
+	if _, errOut, code := run(t, "plan", "vms", "--snapshot", "example:seed000-epyc", "--dir", probe); code != ExitOK {
 		t.Fatalf("plan vms: exit %d %s", code, errOut)
 	}
 	names := map[string]fs.FileMode{}
@@ -282,7 +282,7 @@ func TestAsRootPlanVMsOut(t *testing.T) {
 		}
 	}
 	before := listing(t, dir)
-	if _, errOut, code := run(t, "plan", "vms", "--snapshot", "example:seed000-epyc", "--out", dir); code != ExitOK {
+	if _, errOut, code := run(t, "plan", "vms", "--snapshot", "example:seed000-epyc", "--dir", dir); code != ExitOK {
 		t.Fatalf("plan vms into the shared directory: exit %d %s", code, errOut)
 	}
 	after := listing(t, dir)

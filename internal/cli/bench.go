@@ -18,8 +18,9 @@ import (
 
 func newBenchCmd() *cobra.Command {
 	var o benchrun.Options
-	var output, fabricCA string
-	var hostArgs []string
+	var output format
+	var fabricCA string
+	var hostArgs, oldHostArgs, tests []string
 	var fabricPort int
 	var dryRun bool
 	c := &cobra.Command{
@@ -83,13 +84,16 @@ saved).`,
   rdmalab bench --cluster fleet.yaml --dry-run                   # rounds, wall time and memory before touching the fleet`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
+			if len(tests) > 1 {
+				return usageErr("--test: a bench run measures one test (got %d); run bench once per test", len(tests))
 			}
-			for _, h := range hostArgs {
+			if len(tests) == 1 {
+				o.Test = tests[0]
+			}
+			for _, h := range append(hostArgs, oldHostArgs...) {
 				s, err := intake.Host(h)
 				if err != nil {
-					return usageErr("--hosts %v", err)
+					return usageErr("--snapshot %v", err)
 				}
 				o.Hosts = append(o.Hosts, s)
 			}
@@ -106,10 +110,7 @@ saved).`,
 				if err != nil {
 					return usageErr("%v", err)
 				}
-				if output == "json" {
-					return envelope.Write(cmd.OutOrStdout(), envelope.BenchPlan, nil, d)
-				}
-				return d.Write(cmd.OutOrStdout())
+				return output.write(cmd.OutOrStdout(), envelope.BenchPlan, nil, d, func() error { return d.Write(cmd.OutOrStdout()) })
 			}
 			rep, err := benchrun.Run(ctx, o)
 			if ctx.Err() != nil {
@@ -125,22 +126,15 @@ saved).`,
 			}
 			v := rules.Verdict(rules.Bench, rep.Findings)
 			w := cmd.OutOrStdout()
-			if output == "json" {
-				if err := envelope.WriteJudged(w, envelope.Bench, v, rep.Findings, rep); err != nil {
-					return err
-				}
-			} else {
-				report.Bench(w, rep)
-				report.VerdictLine(w, v)
-			}
-			return verdictErr(v)
+			return output.judged(w, envelope.Bench, v, rep.Findings, rep, func() { report.Bench(w, rep) })
 		},
 	}
 	f := c.Flags()
 	f.StringVar(&o.ClusterFile, "cluster", "", "cluster file (YAML, see docs/cluster-file.md); inside a Slurm allocation, without it: the job's nodes, launched with srun")
 	f.StringToStringVar(&o.DataAddrs, "data", nil, "inside a Slurm allocation: a node's data-plane address instead of its NodeAddr, NODE=ADDR (repeatable)")
 	f.StringVar(&o.Engine, "engine", "perftest", "perftest or tcp")
-	f.StringVar(&o.Test, "test", "", "perftest: ib_write_bw (default), ib_read_bw, ib_send_bw, ib_atomic_bw, ib_*_lat; tcp: bw (default) or lat")
+	// Repeatable in nccl run; a bench run measures one test.
+	f.StringArrayVar(&tests, "test", nil, "the one test to run: perftest: ib_write_bw (default), ib_read_bw, ib_send_bw, ib_atomic_bw, ib_*_lat; tcp: bw (default) or lat")
 	f.IntVar(&o.Seconds, "seconds", 5, "seconds per bandwidth sample")
 	f.IntVar(&o.Samples, "samples", 3, "samples per direction; verdicts use their median, the spread is kept")
 	f.DurationVar(&o.Timeout, "timeout", 2*time.Minute, "per sample; both ends are killed after it")
@@ -158,14 +152,17 @@ saved).`,
 	f.StringVar(&o.Rdmalab, "rdmalab", "", "rdmalab binary on the nodes (tcp engine; default: launcher.rdmalab, else this binary)")
 	f.BoolVar(&o.UseCUDA, "use-cuda", false, "measure every pair again with perftest's buffers in GPU memory (--use_cuda=<node's cuda_gpu>) and judge GPU against host memory: GPUDirect RDMA proven or not")
 	f.StringVar(&o.Rounds, "rounds", "", "measure the pairs of this round file (SuperBench's or ClusterKit's) instead of every pair")
-	f.StringVar(&o.RoundsFormat, "rounds-format", "clusterkit", "the round file's format: clusterkit (<round> <node1> <node2>) or superbench (i,j;k,l by node index)")
+	roundsFormatFlag(f, &o.RoundsFormat)
 	f.StringVar(&o.Schedule, "schedule", "", "matching (3 perfect matchings, then suspects' retests), circle (every pair) or cover (rounds from the fabric's routes that cross every link, then the localiser's follow-ups); default: circle up to 16 nodes, matching beyond")
 	f.StringVar(&o.Fabric.FabricFile, "fabric", "", "--schedule cover: cabling, ibnetdiscover output or a fabric snapshot (default: scan the live fabric)")
 	f.StringVar(&o.Fabric.RoutesFile, "routes", "", "--schedule cover: forwarding tables, dump_fts/ibroute output or opensm-lfts.dump (default: run dump_fts)")
 	f.StringVar(&fabricCA, "ca", "", "--schedule cover: local HCA to read the live fabric from, e.g. mlx5_0")
-	f.StringSliceVar(&hostArgs, "hosts", nil, "--schedule cover: the nodes' host snapshots, trees or captures (repeatable): a named cable carries its ports' PHY facts from them (docs/phy.md), else says no PHY evidence")
+	f.StringArrayVar(&hostArgs, "snapshot", nil, "--schedule cover: the nodes' host snapshots, trees or captures (repeatable): a named cable carries its ports' PHY facts from them (docs/phy.md), else says no PHY evidence")
+	// The old spelling split on commas; it keeps doing so.
+	f.StringSliceVar(&oldHostArgs, "hosts", nil, "old spelling of --snapshot")
+	f.Lookup("hosts").Hidden = true
 	f.IntVar(&fabricPort, "port", 0, "port of --ca")
-	f.StringVarP(&output, "output", "o", "table", "table or json")
+	outputFlag(f, &output, "table or json")
 	f.BoolVar(&dryRun, "dry-run", false, "print the plan (each schedule's rounds, pairs per round, expected wall time and the orchestrator's peak memory) and start nothing")
 	c.AddCommand(newBenchAgentCmd(), newBenchScheduleCmd())
 	return c

@@ -192,7 +192,7 @@ question: the verdict line names what would), 130/143 interrupted.`,
   rdmalab inventory                        # this host
   rdmalab inventory --output json > h.json # a snapshot for later or for another machine
   rdmalab gather host.tar.gz               # capture this host to replay anywhere with --root
-  rdmalab plan vms --vms 2 --out lab/      # VMs with GPU+NIC passthrough, pinned, as libvirt XML
+  rdmalab plan vms --vms 2 --dir lab/      # VMs with GPU+NIC passthrough, pinned, as libvirt XML
   rdmalab fabric check --expect-rate 200   # every InfiniBand link, port, counter and SM`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -209,15 +209,6 @@ question: the verdict line names what would), 130/143 interrupted.`,
 	guardGroups(root)
 	completeValues(root)
 	return root
-}
-
-// checkOutput validates --output.
-func checkOutput(o string) error {
-	switch o {
-	case "table", "json":
-		return nil
-	}
-	return usageErr("--output %q: want table or json", o)
 }
 
 // tempDir makes a scratch directory removed by the returned func.

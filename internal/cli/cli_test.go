@@ -202,7 +202,7 @@ func TestDoctorVMHostProfile(t *testing.T) {
 
 func TestPlanVMs(t *testing.T) {
 	dir := filepath.Join(testhost.TempDir(t), "lab")
-	out, errOut, code := run(t, "plan", "vms", "--root", testhost.WriteTree(t, testhost.Seed000()), "--vms", "2", "--out", dir)
+	out, errOut, code := run(t, "plan", "vms", "--root", testhost.WriteTree(t, testhost.Seed000()), "--vms", "2", "--dir", dir)
 	if code != ExitOK || errOut != "" {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -219,7 +219,7 @@ func TestPlanVMs(t *testing.T) {
 
 	// Refused: exit 1, the reason, the nearest request and its plan; no files.
 	dir2 := filepath.Join(testhost.TempDir(t), "none")
-	out, _, code = run(t, "plan", "vms", "--snapshot", "example:seed000-epyc", "--vms", "3", "--vcpus", "40", "--out", dir2)
+	out, _, code = run(t, "plan", "vms", "--snapshot", "example:seed000-epyc", "--vms", "3", "--vcpus", "40", "--dir", dir2)
 	if code != ExitFindings || !strings.Contains(out, "plan.vms") || !strings.Contains(out, "plan.cpus") ||
 		!strings.Contains(out, "Nearest feasible request: --vms 2 --vcpus 28") || !strings.Contains(out, "vm01") {
 		t.Errorf("refusal: exit %d\n%s", code, out)
@@ -257,11 +257,11 @@ func TestPlanVMs(t *testing.T) {
 		{[]string{"--housekeeping-cores", "0"}, "--housekeeping-cores 0: the host needs at least 1 whole core"},
 		{[]string{"--vms", "0"}, "--vms 0: want at least 1 VM"},
 		{[]string{"--vcpus", "-4"}, "--vcpus -4"},
-		{[]string{"--name-prefix", "../../evil", "--out", filepath.Join(testhost.TempDir(t), "o1")}, "--name-prefix \"../../evil\""},
+		{[]string{"--name-prefix", "../../evil", "--dir", filepath.Join(testhost.TempDir(t), "o1")}, "--name-prefix \"../../evil\""},
 		{[]string{"--name-prefix", "a/b"}, "--name-prefix \"a/b\""},
 		{[]string{"--osinfo", "CentOS 9; rm -rf /"}, "--osinfo \"CentOS 9; rm -rf /\": want an osinfo short id"},
-		{[]string{"--out", "/dev/null"}, "--out /dev/null: not a directory"},
-		{[]string{"--out", "/nonexistent/dir/lab"}, "parent directory /nonexistent/dir does not exist"},
+		{[]string{"--dir", "/dev/null"}, "--dir /dev/null: not a directory"},
+		{[]string{"--dir", "/nonexistent/dir/lab"}, "parent directory /nonexistent/dir does not exist"},
 	} {
 		out, errOut, code := run(t, append([]string{"plan", "vms", "--snapshot", "example:seed000-epyc"}, c.args...)...)
 		if code != ExitUsage || !strings.Contains(errOut, c.want) || strings.Contains(errOut, "goroutine") || out != "" {
@@ -295,7 +295,7 @@ func TestPlanVMs(t *testing.T) {
 	if examples < 2 {
 		t.Errorf("README has %d plan vms examples with --snapshot, want the seed 000 ones", examples)
 	}
-	// Nothing was written outside --out by the hostile prefix.
+	// Nothing was written outside --dir by the hostile prefix.
 	if _, err := os.Stat(filepath.Join(testhost.TempDir(t), "..", "evil00.xml")); err == nil {
 		t.Error("--name-prefix ../../evil wrote outside --out")
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 func newCompareCmd() *cobra.Command {
-	var output string
+	var output format
 	c := &cobra.Command{
 		Use:   "compare RUN_A RUN_B",
 		Short: "Compare two runs: what changed per direction and per node, beyond each run's own noise",
@@ -36,9 +36,6 @@ Exit codes: 0 nothing got worse, 1 something got worse, 2 could not run,
   rdmalab compare -o json before.jsonl after.jsonl`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			var in [2][]byte
 			for i, a := range args {
 				// A results log or a saved nccl-tests output: the larger bound.
@@ -54,17 +51,9 @@ Exit codes: 0 nothing got worse, 1 something got worse, 2 could not run,
 			}
 			v := rules.Verdict(rules.Compare, r.Findings)
 			w := cmd.OutOrStdout()
-			if output == "json" {
-				if err := envelope.WriteJudged(w, envelope.Compare, v, r.Findings, r); err != nil {
-					return err
-				}
-			} else {
-				report.Compare(w, r)
-				report.VerdictLine(w, v)
-			}
-			return verdictErr(v)
+			return output.judged(w, envelope.Compare, v, r.Findings, r, func() { report.Compare(w, r) })
 		},
 	}
-	c.Flags().StringVarP(&output, "output", "o", "table", "table or json (the comparison, in the rdmalab envelope)")
+	outputFlag(c.Flags(), &output, "table or json (the comparison, in the rdmalab envelope)")
 	return c
 }

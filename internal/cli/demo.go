@@ -58,7 +58,7 @@ Any command reads them too: --snapshot example:NAME.`,
 				report.Findings(w, fs, false)
 				report.VerdictLine(w, rules.Verdict(rules.Doctor, fs))
 				if name == "r730-qdr" {
-					fmt.Fprintf(w, "\n━━━ the QDR lab's fabric, recorded on ibsim:\n━━━ rdmalab fabric check --snapshot example:qdr-lab\n\n")
+					fmt.Fprintf(w, "\n━━━ the QDR lab's fabric, recorded on ibsim:\n━━━ rdmalab fabric check --fabric example:qdr-lab\n\n")
 					if err := fabricDemo(w); err != nil {
 						return err
 					}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"errors"
-	"io"
 
 	"github.com/rdmalab/rdmalab/internal/design"
 	"github.com/rdmalab/rdmalab/internal/envelope"
@@ -43,17 +42,8 @@ func designErr(err error) error {
 	return err
 }
 
-// designOut writes the JSON envelope or the table.
-func designOut(w io.Writer, output string, payload any, table func()) error {
-	if output == "json" {
-		return envelope.Write(w, envelope.Design, nil, payload)
-	}
-	table()
-	return nil
-}
-
 func newDesignUplinkCmd() *cobra.Command {
-	var output string
+	var output format
 	r := design.UplinkRequest{}
 	c := &cobra.Command{
 		Use:   "uplink",
@@ -73,15 +63,12 @@ Profiles: llm-pretrain, image-video, finetune, inference.`,
   rdmalab design uplink --profile image-video --gpus 64 --fabric-rate 400GbE -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			u, err := design.PlanUplink(r)
 			if err != nil {
 				return designErr(err)
 			}
 			w := cmd.OutOrStdout()
-			return designOut(w, output, u, func() { report.DesignUplink(w, u) })
+			return output.write(w, envelope.Design, nil, u, func() error { report.DesignUplink(w, u); return nil })
 		},
 	}
 	f := c.Flags()
@@ -91,12 +78,12 @@ Profiles: llm-pretrain, image-video, finetune, inference.`,
 	f.StringVar(&r.Burst, "burst", "", "peak ingest rate, e.g. 50 or 100GbE (default: the profile's)")
 	f.Float64Var(&r.MaxUtilization, "max-utilization", 0.8, "highest share of the uplink the sustained ingest may use")
 	f.StringVar(&r.FabricRate, "fabric-rate", "", "the internal fabric's rate, to compare (e.g. 400GbE)")
-	f.StringVarP(&output, "output", "o", "table", "table or json")
+	outputFlag(f, &output, "table or json")
 	return c
 }
 
 func newDesignTransferCmd() *cobra.Command {
-	var output string
+	var output format
 	o := design.TransferOptions{}
 	c := &cobra.Command{
 		Use:   "transfer",
@@ -115,15 +102,12 @@ TiB in powers of 2.`,
   rdmalab design transfer --size 1TB --rate 100GbE --links 4 --streams 8`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			t, err := design.PlanTransfer(o)
 			if err != nil {
 				return designErr(err)
 			}
 			w := cmd.OutOrStdout()
-			return designOut(w, output, t, func() { report.DesignTransfer(w, t) })
+			return output.write(w, envelope.Design, nil, t, func() error { report.DesignTransfer(w, t); return nil })
 		},
 	}
 	f := c.Flags()
@@ -133,14 +117,15 @@ TiB in powers of 2.`,
 	f.IntVar(&o.Streams, "streams", 1, "parallel streams (flows) the transfer opens")
 	f.Float64Var(&o.Efficiency, "efficiency", 0, "payload share of the line rate, 0 < e ≤ 1 (default: from the headers at --mtu)")
 	f.IntVar(&o.MTUBytes, "mtu", 0, "MTU in bytes (default 9000 on Ethernet, 4096 on InfiniBand)")
-	f.StringVarP(&output, "output", "o", "table", "table or json")
+	outputFlag(f, &output, "table or json")
 	c.MarkFlagRequired("size")
 	c.MarkFlagRequired("rate")
 	return c
 }
 
 func newDesignFabricCmd() *cobra.Command {
-	var output, planFile string
+	var output format
+	var planFile string
 	r := design.FabricRequest{}
 	c := &cobra.Command{
 		Use:   "fabric",
@@ -162,9 +147,6 @@ The layer follows --rate ("4X NDR" is InfiniBand, 400GbE is Ethernet) unless
   rdmalab design fabric --endpoints 512 --radix 40 --rate "4X HDR" --plan cabling.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			fab, err := design.PlanFabric(r)
 			if err != nil {
 				return designErr(err)
@@ -179,7 +161,7 @@ The layer follows --rate ("4X NDR" is InfiniBand, 400GbE is Ethernet) unless
 				}
 			}
 			w := cmd.OutOrStdout()
-			return designOut(w, output, fab, func() { report.DesignFabric(w, fab) })
+			return output.write(w, envelope.Design, nil, fab, func() error { report.DesignFabric(w, fab); return nil })
 		},
 	}
 	f := c.Flags()
@@ -195,12 +177,13 @@ The layer follows --rate ("4X NDR" is InfiniBand, 400GbE is Ethernet) unless
 	alias(f, "link-layer", "layer")
 	f.Float64Var(&r.Oversubscription, "oversubscription", 1, "leaf host:uplink port ratio (1 = non-blocking)")
 	f.StringVar(&planFile, "plan", "", "write the cabling plan (YAML) to this file")
-	f.StringVarP(&output, "output", "o", "table", "table or json")
+	outputFlag(f, &output, "table or json")
 	return c
 }
 
 func newDesignFRRCmd() *cobra.Command {
-	var output, out string
+	var output format
+	var out string
 	var spineASN, leafASN uint32
 	r := design.FRRRequest{}
 	c := &cobra.Command{
@@ -214,21 +197,18 @@ fabric port (IPv6 link-local peering, no per-link addresses), maximum-paths =
 spines on the leaves (ECMP), and each leaf's hosts' network advertised.
 
 Leaf port swpJ faces spine J; spine port swpI faces leaf I. Files are
-NAME.conf in --out (made if missing, checked writable before anything else);
+NAME.conf in --dir (made if missing, checked writable before anything else);
 nothing is written anywhere else. Check them with 'vtysh -C -f FILE'.`,
-		Example: `  rdmalab design frr --spines 2 --leaves 4 --out frr/
-  rdmalab design frr --spines 4 --leaves 16 --loopbacks 10.255.0.0/24 --leaf-networks 10.10.0.0/16 --out frr/
-  rdmalab design frr --spines 8 --leaves 32 --port-prefix eth --host-interface br0 --out frr/ -o json`,
+		Example: `  rdmalab design frr --spines 2 --leaves 4 --dir frr/
+  rdmalab design frr --spines 4 --leaves 16 --loopbacks 10.255.0.0/24 --leaf-networks 10.10.0.0/16 --dir frr/
+  rdmalab design frr --spines 8 --leaves 32 --port-prefix eth --host-interface br0 --dir frr/ -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			if out == "" {
-				return usageErr("--out: a directory is required")
+				return usageErr("%smissing --dir: the directory to write NAME.conf files into (see '%s --help')", who(cmd), cmd.CommandPath())
 			}
 			if err := userfile.OutDir(out); err != nil {
-				return usageErr("--out %v", err)
+				return usageErr("--dir %v", err)
 			}
 			r.SpineASN, r.LeafASNBase = spineASN, leafASN
 			clos, err := design.PlanFRR(r)
@@ -236,10 +216,10 @@ nothing is written anywhere else. Check them with 'vtysh -C -f FILE'.`,
 				return designErr(err)
 			}
 			if err := design.WriteFiles(out, clos.Files); err != nil {
-				return usageErr("--out: %v", err)
+				return usageErr("--dir: %v", err)
 			}
 			w := cmd.OutOrStdout()
-			return designOut(w, output, clos, func() { report.DesignFRR(w, clos, out) })
+			return output.write(w, envelope.Design, nil, clos, func() error { report.DesignFRR(w, clos, out); return nil })
 		},
 	}
 	f := c.Flags()
@@ -254,8 +234,8 @@ nothing is written anywhere else. Check them with 'vtysh -C -f FILE'.`,
 	f.StringVar(&r.LeafName, "leaf-name", "leaf", "leaf name prefix (leaf01, leaf02, …)")
 	f.StringVar(&r.PortPrefix, "port-prefix", "swp", "fabric port name prefix (swp1, swp2, …)")
 	f.StringVar(&r.HostInterface, "host-interface", "hosts", "the leaf's host-facing interface (bridge or bond)")
-	f.StringVar(&out, "out", "", "directory to write NAME.conf files into (required)")
-	f.StringVarP(&output, "output", "o", "table", "table or json")
-	c.MarkFlagRequired("out")
+	f.StringVar(&out, "dir", "", "directory to write NAME.conf files into (required)")
+	alias(f, "dir", "out")
+	outputFlag(f, &output, "table or json")
 	return c
 }

@@ -36,7 +36,7 @@ func TestDesignCommands(t *testing.T) {
 		t.Errorf("--plan: %v", err)
 	}
 	dir := filepath.Join(t.TempDir(), "frr")
-	out, _, code = run(t, "design", "frr", "--spines", "2", "--leaves", "4", "--out", dir)
+	out, _, code = run(t, "design", "frr", "--spines", "2", "--leaves", "4", "--dir", dir)
 	entries, _ := os.ReadDir(dir)
 	if code != ExitOK || len(entries) != 6 || !strings.Contains(out, "Wrote 6 files") {
 		t.Errorf("frr: exit %d, %d files\n%s", code, len(entries), out)
@@ -57,9 +57,9 @@ func TestDesignBadInput(t *testing.T) {
 		{[]string{"design", "transfer", "--rate", "25GbE"}, "size"},
 		{[]string{"design", "uplink"}, "--profile"},
 		{[]string{"design", "fabric", "--hosts", "10", "--radix", "7"}, "--radix"},
-		{[]string{"design", "frr", "--out", filepath.Join(file, "sub")}, "--out"},
-		{[]string{"design", "frr", "--out", t.TempDir(), "--leaf-name", "../x"}, "--leaf-name"},
-		{[]string{"design", "frr", "--out", t.TempDir(), "--spine-asn", "3320"}, "--spine-asn"},
+		{[]string{"design", "frr", "--dir", filepath.Join(file, "sub")}, "--dir"},
+		{[]string{"design", "frr", "--dir", t.TempDir(), "--leaf-name", "../x"}, "--leaf-name"},
+		{[]string{"design", "frr", "--dir", t.TempDir(), "--spine-asn", "3320"}, "--spine-asn"},
 		{[]string{"design"}, "subcommand"},
 	} {
 		out, errOut, code := run(t, c.args...)

@@ -48,7 +48,7 @@ func TestEveryJSONOutputIsTheEnvelope(t *testing.T) {
 		"host-snapshot": {"inventory", "--snapshot", "example:r730-qdr"},
 		"doctor":        {"doctor", "--snapshot", "example:r730-qdr"},
 		"plan":          {"plan", "vms", "--snapshot", "example:seed000-epyc", "--vms", "2"},
-		"fabric-check":  {"fabric", "check", "--snapshot", "example:qdr-lab"},
+		"fabric-check":  {"fabric", "check", "--fabric", "example:qdr-lab"},
 		"judge":         {"judge", filepath.Join(shared, "ibtools/stmatengss-mlx4/ibstat_4129f2daa9bf.txt")},
 		"nccl":          {"nccl", "env", "--snapshot", "example:hgx-h200"},
 		"design":        {"design", "transfer", "--size", "280GB", "--rate", "25GbE"},

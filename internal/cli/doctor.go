@@ -10,7 +10,8 @@ import (
 
 func newDoctorCmd() *cobra.Command {
 	var in hostInput
-	var output, rate, linkLayer, profile, ipoib string
+	var output format
+	var rate, linkLayer, profile, ipoib string
 	var ports, kernels []string
 	var verbose, nhc bool
 	c := &cobra.Command{
@@ -45,9 +46,6 @@ fails.`,
   rdmalab doctor --profile vm-host   # a hypervisor after rdmalab plan vms and vfio.sh`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			if cmd.Flags().Changed("expect-rate") && rate == "" {
 				return usageErr("--expect-rate: empty; want Gb/s (200), Ethernet (25GbE) or width and speed (4X HDR)")
 			}
@@ -81,28 +79,21 @@ fails.`,
 			fs := hostcheck.Doctor(hosts, opt)
 			v := rules.Verdict(rules.Doctor, fs)
 			w := cmd.OutOrStdout()
-			switch {
-			case nhc:
+			if nhc {
 				report.NHC(w, fs, v)
-			case output == "json":
-				if err := envelope.WriteJudged(w, envelope.Doctor, v, fs, nil); err != nil {
-					return err
-				}
-			default:
-				report.Findings(w, fs, verbose)
-				report.VerdictLine(w, v)
+				return verdictErr(v)
 			}
-			return verdictErr(v)
+			return output.judged(w, envelope.Doctor, v, fs, nil, func() { report.Findings(w, fs, verbose) })
 		},
 	}
 	in.register(c, true)
-	c.Flags().StringVarP(&output, "output", "o", "table", "table or json")
+	outputFlag(c.Flags(), &output, "table or json")
 	c.Flags().StringVar(&rate, "expect-rate", "", `rate every active RDMA port should run at: Gb/s ("200"), "4X HDR" or "25GbE" (default: the fleet's majority, with 3 or more hosts)`)
 	c.Flags().StringVar(&linkLayer, "expect-link-layer", "", "InfiniBand (IB) or RoCE (Ethernet)")
 	c.Flags().StringSliceVar(&ports, "expect-ports", nil, "ports that must be up, DEV/PORT or DEV (every port of DEV), comma-separated; other down ports are unused")
 	c.Flags().StringVar(&ipoib, "expect-ipoib", "", "IPoIB mode every IPoIB interface must use: connected or datagram (also requires ib_ipoib)")
 	c.Flags().StringSliceVar(&kernels, "allow-kernels", nil, "kernel releases the fleet may mix on purpose, glob patterns (e.g. '*.el9*,*.el10*')")
-	c.Flags().BoolVarP(&verbose, "verbose", "v", false, "list passing checks too")
+	c.Flags().BoolVarP(&verbose, "verbose", "v", false, "list passed checks too")
 	c.Flags().StringVar(&profile, "profile", "bare-metal", "bare-metal, or vm-host for a hypervisor passing GPUs and NICs to VMs (vfio-pci, no NVIDIA driver, whole IOMMU groups, ACS kept, hugepages per node)")
 	c.Flags().BoolVar(&nhc, "nhc", false, "one line per failure, for a node health check (RDMA is then required)")
 	return c

@@ -149,9 +149,9 @@ func TestHostileNamesNeverRaw(t *testing.T) {
 		{[]string{"inventory", "--root", root}, false, `\x1b[8mhid`},
 		{[]string{"doctor", "--root", root}, true, `\x1b[8mhid`},
 		{[]string{"doctor", "--root", root, "--verbose"}, true, `\n`},
-		{[]string{"fabric", "check", "--snapshot", fab}, true, `\x1b[8mhid`},
+		{[]string{"fabric", "check", "--fabric", fab}, true, `\x1b[8mhid`},
 		{[]string{"report", root, fab}, true, ""},
-		{[]string{"report", "--out", html, root, fab}, true, ""},
+		{[]string{"report", "--html", html, root, fab}, true, ""},
 		{[]string{"judge", ibstat}, true, `\x1b[8mhid`},
 		{[]string{"plan", "vms", "--root", root}, false, `\x1b[8mhid`},
 		{[]string{"exporter", "--root", root, "--textfile", prom}, false, ""},
@@ -189,7 +189,7 @@ func TestHostileNamesNeverRaw(t *testing.T) {
 	junk := strings.Replace(mustRead(t, fab), `"guid":"0x0000000000200000"`, `"guid":`+string(lit), 1)
 	junkFile := filepath.Join(dir, "junk.json")
 	os.WriteFile(junkFile, []byte(junk), 0o644)
-	if _, errOut, code := run(t, "fabric", "check", "--snapshot", junkFile); code != ExitUsage || strings.Count(errOut, "\n") != 1 || rawControl(errOut, false) != "" || !strings.Contains(errOut, "not-a-guid") {
+	if _, errOut, code := run(t, "fabric", "check", "--fabric", junkFile); code != ExitUsage || strings.Count(errOut, "\n") != 1 || rawControl(errOut, false) != "" || !strings.Contains(errOut, "not-a-guid") {
 		t.Errorf("junk GUID: exit %d %q", code, errOut)
 	}
 

@@ -79,11 +79,11 @@ func TestExitContractFabricCheck(t *testing.T) {
 	fab["subnet_managers"] = []any{}
 	noSM := write("nosm.json", fab)
 	checkExits(t, []exitCase{
-		{"fault", []string{"fabric", "check", "--snapshot", "example:qdr-lab"}, ExitFindings, "fabric.link.speed"},
-		{"healthy", []string{"fabric", "check", "--snapshot", healthy}, ExitOK, "verdict: HEALTHY"},
-		{"bad input", []string{"fabric", "check", "--snapshot", filepath.Join(dir, "nope.json")}, ExitUsage, "nope.json"},
-		{"bad flag", []string{"fabric", "check", "--snapshot", healthy, "--threshold", "SymbolErrorCounter"}, ExitUsage, "--threshold"},
-		{"unproven", []string{"fabric", "check", "--snapshot", noSM}, ExitUnproven, "fabric.sm"},
+		{"fault", []string{"fabric", "check", "--fabric", "example:qdr-lab"}, ExitFindings, "fabric.link.speed"},
+		{"healthy", []string{"fabric", "check", "--fabric", healthy}, ExitOK, "verdict: HEALTHY"},
+		{"bad input", []string{"fabric", "check", "--fabric", filepath.Join(dir, "nope.json")}, ExitUsage, "nope.json"},
+		{"bad flag", []string{"fabric", "check", "--fabric", healthy, "--threshold", "SymbolErrorCounter"}, ExitUsage, "--threshold"},
+		{"unproven", []string{"fabric", "check", "--fabric", noSM}, ExitUnproven, "fabric.sm"},
 	})
 }
 

@@ -34,11 +34,12 @@ func expectFlags(rate, linkLayer string) (hostcheck.Options, error) {
 	return hostcheck.Options{Expect: e}, err
 }
 
-// alias adds old spellings of a flag, hidden, sharing its value: scripts
-// written against them keep working while help shows one name per idea.
+// alias adds old spellings of a flag, hidden, sharing its value (a bool
+// alias still needs no value): scripts written against them keep working,
+// silently, while help shows one name per idea (docs/cli.md).
 func alias(f *pflag.FlagSet, name string, old ...string) {
 	fl := f.Lookup(name)
 	for _, o := range old {
-		f.AddFlag(&pflag.Flag{Name: o, Usage: "old spelling of --" + name, Value: fl.Value, DefValue: fl.DefValue, Hidden: true})
+		f.AddFlag(&pflag.Flag{Name: o, Usage: "old spelling of --" + name, Value: fl.Value, DefValue: fl.DefValue, NoOptDefVal: fl.NoOptDefVal, Hidden: true})
 	}
 }

@@ -44,13 +44,13 @@ func newExporterCmd() *cobra.Command {
     per NUMA node;
   - doctor's findings as rdmalab_finding{check,severity,subject} 1 and counts
     per outcome, evaluated at most every --findings.interval and cached;
-  - with --fabric, the InfiniBand fabric seen from this node: per switch and
+  - with --collector.fabric, the InfiniBand fabric seen from this node: per switch and
     HCA port counters, rates and links from one discovery plus PMA queries,
     fabric check's findings, subnet managers. Scans run in the background
     and a scrape serves the last one.
 Every collector reports rdmalab_scrape_collector_{duration_seconds,success};
 one failing device or collector never blanks the others. Nothing is written
-to the host. The host collectors need no privileges; --fabric needs access
+to the host. The host collectors need no privileges; --collector.fabric needs access
 to the umad device (root or the rdma group).
 
 --web.config.file takes the Prometheus exporter-toolkit file for TLS and
@@ -61,9 +61,9 @@ dashboard.`,
 		Example: `  rdmalab exporter                                   # :9879/metrics
   rdmalab exporter --listen 127.0.0.1:9879 --expect-rate 400
   rdmalab exporter --root ./captured-host            # a captured tree, for testing
-  rdmalab exporter --fabric --fabric.interval 5m     # also the fabric, from this node
+  rdmalab exporter --collector.fabric --fabric.interval 5m     # also the fabric, from this node
   rdmalab exporter --nccl-ras localhost              # also the NCCL job's rank states (RAS, port 28028)
-  rdmalab exporter --fabric --textfile /var/lib/node_exporter/textfile/rdmalab.prom
+  rdmalab exporter --collector.fabric --textfile /var/lib/node_exporter/textfile/rdmalab.prom
   curl -s localhost:9879/metrics | grep rdmalab_finding`,
 		Args:        cobra.NoArgs,
 		Annotations: map[string]string{stopIsSuccess: "a service asked to stop has done its job"},
@@ -186,13 +186,16 @@ dashboard.`,
 	f.DurationVar(&o.ScrapeTimeout, "scrape-timeout", 10*time.Second, "give up on a scrape's collectors after this long")
 	f.DurationVar(&o.IdleTimeout, "web.idle-timeout", exporter.DefaultIdleTimeout, "close a keep-alive connection idle this long")
 	f.IntVar(&o.MaxConnections, "web.max-connections", exporter.DefaultMaxConnections, "serve at most this many connections at once (the rest wait)")
-	f.BoolVar(&o.Fabric, "fabric", false, "also export the InfiniBand fabric reachable from this node (needs infiniband-diags and umad access)")
+	f.BoolVar(&o.Fabric, "collector.fabric", false, "also export the InfiniBand fabric reachable from this node (needs infiniband-diags and umad access)")
 	f.StringVar(&fabricCA, "fabric.ca", "", "local HCA to scan the fabric from (default: the tools' first active port)")
 	f.IntVar(&fabricPort, "fabric.port", 0, "port of --fabric.ca")
 	f.DurationVar(&o.FabricInterval, "fabric.interval", exporter.DefaultFabricInterval, "scan the fabric at most this often; scrapes in between serve the last scan")
 	f.DurationVar(&fabricTimeout, "fabric.timeout", 2*time.Minute, "give up on any one diagnostic tool after this long")
 	f.StringVar(&fabricRate, "fabric.expect-rate", "", `rate every fabric link should run at, for the fabric findings: "200", "4X HDR"`)
-	f.BoolVar(&o.PHY, "phy", false, "also export each port's BER, FEC and module readings, polled out of band (saved outputs under var/lib/rdmalab/phy/; live: mstlink and ethtool -S; docs/phy.md)")
+	f.BoolVar(&o.PHY, "collector.phy", false, "also export each port's BER, FEC and module readings, polled out of band (saved outputs under var/lib/rdmalab/phy/; live: mstlink and ethtool -S; docs/phy.md)")
+	// --fabric names a fabric snapshot file everywhere else.
+	alias(f, "collector.fabric", "fabric")
+	alias(f, "collector.phy", "phy")
 	f.DurationVar(&o.PHYInterval, "phy.interval", exporter.DefaultPHYInterval, "poll the physical layer this often; scrapes serve the last poll")
 	f.StringVar(&o.NCCLRAS, "nccl-ras", "", fmt.Sprintf("also export the state of every NCCL rank of the job whose RAS endpoint is HOST[:PORT] (default port %d; NCCL_RAS_ADDR's), polled out of band (docs/exporter.md)", ncclrun.DefaultRASPort))
 	f.DurationVar(&o.NCCLRASInterval, "nccl-ras.interval", exporter.DefaultNCCLRASInterval, "poll the NCCL RAS endpoint this often; scrapes serve the last poll")

@@ -49,7 +49,7 @@ func (in *fabricInput) validate(c *cobra.Command) error {
 	if in.snapshot != "" {
 		for _, name := range live {
 			if f.Changed(name) {
-				return usageErr("--%s reads a live fabric; it does not apply to --snapshot %s", name, in.snapshot)
+				return usageErr("--%s reads a live fabric; it does not apply to --fabric %s", name, in.snapshot)
 			}
 		}
 	}
@@ -69,7 +69,7 @@ func (in *fabricInput) load(ctx context.Context, stderr io.Writer) (*fabric.Snap
 	if in.snapshot != "" {
 		s, err := intake.Fabric(in.snapshot)
 		if err != nil {
-			return nil, usageErr("--snapshot %v", err)
+			return nil, usageErr("--fabric %v", err)
 		}
 		return s, nil
 	}
@@ -115,7 +115,7 @@ func newFabricCmd() *cobra.Command {
 
 func newFabricScanCmd() *cobra.Command {
 	var in fabricInput
-	var output string
+	var output format
 	c := &cobra.Command{
 		Use:   "scan",
 		Short: "Discover the fabric reachable from this HCA into a snapshot",
@@ -128,14 +128,11 @@ hangs is killed with its children. On a terminal, progress goes to stderr.
 
 The table lists every link, both ends named by description (with GUID and
 LID where descriptions collide). --output json is the fabric snapshot
-(docs/fabric-snapshot.md) that 'rdmalab fabric check --snapshot' reads.`,
+(docs/fabric-snapshot.md) that 'rdmalab fabric check --fabric' reads.`,
 		Example: `  rdmalab fabric scan
   rdmalab fabric scan --ca mlx5_0 --port 1 --output json > fabric.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			if err := in.validate(cmd); err != nil {
 				return err
 			}
@@ -144,16 +141,15 @@ LID where descriptions collide). --output json is the fabric snapshot
 				return err
 			}
 			w := cmd.OutOrStdout()
-			if output == "json" {
-				return envelope.Write(w, envelope.FabricSnapshot, nil, s)
-			}
-			report.Fabric(w, s, nil)
-			report.FabricLinks(w, s)
-			return nil
+			return output.write(w, envelope.FabricSnapshot, nil, s, func() error {
+				report.Fabric(w, s, nil)
+				report.FabricLinks(w, s)
+				return nil
+			})
 		},
 	}
 	in.register(c)
-	c.Flags().StringVarP(&output, "output", "o", "table", "table or json (the snapshot, in the rdmalab envelope)")
+	outputFlag(c.Flags(), &output, "table or json (the snapshot, in the rdmalab envelope)")
 	return c
 }
 
@@ -192,12 +188,12 @@ func (fl fabricCheckFlags) options() (fabriccheck.Options, error) {
 func newFabricCheckCmd() *cobra.Command {
 	var in fabricInput
 	var fl fabricCheckFlags
-	var output string
+	var output format
 	var verbose bool
 	c := &cobra.Command{
 		Use:   "check",
 		Short: "Check a fabric: slow links, down ports, errors, subnet managers, cabling",
-		Long: `check judges a fabric (a live scan, or --snapshot FILE from 'fabric scan -o json'):
+		Long: `check judges a fabric (a live scan, or --fabric FILE from 'fabric scan -o json'):
 
   links below the rate they should run at, one finding per link naming both
   ends by description and GUID: against --expect-rate when given; otherwise
@@ -220,12 +216,9 @@ Exit codes: 0 proven healthy, 1 failures found, 2 could not run, 3 unproven
   rdmalab fabric check --expect-rate "4X HDR" --topology cabling.yaml
   rdmalab fabric check --topology ibnetdiscover-at-install.txt
   rdmalab fabric check --interval 30s                 # error counters rising?
-  rdmalab fabric check --snapshot example:qdr-lab`,
+  rdmalab fabric check --fabric example:qdr-lab`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			if err := in.validate(cmd); err != nil {
 				return err
 			}
@@ -243,25 +236,20 @@ Exit codes: 0 proven healthy, 1 failures found, 2 could not run, 3 unproven
 			}
 			v := rules.Verdict(rules.FabricCheck, fs)
 			w := cmd.OutOrStdout()
-			if output == "json" {
-				if err := envelope.WriteJudged(w, envelope.FabricCheck, v, fs, s); err != nil {
-					return err
-				}
-			} else {
+			return output.judged(w, envelope.FabricCheck, v, fs, s, func() {
 				report.Fabric(w, s, fs)
 				report.Findings(w, fs, verbose)
-				report.VerdictLine(w, v)
-			}
-			return verdictErr(v)
+			})
 		},
 	}
 	in.register(c)
-	c.Flags().StringVar(&in.snapshot, "snapshot", "", "check a saved fabric instead of scanning: a fabric snapshot (fabric scan -o json), a saved ibnetdiscover, iblinkinfo or ibqueryerrors output, or example:NAME")
+	c.Flags().StringVar(&in.snapshot, "fabric", "", "check a saved fabric instead of scanning: a fabric snapshot (fabric scan -o json), a saved ibnetdiscover, iblinkinfo or ibqueryerrors output, or example:NAME")
+	alias(c.Flags(), "fabric", "snapshot")
 	c.Flags().StringVar(&fl.topology, "topology", "", "intended cabling: an ibnetdiscover output, an ibsim netlist, or a .yaml list of links")
 	c.Flags().StringVar(&fl.rate, "expect-rate", "", "rate every link should run at: Gb/s (200) or width and speed (\"4X HDR\")")
 	c.Flags().StringArrayVar(&fl.thresholds, "threshold", nil, "override an error counter threshold, COUNTER=N (repeatable)")
 	c.Flags().BoolVarP(&verbose, "verbose", "v", false, "list passed checks too")
-	c.Flags().StringVarP(&output, "output", "o", "table", "table or json (findings and the snapshot, in the rdmalab envelope)")
+	outputFlag(c.Flags(), &output, "table or json (findings and the snapshot, in the rdmalab envelope)")
 	return c
 }
 

@@ -61,11 +61,11 @@ func TestFabricOnSimulator(t *testing.T) {
 			t.Errorf("%v: exit %d, want 1", args, code)
 		}
 	}
-	out, _, code := run(t, "fabric", "check", "--snapshot", snap)
+	out, _, code := run(t, "fabric", "check", "--fabric", snap)
 	if code != ExitFindings || !strings.Contains(out, "lab03 HCA-1 port 1 ↔ ib-sw01 port 3: runs at 12X DDR (60 Gb/s), should run at 12X QDR (120 Gb/s): 2 of 3 CA↔Switch links") || !strings.Contains(out, "Worst links first") {
 		t.Errorf("exit %d:\n%s", code, out)
 	}
-	js, _, _ = run(t, "fabric", "check", "--snapshot", snap, "-o", "json")
+	js, _, _ = run(t, "fabric", "check", "--fabric", snap, "-o", "json")
 	if k, err := envelope.Peek([]byte(js)); err != nil || k != envelope.FabricCheck {
 		t.Errorf("check -o json: %v %q", err, k)
 	}
@@ -89,23 +89,23 @@ func TestFabricRefusals(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"fabric", "check", "--snapshot", "example:qdr-lab", "--threshold", "Bogus=1"}, "--threshold \"Bogus=1\""},
-		{[]string{"fabric", "check", "--snapshot", "example:qdr-lab", "--threshold", "PortXmitWait=1"}, "--threshold \"PortXmitWait=1\""},
-		{[]string{"fabric", "check", "--snapshot", "example:qdr-lab", "--expect-rate", "fast"}, "--expect-rate"},
-		{[]string{"fabric", "check", "--snapshot", "example:qdr-lab", "--expect-rate", "0"}, "--expect-rate"},
-		{[]string{"fabric", "check", "--snapshot", "example:qdr-lab", "--expect-rate", "-100"}, "--expect-rate"},
+		{[]string{"fabric", "check", "--fabric", "example:qdr-lab", "--threshold", "Bogus=1"}, "--threshold \"Bogus=1\""},
+		{[]string{"fabric", "check", "--fabric", "example:qdr-lab", "--threshold", "PortXmitWait=1"}, "--threshold \"PortXmitWait=1\""},
+		{[]string{"fabric", "check", "--fabric", "example:qdr-lab", "--expect-rate", "fast"}, "--expect-rate"},
+		{[]string{"fabric", "check", "--fabric", "example:qdr-lab", "--expect-rate", "0"}, "--expect-rate"},
+		{[]string{"fabric", "check", "--fabric", "example:qdr-lab", "--expect-rate", "-100"}, "--expect-rate"},
 		{[]string{"fabric", "check", "--interval", "-5s"}, "--interval -5s: must be positive"},
 		{[]string{"fabric", "scan", "--port", "-1"}, "--port -1: a port number is 1 or more"},
 		{[]string{"fabric", "scan", "--port", "0"}, "--port 0"},
 		{[]string{"fabric", "scan", "--timeout", "0s"}, "--timeout 0s: must be positive"},
-		{[]string{"fabric", "check", "--snapshot", "example:qdr-lab", "--interval", "5s"}, "--interval reads a live fabric"},
-		{[]string{"fabric", "check", "--snapshot", "example:nope"}, "no example fabric \"nope\""},
-		{[]string{"fabric", "check", "--snapshot", hostSnap}, hostSnap + ": this is a host"},
-		{[]string{"fabric", "check", "--snapshot", "example:qdr-lab", "--topology", "/nonexistent.yaml"}, "/nonexistent.yaml"},
-		{[]string{"fabric", "check", "--snapshot", "example:qdr-lab", "--topology", empty}, empty + ": the plan lists no links"},
-		{[]string{"fabric", "check", "--snapshot", "example:qdr-lab", "--topology", emptyTopo}, emptyTopo + ": the plan lists no links"},
-		{[]string{"fabric", "check", "--snapshot", "example:qdr-lab", "--topology", typo}, "line 3: unknown field \"nod\""},
-		{[]string{"fabric", "check", "--snapshot", "example:qdr-lab", "--topology", hostSnap}, "this is JSON, not a topology"},
+		{[]string{"fabric", "check", "--fabric", "example:qdr-lab", "--interval", "5s"}, "--interval reads a live fabric"},
+		{[]string{"fabric", "check", "--fabric", "example:nope"}, "no example fabric \"nope\""},
+		{[]string{"fabric", "check", "--fabric", hostSnap}, hostSnap + ": this is a host"},
+		{[]string{"fabric", "check", "--fabric", "example:qdr-lab", "--topology", "/nonexistent.yaml"}, "/nonexistent.yaml"},
+		{[]string{"fabric", "check", "--fabric", "example:qdr-lab", "--topology", empty}, empty + ": the plan lists no links"},
+		{[]string{"fabric", "check", "--fabric", "example:qdr-lab", "--topology", emptyTopo}, emptyTopo + ": the plan lists no links"},
+		{[]string{"fabric", "check", "--fabric", "example:qdr-lab", "--topology", typo}, "line 3: unknown field \"nod\""},
+		{[]string{"fabric", "check", "--fabric", "example:qdr-lab", "--topology", hostSnap}, "this is JSON, not a topology"},
 		{[]string{"judge", "/nonexistent.txt"}, "/nonexistent.txt"},
 		{[]string{"judge", hostSnap}, hostSnap + ": not a saved output rdmalab judges"},
 		{[]string{"judge", "--expect-layer", "fibre", hostSnap}, "--expect-link-layer"},
@@ -115,7 +115,7 @@ func TestFabricRefusals(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q, want one line with %q", c.args, code, errOut, c.want)
 		}
 	}
-	_, errOut, code := run(t, "fabric", "check", "--snapshot", "example:qdr-lab", "--topology", byName)
+	_, errOut, code := run(t, "fabric", "check", "--fabric", "example:qdr-lab", "--topology", byName)
 	if code == ExitUsage {
 		t.Errorf("unique names must be accepted: %s", errOut)
 	}
@@ -249,7 +249,7 @@ func TestFabricCheckSubnetManagerExit(t *testing.T) {
 				t.Fatal(err)
 			}
 			f.Close()
-			out, errOut, code := run(t, "fabric", "check", "--snapshot", path, "--expect-rate", "4X DDR", "--threshold", "SymbolErrorCounter=100")
+			out, errOut, code := run(t, "fabric", "check", "--fabric", path, "--expect-rate", "4X DDR", "--threshold", "SymbolErrorCounter=100")
 			if code != c.code || !strings.Contains(out, c.want) {
 				t.Errorf("exit %d (want %d), output lacks %q?\n%s\n%s", code, c.code, c.want, out, errOut)
 			}

@@ -173,8 +173,8 @@ func TestHostileInputs(t *testing.T) {
 		{args: []string{"judge", "%s"}},
 		{args: []string{"nccl", "judge", "%s"}},
 		{args: []string{"report", "%s"}},
-		{args: []string{"fabric", "check", "--snapshot", "%s"}},
-		{args: []string{"fabric", "check", "--snapshot", "example:qdr-lab", "--topology", "%s"}},
+		{args: []string{"fabric", "check", "--fabric", "%s"}},
+		{args: []string{"fabric", "check", "--fabric", "example:qdr-lab", "--topology", "%s"}},
 		{args: []string{"bench", "--cluster", "%s", "--results", filepath.Join(out, "r.jsonl")}},
 		{args: []string{"bench", "--cluster", cluster, "--rounds", "%s", "--results", filepath.Join(out, "r.jsonl")}},
 		{args: []string{"bench", "schedule", "--fabric", "%s", "--routes", "%s"}},
@@ -358,7 +358,7 @@ func TestTypeErrorsInDocumentWords(t *testing.T) {
 		want string
 	}{
 		{[]string{"inventory", "--snapshot", snap}, fmt.Sprintf("snap.json: not a snapshot: line %d: rdma_devices.ports.rate wants an object {…}, got a number", rateLine)},
-		{[]string{"fabric", "check", "--snapshot", "example:qdr-lab", "--topology", topo}, "topo.yaml: line 3: field links.a: got a number, want an end {node: NAME, port: N}"},
+		{[]string{"fabric", "check", "--fabric", "example:qdr-lab", "--topology", topo}, "topo.yaml: line 3: field links.a: got a number, want an end {node: NAME, port: N}"},
 		{[]string{"bench", "--cluster", clusterFile}, "cluster.yaml:4: field \"link\" wants a mapping"},
 	} {
 		_, errOut, code := run(t, c.args...)

@@ -181,7 +181,7 @@ func TestJudgeLinkLayerFixFitsThePart(t *testing.T) {
 // host does not isolate (exit 1), and passes the seed's own host (exit 0).
 func TestPlanCheckVCPUsNotIsolated(t *testing.T) {
 	dir := filepath.Join(testhost.TempDir(t), "lab")
-	if out, errOut, code := run(t, "plan", "vms", "--snapshot", "example:seed000-epyc", "--vms", "2", "--out", dir); code != ExitOK {
+	if out, errOut, code := run(t, "plan", "vms", "--snapshot", "example:seed000-epyc", "--vms", "2", "--dir", dir); code != ExitOK {
 		t.Fatalf("plan vms: exit %d %s%s", code, out, errOut)
 	}
 	doms := []string{filepath.Join(dir, "vm00.xml"), filepath.Join(dir, "vm01.xml")}

@@ -12,7 +12,7 @@ import (
 
 func newInventoryCmd() *cobra.Command {
 	var in hostInput
-	var output string
+	var output format
 	c := &cobra.Command{
 		Use:   "inventory",
 		Short: "Map a host: NUMA, CPUs, PCI tree, GPUs, RDMA ports, GIDs, netdevs, kernel",
@@ -31,9 +31,6 @@ other command accepts with --snapshot.`,
   rdmalab inventory --snapshot host.json         # read it back`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			hosts, err := in.load()
 			if err != nil {
 				return err
@@ -50,7 +47,7 @@ other command accepts with --snapshot.`,
 		},
 	}
 	in.register(c, false)
-	c.Flags().StringVarP(&output, "output", "o", "table", "table or json (the snapshot)")
+	outputFlag(c.Flags(), &output, "table or json (the snapshot)")
 	return c
 }
 

@@ -17,7 +17,9 @@ import (
 )
 
 func newJudgeCmd() *cobra.Command {
-	var output, rate, layer, topology, snapshot, fabricFile, routes string
+	var output format
+	var rate, layer, topology, fabricFile, routes string
+	var snapshots []string
 	var thresholds []string
 	var verbose bool
 	c := &cobra.Command{
@@ -41,9 +43,6 @@ the verdict line names the flag or input that would answer).`,
   rdmalab judge --topology cabling.yaml ibnetdiscover-today.txt`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			fopt, err := fabricCheckFlags{topology: topology, rate: rate, thresholds: thresholds}.options()
 			if err != nil {
 				return err
@@ -58,8 +57,11 @@ the verdict line names the flag or input that would answer).`,
 					return err
 				}
 			}
-			if snapshot != "" {
-				if opt.Snapshot, err = intake.Host(snapshot); err != nil {
+			if len(snapshots) > 1 {
+				return usageErr("--snapshot: one host, the one the outputs were saved on (got %d)", len(snapshots))
+			}
+			if len(snapshots) == 1 {
+				if opt.Snapshot, err = intake.Host(snapshots[0]); err != nil {
 					return usageErr("%v", err)
 				}
 			}
@@ -85,28 +87,20 @@ the verdict line names the flag or input that would answer).`,
 			fs := judge.Findings(rs)
 			v := rules.Verdict(rules.Judge, fs)
 			w := cmd.OutOrStdout()
-			if output == "json" {
-				if err := envelope.WriteJudged(w, envelope.Judge, v, fs, rs); err != nil {
-					return err
-				}
-			} else {
-				report.Judge(w, rs, verbose)
-				report.VerdictLine(w, v)
-			}
-			return verdictErr(v)
+			return output.judged(w, envelope.Judge, v, fs, rs, func() { report.Judge(w, rs, verbose) })
 		},
 	}
 	f := c.Flags()
 	f.StringVar(&rate, "expect-rate", "", "rate every link and port should run at: Gb/s (200), 25GbE, or width and speed (\"4X HDR\")")
-	f.StringVar(&layer, "expect-link-layer", "", "link layer every host port should have: IB or RoCE (Ethernet)")
+	f.StringVar(&layer, "expect-link-layer", "", "link layer every host port should have: InfiniBand (IB) or RoCE (Ethernet)")
 	alias(f, "expect-link-layer", "expect-layer")
 	f.StringVar(&topology, "topology", "", "intended cabling, for topology outputs (ibnetdiscover file, ibsim netlist or .yaml)")
 	f.StringArrayVar(&thresholds, "threshold", nil, "override an error counter threshold, COUNTER=N (repeatable)")
-	f.StringVar(&snapshot, "snapshot", "", "the host a host-side output was saved on (snapshot, capture or root; example:NAME), to compare with it")
+	f.StringArrayVar(&snapshots, "snapshot", nil, "the host a host-side output was saved on (snapshot, capture or root; example:NAME), to compare with it")
 	f.StringVar(&fabricFile, "fabric", "", "for an ncclras report: the fabric snapshot a suspect rank's rail is cabled into (rdmalab fabric scan -o json)")
 	f.StringVar(&routes, "routes", "", "for an ncclras report, with --fabric: its forwarding tables (dump_fts, ibroute, opensm-lfts.dump): the links the rail's traffic crosses")
 	f.BoolVarP(&verbose, "verbose", "v", false, "list passed checks too")
-	f.StringVarP(&output, "output", "o", "table", "table or json (findings and what was read, in the rdmalab envelope)")
+	outputFlag(f, &output, "table or json (findings and what was read, in the rdmalab envelope)")
 	return c
 }
 

@@ -23,7 +23,7 @@ func TestJudgeHelpListsEveryFormat(t *testing.T) {
 	}
 }
 
-// judge FILE, report FILE and fabric check --snapshot FILE take the same
+// judge FILE, report FILE and fabric check --fabric FILE take the same
 // saved outputs: a saved iblinkinfo is a fabric for fabric check, and its
 // verdict there is judge's; report judges saved outputs once and carries
 // the verdict in -o json; a saved host output is refused by fabric check
@@ -34,12 +34,12 @@ func TestSavedOutputsEverywhere(t *testing.T) {
 	ibstat := filepath.Join(shared, "ibtools/stmatengss-mlx4/ibstat_4129f2daa9bf.txt")
 
 	_, _, judgeCode := run(t, "judge", links)
-	out, errOut, code := run(t, "fabric", "check", "--snapshot", links)
+	out, errOut, code := run(t, "fabric", "check", "--fabric", links)
 	if code != judgeCode || !strings.Contains(out, "fabric.link.width") {
-		t.Errorf("fabric check --snapshot iblinkinfo: exit %d (judge %d)\n%s%s", code, judgeCode, out, errOut)
+		t.Errorf("fabric check --fabric iblinkinfo: exit %d (judge %d)\n%s%s", code, judgeCode, out, errOut)
 	}
-	if _, errOut, code := run(t, "fabric", "check", "--snapshot", ibstat); code != 2 || !strings.Contains(errOut, "a saved ibstat output, not a fabric") {
-		t.Errorf("fabric check --snapshot ibstat: exit %d: %s", code, errOut)
+	if _, errOut, code := run(t, "fabric", "check", "--fabric", ibstat); code != 2 || !strings.Contains(errOut, "a saved ibstat output, not a fabric") {
+		t.Errorf("fabric check --fabric ibstat: exit %d: %s", code, errOut)
 	}
 
 	out, errOut, code = run(t, "report", "-o", "json", ibstat, links)

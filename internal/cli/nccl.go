@@ -52,7 +52,7 @@ through seed 001's bring-up with these commands.`,
 
 func newNCCLEnvCmd() *cobra.Command {
 	var in hostInput
-	var output string
+	var output format
 	var launchLines bool
 	c := &cobra.Command{
 		Use:   "env",
@@ -80,9 +80,6 @@ Exit codes: 0 healthy, 1 a failure (no rail near any GPU), 2 could not run,
   rdmalab nccl env --snapshot node1.json --snapshot node2.json -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			hosts, err := in.load()
 			if err != nil {
 				return err
@@ -120,7 +117,7 @@ Exit codes: 0 healthy, 1 a failure (no rail near any GPU), 2 could not run,
 		},
 	}
 	in.register(c, true)
-	c.Flags().StringVarP(&output, "output", "o", "table", "table (shell exports) or json")
+	outputFlag(c.Flags(), &output, "table or json (table: the shell exports)")
 	c.Flags().BoolVar(&launchLines, "launch-lines", false, "print the mpirun -x and srun --export lines on standard output after the exports (then the output is no longer for sourcing)")
 	return c
 }
@@ -168,7 +165,8 @@ func (n *nicFlags) options() (nccl.JudgeOptions, error) {
 }
 
 func newNCCLJudgeCmd() *cobra.Command {
-	var output, cluster, fabric, routes string
+	var output format
+	var cluster, fabric, routes string
 	var snapshots []string
 	var nf nicFlags
 	c := &cobra.Command{
@@ -202,9 +200,6 @@ flag, 3 unproven (e.g. busbw with no hosts and no --nodes, or no --expect-rate).
   rdmalab nccl judge ras.txt --snapshot node1=node1.json --fabric fabric.json --routes lfts.dump --cluster cluster.yaml`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			opt, err := nf.options()
 			if err != nil {
 				return err
@@ -232,7 +227,7 @@ flag, 3 unproven (e.g. busbw with no hosts and no --nodes, or no --expect-rate).
 			return writeJudged(cmd, output, q, fs, payloads)
 		},
 	}
-	c.Flags().StringVarP(&output, "output", "o", "table", "table or json")
+	outputFlag(c.Flags(), &output, "table or json")
 	nf.register(c)
 	registerRASPath(c.Flags(), &snapshots, &cluster, &fabric, &routes)
 	return c
@@ -240,24 +235,18 @@ flag, 3 unproven (e.g. busbw with no hosts and no --nodes, or no --expect-rate).
 
 // writeJudged renders nccl's findings and verdict and returns the exit
 // the verdict maps to.
-func writeJudged(cmd *cobra.Command, output string, q rules.Question, fs []check.Finding, payload any) error {
+func writeJudged(cmd *cobra.Command, output format, q rules.Question, fs []check.Finding, payload any) error {
 	w := cmd.OutOrStdout()
-	v := rules.Verdict(q, fs)
-	if output == "json" {
-		if err := envelope.WriteJudged(w, envelope.NCCL, v, fs, payload); err != nil {
-			return err
-		}
-	} else {
+	return output.judged(w, envelope.NCCL, rules.Verdict(q, fs), fs, payload, func() {
 		check.Sort(fs)
 		report.Findings(w, fs, true)
-		report.VerdictLine(w, v)
-	}
-	return verdictErr(v)
+	})
 }
 
 func newNCCLRunCmd() *cobra.Command {
 	var o struct {
-		cluster, results, dir, output string
+		cluster, results, dir         string
+		output                        format
 		nodes                         []int
 		tests, testArgs, mpiArgs, env []string
 		ranks                         int
@@ -293,12 +282,9 @@ run, 3 unproven (a run's bandwidth or transport could not be judged), 130
 interrupted.`,
 		Example: `  rdmalab nccl run --cluster cluster.yaml --gpus-per-node 8 --rails 8 \
       --snapshot node1.json --test all_reduce_perf --test all_gather_perf
-  rdmalab nccl run --cluster cluster.yaml --nodes 2 --timeout 5m --test-arg=-b --test-arg=1G`,
+  rdmalab nccl run --cluster cluster.yaml --node-counts 2 --timeout 5m --test-arg=-b --test-arg=1G`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(o.output); err != nil {
-				return err
-			}
 			if o.cluster == "" {
 				return usageErr("--cluster FILE is required (the cluster file of rdmalab bench)")
 			}
@@ -311,7 +297,7 @@ interrupted.`,
 				return usageErr("cluster %v", err)
 			}
 			var vars []nccl.Var
-			judge := nccl.JudgeOptions{NIC: cl.Link.Resolved(), RailsPerNode: o.rails, NICSource: "cluster file " + o.cluster}
+			judge := nccl.JudgeOptions{NIC: cl.Resolved(), RailsPerNode: o.rails, NICSource: "cluster file " + o.cluster}
 			if len(in.snapshots) > 0 {
 				hosts, err := in.load()
 				if err != nil {
@@ -402,7 +388,8 @@ interrupted.`,
 	}
 	f := c.Flags()
 	f.StringVar(&o.cluster, "cluster", "", "cluster file (the format of rdmalab bench, docs/cluster.md)")
-	f.IntSliceVar(&o.nodes, "nodes", nil, "cluster sizes to run, in order (default 2,4,8,… and all nodes)")
+	f.IntSliceVar(&o.nodes, "node-counts", nil, "cluster sizes to run, in nodes, in order (default 2,4,8,… and all nodes)")
+	alias(f, "node-counts", "nodes")
 	f.StringArrayVar(&o.tests, "test", nil, "nccl-tests binary on the nodes, repeatable (default all_reduce_perf)")
 	f.StringArrayVar(&o.testArgs, "test-arg", nil, "argument for the nccl-tests binary, repeatable (default -b 8 -e 8G -f 2 -g 1)")
 	f.StringArrayVar(&o.mpiArgs, "mpi-arg", nil, "extra mpirun (or, with launcher srun, srun) argument, repeatable (e.g. --mpi-arg=--mca --mpi-arg=oob_tcp_if_include --mpi-arg=eno1, or --mpi-arg=--mpi=pmix)")
@@ -413,18 +400,19 @@ interrupted.`,
 	f.StringVar(&o.results, "results", "", "results log (JSON lines), appended and synced as runs finish (default DIR/results.jsonl)")
 	f.BoolVar(&o.resume, "resume", false, "continue --results: run only what it lacks (and what failed or timed out)")
 	f.BoolVar(&o.overwrite, "overwrite", false, "replace an earlier results log at --results")
-	f.StringVar(&o.dir, "dir", "", "where raw logs go (default nccl-runs-<time>)")
-	f.StringVarP(&o.output, "output", "o", "table", "table or json")
+	f.StringVar(&o.dir, "dir", "", "directory the raw logs go into (default nccl-runs-<time>)")
+	outputFlag(f, &o.output, "table or json")
 	f.StringArrayVar(&in.snapshots, "snapshot", nil, "host snapshot(s) of the nodes (example:NAME for a built-in one): every rank gets the environment 'nccl env' derives")
 	return c
 }
 
 func newNCCLRASCmd() *cobra.Command {
 	var o struct {
-		host, output, cluster, fabric, routes string
-		port, polls                           int
-		interval, timeout                     time.Duration
-		snapshots                             []string
+		host, cluster, fabric, routes string
+		output                        format
+		port, polls                   int
+		interval, timeout             time.Duration
+		snapshots                     []string
 	}
 	c := &cobra.Command{
 		Use:   "ras --host HOST",
@@ -451,9 +439,6 @@ communicator data), 130 interrupted.`,
   rdmalab nccl ras --host 10.0.0.5 --port 28028 --interval 10s --polls 6 -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(o.output); err != nil {
-				return err
-			}
 			if o.host == "" {
 				return usageErr("--host HOST is required (a node of the NCCL job whose RAS port is reachable)")
 			}
@@ -484,7 +469,7 @@ communicator data), 130 interrupted.`,
 	f.DurationVar(&o.interval, "interval", 5*time.Second, "between the starts of two polls")
 	f.DurationVar(&o.timeout, "timeout", 15*time.Second, "per poll: connect, handshake and report (RAS gathers for up to 5 s)")
 	registerRASPath(f, &o.snapshots, &o.cluster, &o.fabric, &o.routes)
-	f.StringVarP(&o.output, "output", "o", "table", "table or json")
+	outputFlag(f, &o.output, "table or json")
 	return c
 }
 

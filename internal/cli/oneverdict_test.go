@@ -86,7 +86,7 @@ func TestOneVerdictEverywhere(t *testing.T) {
 				t.Errorf("doctor --nhc: exit %d, %q; want %d %q", code, nhc, c.code, c.nhcPrefix)
 			}
 			html := filepath.Join(t.TempDir(), "r.html")
-			text, _, code := run(t, "report", "--out", html, snap)
+			text, _, code := run(t, "report", "--html", html, snap)
 			if code != c.code || !strings.HasPrefix(text, c.reportWord) {
 				t.Errorf("report: exit %d, %q; want %d %q", code, strings.SplitN(text, "\n", 2)[0], c.code, c.reportWord)
 			}

@@ -31,7 +31,7 @@ func newPlanCmd() *cobra.Command {
 
 func newPlanCheckCmd() *cobra.Command {
 	var in hostInput
-	var output string
+	var output format
 	c := &cobra.Command{
 		Use:   "check DOMAIN.xml...",
 		Short: "Judge existing libvirt domains against the host: pinning, NUMA, memory, hugepages, devices",
@@ -49,9 +49,6 @@ could not be read, 3 unproven (nothing could be checked).`,
   rdmalab plan check --snapshot example:seed000-epyc lab/vm00.xml lab/vm01.xml`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			hosts, err := in.load()
 			if err != nil {
 				return err
@@ -66,25 +63,18 @@ could not be read, 3 unproven (nothing could be checked).`,
 			}
 			v := rules.Verdict(rules.PlanCheck, fs)
 			w := cmd.OutOrStdout()
-			if output == "json" {
-				if err := envelope.WriteJudged(w, envelope.Doctor, v, fs, nil); err != nil {
-					return err
-				}
-			} else {
-				report.Findings(w, fs, false)
-				report.VerdictLine(w, v)
-			}
-			return verdictErr(v)
+			return output.judged(w, envelope.Doctor, v, fs, nil, func() { report.Findings(w, fs, false) })
 		},
 	}
 	in.register(c, false)
-	c.Flags().StringVarP(&output, "output", "o", "table", "table or json")
+	outputFlag(c.Flags(), &output, "table or json")
 	return c
 }
 
 func newPlanVMsCmd() *cobra.Command {
 	var in hostInput
-	var output, outDir, memory, pageSize, reserve, policy string
+	var output format
+	var outDir, memory, pageSize, reserve, policy string
 	var groups []string
 	var req plan.Request
 	c := &cobra.Command{
@@ -103,7 +93,7 @@ own topology:
   memory    hugepages per node, strict numatune, one guest NUMA cell per
             host node with the host's distances
 
---out DIR writes: plan.json, kernel-cmdline.txt (grubby and /etc/default/grub
+--dir DIR writes: plan.json, kernel-cmdline.txt (grubby and /etc/default/grub
 forms), vfio.sh (driverctl, persistent), one libvirt domain XML per VM,
 virt-install.sh and CHECKLIST.md. Nothing is applied to the host.
 
@@ -116,14 +106,11 @@ best-effort (plan and warn; default).
 
 Exit codes: 0 planned, 1 refused (the nearest plan is shown), 2 bad input.`,
 		Example: `  rdmalab plan vms --snapshot example:seed000-epyc --vms 2
-  rdmalab plan vms --snapshot example:hgx-h200 --vms 8 --memory 200G --out lab/
+  rdmalab plan vms --snapshot example:hgx-h200 --vms 8 --memory 200G --dir lab/
   rdmalab plan vms --snapshot example:seed000-epyc --vm 06:00.0,41:00.0 --vm 21:00.0,61:00.0 --vcpus 16
   rdmalab plan vms --snapshot example:seed000-epyc --vms 2 --policy restricted --output json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			var err error
 			if req.MemoryBytes, err = sizeFlag("--memory", memory); err != nil {
 				return err
@@ -143,7 +130,7 @@ Exit codes: 0 planned, 1 refused (the nearest plan is shown), 2 bad input.`,
 			}
 			if outDir != "" {
 				if err := userfile.OutDir(outDir); err != nil {
-					return usageErr("--out %v", err)
+					return usageErr("--dir %v", err)
 				}
 			}
 			hosts, err := in.load()
@@ -170,7 +157,7 @@ Exit codes: 0 planned, 1 refused (the nearest plan is shown), 2 bad input.`,
 					return err
 				}
 				if err := plan.Write(outDir, files); err != nil {
-					return usageErr("--out %v", err)
+					return usageErr("--dir %v", err)
 				}
 			}
 			w := cmd.OutOrStdout()
@@ -200,8 +187,9 @@ Exit codes: 0 planned, 1 refused (the nearest plan is shown), 2 bad input.`,
 	f.StringVar(&req.NamePrefix, "name-prefix", "vm", "VM names are this plus 00, 01, ...")
 	f.BoolVar(&req.KeepStorage, "keep-storage", false, "keep storage controllers under a VM's PCIe switches on the host (default: they go with the VM, as seed 004's guide pairs them)")
 	f.StringVar(&req.OSInfo, "osinfo", plan.DefaultOSInfo, "the guest OS as osinfo names it, for virt-install --osinfo (osinfo-query os): linux2022 is any recent Linux")
-	f.StringVar(&outDir, "out", "", "write the host config, domain XML, virt-install and checklist into this directory")
-	f.StringVarP(&output, "output", "o", "table", "table or json")
+	f.StringVar(&outDir, "dir", "", "write the host config, domain XML, virt-install and checklist into this directory")
+	alias(f, "dir", "out")
+	outputFlag(f, &output, "table or json")
 	return c
 }
 

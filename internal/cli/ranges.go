@@ -81,7 +81,7 @@ var flagRanges = map[string]numRange{
 	" nccl ras --interval":              {0.1, 3600, "between polls"},
 	" nccl ras --timeout":               {0.1, 600, "per poll"},
 	" nccl run --gpus-per-node":         {1, 64, "ranks per node"},
-	" nccl run --nodes":                 {2, 1e5, "nodes per run"},
+	" nccl run --node-counts":           {2, 1e5, "nodes per run"},
 	" nccl run --rails":                 {1, 64, "NICs per node"},
 	" nccl run --timeout":               {1, 172800, "per run"},
 	" plan vms --housekeeping-cores":    {0, 1024, "cores"},
@@ -190,7 +190,7 @@ func plainFlagError(c *cobra.Command, err error) error {
 	if f == nil {
 		return usageErr("--%s %q: %s", name, value, why)
 	}
-	want := "want " + map[string]string{"int": "a whole number", "intSlice": "whole numbers, comma-separated", "float64": "a number", "duration": "a duration such as 30s, 5m or 1h", "bool": "true or false"}[f.Value.Type()]
+	want := "want " + map[string]string{"int": "a whole number", "intSlice": "whole numbers, comma-separated", "float64": "a number", "duration": "a duration such as 30s, 5m or 1h", "bool": "true or false", "format": "table or json"}[f.Value.Type()]
 	if r, ok := rangeOf(c, name); ok {
 		want = r.describe(f.Value.Type())
 	}

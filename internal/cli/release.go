@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/rdmalab/rdmalab/examples"
 	"github.com/spf13/cobra"
@@ -22,7 +21,7 @@ func completeValues(root *cobra.Command) {
 		"expect-link-layer": {"IB", "RoCE"},
 		"engine":            {"perftest", "tcp"},
 		"schedule":          {"circle", "cover"},
-		"format":            {"superbench", "clusterkit"},
+		"rounds-format":     {"clusterkit", "superbench"},
 		"expect-rate":       {"25GbE", "100GbE", "200GbE", "400GbE", "4X EDR", "4X HDR", "4X NDR", "4X XDR"},
 	}
 	hosts := func() []string {
@@ -52,10 +51,10 @@ func completeValues(root *cobra.Command) {
 				fn = func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 					return vals, cobra.ShellCompDirectiveNoFileComp
 				}
-			case f.Name == "snapshot" || f.Name == "root":
-				// example:NAME or a file: fabric check's --snapshot is a fabric.
+			case f.Name == "snapshot" || f.Name == "root" || f.Name == "fabric":
+				// example:NAME or a file: --fabric is a fabric, the others a host.
 				list := hosts
-				if strings.HasPrefix(c.CommandPath(), "rdmalab fabric") {
+				if f.Name == "fabric" {
 					list = fabrics
 				}
 				fn = func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {

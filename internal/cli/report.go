@@ -15,13 +15,14 @@ import (
 )
 
 func newReportCmd() *cobra.Command {
-	var out, title, output string
+	var output format
+	var out, title string
 	c := &cobra.Command{
-		Use:   "report [--out FILE.html] INPUT...",
+		Use:   "report [--html FILE] INPUT...",
 		Short: "One page for a whole cluster: ready or not, and what is wrong where",
 		Long: `report reads any mix of rdmalab outputs and prints the verdict: ready, not
 ready (with the findings that decide it) or unproven (something could not be
-judged). With --out it writes one self-contained HTML page: the verdict, each
+judged). With --html it writes one self-contained HTML page: the verdict, each
 node's findings by severity with its device locality map and GPU↔NIC matrix,
 the fabric's links worst first and its subnet manager, the bench heatmaps
 (one cell per direction, sender by receiver: the share of what the link can
@@ -47,14 +48,11 @@ the verdict and every finding in the rdmalab envelope (kind report).
 
 Exit codes: 0 ready (proven), 1 not ready (a finding failed), 2 could not
 run, 3 unproven (nothing failed, but what decides readiness was not judged).`,
-		Example: `  rdmalab report --out cluster.html doctor.json fabric.json bench.json
-  rdmalab report --out cluster.html snapshots/ run1.jsonl
+		Example: `  rdmalab report --html cluster.html doctor.json fabric.json bench.json
+  rdmalab report --html cluster.html snapshots/ run1.jsonl
   rdmalab report example:hgx-h200 example:qdr-lab      # verdict only, in the terminal`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			in, err := judge.Load(args)
 			if err != nil {
 				return usageErr("%v", err)
@@ -62,7 +60,7 @@ run, 3 unproven (nothing failed, but what decides readiness was not judged).`,
 			v := report.NewClusterView(in)
 			if out != "" {
 				if err := writeHTML(out, v, htmlreport.Options{Title: title}); err != nil {
-					return usageErr("--out %v", err)
+					return usageErr("--html %v", err)
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", userfile.Name(out))
 			}
@@ -78,9 +76,10 @@ run, 3 unproven (nothing failed, but what decides readiness was not judged).`,
 			return verdictErr(cv)
 		},
 	}
-	c.Flags().StringVar(&out, "out", "", "write the HTML report to this file")
+	c.Flags().StringVar(&out, "html", "", "write the HTML report to this file")
+	alias(c.Flags(), "html", "out")
 	c.Flags().StringVar(&title, "title", "", "page title (default: rdmalab cluster report)")
-	c.Flags().StringVarP(&output, "output", "o", "table", "table or json (the readiness verdict and every input's findings, in the rdmalab envelope)")
+	outputFlag(c.Flags(), &output, "table or json (the readiness verdict and every input's findings, in the rdmalab envelope)")
 	return c
 }
 
@@ -104,7 +103,7 @@ func clusterVerdict(fs []check.Finding, v *report.ClusterView) check.Verdict {
 
 // writeHTML writes the page through userfile, so a failed render never
 // leaves half a page under the real name and a device, FIFO or link named
-// by --out is written as the shell would, never replaced.
+// by --html is written as the shell would, never replaced.
 func writeHTML(path string, v *report.ClusterView, o htmlreport.Options) error {
 	return userfile.WriteAtomic(path, 0o644, func(w io.Writer) error { return htmlreport.Write(w, v, o) })
 }

@@ -9,7 +9,7 @@ import (
 
 func TestReportCommand(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "cluster.html")
-	stdout, stderr, code := run(t, "report", "--out", out, "--width", "100", "example:hgx-h200", "example:qdr-lab", "../report/testdata/bench-tcp-loopback")
+	stdout, stderr, code := run(t, "report", "--html", out, "--width", "100", "example:hgx-h200", "example:qdr-lab", "../report/testdata/bench-tcp-loopback")
 	if code != ExitFindings || !strings.Contains(stdout, "NOT READY") || !strings.Contains(stderr, "wrote "+out) {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}

@@ -13,12 +13,14 @@ import (
 	"github.com/rdmalab/rdmalab/internal/schedule"
 	"github.com/rdmalab/rdmalab/internal/userfile"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // newBenchScheduleCmd is 'rdmalab bench schedule'.
 func newBenchScheduleCmd() *cobra.Command {
 	var in route.Input
-	var ca, output, roundsFile, format string
+	var output format
+	var ca, roundsFile, roundsFormat string
 	var byHost bool
 	var port int
 	var timeout time.Duration
@@ -47,27 +49,25 @@ With an ibnetdiscover file the two are joined by node description, so
 descriptions must be unique; a snapshot joins by GUID. docs/schedule.md
 describes the formats and the JSON.
 
---rounds FILE writes the rounds as a round file for other tools (--format
-superbench: one line per round, "i,j;k,l" host indices in node-name order;
-clusterkit: "<round> <node1> <node2>" lines) for other tools. With --hostnames
+--rounds FILE writes the rounds as a round file for other tools
+(--rounds-format clusterkit, the default, as bench --rounds reads it:
+"<round> <node1> <node2>" lines; superbench: one line per round, "i,j;k,l"
+host indices in node-name order). With --hostnames
 the nodes are named by host, as a cluster file names them.
 
 Exit codes: 0 planned, 1 host pairs without a route, 2 could not run.`,
 		Example: `  rdmalab bench schedule                                   # the live fabric
   rdmalab bench schedule --fabric fabric.json --routes opensm-lfts.dump
   rdmalab bench schedule --fabric ibnetdiscover.txt --routes dump_fts.txt --output json
-  rdmalab bench schedule --fabric fabric.json --routes lfts.txt --rounds cover.txt --format clusterkit --hostnames
+  rdmalab bench schedule --fabric fabric.json --routes lfts.txt --rounds cover.txt --rounds-format superbench
   rdmalab bench --cluster cluster.yaml --schedule cover --fabric fabric.json --routes lfts.txt   # plan, run, name the cable`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			var rf schedule.Format
 			if roundsFile != "" {
 				var err error
-				if rf, err = schedule.ParseFormat(format); err != nil {
-					return usageErr("--format: %v", err)
+				if rf, err = schedule.ParseFormat(roundsFormat); err != nil {
+					return usageErr("--rounds-format: %v", err)
 				}
 			}
 			in.Runner = fabric.Exec{CA: ca, Port: port, Timeout: timeout}
@@ -91,11 +91,7 @@ Exit codes: 0 planned, 1 host pairs without a route, 2 could not run.`,
 			}
 			fs := res.Findings()
 			w := cmd.OutOrStdout()
-			if output == "json" {
-				if err := envelope.Write(w, envelope.Schedule, fs, res.Payload); err != nil {
-					return err
-				}
-			} else if err := res.WriteTable(w); err != nil {
+			if err := output.write(w, envelope.Schedule, fs, res.Payload, func() error { return res.WriteTable(w) }); err != nil {
 				return err
 			}
 			if check.Failed(fs) {
@@ -109,12 +105,21 @@ Exit codes: 0 planned, 1 host pairs without a route, 2 could not run.`,
 	fl.StringVar(&in.RoutesFile, "routes", "", "forwarding tables: dump_fts/ibroute output or opensm-lfts.dump (default: run dump_fts)")
 	fl.StringVar(&roundsFile, "rounds", "", "also write the rounds to this round file")
 	fl.BoolVar(&byHost, "hostnames", false, "name nodes in the round file by host (the first word of the CA's description, \"gpu017 mlx5_0\" → gpu017), as a cluster file names them")
-	fl.StringVar(&format, "format", "superbench", "round file format: superbench or clusterkit")
+	roundsFormatFlag(fl, &roundsFormat)
+	alias(fl, "rounds-format", "format")
 	fl.StringVar(&ca, "ca", "", "local HCA to read the live fabric from, e.g. mlx5_0")
 	fl.IntVar(&port, "port", 0, "port of --ca")
 	fl.DurationVar(&timeout, "timeout", 2*time.Minute, "give up on any one diagnostic tool after this long")
-	fl.StringVarP(&output, "output", "o", "table", "table or json")
+	outputFlag(fl, &output, "table or json")
 	return c
+}
+
+// roundsFormatFlag is --rounds-format, the one name and default for the
+// dialect of a round file, read (bench --rounds) or written (bench
+// schedule --rounds): ClusterKit's names check themselves against the
+// cluster file, where SuperBench's indices silently follow its order.
+func roundsFormatFlag(f *pflag.FlagSet, p *string) {
+	f.StringVar(p, "rounds-format", string(schedule.ClusterKit), "the round file's format: clusterkit (<round> <node1> <node2>) or superbench (i,j;k,l by node index)")
 }
 
 func writeRoundFile(path string, s *schedule.Schedule, f schedule.Format) error {

@@ -41,7 +41,7 @@ func TestBenchScheduleFromFiles(t *testing.T) {
 func TestBenchScheduleJSONAndRoundFile(t *testing.T) {
 	rounds := filepath.Join(t.TempDir(), "cover.txt")
 	out, errOut, code := runBenchSchedule(t, "--fabric", routeTestdata("fattree-2x4x4.fabric.json"),
-		"--routes", routeTestdata("fattree-2x4x4-ftree.opensm-lfts.dump"), "--output", "json", "--rounds", rounds, "--format", "clusterkit")
+		"--routes", routeTestdata("fattree-2x4x4-ftree.opensm-lfts.dump"), "--output", "json", "--rounds", rounds, "--rounds-format", "clusterkit")
 	if code != ExitOK || errOut != "" {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -78,7 +78,7 @@ func TestBenchScheduleRefusesBadInput(t *testing.T) {
 	}{
 		{[]string{"--fabric", routeTestdata("fattree-2x4x4.net"), "--routes", routeTestdata("fattree-2x4x4.net")}, "no forwarding table in it"},
 		{[]string{"--fabric", routeTestdata("missing"), "--routes", routeTestdata("fattree-2x4x4-updn.dump_fts.txt")}, "missing: no such file"},
-		{[]string{"--fabric", routeTestdata("fattree-2x4x4.net"), "--routes", routeTestdata("fattree-2x4x4-updn.dump_fts.txt"), "--rounds", "x", "--format", "csv"}, "--format"},
+		{[]string{"--fabric", routeTestdata("fattree-2x4x4.net"), "--routes", routeTestdata("fattree-2x4x4-updn.dump_fts.txt"), "--rounds", "x", "--rounds-format", "csv"}, "--rounds-format"},
 		{[]string{"--output", "yaml"}, "--output"},
 	} {
 		_, errOut, code := runBenchSchedule(t, tc.args...)

@@ -233,7 +233,7 @@ launcher:
   known_hosts: %s
   ssh_options: ["-F", "/dev/null", "-i", "%s"]
 `, c.KnownHosts(), c.KeyFile())), 0o644)
-	return &blocked{name: "nccl run", args: []string{"nccl", "run", "--cluster", cl, "--test", standIn, "--nodes", "2", "--dir", filepath.Join(c.Dir, "runs-%s"),
+	return &blocked{name: "nccl run", args: []string{"nccl", "run", "--cluster", cl, "--test", standIn, "--node-counts", "2", "--dir", filepath.Join(c.Dir, "runs-%s"),
 		"--mpi-arg=--mca", "--mpi-arg=oob_tcp_if_include", "--mpi-arg=" + c.Subnet + ".0/24",
 		"--mpi-arg=--mca", "--mpi-arg=rtc", "--mpi-arg=^hwloc", // orted's hwloc shmem segfault (see internal/nccl's run_test)
 		"--env", "RDMALAB_SIGNAL_TEST=%m"}, readyProc: true, wait: 200 * time.Millisecond, want: interruptCodes}

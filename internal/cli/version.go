@@ -9,7 +9,7 @@ import (
 )
 
 func newVersionCmd() *cobra.Command {
-	var output string
+	var output format
 	c := &cobra.Command{
 		Use:   "version",
 		Short: "Say which rdmalab this is: version, commit, build date, Go version",
@@ -25,9 +25,6 @@ Exit codes: 0 printed, 2 bad flag.`,
   rdmalab version -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			b := buildinfo.Get()
 			if output == "json" {
 				e := json.NewEncoder(cmd.OutOrStdout())
@@ -38,6 +35,6 @@ Exit codes: 0 printed, 2 bad flag.`,
 			return nil
 		},
 	}
-	c.Flags().StringVarP(&output, "output", "o", "table", "table or json")
+	outputFlag(c.Flags(), &output, "table or json")
 	return c
 }

@@ -19,7 +19,7 @@ func TestTyposExitTwoWithASuggestion(t *testing.T) {
 		{[]string{"doctr"}, `did you mean rdmalab doctor?`},
 		{[]string{"doctor", "--snapshto", "x"}, `doctor: unknown flag --snapshto; did you mean --snapshot?`},
 		{[]string{"compare"}, `compare: wants 2 argument(s), got 0; usage: rdmalab compare RUN_A RUN_B`},
-		{[]string{"design", "frr", "--spines", "2"}, `design frr: missing --out`},
+		{[]string{"design", "frr", "--spines", "2"}, `design frr: missing --dir`},
 		{[]string{"explain", "port.stat"}, `did you mean`},
 	} {
 		out, errOut, code := run(t, c.args...)

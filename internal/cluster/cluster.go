@@ -27,6 +27,8 @@ type Cluster struct {
 	Link       LinkSpec   `json:"link" yaml:"link"`
 	Launcher   Launch     `json:"launcher" yaml:"launcher"`
 	Thresholds Thresholds `json:"thresholds" yaml:"thresholds"`
+	// expect replaces Link's expectation (WithExpect), nil for the file's.
+	expect *linkrate.Expect
 }
 
 // Node is one host of the cluster.
@@ -55,7 +57,8 @@ type Node struct {
 
 // LinkSpec is what the cluster file says a link can carry.
 type LinkSpec struct {
-	// Layer: InfiniBand (IB), RoCE (Ethernet) or TCP; default TCP.
+	// Layer: InfiniBand (IB), RoCE (Ethernet) or TCP; as the flags: none
+	// is RoCE for a GbE rate, else computed as InfiniBand.
 	Layer string `json:"layer,omitempty" yaml:"layer,omitempty"`
 	// Rate in the one rate syntax: "200", "4X HDR", "25GbE". RateGbps is
 	// the older numeric spelling; give one of them, or none to judge only
@@ -193,11 +196,11 @@ func (c *Cluster) Index() map[string]int {
 	return m
 }
 
-// LinkFor is what the path between nodes a and b can carry: the declared
+// LinkFor is what the path between nodes a and b can carry: the expected
 // link, capped by the slower NIC's PCIe link when known. RateGbps is 0 when
 // no rate was declared.
 func (c *Cluster) LinkFor(a, b Node) linkrate.Link {
-	l := c.Link.Resolved()
+	l := c.Resolved()
 	for _, n := range []Node{a, b} {
 		if n.PCIeGTps > 0 && n.PCIeWidth > 0 {
 			p := linkrate.PCIeUsableGbps(n.PCIeGTps, n.PCIeWidth)
@@ -209,23 +212,41 @@ func (c *Cluster) LinkFor(a, b Node) linkrate.Link {
 	return l
 }
 
-// Expect is what the file declares, as linkrate's one expectation type
-// (the file was validated, so the rate parses; rate_gbps is the older
-// numeric spelling of rate).
+// Expect is what the file declares, as linkrate's one expectation type,
+// resolved by linkrate.NewExpect with the flags' defaults (a GbE rate
+// without a layer is RoCE; no layer computes as InfiniBand; no MTU is the
+// layer's default). The file was validated, so it parses; rate_gbps is
+// the older numeric spelling of rate.
 func (s LinkSpec) Expect() linkrate.Expect {
 	e, _ := linkrate.NewExpect(s.Rate, s.Layer, s.MTUBytes, "cluster file")
-	if s.Rate == "" {
+	if s.Rate == "" && s.RateGbps > 0 {
 		e.Rate = linkrate.Rate{Gbps: s.RateGbps}
 	}
 	return e
 }
 
-// Resolved is the link as linkrate models it: the declared expectation,
-// capped by the NIC slots' PCIe bandwidth when given.
-func (s LinkSpec) Resolved() linkrate.Link {
-	l := s.Expect().Link()
-	l.Layer, _ = linkrate.ParseLayer(s.Layer)
-	l.PCIeGbps = s.PCIeGbps
+// Expect is the link the cluster is judged against: the file's link
+// section, or what WithExpect put in its place.
+func (c *Cluster) Expect() linkrate.Expect {
+	if c.expect != nil {
+		return *c.expect
+	}
+	return c.Link.Expect()
+}
+
+// WithExpect is a copy of the cluster judged against e (flags overriding
+// the file): a new value, the file's link section left as written.
+func (c *Cluster) WithExpect(e linkrate.Expect) *Cluster {
+	cp := *c
+	cp.expect = &e
+	return &cp
+}
+
+// Resolved is the expected link as linkrate models it, capped by the NIC
+// slots' PCIe bandwidth when the file gives it.
+func (c *Cluster) Resolved() linkrate.Link {
+	l := c.Expect().Link()
+	l.PCIeGbps = c.Link.PCIeGbps
 	return l
 }
 
@@ -359,15 +380,14 @@ func (t *Thresholds) fill() error {
 	return nil
 }
 
+// check validates the link as written. It fills in no defaults: those
+// are linkrate.NewExpect's, the same as the flags', applied once by Expect.
 func (s *LinkSpec) check() error {
-	if s.Layer == "" {
-		s.Layer = string(linkrate.TCP)
+	if s.Layer != "" {
+		if _, err := linkrate.ParseLayer(s.Layer); err != nil {
+			return err
+		}
 	}
-	layer, err := linkrate.ParseLayer(s.Layer)
-	if err != nil {
-		return err
-	}
-	s.Layer = string(layer)
 	if s.Rate != "" && s.RateGbps != 0 {
 		return fmt.Errorf("link: give rate or rate_gbps, not both")
 	}
@@ -378,9 +398,6 @@ func (s *LinkSpec) check() error {
 	}
 	if s.RateGbps < 0 || s.MTUBytes < 0 || s.PCIeGbps < 0 {
 		return fmt.Errorf("link: rate_gbps, mtu_bytes and pcie_gbps must be positive")
-	}
-	if s.MTUBytes == 0 {
-		s.MTUBytes = linkrate.DefaultMTU(layer)
 	}
 	return nil
 }

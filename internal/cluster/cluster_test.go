@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rdmalab/rdmalab/internal/linkrate"
 )
 
 func TestParseStrict(t *testing.T) {
@@ -16,7 +18,7 @@ func TestParseStrict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Nodes[1].Device != "mlx5_0" || c.Nodes[0].SSH != "10.0.0.1" || c.Link.MTUBytes != 4096 || c.Launcher.Type != "ssh" || *c.Nodes[0].GIDIndex != 3 {
+	if c.Nodes[1].Device != "mlx5_0" || c.Nodes[0].SSH != "10.0.0.1" || c.Resolved().MTUBytes != 4096 || c.Launcher.Type != "ssh" || *c.Nodes[0].GIDIndex != 3 {
 		t.Fatalf("%+v", c)
 	}
 	l := c.LinkFor(c.Nodes[0], c.Nodes[1])
@@ -151,4 +153,47 @@ func FuzzParse(f *testing.F) {
 			seen[n.Name] = true
 		}
 	})
+}
+
+// The file's link is resolved by the flags' rules (issue 37): a GbE rate
+// without a layer is RoCE, as --expect-rate 25GbE is, never TCP; and a
+// layer given as a flag over a file without a link section is that
+// layer at its own MTU, not TCP's 1500; the file's section stays as
+// written.
+func TestLinkResolvedAsTheFlags(t *testing.T) {
+	two := "nodes:\n  - {name: a, data: 10.0.0.1}\n  - {name: b, data: 10.0.0.2}\n"
+	c, err := Parse([]byte(two + "link: {rate: 25GbE}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flag, _ := linkrate.NewExpect("25GbE", "", 0, "--expect-rate")
+	if got := c.Expect(); got.Layer != linkrate.RoCE || got.Layer != flag.Layer || got.Link().MTUBytes != flag.Link().MTUBytes {
+		t.Errorf("cluster file 25GbE: %+v; the flag: %+v", got, flag)
+	}
+
+	c, err = Parse([]byte(two))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := c.Expect().Override("", "IB", "--expect-link-layer IB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ib := c.WithExpect(e)
+	if l := ib.Resolved(); l.Layer != linkrate.InfiniBand || l.MTUBytes != 4096 {
+		t.Errorf("--expect-link-layer IB without a link section: %+v, want InfiniBand at 4096", l)
+	}
+	if c.Link != (LinkSpec{}) || c.Expect().Layer != "" {
+		t.Errorf("the override was written back into the file's link: %+v", c.Link)
+	}
+
+	// A layer flag over a file's RoCE at jumbo MTU drops that MTU; a rate
+	// flag keeps the file's layer and MTU.
+	c, _ = Parse([]byte(two + "link: {layer: RoCE, rate: 100GbE, mtu_bytes: 4096}\n"))
+	if e, _ := c.Expect().Override("", "IB", "--expect-link-layer IB"); e.Link().MTUBytes != 4096 || e.Layer != linkrate.InfiniBand || e.Rate.Gbps != 100 {
+		t.Errorf("IB over RoCE: %+v", e)
+	}
+	if e, _ := c.Expect().Override("200GbE", "", "--expect-rate 200GbE"); e.Layer != linkrate.RoCE || e.MTUBytes != 4096 || e.Rate.Gbps != 200 || e.Source != "--expect-rate 200GbE" {
+		t.Errorf("rate over RoCE: %+v", e)
+	}
 }

@@ -337,7 +337,7 @@ func (f *Fabric) notes(layer linkrate.Layer) {
 		f.Notes = append(f.Notes, "InfiniBand: one master subnet manager (with a standby) routes the whole fabric; use OpenSM's fat-tree aware routing (routing_engine ftree, or updn) so traffic spreads over every spine.")
 	default:
 		if f.Tiers > 1 {
-			f.Notes = append(f.Notes, fmt.Sprintf("Ethernet: route it (L3 Clos, BGP unnumbered, ECMP across spines) rather than stretch L2 (seed 001: above ~8 nodes): 'rdmalab design frr --spines %d --leaves %d --out DIR' writes the switch configs.", f.Spines, f.Leaves))
+			f.Notes = append(f.Notes, fmt.Sprintf("Ethernet: route it (L3 Clos, BGP unnumbered, ECMP across spines) rather than stretch L2 (seed 001: above ~8 nodes): 'rdmalab design frr --spines %d --leaves %d --dir DIR' writes the switch configs.", f.Spines, f.Leaves))
 		}
 		f.Notes = append(f.Notes, "RoCE needs PFC on the RDMA priority and ECN marking on every switch port, MTU 9000 end to end.")
 	}

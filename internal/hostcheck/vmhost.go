@@ -24,7 +24,7 @@ var guestOnly = map[string]bool{"gpudirect.peermem": true}
 var VMHostRules = []rule{
 	{check.Entry{ID: "vmhost.vfio", Title: "GPUs and RDMA NICs meant for VMs are bound to vfio-pci",
 		Why:    "A device held by its host driver cannot be passed through; seed 000 binds GPUs, their audio functions and the NIC PFs to vfio-pci.",
-		Source: "seed 000 (VFIO device binding)", Fixes: []string{"rdmalab plan vms --out DIR, then sh DIR/vfio.sh (driverctl, persistent)"},
+		Source: "seed 000 (VFIO device binding)", Fixes: []string{"rdmalab plan vms --dir DIR, then sh DIR/vfio.sh (driverctl, persistent)"},
 		Needs: "each GPU's and RDMA-capable NIC function's bound driver", UnknownWhen: "never: an unbound device is reported as such"}, vmhostVFIO},
 	{check.Entry{ID: "vmhost.nvidia-driver", Title: "The NVIDIA driver is not loaded on the hypervisor",
 		Why:    "Seed 004: do not install the NVIDIA driver on the bare-metal host OS, to prevent resource conflicts; a GPU held by nvidia cannot go to a VM.",

@@ -107,7 +107,7 @@ func example(arg string, want What) (in *Input, ok bool, err error) {
 	in = &Input{Name: arg, Example: true}
 	switch {
 	case want == HostSnapshot && isFabric:
-		return nil, true, fmt.Errorf("%s is a fabric example; this reads a host (fabric check --snapshot %s)", arg, arg)
+		return nil, true, fmt.Errorf("%s is a fabric example; this reads a host (fabric check --fabric %s)", arg, arg)
 	case want == FabricSnapshot && isHost:
 		return nil, true, fmt.Errorf("%s is a host example; this reads a fabric", arg)
 	case want == HostSnapshot || isHost:

@@ -74,3 +74,27 @@ func (e Expect) String() string {
 	}
 	return s
 }
+
+// Override is e with the rate and link layer given as flags ("" keeps
+// e's) in their place, read by NewExpect's rules: a new value, e left as
+// it was. A GbE rate without a layer is RoCE; a new layer drops e's MTU,
+// which was the old layer's.
+func (e Expect) Override(rate, layer, source string) (Expect, error) {
+	if strings.TrimSpace(rate) == "" && strings.TrimSpace(layer) == "" {
+		return e, nil
+	}
+	o, err := NewExpect(rate, layer, 0, source)
+	if err != nil {
+		return Expect{}, err
+	}
+	out := e
+	if o.HasRate() {
+		out.Rate, out.Source = o.Rate, source
+	} else {
+		out.Source = strings.TrimPrefix(e.Source+", "+source, ", ")
+	}
+	if o.Layer != "" && o.Layer != e.Layer {
+		out.Layer, out.MTUBytes = o.Layer, 0
+	}
+	return out, nil
+}

@@ -121,7 +121,7 @@ launcher:
 	results := filepath.Join(c.Dir, "runs", "results.jsonl")
 	rs, err := Run(context.Background(), RunOptions{Cluster: cl, NodeCounts: []int{3, 2}, Tests: []string{filepath.Join(bin, "all_reduce_perf")},
 		Timeout: timeout, Dir: filepath.Join(c.Dir, "runs"), Launcher: l, Results: results, Progress: &prog,
-		Judge: nccl.JudgeOptions{NIC: cl.Link.Resolved(), RailsPerNode: 1, NICSource: "cluster file"}})
+		Judge: nccl.JudgeOptions{NIC: cl.Resolved(), RailsPerNode: 1, NICSource: "cluster file"}})
 	t.Logf("%.1fs (timeout %s)\n%s", time.Since(start).Seconds(), timeout, prog.String())
 	for _, r := range rs {
 		t.Logf("%s on %d nodes:\n%s", r.Test, r.NodeCount, dump(r.Findings))

@@ -12,7 +12,7 @@ import (
 
 // Cluster prints the verdict of a cluster report, the findings that decide
 // it, a line per node and per bench test: the terminal face of the page
-// 'rdmalab report --out' writes. Quiet stops after the verdict.
+// 'rdmalab report --html' writes. Quiet stops after the verdict.
 func Cluster(w io.Writer, v *ClusterView) {
 	p := NewPrinter(w)
 	o := map[VerdictState]check.Outcome{Ready: check.Pass, NotReady: check.Fail, Unproven: check.Unknown}[v.Verdict.State]

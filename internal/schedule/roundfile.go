@@ -23,7 +23,7 @@ const (
 	ClusterKit Format = "clusterkit"
 )
 
-// ParseFormat reads a --format value.
+// ParseFormat reads a --rounds-format value.
 func ParseFormat(s string) (Format, error) {
 	switch Format(s) {
 	case SuperBench, ClusterKit:

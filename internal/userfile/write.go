@@ -308,7 +308,7 @@ func WriteFile(path string, data []byte, mode fs.FileMode) error {
 var ErrNotWritable = errors.New("not writable")
 
 // OutDir checks, before any work is done, that dir can take the files
-// rdmalab names in it (plan vms --out, design frr --out): a directory, or
+// rdmalab names in it (plan vms --dir, design frr --dir): a directory, or
 // missing with an existing parent (a mistyped path never grows a tree
 // under /), refused with one line otherwise, and proven writable by
 // creating and removing a temporary file the way CreateIn will. Nothing is
