@@ -416,27 +416,35 @@ func foldExplained[D any](fs []check.Finding, dirs []D, links []int, get func(D)
 	return out
 }
 
-// CoverCatalog describes the findings of --schedule cover.
-var CoverCatalog = []check.Entry{
-	{ID: "bench.cover", Title: "The cover rounds found nothing slow",
+// The checks of --schedule cover.
+var (
+	CheckCover = check.Entry{ID: "bench.cover", Title: "The cover rounds found nothing slow",
 		Why:         "rounds planned from the real routes put traffic on every link host traffic reaches; none was slow",
 		Source:      "the fabric's cabling and forwarding tables; the measured directions",
 		Needs:       "the cabling and every switch's forwarding table, and every CA port mapped to a cluster node",
-		UnknownWhen: "never: links no host route crosses are listed by 'bench schedule' as uncoverable, not judged"},
-	{ID: "bench.cover.link", Title: "A cable between two switches is slow",
+		UnknownWhen: "never: links no host route crosses are listed by 'bench schedule' as uncoverable, not judged"}
+	CheckCoverLink = check.Entry{ID: "bench.cover.link", Title: "A cable between two switches is slow",
 		Why:    "one cable explains every slow direction (their routes all cross it) and no direction that crossed it was at speed",
 		Source: "measured directions below the threshold share of the run's median, joined with their routes", Fixes: []string{"reseat or replace the named cable", "read both ports' counters (rdmalab fabric check)"},
 		Needs:       "slow directions whose routes cross the cable, and fast directions clearing the other links on those routes",
-		UnknownWhen: "several cables explain the measurements equally (bench.cover.inconclusive)"},
-	{ID: "bench.cover.node", Title: "A node is slow whatever the route",
+		UnknownWhen: "several cables explain the measurements equally (bench.cover.inconclusive)"}
+	CheckCoverNode = check.Entry{ID: "bench.cover.node", Title: "A node is slow whatever the route",
 		Why:    "the node's own cable (its HCA, or the cable to its leaf) explains every slow direction, with partners on different routes",
 		Source: "measured directions and their routes; retests against known-good partners", Fixes: []string{"rdmalab doctor on the node", "reseat or replace its cable"},
 		Needs:       "slow directions to or from the node over routes that share nothing else",
-		UnknownWhen: "the node's directions were not measured"},
-	{ID: "bench.cover.inconclusive", Title: "No single cable or node explains the slow directions",
+		UnknownWhen: "the node's directions were not measured"}
+	CheckCoverInconclusive = check.Entry{ID: "bench.cover.inconclusive", Title: "No single cable or node explains the slow directions",
 		Why:    "several suspects stand that no host pair's route tells apart, or more than one fault (or noise) is present",
 		Source: "the localiser's standing hypotheses", Fixes: []string{"measure the slow pairs again", "read the suspects' counters (rdmalab fabric check)"},
-		Needs: "slow directions", UnknownWhen: "never"},
+		Needs: "slow directions", UnknownWhen: "never"}
+)
+
+// CoverCatalog describes the findings of --schedule cover.
+var CoverCatalog = []check.Entry{
+	CheckCover,
+	CheckCoverLink,
+	CheckCoverNode,
+	CheckCoverInconclusive,
 }
 
 // portCounters are a port's counters as the fabric scan read them, found

@@ -10,38 +10,48 @@ import (
 	"github.com/rdmalab/rdmalab/internal/check"
 )
 
-// RASCatalog is the checks an ncclras report and a poll of a live RAS
-// endpoint report. Part of Catalog.
-var RASCatalog = []check.Entry{
-	{ID: "nccl.ras.ranks", Title: "Every rank of every communicator answers RAS",
+// The checks of an ncclras report and a poll of a live RAS endpoint.
+var (
+	CheckRASRanks = check.Entry{ID: "nccl.ras.ranks", Title: "Every rank of every communicator answers RAS",
 		Why:    "A rank RAS gets no data from (INCOMPLETE: stopped, exited, unreachable) or has declared DEAD (60 s unreachable) stops every collective of its communicators: the job hangs or dies there.",
 		Source: "NCCL ras.rst; ncclras text (Errors: INCOMPLETE, DEAD, #g-c INCOMPLETE) and JSON (missing_ranks: unresponsive, considered_dead)",
 		Fixes:  []string{"look at the process named on its host (dmesg, nvidia-smi, the job's log) before restarting the job"},
-		Needs:  "an ncclras report (text or -f json) or a live RAS endpoint", UnknownWhen: "RAS collected no communicator data"},
-	{ID: "nccl.ras.status", Title: "No communicator is in error or aborting",
+		Needs:  "an ncclras report (text or -f json) or a live RAS endpoint", UnknownWhen: "RAS collected no communicator data"}
+	CheckRASStatus = check.Entry{ID: "nccl.ras.status", Title: "No communicator is in error or aborting",
 		Why:    "A communicator in ABORT or with an initialisation or asynchronous error on a rank will not complete another collective.",
 		Source: "ncclras Status/Errors columns; JSON init_state (0 initialised, 7 in progress), async_error, abort_flag",
 		Fixes:  []string{"read the rank's own NCCL_DEBUG=WARN lines (rdmalab nccl judge its log)"},
-		Needs:  "the report's communicator table or ranks", UnknownWhen: "never"},
-	{ID: "nccl.ras.progress", Title: "The ranks of a communicator launched the same collectives (one report)",
+		Needs:  "the report's communicator table or ranks", UnknownWhen: "never"}
+	CheckRASProgress = check.Entry{ID: "nccl.ras.progress", Title: "The ranks of a communicator launched the same collectives (one report)",
 		Why:    "A MISMATCH in collective counts names lagging ranks, but NCCL launches asynchronously: one snapshot's skew can be normal. Only counts frozen across polls are a hang (nccl.ras.hang).",
 		Source: "NCCL ras.rst (MISMATCH needs repetition); docs/examples/08_ras",
 		Fixes:  []string{"poll it: rdmalab nccl ras --host HOST --interval 5s --polls 3"},
-		Needs:  "one report's collective counts", UnknownWhen: "never"},
-	{ID: "nccl.ras.hang", Title: "No rank stays behind, frozen, across polls",
+		Needs:  "one report's collective counts", UnknownWhen: "never"}
+	CheckRASHang = check.Entry{ID: "nccl.ras.hang", Title: "No rank stays behind, frozen, across polls",
 		Why:    "A rank whose collective count stays the same across polls while the others are ahead is stuck there (a hang the whole communicator waits on); one that lags but moves is a straggler (slow GPU, NIC or link).",
 		Source: "NCCL ras.rst (the same counts on repeated queries indicate a stuck rank); rdmalab nccl ras",
 		Fixes:  []string{"on the rank's host: rdmalab doctor, the rank's GPU and rail NIC; retest its rail with rdmalab bench"},
-		Needs:  "two or more polls of a live RAS endpoint", UnknownWhen: "never: one poll is nccl.ras.progress"},
-	{ID: "nccl.ras.collection", Title: "RAS gathered its data without timeouts",
+		Needs:  "two or more polls of a live RAS endpoint", UnknownWhen: "never: one poll is nccl.ras.progress"}
+	CheckRASCollection = check.Entry{ID: "nccl.ras.collection", Title: "RAS gathered its data without timeouts",
 		Why:    "Communication timeouts while RAS gathers mean some processes answered late or not at all: the report may be partial.",
 		Source: "ncclras Warnings: TIMEOUT; JSON ras.timeouts_count",
 		Fixes:  []string{"rerun ncclras with a longer -t"},
-		Needs:  "the report", UnknownWhen: "never"},
-	{ID: "nccl.ras.read", Title: "The RAS report was read as written",
+		Needs:  "the report", UnknownWhen: "never"}
+	CheckRASRead = check.Entry{ID: "nccl.ras.read", Title: "The RAS report was read as written",
 		Why:    "NCCL 2.28.x wrote invalid JSON for a missing rank (no comma between nvml_dev and status); the repair that reads it is named so nothing is silently guessed.",
 		Source: "NCCL client_support.cc JSON writer",
-		Needs:  "the report", UnknownWhen: "never"},
+		Needs:  "the report", UnknownWhen: "never"}
+)
+
+// RASCatalog is the checks an ncclras report and a poll of a live RAS
+// endpoint report. Part of Catalog.
+var RASCatalog = []check.Entry{
+	CheckRASRanks,
+	CheckRASStatus,
+	CheckRASProgress,
+	CheckRASHang,
+	CheckRASCollection,
+	CheckRASRead,
 }
 
 // JudgeRASFile reads and judges one ncclras report.
