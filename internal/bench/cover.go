@@ -263,17 +263,15 @@ func (cp *coverPlan) judgeCover(c *cluster.Cluster, rep *Report, recs []Record) 
 	}
 	rep.Cover = cv
 	if v.State == "clean" {
-		rep.Findings = append(rep.Findings, check.Finding{Check: "bench.cover", Outcome: check.Pass, Subject: "fabric",
-			Message: fmt.Sprintf("%d cover round(s) crossed every link host traffic reaches; no measured direction was slow (%s)", cv.InitialRounds, v.Sure)})
+		rep.Findings = append(rep.Findings, CheckCover.Reporter("").New(check.Pass, "fabric", "%d cover round(s) crossed every link host traffic reaches; no measured direction was slow (%s)", cv.InitialRounds, v.Sure))
 		return
 	}
 	cv.Confidence = map[string]string{"confirmed": "high", "named": "medium"}[v.State]
 	if cv.Confidence == "" {
 		cv.Confidence = "low"
 	}
-	fd := check.Finding{Check: "bench.cover.inconclusive", Outcome: check.Fail, Subject: "fabric",
-		Message: fmt.Sprintf("%s (%s after %d cover and %d follow-up round(s); confidence %s)", v.What, v.State, cv.InitialRounds, cv.FollowUps, cv.Confidence),
-		Fix:     []string{"measure the slow pairs again; read the suspects' port counters: rdmalab fabric check"}}
+	fd := CheckCoverInconclusive.Reporter("").New(check.Fail, "fabric", "%s (%s after %d cover and %d follow-up round(s); confidence %s)", v.What, v.State, cv.InitialRounds, cv.FollowUps, cv.Confidence)
+	fd.Fix = []string{"measure the slow pairs again; read the suspects' port counters: rdmalab fabric check"}
 	fault := cp.fault(v)
 	if fault != nil && (v.State == "confirmed" || v.State == "named") {
 		cv.Fault = fault
@@ -304,13 +302,11 @@ func (cp *coverPlan) judgeCover(c *cluster.Cluster, rep *Report, recs []Record) 
 		}
 		ends := fault.Ends[0].Name + " (" + fault.Ends[0].GUID.String() + ") ↔ " + fault.Ends[1].Name + " (" + fault.Ends[1].GUID.String() + ")"
 		if fault.Kind == "node" {
-			fd = check.Finding{Check: "bench.cover.node", Outcome: check.Fail, Host: fault.Node, Subject: "node",
-				Message: fmt.Sprintf("%s is slow with every partner whatever the route: its HCA, or its cable %s; %s (confidence %s)", fault.Node, ends, sure, cv.Confidence),
-				Fix:     []string{"rdmalab doctor on " + fault.Node + " (port rate, PCIe link, error counters)", "reseat or replace the cable " + ends}}
+			fd = CheckCoverNode.Reporter(fault.Node).New(check.Fail, "node", "%s is slow with every partner whatever the route: its HCA, or its cable %s; %s (confidence %s)", fault.Node, ends, sure, cv.Confidence)
+			fd.Fix = []string{"rdmalab doctor on " + fault.Node + " (port rate, PCIe link, error counters)", "reseat or replace the cable " + ends}
 		} else {
-			fd = check.Finding{Check: "bench.cover.link", Outcome: check.Fail, Subject: fault.Ends[0].Name + " ↔ " + fault.Ends[1].Name,
-				Message: fmt.Sprintf("the cable %s is slow: %s (confidence %s)", ends, sure, cv.Confidence),
-				Fix:     []string{"reseat or replace the cable " + ends + ", then read both ports' counters: rdmalab fabric check"}}
+			fd = CheckCoverLink.Reporter("").New(check.Fail, fault.Ends[0].Name+" ↔ "+fault.Ends[1].Name, "the cable %s is slow: %s (confidence %s)", ends, sure, cv.Confidence)
+			fd.Fix = []string{"reseat or replace the cable " + ends + ", then read both ports' counters: rdmalab fabric check"}
 		}
 		for _, e := range fault.Ends {
 			fd.Evidence = append(fd.Evidence, check.Evidence{What: "end", Value: fmt.Sprintf("%s: GUID %s port %d", e.Name, e.GUID, e.Port), Source: cp.src})
@@ -406,9 +402,10 @@ func foldExplained[D any](fs []check.Finding, dirs []D, links []int, get func(D)
 	out := fs[:0]
 	for _, f := range fs {
 		switch {
-		case f.Check == "bench.direction.slow" && explained[f.Subject]:
+		case f.Check == CheckDirectionSlow.ID && explained[f.Subject]:
 			continue
-		case (f.Check == "bench.node."+Send || f.Check == "bench.node."+Receive) && unexplained[f.Host+"|"+strings.TrimPrefix(f.Check, "bench.node.")] == 0:
+		case f.Check == CheckNodeSend.ID && unexplained[f.Host+"|"+Send] == 0,
+			f.Check == CheckNodeReceive.ID && unexplained[f.Host+"|"+Receive] == 0:
 			continue
 		}
 		out = append(out, f)

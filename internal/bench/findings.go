@@ -29,7 +29,7 @@ func runFindings(rep *Report, lat *latencyRow) []check.Finding {
 // layerFindings: the layer perftest ran over, against the cluster file's.
 // It returns the layers perftest reported, sorted.
 func layerFindings(rep *Report) ([]check.Finding, []linkrate.Layer) {
-	var fs []check.Finding
+	r := CheckPerftestLinkLayer.Reporter("")
 	declared, derr := linkrate.ParseLayer(rep.layer)
 	ran := map[linkrate.Layer][]string{}
 	for _, d := range rep.Directions {
@@ -41,13 +41,12 @@ func layerFindings(rep *Report) ([]check.Finding, []linkrate.Layer) {
 	for _, l := range layers {
 		dirs := ran[l]
 		if derr == nil && declared != linkrate.TCP && l != declared {
-			fs = append(fs, check.Finding{Check: "bench.perftest.link-layer", Outcome: check.Fail, Subject: "cluster file link",
-				Message:  fmt.Sprintf("%d direction(s) ran over %s (perftest's Link type), not the cluster file's %s: %s", len(dirs), l, declared, strings.Join(dirs, ", ")),
-				Evidence: []check.Evidence{{What: "Link type", Value: string(l), Source: "perftest"}, {What: "link.layer", Value: string(declared), Source: "cluster file"}},
-				Fix:      []string{"set link.layer in the cluster file to the ports' link layer (ibstat), or point device/port at the intended ports"}})
+			f := r.Fail("cluster file link", "%d direction(s) ran over %s (perftest's Link type), not the cluster file's %s: %s", len(dirs), l, declared, strings.Join(dirs, ", "))
+			f.Evidence = []check.Evidence{{What: "Link type", Value: string(l), Source: "perftest"}, {What: "link.layer", Value: string(declared), Source: "cluster file"}}
+			f.Fix = []string{"set link.layer in the cluster file to the ports' link layer (ibstat), or point device/port at the intended ports"}
 		}
 	}
-	return fs, layers
+	return r.Findings(), layers
 }
 
 // mtuFinding judges the smallest MTU perftest used, on the layer it ran
@@ -108,20 +107,19 @@ func latencyFinding(rep *Report, lat *latencyRow) (check.Finding, bool) {
 	}
 	m := Median(p50)
 	lo, hi := lat.LowUs*lat.trips, lat.HighUs*lat.trips
-	f := check.Finding{Check: "bench.link.latency", Subject: "cluster", Evidence: []check.Evidence{
-		{What: "median p50", Value: fmt.Sprintf("%.2f µs over %d direction(s)", m, len(p50)), Source: rep.Engine + " " + rep.Test},
-		{What: "a clean fabric", Value: fmt.Sprintf("%.2f–%.2f µs; above %.1f µs broken", lo, hi, lat.BrokenUs*lat.trips), Source: lat.Source + ", " + lat.Link},
-	}}
+	r := CheckLinkLatency.Reporter("")
+	var f check.Finding
 	switch {
 	case m <= hi:
-		f.Outcome = check.Pass
-		f.Message = fmt.Sprintf("median p50 %.2f µs is within what a clean fabric does (%.2f–%.2f µs on %s): healthy", m, lo, hi, lat.Link)
+		f = r.New(check.Pass, "cluster", "median p50 %.2f µs is within what a clean fabric does (%.2f–%.2f µs on %s): healthy", m, lo, hi, lat.Link)
 	case m <= lat.BrokenUs*lat.trips:
-		f.Outcome = check.Warn
-		f.Message = fmt.Sprintf("median p50 %.2f µs is above what a clean fabric does (%.2f–%.2f µs on %s): check CPU governor, NUMA placement, MTU and the switch path", m, lo, hi, lat.Link)
+		f = r.New(check.Warn, "cluster", "median p50 %.2f µs is above what a clean fabric does (%.2f–%.2f µs on %s): check CPU governor, NUMA placement, MTU and the switch path", m, lo, hi, lat.Link)
 	default:
-		f.Outcome = check.Fail
-		f.Message = fmt.Sprintf("median p50 %.2f µs is above %.1f µs: broken, not slow, on one switch (a clean fabric does %.2f–%.2f µs on %s)", m, lat.BrokenUs*lat.trips, lo, hi, lat.Link)
+		f = r.New(check.Fail, "cluster", "median p50 %.2f µs is above %.1f µs: broken, not slow, on one switch (a clean fabric does %.2f–%.2f µs on %s)", m, lat.BrokenUs*lat.trips, lo, hi, lat.Link)
+	}
+	f.Evidence = []check.Evidence{
+		{What: "median p50", Value: fmt.Sprintf("%.2f µs over %d direction(s)", m, len(p50)), Source: rep.Engine + " " + rep.Test},
+		{What: "a clean fabric", Value: fmt.Sprintf("%.2f–%.2f µs; above %.1f µs broken", lo, hi, lat.BrokenUs*lat.trips), Source: lat.Source + ", " + lat.Link},
 	}
 	return f, true
 }
@@ -140,19 +138,19 @@ func (a *analysis) findings() []check.Finding {
 	fs = append(fs, a.linkFindings()...)
 	fs = append(fs, warningFindings(a.rep.Directions, a.t)...)
 	if l := a.rep.Leftovers; len(l) > 0 {
-		fs = append(fs, check.Finding{Check: "bench.run.leftover", Outcome: check.Warn, Subject: "processes",
-			Message: fmt.Sprintf("%d process(es) of this run were still alive after their round and were killed: %s", len(l), strings.Join(l, "; "))})
+		fs = append(fs, *CheckRunLeftover.Reporter("").Warn("processes", "%d process(es) of this run were still alive after their round and were killed: %s", len(l), strings.Join(l, "; ")))
 	}
 	fs = append(fs, a.goodNodeFindings()...)
+	run := CheckRun.Reporter("")
 	if len(a.rep.Directions) == 0 {
-		fs = append(fs, check.Finding{Check: "bench.run", Outcome: check.Unknown, Subject: "cluster", Message: "nothing was measured"})
+		run.Unknown("cluster", "nothing was measured")
 	}
 	if u := a.unjudged; len(u) > 0 {
-		fs = append(fs, check.Finding{Check: "bench.run", Outcome: check.Unknown, Subject: "cluster",
-			Message: fmt.Sprintf("%d direction(s) could not be judged: no link rate is declared and their link class has fewer than three measured directions to compare them with (%s)", len(u), strings.Join(u, ", ")),
-			Fix:     []string{"declare link.rate in the cluster file (the ports' rate, as ibstat or ethtool shows it), or measure at least three directions of each link class"}})
+		// The unknown's fix is the run's answer (check.Verdict.Answer).
+		run.Unknown("cluster", "%d direction(s) could not be judged: no link rate is declared and their link class has fewer than three measured directions to compare them with (%s)", len(u), strings.Join(u, ", ")).Fix =
+			[]string{"declare link.rate in the cluster file (the ports' rate, as ibstat or ethtool shows it), or measure at least three directions of each link class"}
 	}
-	return fs
+	return append(fs, run.Findings()...)
 }
 
 // judgedAgainst names what a direction is compared with, for messages.
@@ -209,15 +207,21 @@ func (a *analysis) suspectFinding(s Suspect) check.Finding {
 	case "mixed":
 		msg += fmt.Sprintf("; retests disagree (%s)", strings.Join(partners, ", "))
 	}
-	return check.Finding{Check: "bench.node." + s.Side, Outcome: outcome, Host: s.Node, Subject: s.Side + " side", Message: msg, Evidence: ev,
-		Fix: []string{"rdmalab doctor on " + s.Node + " (port rate, PCIe link, error counters, MTU)", "check the cable and switch port of " + s.Node + "; compare ethtool -S / perfquery counters before and after a run"}}
+	e := CheckNodeSend
+	if s.Side == Receive {
+		e = CheckNodeReceive
+	}
+	f := e.Reporter(s.Node).New(outcome, s.Side+" side", "%s", msg)
+	f.Evidence = ev
+	f.Fix = []string{"rdmalab doctor on " + s.Node + " (port rate, PCIe link, error counters, MTU)", "check the cable and switch port of " + s.Node + "; compare ethtool -S / perfquery counters before and after a run"}
+	return f
 }
 
 // pathFindings: bad directions no suspect explains, the pair or the path
 // between them.
 func (a *analysis) pathFindings() []check.Finding {
 	rep := a.rep
-	var fs []check.Finding
+	r := CheckDirectionSlow.Reporter("")
 	for _, d := range rep.Directions {
 		if !d.Bad || a.suspectSide[d.From+"|"+Send] || a.suspectSide[d.To+"|"+Receive] {
 			continue
@@ -245,25 +249,24 @@ func (a *analysis) pathFindings() []check.Finding {
 		} else {
 			msg += ", or noise (not measured again)"
 		}
-		fs = append(fs, check.Finding{Check: "bench.direction.slow", Outcome: outcome, Subject: d.From + " → " + d.To, Message: msg, Evidence: ev})
+		r.Report(outcome, d.From+" → "+d.To, "%s", msg).Evidence = ev
 	}
-	return fs
+	return r.Findings()
 }
 
 // noisyFindings: short, but inside the run's own noise: said, never
 // failed.
 func (a *analysis) noisyFindings() []check.Finding {
 	rep := a.rep
-	var fs []check.Finding
+	r := CheckDirectionNoisy.Reporter("")
 	for _, d := range rep.Directions {
 		if !d.Noisy {
 			continue
 		}
-		fs = append(fs, check.Finding{Check: "bench.direction.noisy", Outcome: check.Warn, Subject: d.From + " → " + d.To,
-			Message:  fmt.Sprintf("%s is %s: not a verdict; measure again (more --samples, a quieter machine) to tell", rep.FormatValue(valueOf(d.Record, rep.Latency)), d.NoisyWhy),
-			Evidence: directionEvidence(d, rep, a.measuredBy())})
+		r.Warn(d.From+" → "+d.To, "%s is %s: not a verdict; measure again (more --samples, a quieter machine) to tell", rep.FormatValue(valueOf(d.Record, rep.Latency)), d.NoisyWhy).
+			Evidence = directionEvidence(d, rep, a.measuredBy())
 	}
-	return fs
+	return r.Findings()
 }
 
 // failureFindings: failures by node when one is known, else by pair.
@@ -302,24 +305,24 @@ func (a *analysis) failureFindings() []check.Finding {
 			nf.dirs++
 			continue
 		}
-		id := "bench.direction.error"
+		e := CheckDirectionError
 		msg := "failed: " + cmpOr(d.Error, d.NotMeasured)
 		if d.TimedOut {
-			id = "bench.pair.timeout"
+			e = CheckPairTimeout
 			msg = "timed out (both ends killed) while both ends answer otherwise: the data path between them"
 		}
-		fs = append(fs, check.Finding{Check: id, Outcome: check.Fail, Subject: d.From + " → " + d.To, Message: msg})
+		fs = append(fs, *e.Reporter("").Fail(d.From+" → "+d.To, "%s", msg))
 	}
+	unreachable := CheckNodeUnreachable.Reporter("")
 	for _, n := range a.c.Nodes {
 		nf := byNode[n.Name]
 		if nf == nil {
 			continue
 		}
-		fs = append(fs, check.Finding{Check: "bench.node.unreachable", Outcome: check.Fail, Host: n.Name, Subject: "node",
-			Message: fmt.Sprintf("%s could not be measured: %s; %d direction(s) not measured (--resume measures them once it is fixed)", n.Name, nf.why, nf.dirs),
-			Fix:     []string{"ssh " + n.SSH + " true   # reachable? host key known?", "rdmalab bench --resume … after fixing it"}})
+		unreachable.On(n.Name).Fail("node", "%s could not be measured: %s; %d direction(s) not measured (--resume measures them once it is fixed)", n.Name, nf.why, nf.dirs).
+			Fix = []string{"ssh " + n.SSH + " true   # reachable? host key known?", "rdmalab bench --resume … after fixing it"}
 	}
-	return fs
+	return append(fs, unreachable.Findings()...)
 }
 
 // linkFindings judge the declared link against the run: a rate the
@@ -330,15 +333,14 @@ func (a *analysis) linkFindings() []check.Finding {
 	if a.rateSuspect {
 		// Every direction above what its link can carry: nothing was
 		// judged against physics, so the run proves nothing healthy.
-		fs = append(fs, check.Finding{Check: "bench.link.rate-suspect", Outcome: check.Unknown, Subject: "cluster file link",
-			Message: fmt.Sprintf("the cluster's median %s is %.0f%% of what %s can carry: no link carries more than its ceiling, so the declared rate is likely wrong (the measurements suggest at least %.0f Gb/s), or the measurement is (see any perftest warning); judged against the peers only",
-				rep.FormatValue(rep.MedianValue), 100*a.medianShare, rep.Link, rep.MedianValue),
-			Fix: []string{"set link.rate in the cluster file to the ports' real rate (ibstat / ethtool)"}})
+		f := CheckLinkRateSuspect.Reporter("").New(check.Unknown, "cluster file link", "the cluster's median %s is %.0f%% of what %s can carry: no link carries more than its ceiling, so the declared rate is likely wrong (the measurements suggest at least %.0f Gb/s), or the measurement is (see any perftest warning); judged against the peers only",
+			rep.FormatValue(rep.MedianValue), 100*a.medianShare, rep.Link, rep.MedianValue)
+		f.Fix = []string{"set link.rate in the cluster file to the ports' real rate (ibstat / ethtool)"}
+		fs = append(fs, f)
 	}
 	if a.clusterBelow {
-		fs = append(fs, check.Finding{Check: "bench.link.below-ceiling", Outcome: check.Fail, Subject: "cluster",
-			Message: fmt.Sprintf("the whole cluster runs at %.0f%% of what %s can carry (median %s): a cluster-wide cause (rate, MTU, PCIe, CPU governor, test size), not one node",
-				100*a.medianShare, rep.Link, rep.FormatValue(rep.MedianValue))})
+		fs = append(fs, CheckLinkBelowCeiling.Reporter("").New(check.Fail, "cluster", "the whole cluster runs at %.0f%% of what %s can carry (median %s): a cluster-wide cause (rate, MTU, PCIe, CPU governor, test size), not one node",
+			100*a.medianShare, rep.Link, rep.FormatValue(rep.MedianValue)))
 	}
 	for _, d := range rep.Directions {
 		if d.Above {
@@ -346,9 +348,9 @@ func (a *analysis) linkFindings() []check.Finding {
 			if len(d.Warnings) > 0 {
 				causes = "perftest's warning \"" + d.Warnings[0] + "\" (its timing is unreliable), or " + causes
 			}
-			fs = append(fs, check.Finding{Check: "bench.direction.above-ceiling", Outcome: check.Warn, Subject: d.From + " → " + d.To,
-				Message:  fmt.Sprintf("suspect: %s is %.0f%% of what %s can carry (%.2f Gb/s), which no link does; likely causes: %s", rep.FormatValue(d.Gbps), 100*d.CeilingShare, d.Link, d.CeilingGbps, causes),
-				Evidence: directionEvidence(d, rep, a.measuredBy())})
+			f := CheckDirectionAboveCeiling.Reporter("").New(check.Warn, d.From+" → "+d.To, "suspect: %s is %.0f%% of what %s can carry (%.2f Gb/s), which no link does; likely causes: %s", rep.FormatValue(d.Gbps), 100*d.CeilingShare, d.Link, d.CeilingGbps, causes)
+			f.Evidence = directionEvidence(d, rep, a.measuredBy())
+			fs = append(fs, f)
 		}
 	}
 	return fs
@@ -357,7 +359,7 @@ func (a *analysis) linkFindings() []check.Finding {
 // goodNodeFindings pass each measured node with nothing against it.
 func (a *analysis) goodNodeFindings() []check.Finding {
 	rep := a.rep
-	var fs []check.Finding
+	r := CheckNode.Reporter("")
 	unjudged := map[string]bool{}
 	for _, u := range a.unjudged {
 		from, to, _ := strings.Cut(u, " → ")
@@ -375,9 +377,9 @@ func (a *analysis) goodNodeFindings() []check.Finding {
 		if rep.RateDeclared {
 			msg += " and what " + rep.Link + " can carry"
 		}
-		fs = append(fs, check.Finding{Check: "bench.node", Outcome: check.Pass, Host: n.Name, Subject: "both sides", Message: msg})
+		r.On(n.Name).Pass("both sides", "%s", msg)
 	}
-	return fs
+	return r.Findings()
 }
 
 func directionEvidence(d Direction, rep *Report, source string) []check.Evidence {
