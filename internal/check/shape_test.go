@@ -21,7 +21,6 @@ func TestOneRuleShape(t *testing.T) {
 
 		"../cli/slurm.go": true,
 
-		"../compare/compare.go": true,
 
 		"../fabriccheck/rules.go": true,
 
