@@ -31,7 +31,6 @@ func TestOneRuleShape(t *testing.T) {
 
 		"../judge/cluster.go": true, "../judge/fabric.go": true,
 
-		"../nccl/env.go": true, "../nccl/judge.go": true, "../nccl/judgelog.go": true, "../nccl/ras_judge.go": true,
 
 		"../nccl/run.go": true,
 

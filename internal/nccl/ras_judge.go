@@ -89,15 +89,19 @@ func JudgeRAS(source string, r *RASReport, o *RASOptions) []check.Finding {
 
 func judgeRASState(source string, r *RASReport, o *RASOptions) []check.Finding {
 	var fs []check.Finding
-	add := func(id string, o check.Outcome, host, subject, msg string, ev ...check.Evidence) *check.Finding {
-		fs = append(fs, check.Finding{Check: id, Outcome: o, Host: host, Subject: subject, Message: msg, Evidence: ev})
+	// add reports a finding of the rule e; the pointer is for setting its
+	// specific fixes or path at once, before the next add.
+	add := func(e check.Entry, o check.Outcome, host, subject, msg string, ev ...check.Evidence) *check.Finding {
+		f := e.Reporter(host).New(o, subject, "%s", msg)
+		f.Evidence = ev
+		fs = append(fs, f)
 		return &fs[len(fs)-1]
 	}
 	ev := func(what, value string) check.Evidence {
 		return check.Evidence{What: what, Value: value, Source: source}
 	}
 	for _, rep := range r.Repairs {
-		add("nccl.ras.read", check.Warn, "", "ncclras JSON", rep, ev("repair", rep))
+		add(CheckRASRead, check.Warn, "", "ncclras JSON", rep, ev("repair", rep))
 	}
 	lookHere := func(host string, pid int) []string {
 		return []string{fmt.Sprintf("on %s: is PID %d still there (ps -p %d), what did it print last (its NCCL_DEBUG=WARN lines), dmesg for GPU Xid or NIC errors", host, pid, pid)}
@@ -112,7 +116,7 @@ func judgeRASState(source string, r *RASReport, o *RASOptions) []check.Finding {
 			if k.Dead {
 				state = "is considered DEAD by RAS (unreachable for 60 s): its communicators cannot complete another collective"
 			}
-			f := add("nccl.ras.ranks", check.Fail, k.Host, fmt.Sprintf("rank %d", k.Rank), fmt.Sprintf("%s of %s %s", k.Where(), commName(c), state),
+			f := add(CheckRASRanks, check.Fail, k.Host, fmt.Sprintf("rank %d", k.Rank), fmt.Sprintf("%s of %s %s", k.Where(), commName(c), state),
 				ev("missing rank", k.Where()))
 			f.Fix = lookHere(k.Host, k.PID)
 			o.attachPath(f, k)
@@ -123,7 +127,7 @@ func judgeRASState(source string, r *RASReport, o *RASOptions) []check.Finding {
 			if c.CommsInGroup > 0 && c.RanksInGroup < c.CommsInGroup*c.Size {
 				msg = fmt.Sprintf("%s is INCOMPLETE: %d of %d ranks answered RAS", commName(c), c.RanksInGroup, c.CommsInGroup*c.Size)
 			}
-			add("nccl.ras.ranks", check.Fail, "", strings.TrimPrefix(commName(c), "communicator "), msg+" (the report does not name them: rerun ncclras -v)").Fix = []string{"ncclras -v on a node of the job names the missing ranks"}
+			add(CheckRASRanks, check.Fail, "", strings.TrimPrefix(commName(c), "communicator "), msg+" (the report does not name them: rerun ncclras -v)").Fix = []string{"ncclras -v on a node of the job names the missing ranks"}
 		}
 	}
 	for _, p := range r.MissingProcesses {
@@ -131,33 +135,33 @@ func judgeRASState(source string, r *RASReport, o *RASOptions) []check.Finding {
 			continue
 		}
 		bad++
-		add("nccl.ras.ranks", check.Fail, p.Host, fmt.Sprintf("PID %d", p.PID), fmt.Sprintf("process %d on %s managing GPU %s sent RAS no communicator data (INCOMPLETE: stopped, exited or unreachable)", p.PID, p.Host, p.GPU),
+		add(CheckRASRanks, check.Fail, p.Host, fmt.Sprintf("PID %d", p.PID), fmt.Sprintf("process %d on %s managing GPU %s sent RAS no communicator data (INCOMPLETE: stopped, exited or unreachable)", p.PID, p.Host, p.GPU),
 			ev("missing process", fmt.Sprintf("PID %d on %s, GPU %s", p.PID, p.Host, p.GPU))).Fix = lookHere(p.Host, p.PID)
 	}
 	for _, p := range r.DeadProcesses {
 		bad++
-		add("nccl.ras.ranks", check.Fail, p.Host, fmt.Sprintf("PID %d", p.PID), fmt.Sprintf("process %d on %s managing GPU %s is considered DEAD by RAS (unreachable via the RAS network for 60 s)", p.PID, p.Host, p.GPU),
+		add(CheckRASRanks, check.Fail, p.Host, fmt.Sprintf("PID %d", p.PID), fmt.Sprintf("process %d on %s managing GPU %s is considered DEAD by RAS (unreachable via the RAS network for 60 s)", p.PID, p.Host, p.GPU),
 			ev("dead process", fmt.Sprintf("PID %d on %s, GPU %s", p.PID, p.Host, p.GPU))).Fix = lookHere(p.Host, p.PID)
 	}
 	if n := r.DeadCount - len(r.DeadProcesses); n > 0 {
 		bad++
-		add("nccl.ras.ranks", check.Fail, "", "DEAD", fmt.Sprintf("%d job process(es) considered DEAD by RAS that the report does not list (rerun ncclras -v)", n))
+		add(CheckRASRanks, check.Fail, "", "DEAD", fmt.Sprintf("%d job process(es) considered DEAD by RAS that the report does not list (rerun ncclras -v)", n))
 	}
 	if n := r.MissingCount - len(r.MissingProcesses); n > 0 && bad == 0 {
 		bad++
-		add("nccl.ras.ranks", check.Fail, "", "INCOMPLETE", fmt.Sprintf("RAS is missing communicator data from %d job process(es) the report does not list (rerun ncclras -v)", n))
+		add(CheckRASRanks, check.Fail, "", "INCOMPLETE", fmt.Sprintf("RAS is missing communicator data from %d job process(es) the report does not list (rerun ncclras -v)", n))
 	}
 	switch {
 	case bad > 0:
 	case r.NoCommData || len(r.Comms) == 0:
-		add("nccl.ras.ranks", check.Unknown, "", "communicators", "RAS collected no communicator data: no NCCL communicator answered, so whether the ranks are alive is not in the report").Fix =
+		add(CheckRASRanks, check.Unknown, "", "communicators", "RAS collected no communicator data: no NCCL communicator answered, so whether the ranks are alive is not in the report").Fix =
 			[]string{"run ncclras (or rdmalab nccl ras --host HOST) on a node of the job while it runs"}
 	default:
 		ranks := 0
 		for _, c := range r.Comms {
 			ranks += max(len(c.Ranks), c.RanksInGroup, c.Size*max(c.CommsInGroup, 1)*boolInt(len(c.Ranks) == 0 && c.RanksInGroup == 0))
 		}
-		add("nccl.ras.ranks", check.Pass, "", "communicators", fmt.Sprintf("every rank of %d communicator(s) answered RAS (%d ranks)", len(r.Comms), ranks))
+		add(CheckRASRanks, check.Pass, "", "communicators", fmt.Sprintf("every rank of %d communicator(s) answered RAS (%d ranks)", len(r.Comms), ranks))
 	}
 
 	// status and errors
@@ -169,7 +173,7 @@ func judgeRASState(source string, r *RASReport, o *RASOptions) []check.Finding {
 			if len(c.RankErrors) > 0 {
 				msg += ": " + strings.Join(c.RankErrors, "; ")
 			}
-			add("nccl.ras.status", check.Fail, "", strings.TrimPrefix(commName(c), "communicator "), msg)
+			add(CheckRASStatus, check.Fail, "", strings.TrimPrefix(commName(c), "communicator "), msg)
 		}
 		for _, k := range c.Ranks {
 			var why []string
@@ -184,7 +188,7 @@ func judgeRASState(source string, r *RASReport, o *RASOptions) []check.Finding {
 			}
 			if len(why) > 0 {
 				statusBad++
-				o.attachPath(add("nccl.ras.status", check.Fail, k.Host, fmt.Sprintf("rank %d", k.Rank), fmt.Sprintf("%s of %s: %s", k.Where(), commName(c), strings.Join(why, ", "))), k)
+				o.attachPath(add(CheckRASStatus, check.Fail, k.Host, fmt.Sprintf("rank %d", k.Rank), fmt.Sprintf("%s of %s: %s", k.Where(), commName(c), strings.Join(why, ", "))), k)
 			}
 		}
 	}
@@ -195,10 +199,10 @@ func judgeRASState(source string, r *RASReport, o *RASOptions) []check.Finding {
 				st = append(st, c.Status)
 			}
 		}
-		add("nccl.ras.status", check.Pass, "", "communicators", "no communicator in error or aborting"+strings.TrimSuffix(" ("+strings.Join(st, ", ")+")", " ()"))
+		add(CheckRASStatus, check.Pass, "", "communicators", "no communicator in error or aborting"+strings.TrimSuffix(" ("+strings.Join(st, ", ")+")", " ()"))
 	}
 	if r.Timeouts > 0 {
-		add("nccl.ras.collection", check.Warn, "", "RAS", fmt.Sprintf("RAS met %d communication timeout(s) while gathering: some processes answered late or not at all, so the report may be partial", r.Timeouts))
+		add(CheckRASCollection, check.Warn, "", "RAS", fmt.Sprintf("RAS met %d communication timeout(s) while gathering: some processes answered late or not at all, so the report may be partial", r.Timeouts))
 	}
 	return fs
 }
@@ -290,14 +294,16 @@ func judgeRASProgress(source string, r *RASReport, o *RASOptions) []check.Findin
 		msg += ": lagging rank(s) — one poll is not a verdict (NCCL launches collectives asynchronously; a straggler is called only once it stays frozen across polls)"
 		host := l.host()
 		fix := "rdmalab nccl ras --host " + cmpOr(host, "HOST") + " --interval 5s --polls 3   # on a node of the job, or with NCCL_RAS_ADDR listening beyond localhost"
-		fs = append(fs, check.Finding{Check: "nccl.ras.progress", Outcome: check.Warn, Host: host, Subject: strings.TrimPrefix(commName(l.comm), "communicator ") + " " + l.op,
-			Message: msg, Evidence: []check.Evidence{{What: l.op + " counts", Value: l.behindText(), Source: source}}, Fix: []string{fix}})
+		f := CheckRASProgress.Reporter(host).New(check.Warn, strings.TrimPrefix(commName(l.comm), "communicator ")+" "+l.op, "%s", msg)
+		f.Evidence = []check.Evidence{{What: l.op + " counts", Value: l.behindText(), Source: source}}
+		f.Fix = []string{fix}
 		if len(l.named) == 1 {
-			o.attachPath(&fs[len(fs)-1], l.named[0])
+			o.attachPath(&f, l.named[0])
 		}
+		fs = append(fs, f)
 	}
 	if len(fs) == 0 && len(r.Comms) > 0 && !r.NoCommData {
-		fs = append(fs, check.Finding{Check: "nccl.ras.progress", Outcome: check.Pass, Subject: "communicators", Message: "no collective-count mismatch: the ranks that answered launched the same number of each collective"})
+		fs = append(fs, CheckRASProgress.Reporter("").New(check.Pass, "communicators", "no collective-count mismatch: the ranks that answered launched the same number of each collective"))
 	}
 	return fs
 }
@@ -328,8 +334,9 @@ func JudgeRASPolls(source string, polls []RASPoll, o *RASOptions) []check.Findin
 	if len(ok) < 2 {
 		fs = append(fs, judgeRASProgress(source, last.Report, o)...)
 		if len(polls) > 1 {
-			fs = append(fs, check.Finding{Check: "nccl.ras.hang", Outcome: check.Unknown, Subject: "polls", Message: fmt.Sprintf("only 1 of %d polls answered: whether a lagging rank moves is unknown", len(polls)),
-				Fix: []string{"poll again with a longer --timeout"}})
+			f := CheckRASHang.Reporter("").New(check.Unknown, "polls", "only 1 of %d polls answered: whether a lagging rank moves is unknown", len(polls))
+			f.Fix = []string{"poll again with a longer --timeout"}
+			fs = append(fs, f)
 		}
 		return fs
 	}
@@ -395,8 +402,8 @@ func JudgeRASPolls(source string, polls []RASPoll, o *RASOptions) []check.Findin
 					msg = fmt.Sprintf("rank %d on host %s stuck at %s %s while others reached %s for %d polls (%s): a hang at this rank (%s) — the rest of %s waits on it",
 						rk.Rank, rk.Host, l.op, opCount(counts[0]), opCount(tops[len(tops)-1]), len(ok), span, rk.Where(), commName(l.comm))
 				}
-				f := check.Finding{Check: "nccl.ras.hang", Outcome: check.Fail, Host: host, Subject: subject, Message: msg,
-					Evidence: []check.Evidence{{What: l.op + " count per poll", Value: joinCounts(counts) + " (others: " + joinCounts(tops) + ")", Source: source}}}
+				f := CheckRASHang.Reporter(host).New(check.Fail, subject, "%s", msg)
+				f.Evidence = []check.Evidence{{What: l.op + " count per poll", Value: joinCounts(counts) + " (others: " + joinCounts(tops) + ")", Source: source}}
 				f.Fix = hangFix(rk)
 				if rk.Rank >= 0 {
 					o.attachPath(&f, rk)
@@ -404,10 +411,9 @@ func JudgeRASPolls(source string, polls []RASPoll, o *RASOptions) []check.Findin
 				out = append(out, f)
 				continue
 			}
-			f := check.Finding{Check: "nccl.ras.hang", Outcome: check.Warn, Host: host, Subject: subject,
-				Message:  fmt.Sprintf("%s lags but moves: %s %s over %d polls (%s) while others %s: a straggler (slow, not stuck)", who, l.op, joinCounts(counts), len(ok), span, joinCounts(tops)),
-				Evidence: []check.Evidence{{What: l.op + " count per poll", Value: joinCounts(counts), Source: source}},
-				Fix:      hangFix(rk)}
+			f := CheckRASHang.Reporter(host).New(check.Warn, subject, "%s lags but moves: %s %s over %d polls (%s) while others %s: a straggler (slow, not stuck)", who, l.op, joinCounts(counts), len(ok), span, joinCounts(tops))
+			f.Evidence = []check.Evidence{{What: l.op + " count per poll", Value: joinCounts(counts), Source: source}}
+			f.Fix = hangFix(rk)
 			if rk.Rank >= 0 {
 				o.attachPath(&f, rk)
 			}
@@ -423,7 +429,7 @@ func JudgeRASPolls(source string, polls []RASPoll, o *RASOptions) []check.Findin
 		if skew+seen > 0 {
 			msg += fmt.Sprintf(": counts differed in some polls and moved on — launch skew, not a hang")
 		}
-		out = append(out, check.Finding{Check: "nccl.ras.hang", Outcome: check.Pass, Subject: "polls", Message: msg})
+		out = append(out, CheckRASHang.Reporter("").New(check.Pass, "polls", "%s", msg))
 		if seen > 0 {
 			out = append(out, judgeRASProgress(source, last.Report, o)...)
 		}
