@@ -34,7 +34,6 @@ func TestOneRuleShape(t *testing.T) {
 
 		"../nccl/run.go": true,
 
-		"../phycheck/ibdiag.go": true, "../phycheck/rules.go": true,
 
 		"../plan/devices.go": true, "../plan/plan.go": true,
 
