@@ -21,7 +21,6 @@ func TestOneRuleShape(t *testing.T) {
 
 		"../cli/slurm.go": true,
 
-
 		"../fabriccheck/rules.go": true,
 
 		"../gpudirect/gpudirect.go": true, "../gpudirect/topo.go": true,
@@ -31,13 +30,9 @@ func TestOneRuleShape(t *testing.T) {
 
 		"../judge/cluster.go": true, "../judge/fabric.go": true,
 
-
 		"../nccl/run.go": true,
 
-
 		"../plan/devices.go": true, "../plan/plan.go": true,
-
-		"../schedule/locate.go": true, "../schedule/plan.go": true,
 	}
 	seen := map[string]bool{}
 	fset := token.NewFileSet()
