@@ -84,7 +84,7 @@ func mtuFinding(rep *Report, layers []linkrate.Layer) (check.Finding, bool) {
 	if len(layers) == 1 {
 		l.Layer, src = layers[0], "perftest's Link type"
 	}
-	f := judgeMTU("perftest", mtu, l, src)
+	f := judgeMTU("perftest", "", mtu, l, src) // the results log keeps no device
 	f.Host = strings.Join(hosts, ", ")
 	f.Message += fmt.Sprintf(" (%d direction(s))", dirs)
 	return f, true

@@ -85,7 +85,7 @@ func judgeRun(name string, p *PerftestResult, link *linkrate.Link) []check.Findi
 		l.MTUBytes = linkrate.DefaultMTU(l.Layer)
 	}
 	if p.MTUBytes > 0 {
-		fs = append(fs, judgeMTU(name, p.MTUBytes, l, layerSource))
+		fs = append(fs, judgeMTU(name, p.Device, p.MTUBytes, l, layerSource))
 	}
 	t := cluster.DefaultThresholds
 	if p.Kind == "lat" {
@@ -129,8 +129,10 @@ func judgeRun(name string, p *PerftestResult, link *linkrate.Link) []check.Findi
 
 // judgeMTU: a run below the largest RDMA MTU pays more headers per byte;
 // on RoCE it usually means the netdev MTU was left at 1500 (seed 000:
-// "the default Ethernet MTU of 1500 limits the RDMA MTU to 1024").
-func judgeMTU(name string, mtu int, l linkrate.Link, layerSource string) check.Finding {
+// "the default Ethernet MTU of 1500 limits the RDMA MTU to 1024"). dev is
+// the RDMA device perftest ran on ("" when not known): the RoCE fix names
+// its netdev through sysfs.
+func judgeMTU(name, dev string, mtu int, l linkrate.Link, layerSource string) check.Finding {
 	r := CheckPerftestMTU.Reporter("")
 	ev := []check.Evidence{
 		{What: "Mtu", Value: fmt.Sprintf("%d", mtu), Source: name},
@@ -150,7 +152,11 @@ func judgeMTU(name string, mtu int, l linkrate.Link, layerSource string) check.F
 	if l.Layer == linkrate.RoCE {
 		f := r.New(check.Warn, name, "the run used RoCE MTU %d, not %d: every message is cut into %d× as many packets%s; a netdev MTU of 1500 gives 1024", mtu, linkrate.BestMTU, linkrate.BestMTU/mtu, cost)
 		f.Evidence = ev
-		f.Fix = []string{fmt.Sprintf("ip link set DEV mtu 9000 (at least %d) on both ends and every switch port on the path, then check ibv_devinfo's active_mtu", linkrate.NetdevMTUFor(linkrate.BestMTU))}
+		netdev := "DEV"
+		if dev != "" {
+			netdev = `"$(ls /sys/class/infiniband/` + dev + `/device/net)"`
+		}
+		f.Fix = []string{fmt.Sprintf("ip link set %s mtu 9000 (at least %d) on both ends and every switch port on the path, then check ibv_devinfo's active_mtu", netdev, linkrate.NetdevMTUFor(linkrate.BestMTU))}
 		return f
 	}
 	f := r.New(check.Warn, name, "the run used InfiniBand MTU %d, not %d%s: the subnet manager's partition MTU or the HCA limits it", mtu, linkrate.BestMTU, cost)
