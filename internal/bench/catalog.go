@@ -2,7 +2,8 @@ package bench
 
 import "github.com/rdmalab/rdmalab/internal/check"
 
-// The checks bench reports: each is a rule's catalog entry, and the rule reports through entry.Reporter.
+// The checks bench reports: each is a rule's catalog entry;
+// the rule reports through a reporter bound to it (entry.Reporter(host)).
 var (
 	CheckNodeSend = check.Entry{ID: "bench.node.send", Title: "A node sends at the rate its peers do",
 		Why:    "When most directions leaving one node are slow while its partners are fine with each other, the fault is that node's send side: its NIC, cable, PCIe link or CPU placement.",

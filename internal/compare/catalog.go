@@ -2,7 +2,8 @@ package compare
 
 import "github.com/rdmalab/rdmalab/internal/check"
 
-// The checks compare reports: each is a rule's catalog entry, and the rule reports through entry.Reporter.
+// The checks compare reports: each is a rule's catalog entry;
+// the rule reports through a reporter bound to it (entry.Reporter(host)).
 var (
 	CheckDirection = check.Entry{ID: "compare.direction", Title: "A direction is no worse than in the first run",
 		Why:    "Between two runs of the same measurement, a change is believed only beyond both runs' own spread (never below 5%): inside it, the answer is \"no change\".",

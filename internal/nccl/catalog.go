@@ -2,7 +2,8 @@ package nccl
 
 import "github.com/rdmalab/rdmalab/internal/check"
 
-// The checks nccl reports: each is a rule's catalog entry, and the rule reports through entry.Reporter.
+// The checks nccl reports: each is a rule's catalog entry;
+// the rule reports through a reporter bound to it (entry.Reporter(host)).
 var (
 	CheckEnvSocketIfName = check.Entry{ID: "nccl.env.socket-ifname", Title: "NCCL_SOCKET_IFNAME names an interface that reaches the other nodes",
 		Why: "NCCL's bootstrap and Socket transport use the first non-loopback interface unless told; a docker0 or management NIC there hangs init or carries the data.", Source: "NCCL environment documentation; gpudirect's socket interface pick",

@@ -53,7 +53,8 @@ const (
 	srcSupport = "mlxlink Supported Info: Enabled Link Speed and Supported Cable Speed (MFT; FORMATS-NEXT.md §1.4)"
 )
 
-// The physical-layer checks: each is a rule's catalog entry, and the rule reports through entry.Reporter.
+// The physical-layer checks: each is a rule's catalog entry;
+// the rule reports through a reporter bound to it (entry.Reporter(host)).
 var (
 	CheckEffectiveBER = check.Entry{ID: IDEffectiveBER, Title: "BER after FEC below 1e-12 over a window long enough to show it",
 		Why:         "errors left after FEC are lost frames and retransmissions: the link-quality figure. Zero errors prove BER < 1e-12 only once the window holds enough bits (3e12 for 95% confidence); a BER over a few minutes of counters is not a BER.",

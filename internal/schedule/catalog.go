@@ -2,7 +2,8 @@ package schedule
 
 import "github.com/rdmalab/rdmalab/internal/check"
 
-// The checks schedule reports: each is a rule's catalog entry, and the rule reports through entry.Reporter.
+// The checks schedule reports: each is a rule's catalog entry;
+// the rule reports through a reporter bound to it (entry.Reporter(host)).
 var (
 	CheckUnrouted = check.Entry{ID: "schedule.unrouted", Title: "Every host pair has a route",
 		Why:    "A pair with no route in the forwarding tables cannot talk at all; no schedule can measure it.",
