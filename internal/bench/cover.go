@@ -206,17 +206,15 @@ func (cp *coverPlan) judgeCover(c *cluster.Cluster, rep *Report, recs []Record) 
 	}
 	rep.Cover = cv
 	if v.State == "clean" {
-		rep.Findings = append(rep.Findings, check.Finding{Check: "bench.cover", Outcome: check.Pass, Subject: "fabric",
-			Message: fmt.Sprintf("%d cover round(s) crossed every link host traffic reaches; no measured direction was slow (%s)", cv.InitialRounds, v.Sure)})
+		rep.Findings = append(rep.Findings, CheckCover.Reporter("").New(check.Pass, "fabric", "%d cover round(s) crossed every link host traffic reaches; no measured direction was slow (%s)", cv.InitialRounds, v.Sure))
 		return
 	}
 	cv.Confidence = map[string]string{"confirmed": "high", "named": "medium"}[v.State]
 	if cv.Confidence == "" {
 		cv.Confidence = "low"
 	}
-	fd := check.Finding{Check: "bench.cover.inconclusive", Outcome: check.Fail, Subject: "fabric",
-		Message: fmt.Sprintf("%s (%s after %d cover and %d follow-up round(s); confidence %s)", v.What, v.State, cv.InitialRounds, cv.FollowUps, cv.Confidence),
-		Fix:     []string{"measure the slow pairs again; read the suspects' port counters: rdmalab fabric check"}}
+	fd := CheckCoverInconclusive.Reporter("").New(check.Fail, "fabric", "%s (%s after %d cover and %d follow-up round(s); confidence %s)", v.What, v.State, cv.InitialRounds, cv.FollowUps, cv.Confidence)
+	fd.Fix = []string{"measure the slow pairs again; read the suspects' port counters: rdmalab fabric check"}
 	fault := cp.fault(v)
 	if fault != nil && (v.State == "confirmed" || v.State == "named") {
 		cv.Fault = fault
@@ -247,13 +245,11 @@ func (cp *coverPlan) judgeCover(c *cluster.Cluster, rep *Report, recs []Record) 
 		}
 		ends := fault.Ends[0].Name + " (" + fault.Ends[0].GUID.String() + ") ↔ " + fault.Ends[1].Name + " (" + fault.Ends[1].GUID.String() + ")"
 		if fault.Kind == "node" {
-			fd = check.Finding{Check: "bench.cover.node", Outcome: check.Fail, Host: fault.Node, Subject: "node",
-				Message: fmt.Sprintf("%s is slow with every partner whatever the route: its HCA, or its cable %s; %s (confidence %s)", fault.Node, ends, sure, cv.Confidence),
-				Fix:     []string{"rdmalab doctor on " + fault.Node + " (port rate, PCIe link, error counters)", "reseat or replace the cable " + ends}}
+			fd = CheckCoverNode.Reporter(fault.Node).New(check.Fail, "node", "%s is slow with every partner whatever the route: its HCA, or its cable %s; %s (confidence %s)", fault.Node, ends, sure, cv.Confidence)
+			fd.Fix = []string{"rdmalab doctor on " + fault.Node + " (port rate, PCIe link, error counters)", "reseat or replace the cable " + ends}
 		} else {
-			fd = check.Finding{Check: "bench.cover.link", Outcome: check.Fail, Subject: fault.Ends[0].Name + " ↔ " + fault.Ends[1].Name,
-				Message: fmt.Sprintf("the cable %s is slow: %s (confidence %s)", ends, sure, cv.Confidence),
-				Fix:     []string{"reseat or replace the cable " + ends + ", then read both ports' counters: rdmalab fabric check"}}
+			fd = CheckCoverLink.Reporter("").New(check.Fail, fault.Ends[0].Name+" ↔ "+fault.Ends[1].Name, "the cable %s is slow: %s (confidence %s)", ends, sure, cv.Confidence)
+			fd.Fix = []string{"reseat or replace the cable " + ends + ", then read both ports' counters: rdmalab fabric check"}
 		}
 		for _, e := range fault.Ends {
 			fd.Evidence = append(fd.Evidence, check.Evidence{What: "end", Value: fmt.Sprintf("%s: GUID %s port %d", e.Name, e.GUID, e.Port), Source: cp.src})
@@ -350,9 +346,10 @@ func foldExplained[D any](fs []check.Finding, dirs []D, links []int, get func(D)
 	out := fs[:0]
 	for _, f := range fs {
 		switch {
-		case f.Check == "bench.direction.slow" && explained[f.Subject]:
+		case f.Check == CheckDirectionSlow.ID && explained[f.Subject]:
 			continue
-		case (f.Check == "bench.node."+Send || f.Check == "bench.node."+Receive) && unexplained[f.Host+"|"+strings.TrimPrefix(f.Check, "bench.node.")] == 0:
+		case f.Check == CheckNodeSend.ID && unexplained[f.Host+"|"+Send] == 0,
+			f.Check == CheckNodeReceive.ID && unexplained[f.Host+"|"+Receive] == 0:
 			continue
 		}
 		out = append(out, f)
@@ -360,27 +357,35 @@ func foldExplained[D any](fs []check.Finding, dirs []D, links []int, get func(D)
 	return out
 }
 
-// CoverCatalog describes the findings of --schedule cover.
-var CoverCatalog = []check.Entry{
-	{ID: "bench.cover", Title: "The cover rounds found nothing slow",
+// The checks of --schedule cover.
+var (
+	CheckCover = check.Entry{ID: "bench.cover", Title: "The cover rounds found nothing slow",
 		Why:         "rounds planned from the real routes put traffic on every link host traffic reaches; none was slow",
 		Source:      "the fabric's cabling and forwarding tables; the measured directions",
 		Needs:       "the cabling and every switch's forwarding table, and every CA port mapped to a cluster node",
-		UnknownWhen: "never: links no host route crosses are listed by 'bench schedule' as uncoverable, not judged"},
-	{ID: "bench.cover.link", Title: "A cable between two switches is slow",
+		UnknownWhen: "never: links no host route crosses are listed by 'bench schedule' as uncoverable, not judged"}
+	CheckCoverLink = check.Entry{ID: "bench.cover.link", Title: "A cable between two switches is slow",
 		Why:    "one cable explains every slow direction (their routes all cross it) and no direction that crossed it was at speed",
 		Source: "measured directions below the threshold share of the run's median, joined with their routes", Fixes: []string{"reseat or replace the named cable", "read both ports' counters (rdmalab fabric check)"},
 		Needs:       "slow directions whose routes cross the cable, and fast directions clearing the other links on those routes",
-		UnknownWhen: "several cables explain the measurements equally (bench.cover.inconclusive)"},
-	{ID: "bench.cover.node", Title: "A node is slow whatever the route",
+		UnknownWhen: "several cables explain the measurements equally (bench.cover.inconclusive)"}
+	CheckCoverNode = check.Entry{ID: "bench.cover.node", Title: "A node is slow whatever the route",
 		Why:    "the node's own cable (its HCA, or the cable to its leaf) explains every slow direction, with partners on different routes",
 		Source: "measured directions and their routes; retests against known-good partners", Fixes: []string{"rdmalab doctor on the node", "reseat or replace its cable"},
 		Needs:       "slow directions to or from the node over routes that share nothing else",
-		UnknownWhen: "the node's directions were not measured"},
-	{ID: "bench.cover.inconclusive", Title: "No single cable or node explains the slow directions",
+		UnknownWhen: "the node's directions were not measured"}
+	CheckCoverInconclusive = check.Entry{ID: "bench.cover.inconclusive", Title: "No single cable or node explains the slow directions",
 		Why:    "several suspects stand that no host pair's route tells apart, or more than one fault (or noise) is present",
 		Source: "the localiser's standing hypotheses", Fixes: []string{"measure the slow pairs again", "read the suspects' counters (rdmalab fabric check)"},
-		Needs: "slow directions", UnknownWhen: "never"},
+		Needs: "slow directions", UnknownWhen: "never"}
+)
+
+// CoverCatalog describes the findings of --schedule cover.
+var CoverCatalog = []check.Entry{
+	CheckCover,
+	CheckCoverLink,
+	CheckCoverNode,
+	CheckCoverInconclusive,
 }
 
 // portCounters are a port's counters as the fabric scan read them, found

@@ -136,27 +136,29 @@ func TestWriteCoverFixture(t *testing.T) {
 	}
 }
 
-// Every id judgeCover can emit is in CoverCatalog, and nothing else is.
+// Every check judgeCover reports through is in CoverCatalog, and every
+// entry of CoverCatalog is reported.
 func TestCoverCatalog(t *testing.T) {
 	src, err := os.ReadFile("cover.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	used := regexp.MustCompile(`Check: "(bench\.cover[a-z.-]*)"`).FindAllStringSubmatch(string(src), -1)
-	ids := map[string]bool{}
-	for _, e := range CoverCatalog {
-		ids[e.ID] = true
+	byName := map[string]check.Entry{"CheckCover": CheckCover, "CheckCoverLink": CheckCoverLink, "CheckCoverNode": CheckCoverNode, "CheckCoverInconclusive": CheckCoverInconclusive}
+	if len(byName) != len(CoverCatalog) {
+		t.Fatalf("CoverCatalog has %d entries, the test knows %d", len(CoverCatalog), len(byName))
 	}
 	seen := map[string]bool{}
-	for _, m := range used {
-		seen[m[1]] = true
-		if !ids[m[1]] {
-			t.Errorf("%s is not in CoverCatalog", m[1])
+	for _, m := range regexp.MustCompile(`\b(Check[A-Za-z]*)\.Reporter\(`).FindAllStringSubmatch(string(src), -1) {
+		e, ok := byName[m[1]]
+		if !ok {
+			t.Errorf("cover.go reports through %s, which is not in CoverCatalog", m[1])
+			continue
 		}
+		seen[e.ID] = true
 	}
-	for id := range ids {
-		if !seen[id] {
-			t.Errorf("CoverCatalog lists %s, which nothing emits", id)
+	for _, e := range CoverCatalog {
+		if !seen[e.ID] {
+			t.Errorf("CoverCatalog lists %s, which nothing emits", e.ID)
 		}
 	}
 }

@@ -67,10 +67,10 @@ func judgeRun(name string, p *PerftestResult, link *linkrate.Link) []check.Findi
 	}
 	switch {
 	case ok && l.Layer != "" && l.Layer != ran:
-		fs = append(fs, check.Finding{Check: "bench.perftest.link-layer", Outcome: check.Fail, Subject: name,
-			Message:  fmt.Sprintf("the run went over %s (Link type: %s), not the expected %s", ran, p.LinkType, l.Layer),
-			Evidence: []check.Evidence{{What: "Link type", Value: p.LinkType, Source: name}, {What: "expected", Value: string(l.Layer), Source: "--expect-link-layer"}},
-			Fix:      []string{"check the port's link_layer (ibstat, ibv_devinfo) and the device the test ran on (-d)"}})
+		f := CheckPerftestLinkLayer.Reporter("").New(check.Fail, name, "the run went over %s (Link type: %s), not the expected %s", ran, p.LinkType, l.Layer)
+		f.Evidence = []check.Evidence{{What: "Link type", Value: p.LinkType, Source: name}, {What: "expected", Value: string(l.Layer), Source: "--expect-link-layer"}}
+		f.Fix = []string{"check the port's link_layer (ibstat, ibv_devinfo) and the device the test ran on (-d)"}
+		fs = append(fs, f)
 		l.Layer = ran
 	case ok:
 		l.Layer = ran
@@ -85,7 +85,7 @@ func judgeRun(name string, p *PerftestResult, link *linkrate.Link) []check.Findi
 		l.MTUBytes = linkrate.DefaultMTU(l.Layer)
 	}
 	if p.MTUBytes > 0 {
-		fs = append(fs, judgeMTU(name, p.MTUBytes, l, layerSource))
+		fs = append(fs, judgeMTU(name, p.Device, p.MTUBytes, l, layerSource))
 	}
 	t := cluster.DefaultThresholds
 	if p.Kind == "lat" {
@@ -95,36 +95,33 @@ func judgeRun(name string, p *PerftestResult, link *linkrate.Link) []check.Findi
 	best := p.Best()
 	got := fmt.Sprintf("%.2f Gb/s at %d bytes", best.AvgGbps, best.Bytes)
 	if l.RateGbps <= 0 {
-		fs = append(fs, check.Finding{Check: "bench.perftest.bandwidth", Outcome: check.Unknown, Subject: name,
-			Message: got + ": no expected rate given (--expect-rate) to judge it against"})
+		fs = append(fs, CheckPerftestBandwidth.Reporter("").New(check.Unknown, name, "%s: no expected rate given (--expect-rate) to judge it against", got))
 		return append(fs, WarningFindings(p.Warnings, "", name, 0, t)...)
 	}
 	ceil := l.CeilingGbps()
 	share := best.AvgGbps / ceil
-	f := check.Finding{Check: "bench.perftest.bandwidth", Subject: name, Evidence: []check.Evidence{
-		{What: "BW average", Value: got, Source: name},
-		{What: "ceiling", Value: fmt.Sprintf("%.2f Gb/s", ceil), Source: l.Describe() + " (" + layerSource + ")"},
-	}}
-	if e := linkrate.ExpectedFor(l.RateGbps); e.LowGbps > 0 {
-		f.Evidence = append(f.Evidence, check.Evidence{What: "a clean fabric", Value: fmt.Sprintf("%g–%g Gb/s on %s", e.LowGbps, e.HighGbps, e.Link), Source: e.Source})
-	}
+	r := CheckPerftestBandwidth.Reporter("")
+	var f check.Finding
 	switch {
 	case share > t.AboveCeiling:
-		f.Outcome = check.Warn
 		causes := "the expected rate is wrong, or the measurement is"
 		if len(p.Warnings) > 0 {
 			causes = "perftest's own warning (" + p.Warnings[0] + "), or " + causes
 		}
-		f.Message = fmt.Sprintf("suspect: %s is %.0f%% of what %s can carry, which no link does; likely causes: %s", got, 100*share, l.Describe(), causes)
+		f = r.New(check.Warn, name, "suspect: %s is %.0f%% of what %s can carry, which no link does; likely causes: %s", got, 100*share, l.Describe(), causes)
 	case share >= t.Healthy:
-		f.Outcome = check.Pass
-		f.Message = fmt.Sprintf("%s = %.0f%% of what %s can carry: healthy", got, 100*share, l.Describe())
+		f = r.New(check.Pass, name, "%s = %.0f%% of what %s can carry: healthy", got, 100*share, l.Describe())
 	case share >= t.Degraded:
-		f.Outcome = check.Fail
-		f.Message = fmt.Sprintf("%s = %.0f%% of what %s can carry: degraded", got, 100*share, l.Describe())
+		f = r.New(check.Fail, name, "%s = %.0f%% of what %s can carry: degraded", got, 100*share, l.Describe())
 	default:
-		f.Outcome = check.Fail
-		f.Message = fmt.Sprintf("%s = %.0f%% of what %s can carry: broken", got, 100*share, l.Describe())
+		f = r.New(check.Fail, name, "%s = %.0f%% of what %s can carry: broken", got, 100*share, l.Describe())
+	}
+	f.Evidence = []check.Evidence{
+		{What: "BW average", Value: got, Source: name},
+		{What: "ceiling", Value: fmt.Sprintf("%.2f Gb/s", ceil), Source: l.Describe() + " (" + layerSource + ")"},
+	}
+	if e := linkrate.ExpectedFor(l.RateGbps); e.LowGbps > 0 {
+		f.Evidence = append(f.Evidence, check.Evidence{What: "a clean fabric", Value: fmt.Sprintf("%g–%g Gb/s on %s", e.LowGbps, e.HighGbps, e.Link), Source: e.Source})
 	}
 	fs = append(fs, f)
 	return append(fs, WarningFindings(p.Warnings, "", name, share, t)...)
@@ -132,18 +129,20 @@ func judgeRun(name string, p *PerftestResult, link *linkrate.Link) []check.Findi
 
 // judgeMTU: a run below the largest RDMA MTU pays more headers per byte;
 // on RoCE it usually means the netdev MTU was left at 1500 (seed 000:
-// "the default Ethernet MTU of 1500 limits the RDMA MTU to 1024").
-func judgeMTU(name string, mtu int, l linkrate.Link, layerSource string) check.Finding {
-	f := check.Finding{Check: "bench.perftest.mtu", Subject: name, Evidence: []check.Evidence{
+// "the default Ethernet MTU of 1500 limits the RDMA MTU to 1024"). dev is
+// the RDMA device perftest ran on ("" when not known): the RoCE fix names
+// its netdev through sysfs.
+func judgeMTU(name, dev string, mtu int, l linkrate.Link, layerSource string) check.Finding {
+	r := CheckPerftestMTU.Reporter("")
+	ev := []check.Evidence{
 		{What: "Mtu", Value: fmt.Sprintf("%d", mtu), Source: name},
 		{What: "largest RDMA MTU", Value: fmt.Sprintf("%d", linkrate.BestMTU), Source: "InfiniBand and RoCE (" + layerSource + ")"},
-	}}
+	}
 	if mtu >= linkrate.BestMTU {
-		f.Outcome = check.Pass
-		f.Message = fmt.Sprintf("the run used MTU %d, the largest RDMA MTU", mtu)
+		f := r.New(check.Pass, name, "the run used MTU %d, the largest RDMA MTU", mtu)
+		f.Evidence = ev
 		return f
 	}
-	f.Outcome = check.Warn
 	cost := ""
 	if l.RateGbps > 0 {
 		at, best := l, l
@@ -151,11 +150,17 @@ func judgeMTU(name string, mtu int, l linkrate.Link, layerSource string) check.F
 		cost = fmt.Sprintf(" (%s can carry %.2f Gb/s at MTU %d, %.2f at %d)", l.Describe(), at.CeilingGbps(), mtu, best.CeilingGbps(), linkrate.BestMTU)
 	}
 	if l.Layer == linkrate.RoCE {
-		f.Message = fmt.Sprintf("the run used RoCE MTU %d, not %d: every message is cut into %d× as many packets%s; a netdev MTU of 1500 gives 1024", mtu, linkrate.BestMTU, linkrate.BestMTU/mtu, cost)
-		f.Fix = []string{fmt.Sprintf("ip link set DEV mtu 9000 (at least %d) on both ends and every switch port on the path, then check ibv_devinfo's active_mtu", linkrate.NetdevMTUFor(linkrate.BestMTU))}
+		f := r.New(check.Warn, name, "the run used RoCE MTU %d, not %d: every message is cut into %d× as many packets%s; a netdev MTU of 1500 gives 1024", mtu, linkrate.BestMTU, linkrate.BestMTU/mtu, cost)
+		f.Evidence = ev
+		netdev := "DEV"
+		if dev != "" {
+			netdev = `"$(ls /sys/class/infiniband/` + dev + `/device/net)"`
+		}
+		f.Fix = []string{fmt.Sprintf("ip link set %s mtu 9000 (at least %d) on both ends and every switch port on the path, then check ibv_devinfo's active_mtu", netdev, linkrate.NetdevMTUFor(linkrate.BestMTU))}
 		return f
 	}
-	f.Message = fmt.Sprintf("the run used InfiniBand MTU %d, not %d%s: the subnet manager's partition MTU or the HCA limits it", mtu, linkrate.BestMTU, cost)
+	f := r.New(check.Warn, name, "the run used InfiniBand MTU %d, not %d%s: the subnet manager's partition MTU or the HCA limits it", mtu, linkrate.BestMTU, cost)
+	f.Evidence = ev
 	f.Fix = []string{"set mtu=5 (4096) on the partition in OpenSM's partitions.conf (or the switch SM), then check ibv_devinfo's active_mtu"}
 	return f
 }
@@ -181,23 +186,21 @@ func judgeLatency(name string, p *PerftestResult, l linkrate.Link, layerSource s
 	if trips > 1 {
 		what = "a round trip (read/atomic: twice the one-way range)"
 	}
-	f := check.Finding{Check: "bench.perftest.latency", Subject: name, Evidence: []check.Evidence{
-		{What: "t_typical", Value: fmt.Sprintf("%.2f µs", best.TypicalUs), Source: name},
-		{What: "a clean fabric", Value: fmt.Sprintf("%.2f–%.2f µs (%s); above %.1f µs broken", lo, hi, what, broken), Source: e.Source + ", " + e.Link + " (" + layerSource + ")"},
-	}}
+	r := CheckPerftestLatency.Reporter("")
+	var f check.Finding
 	switch {
 	case p.Software():
-		f.Outcome = check.Warn
-		f.Message = fmt.Sprintf("%s on %s, software RDMA (the kernel does the NIC's work): not a hardware verdict; a clean hardware fabric does %.2f–%.2f µs", got, p.Device, lo, hi)
+		f = r.New(check.Warn, name, "%s on %s, software RDMA (the kernel does the NIC's work): not a hardware verdict; a clean hardware fabric does %.2f–%.2f µs", got, p.Device, lo, hi)
 	case best.TypicalUs <= hi:
-		f.Outcome = check.Pass
-		f.Message = fmt.Sprintf("%s: within what a clean fabric does (%.2f–%.2f µs on %s): healthy", got, lo, hi, e.Link)
+		f = r.New(check.Pass, name, "%s: within what a clean fabric does (%.2f–%.2f µs on %s): healthy", got, lo, hi, e.Link)
 	case best.TypicalUs <= broken:
-		f.Outcome = check.Warn
-		f.Message = fmt.Sprintf("%s: above what a clean fabric does (%.2f–%.2f µs on %s): check CPU governor, NUMA placement of the process, MTU and the switch path", got, lo, hi, e.Link)
+		f = r.New(check.Warn, name, "%s: above what a clean fabric does (%.2f–%.2f µs on %s): check CPU governor, NUMA placement of the process, MTU and the switch path", got, lo, hi, e.Link)
 	default:
-		f.Outcome = check.Fail
-		f.Message = fmt.Sprintf("%s: above %.1f µs, which is broken, not slow, on one switch (a clean fabric does %.2f–%.2f µs on %s)", got, broken, lo, hi, e.Link)
+		f = r.New(check.Fail, name, "%s: above %.1f µs, which is broken, not slow, on one switch (a clean fabric does %.2f–%.2f µs on %s)", got, broken, lo, hi, e.Link)
+	}
+	f.Evidence = []check.Evidence{
+		{What: "t_typical", Value: fmt.Sprintf("%.2f µs", best.TypicalUs), Source: name},
+		{What: "a clean fabric", Value: fmt.Sprintf("%.2f–%.2f µs (%s); above %.1f µs broken", lo, hi, what, broken), Source: e.Source + ", " + e.Link + " (" + layerSource + ")"},
 	}
 	return f
 }

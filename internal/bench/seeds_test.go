@@ -167,7 +167,7 @@ func TestSeed000RoCEVerdicts(t *testing.T) {
 	// The default netdev MTU of 1500 gives RoCE 1024: a finding with its fix.
 	seedText(t, "000", "the default Ethernet MTU of 1500 limits the RDMA (IB) MTU to 1024 bytes")
 	by = judgeSeedRun(t, perftestOutput("RDMA_Write BW Test", 1024, "Ethernet", nil, bwHeaderGbits, "65536      5000             23.10              23.10                0.044060"), "25GbE", "")
-	wantOutcome(t, by, "bench.perftest.mtu", check.Warn, "RoCE MTU 1024", "ip link set DEV mtu 9000 (at least 4192)")
+	wantOutcome(t, by, "bench.perftest.mtu", check.Warn, "RoCE MTU 1024", `ip link set "$(ls /sys/class/infiniband/mlx5_0/device/net)" mtu 9000 (at least 4192)`)
 }
 
 // Seed 001's table of expected numbers on a clean fabric: both ends of

@@ -54,6 +54,24 @@ func findingsOf(rep *Report, outcome check.Outcome) []check.Finding {
 	return out
 }
 
+// shaped asserts what every finding owes its reader: a check of the
+// catalog, a subject, and on a failure a fix with no empty line.
+func shaped(t *testing.T, fs []check.Finding) {
+	t.Helper()
+	ids := map[string]bool{}
+	for _, e := range append(slices.Clone(Catalog), CoverCatalog...) {
+		ids[e.ID] = true
+	}
+	for _, f := range fs {
+		if !ids[f.Check] || f.Subject == "" {
+			t.Errorf("check %q subject %q: not in the catalog, or about nothing", f.Check, f.Subject)
+		}
+		if f.Outcome == check.Fail && (len(f.Fix) == 0 || slices.Contains(f.Fix, "")) {
+			t.Errorf("%s %s %q fails with fix %q", f.Check, f.Host, f.Subject, f.Fix)
+		}
+	}
+}
+
 func hostsOf(fs []check.Finding) []string {
 	var h []string
 	for _, f := range fs {
@@ -77,11 +95,23 @@ func TestVerdictNoDeclaredRate(t *testing.T) {
 		return []float64{94, 95, 96}
 	})
 	rep := Analyze(c, "tcp", "bw", false, recs, nil, nil)
+	shaped(t, rep.Findings)
 	if got := hostsOf(findingsOf(rep, check.Fail)); !slices.Equal(got, []string{"n1:bench.node.send", "n8:bench.node.receive"}) {
 		t.Errorf("failed: %v\n%+v", got, rep.Findings)
 	}
-	if rep.RateDeclared || len(findingsOf(rep, check.Pass)) != 6 {
-		t.Errorf("want 6 healthy nodes judged against peers: %+v", findingsOf(rep, check.Pass))
+	for _, f := range findingsOf(rep, check.Fail) {
+		if want := map[string]string{"n1": "send side", "n8": "receive side"}[f.Host]; f.Subject != want || !strings.Contains(f.Fix[0], "rdmalab doctor on "+f.Host) {
+			t.Errorf("%s: subject %q (want %q), fix %q naming the node", f.Host, f.Subject, want, f.Fix)
+		}
+	}
+	var good []string
+	for _, f := range findingsOf(rep, check.Pass) {
+		if f.Check == "bench.node" && f.Subject == "both sides" {
+			good = append(good, f.Host)
+		}
+	}
+	if slices.Sort(good); rep.RateDeclared || !slices.Equal(good, []string{"n2", "n3", "n4", "n5", "n6", "n7"}) {
+		t.Errorf("want n2…n7 healthy, judged against peers: %v", good)
 	}
 	if !strings.Contains(rep.Findings[0].Message+rep.Findings[1].Message, "no rate in the cluster file") {
 		t.Errorf("the verdict must say what it was judged against: %s", rep.Findings[0].Message)
@@ -98,8 +128,9 @@ func TestVerdictWrongDeclaredRate(t *testing.T) {
 	c := testCluster(t, 6, "link: {layer: TCP, rate: \"10\"}\n")
 	recs := recorded(c, func(string, string) []float64 { return []float64{29, 30, 31} })
 	rep := Analyze(c, "tcp", "bw", false, recs, nil, nil)
+	shaped(t, rep.Findings)
 	warns := findingsOf(rep, check.Unknown)
-	if len(warns) != 1 || warns[0].Check != "bench.link.rate-suspect" || !strings.Contains(warns[0].Message, "declared rate is likely wrong") {
+	if len(warns) != 1 || warns[0].Check != "bench.link.rate-suspect" || warns[0].Subject != "cluster file link" || !strings.Contains(warns[0].Message, "declared rate is likely wrong") {
 		t.Fatalf("%+v", rep.Findings)
 	}
 	if check.Failed(rep.Findings) {
@@ -132,7 +163,8 @@ func TestVerdictWrongDeclaredRate(t *testing.T) {
 	// A declared rate the whole cluster falls short of: one cluster finding.
 	c = testCluster(t, 6, "link: {layer: TCP, rate: \"100\"}\n")
 	rep = Analyze(c, "tcp", "bw", false, recorded(c, func(string, string) []float64 { return []float64{50} }), nil, nil)
-	if got := hostsOf(findingsOf(rep, check.Fail)); !slices.Equal(got, []string{":bench.link.below-ceiling"}) {
+	shaped(t, rep.Findings)
+	if got := hostsOf(findingsOf(rep, check.Fail)); !slices.Equal(got, []string{":bench.link.below-ceiling"}) || findingsOf(rep, check.Fail)[0].Subject != "cluster" {
 		t.Errorf("%v", got)
 	}
 }
@@ -179,6 +211,7 @@ func TestVerdictLatency(t *testing.T) {
 		}
 	}
 	rep := Analyze(c, "tcp", "lat", true, recs, nil, nil)
+	shaped(t, rep.Findings)
 	if got := hostsOf(findingsOf(rep, check.Fail)); !slices.Equal(got, []string{"n3:bench.node.receive"}) {
 		t.Errorf("%v", got)
 	}
@@ -207,9 +240,13 @@ func TestJudgePerftestFiles(t *testing.T) {
 		case !bad && (err != nil || !SniffPerftest(b) || payload == nil || len(fs) == 0):
 			t.Errorf("%s: %v (sniffed %v)", rel, err, SniffPerftest(b))
 		}
+		shaped(t, fs)
 		for _, f := range fs {
 			if f.Check == "bench.perftest.warning" && strings.Contains(f.Message, "CPU") && len(f.Fix) == 0 {
 				t.Errorf("%s: CPU warning without its fix", rel)
+			}
+			if !strings.HasPrefix(f.Subject, rel) {
+				t.Errorf("%s: %s about %q, not the file's run", rel, f.Check, f.Subject)
 			}
 		}
 		n++
@@ -230,7 +267,7 @@ func TestJudgePerftestFiles(t *testing.T) {
 		return check.Finding{}
 	}
 	fs, _, _ := JudgePerftestFile("w", b, &ndr)
-	if bw(fs).Outcome != check.Pass {
+	if f := bw(fs); f.Outcome != check.Pass || f.Subject != "w" {
 		t.Errorf("NDR: %+v", fs)
 	}
 	fs, _, _ = JudgePerftestFile("w", b, &hdr)

@@ -91,36 +91,36 @@ func WarningFindings(lines []string, hosts, subject string, saturation float64, 
 			g.lines = append(g.lines, l)
 		}
 	}
-	var fs []check.Finding
+	r := CheckPerftestWarning.Reporter(hosts)
 	for _, g := range groups {
-		f := check.Finding{Check: "bench.perftest.warning", Outcome: check.Warn, Host: hosts, Subject: subject}
+		outcome, msg, fix := check.Warn, "perftest warned: "+g.lines[0], []string(nil)
+		if g.w != nil {
+			msg = fmt.Sprintf("perftest warned: %s (%s): %s", g.w.kind, g.lines[0], g.w.why)
+			if g.w.fix != "" {
+				fix = []string{g.w.fix}
+			}
+			switch {
+			case g.w.fix == "" && g.w.harmless:
+				outcome = check.Pass
+				msg += "; " + g.w.saturated
+			case saturation > t.AboveCeiling:
+				msg += fmt.Sprintf("; the run claims %.0f%% of the link's ceiling, which no link does: this warning is the likely cause, fix it and measure again", 100*saturation)
+			case saturation >= t.Healthy:
+				msg += fmt.Sprintf("; at %.0f%% of the link's ceiling %s", 100*saturation, g.w.saturated)
+				if g.w.harmless {
+					outcome = check.Pass
+				}
+			case saturation > 0:
+				msg += fmt.Sprintf("; the run reached only %.0f%% of the link's ceiling, so fix this first and measure again", 100*saturation)
+			}
+		}
+		f := r.Report(outcome, subject, "%s", msg)
 		for _, l := range g.lines {
 			f.Evidence = append(f.Evidence, check.Evidence{What: "perftest printed", Value: l, Source: cmpOr(subject, "perftest")})
 		}
-		if g.w == nil {
-			f.Message = "perftest warned: " + g.lines[0]
-			fs = append(fs, f)
-			continue
-		}
-		f.Message = fmt.Sprintf("perftest warned: %s (%s): %s", g.w.kind, g.lines[0], g.w.why)
-		if g.w.fix != "" {
-			f.Fix = []string{g.w.fix}
-		}
-		switch {
-		case g.w.fix == "" && g.w.harmless:
-			f.Outcome = check.Pass
-			f.Message += "; " + g.w.saturated
-		case saturation > t.AboveCeiling:
-			f.Message += fmt.Sprintf("; the run claims %.0f%% of the link's ceiling, which no link does: this warning is the likely cause, fix it and measure again", 100*saturation)
-		case saturation >= t.Healthy:
-			f.Message += fmt.Sprintf("; at %.0f%% of the link's ceiling %s", 100*saturation, g.w.saturated)
-			if g.w.harmless {
-				f.Outcome = check.Pass
-			}
-		case saturation > 0:
-			f.Message += fmt.Sprintf("; the run reached only %.0f%% of the link's ceiling, so fix this first and measure again", 100*saturation)
-		}
-		fs = append(fs, f)
+		// Only the warning's own fix: the catalog's (the CPU governor)
+		// would be advice for another warning than this one.
+		f.Fix = fix
 	}
-	return fs
+	return r.Findings()
 }

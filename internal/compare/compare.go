@@ -369,7 +369,7 @@ func (c Change) describe() string {
 }
 
 func findings(r *Result) []check.Finding {
-	var fs []check.Finding
+	node, dir, missing := CheckNode.Reporter(""), CheckDirection.Reporter(""), CheckMissing.Reporter("")
 	named := map[string]bool{}
 	for _, n := range r.Nodes {
 		if !n.Named {
@@ -383,10 +383,9 @@ func findings(r *Result) []check.Finding {
 				ev = append(ev, check.Evidence{What: d.Subject, Value: worstChanges(d), Source: r.B + " against " + r.A})
 			}
 		}
-		fs = append(fs, check.Finding{Check: "compare.node", Outcome: check.Fail, Host: n.Name, Subject: n.Side + " side",
-			Message:  fmt.Sprintf("%s %s worse than in %s: %d of its %d compared %s directions changed beyond their own noise", n.Name, verb, r.A, n.Worse, n.Total, n.Side),
-			Evidence: ev,
-			Fix:      []string{"compare what differs on " + n.Name + " between the runs: CPU load and isolation, NUMA placement (rdmalab doctor), link rate, MTU, error counters"}})
+		f := node.On(n.Name).Fail(n.Side+" side", "%s %s worse than in %s: %d of its %d compared %s directions changed beyond their own noise", n.Name, verb, r.A, n.Worse, n.Total, n.Side)
+		f.Evidence = ev
+		f.Fix = []string{"compare what differs on " + n.Name + " between the runs: CPU load and isolation, NUMA placement (rdmalab doctor), link rate, MTU, error counters"}
 	}
 	same := 0
 	for _, d := range r.Directions {
@@ -401,15 +400,17 @@ func findings(r *Result) []check.Finding {
 			case named[d.To+"|"+bench.Receive]:
 				msg += " (" + d.To + "'s receive side is worse with most partners)"
 			}
-			fs = append(fs, check.Finding{Check: "compare.direction", Outcome: check.Fail, Subject: d.Subject, Message: msg, Evidence: changeEvidence(d, r)})
+			f := dir.Fail(d.Subject, "%s", msg)
+			f.Evidence = changeEvidence(d, r)
+			if d.From != "" { // a direction between two nodes, not a row of a table
+				f.Fix = []string{"find what changed between the runs on " + d.From + " and " + d.To + ": CPU load and isolation, NUMA placement, link rate, MTU, error counters"}
+			}
 		case Better:
-			fs = append(fs, check.Finding{Check: "compare.direction", Outcome: check.Pass, Subject: d.Subject,
-				Message: fmt.Sprintf("better than in %s: %s", r.A, changed(d, Better)), Evidence: changeEvidence(d, r)})
+			dir.Pass(d.Subject, "better than in %s: %s", r.A, changed(d, Better)).Evidence = changeEvidence(d, r)
 		}
 	}
 	if same > 0 {
-		fs = append(fs, check.Finding{Check: "compare.direction", Outcome: check.Pass, Subject: fmt.Sprintf("%d of %d", same, len(r.Directions)),
-			Message: fmt.Sprintf("%d of %d compared directions: no change (every metric within the runs' own noise, at least %.0f%%)", same, len(r.Directions), 100*Floor)})
+		dir.Pass(fmt.Sprintf("%d of %d", same, len(r.Directions)), "%d of %d compared directions: no change (every metric within the runs' own noise, at least %.0f%%)", same, len(r.Directions), 100*Floor)
 	}
 	// Vanished from the newer run: absent or failed there, it got worse.
 	for _, d := range r.OnlyInA {
@@ -417,24 +418,23 @@ func findings(r *Result) []check.Finding {
 		if e, ok := r.FailedInB[d]; ok {
 			msg = fmt.Sprintf("measured in %s, failed in %s: %s", r.A, r.B, e)
 		}
-		fs = append(fs, check.Finding{Check: "compare.missing", Outcome: check.Fail, Subject: d, Message: msg,
-			Fix: []string{"rdmalab bench --resume the run " + r.B + " came from, or find why the direction no longer runs (rdmalab doctor on both ends)"}})
+		missing.Fail(d, "%s", msg).Fix = []string{"rdmalab bench --resume the run " + r.B + " came from, or find why the direction no longer runs (rdmalab doctor on both ends)"}
 	}
 	if len(r.OnlyInB) > 0 {
-		fs = append(fs, check.Finding{Check: "compare.missing", Outcome: check.Warn, Subject: fmt.Sprintf("%d direction(s)", len(r.OnlyInB)),
-			Message: fmt.Sprintf("measured only in %s, so not compared: %s", r.B, strings.Join(r.OnlyInB, ", "))})
+		missing.Warn(fmt.Sprintf("%d direction(s)", len(r.OnlyInB)), "measured only in %s, so not compared: %s", r.B, strings.Join(r.OnlyInB, ", ")).
+			Fix = []string{"measure them in the earlier run too (rdmalab bench --resume the run " + r.A + " came from) to compare them"}
 	}
+	absurd := CheckAbsurd.Reporter("")
 	for _, a := range r.Absurd {
-		fs = append(fs, check.Finding{Check: "compare.absurd", Outcome: check.Fail, Subject: strings.SplitN(a, ": ", 2)[0],
-			Message: "no measurement: " + a,
-			Fix:     []string{"measure again; a tool printing this measured nothing (a timer or counter wrapped, a division by zero)"}})
+		absurd.Fail(strings.SplitN(a, ": ", 2)[0], "no measurement: %s", a)
 	}
+	self := CheckSelf.Reporter("")
 	if r.Self {
-		fs = append(fs, check.Finding{Check: "compare.self", Outcome: check.Unknown, Subject: r.B,
-			Message: fmt.Sprintf("%s and %s are one run (the same measurements): a run compared with itself cannot show whether anything got worse", r.A, r.B),
-			Fix:     []string{"give the earlier run as RUN_A and a newer run of the same test as RUN_B"}})
+		// The unknown's fix is the run's answer (check.Verdict.Answer).
+		self.Unknown(r.B, "%s and %s are one run (the same measurements): a run compared with itself cannot show whether anything got worse", r.A, r.B).
+			Fix = []string{"give the earlier run as RUN_A and a newer run of the same test as RUN_B"}
 	}
-	return fs
+	return slices.Concat(node.Findings(), dir.Findings(), missing.Findings(), absurd.Findings(), self.Findings())
 }
 
 func worstChanges(d Direction) string { return changed(d, Worse) }

@@ -146,6 +146,9 @@ func TestCompareNoiseAndNodes(t *testing.T) {
 	for _, f := range r.Findings {
 		if f.Outcome == check.Fail {
 			fails = append(fails, f.Check+" "+f.Host+" "+f.Subject)
+			if len(f.Fix) == 0 || (f.Host != "" && !strings.Contains(f.Fix[0], f.Host)) {
+				t.Errorf("%s %s %s: fix %q, naming the node", f.Check, f.Host, f.Subject, f.Fix)
+			}
 		}
 	}
 	// n4 → n1 vanished from the newer run: worse, never left out.
@@ -180,7 +183,7 @@ func TestCompareNCCLTests(t *testing.T) {
 	if err != nil || check.Failed(r.Findings) || r.Directions[0].Verdict != NoChange || !r.Self {
 		t.Errorf("%v %+v", err, r)
 	}
-	if got := outcomes(r); !slices.Contains(got, "unknown compare.self b") {
+	if got := outcomes(t, r); !slices.Contains(got, "unknown compare.self b") {
 		t.Errorf("self-comparison not said: %v", got)
 	}
 	if _, err := Run("a", mtu1024, "b", []byte("hello\n")); err == nil || !strings.Contains(err.Error(), "b:") {

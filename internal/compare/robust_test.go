@@ -12,10 +12,16 @@ import (
 	"github.com/rdmalab/rdmalab/internal/testhost"
 )
 
-func outcomes(r *Result) []string {
+// outcomes are the findings as "outcome check subject"; a failure without
+// a fix (or with an empty line in it) is an error of its own.
+func outcomes(t *testing.T, r *Result) []string {
+	t.Helper()
 	var out []string
 	for _, f := range r.Findings {
 		out = append(out, string(f.Outcome)+" "+f.Check+" "+f.Subject)
+		if f.Outcome == check.Fail && (len(f.Fix) == 0 || slices.Contains(f.Fix, "")) {
+			t.Errorf("%s %q fails with fix %q", f.Check, f.Subject, f.Fix)
+		}
 	}
 	return out
 }
@@ -58,25 +64,25 @@ func TestCompareFellToZeroOrVanished(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c := check.Count(r.Findings); c[check.Fail]+c[check.Unknown] > 0 || r.Self {
-		t.Fatalf("healthy twin: %v", outcomes(r))
+		t.Fatalf("healthy twin: %v", outcomes(t, r))
 	}
 	zero := mutate(t, twin, "node01>node06", `"samples_gbps":[9.720771708799214],"gbps":9.720771708799214`, `"samples_gbps":[0],"gbps":0`)
 	r, err = Run("before", base, "after", zero)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := outcomes(r); !slices.Contains(got, "fail compare.direction node01 → node06") {
+	if got := outcomes(t, r); !slices.Contains(got, "fail compare.direction node01 → node06") {
 		t.Errorf("fell to 0: %v", got)
 	}
 	if !check.Failed(r.Findings) {
-		t.Errorf("fell to 0 must fail: %v", outcomes(r))
+		t.Errorf("fell to 0 must fail: %v", outcomes(t, r))
 	}
 	failed := mutate(t, twin, "node01>node06", `"samples_gbps":[9.720771708799214],"gbps":9.720771708799214`, `"error":"ib_write_bw: Couldn't connect to 10.0.0.6:18515"`)
 	r, err = Run("before", base, "after", failed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := outcomes(r)
+	got := outcomes(t, r)
 	if !slices.Contains(got, "fail compare.missing node01 → node06 (tcp bw)") {
 		t.Errorf("failed in the newer run: %v", got)
 	}
@@ -95,7 +101,7 @@ func TestCompareFellToZeroOrVanished(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := outcomes(r); !slices.Contains(got, "fail compare.missing node01 → node06 (tcp bw)") {
+	if got := outcomes(t, r); !slices.Contains(got, "fail compare.missing node01 → node06 (tcp bw)") {
 		t.Errorf("vanished: %v", got)
 	}
 }
@@ -109,7 +115,7 @@ func TestCompareAbsurdValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := outcomes(r); !slices.Contains(got, "fail compare.absurd after") {
+	if got := outcomes(t, r); !slices.Contains(got, "fail compare.absurd after") {
 		t.Errorf("absurd: %v", got)
 	}
 }
@@ -144,7 +150,7 @@ func TestCompareNCCLAbsurdAndVanished(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := outcomes(r); !slices.ContainsFunc(got, func(s string) bool { return strings.HasPrefix(s, "fail compare.absurd") }) {
+		if got := outcomes(t, r); !slices.ContainsFunc(got, func(s string) bool { return strings.HasPrefix(s, "fail compare.absurd") }) {
 			t.Errorf("%s busbw: %v", bad, got)
 		}
 	}
@@ -152,7 +158,7 @@ func TestCompareNCCLAbsurdAndVanished(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := outcomes(r); check.Failed(r.Findings) || !slices.Contains(got, "unknown compare.self b") {
+	if got := outcomes(t, r); check.Failed(r.Findings) || !slices.Contains(got, "unknown compare.self b") {
 		t.Errorf("self: %v", got)
 	}
 }

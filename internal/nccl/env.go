@@ -47,21 +47,23 @@ func MakeEnv(snaps []*host.Snapshot) (Env, []check.Finding) {
 		hp := gpudirect.PredictAt(s, gdrLevel)
 		ne := NodeEnv{Host: s.Hostname, Prediction: hp}
 		add := func(name, value, reason string) { ne.Vars = append(ne.Vars, Var{name, value, reason}) }
-		finding := func(id string, o check.Outcome, subject, msg string) *check.Finding {
-			fs = append(fs, check.Finding{Check: id, Outcome: o, Host: s.Hostname, Subject: subject, Message: msg})
+		// finding reports a finding of the rule e about this host; the
+		// pointer is for setting its specific fixes at once.
+		finding := func(e check.Entry, o check.Outcome, subject, msg string) *check.Finding {
+			fs = append(fs, e.Reporter(s.Hostname).New(o, subject, "%s", msg))
 			return &fs[len(fs)-1]
 		}
 		if hp.SocketIf != "" {
 			add("NCCL_SOCKET_IFNAME", "="+hp.SocketIf, hp.SocketIfReason+"; '=' matches the name exactly")
 		} else {
-			finding("nccl.env.socket-ifname", check.Warn, "NCCL_SOCKET_IFNAME", hp.SocketIfReason).Fix =
+			finding(CheckEnvSocketIfName, check.Warn, "NCCL_SOCKET_IFNAME", hp.SocketIfReason).Fix =
 				[]string{"export NCCL_SOCKET_IFNAME==<management interface>"}
 		}
 		switch {
 		case len(hp.GPUs) == 0:
-			finding("nccl.env.rails", check.Unknown, "GPUs", "no GPU in this host's snapshot: there is nothing for NCCL to place (is the NVIDIA driver bound?)")
+			finding(CheckEnvRails, check.Unknown, "GPUs", "no GPU in this host's snapshot: there is nothing for NCCL to place (is the NVIDIA driver bound?)")
 		case len(hp.Rails) == 0:
-			finding("nccl.env.rails", check.Fail, "NCCL_IB_HCA", "no active RDMA port on this host: NCCL would use NET/Socket between nodes")
+			finding(CheckEnvRails, check.Fail, "NCCL_IB_HCA", "no active RDMA port on this host: NCCL would use NET/Socket between nodes")
 		default:
 			var hcas []string
 			for _, p := range hp.GPUs {
@@ -72,18 +74,18 @@ func MakeEnv(snaps []*host.Snapshot) (Env, []check.Finding) {
 			}
 			add("NCCL_IB_HCA", "="+strings.Join(hcas, ","), fmt.Sprintf("the rail nearest each GPU (%d GPU(s), %d rail(s)); '=' so mlx5_1 does not also match mlx5_10", len(hp.GPUs), len(hcas)))
 			// The placement is proven, not silent: every GPU has its rail.
-			finding("nccl.env.rails", check.Pass, "NCCL_IB_HCA", fmt.Sprintf("%d GPU(s) on %d rail(s): %s", len(hp.GPUs), len(hcas), strings.Join(hcas, ",")))
+			finding(CheckEnvRails, check.Pass, "NCCL_IB_HCA", fmt.Sprintf("%d GPU(s) on %d rail(s): %s", len(hp.GPUs), len(hcas), strings.Join(hcas, ",")))
 		}
 		if hp.Layer == "Ethernet" {
 			if hp.GIDIndex != nil {
 				g := hp.GIDByRail[hp.Rails[0]]
 				add("NCCL_IB_GID_INDEX", fmt.Sprint(*hp.GIDIndex), fmt.Sprintf("the RoCE v2 IPv4 GID on every rail (%s %s on %s): NCCL ≥ 2.21 picks it by itself, older NCCL takes index 0 unless told", g.Type, g.GID, hp.Rails[0]))
 			} else {
-				finding("nccl.env.gid-index", check.Warn, "NCCL_IB_GID_INDEX", "the rails' RoCE v2 GID index differs: leave NCCL_IB_GID_INDEX unset (NCCL ≥ 2.21 picks per device) or fix the GID tables")
+				finding(CheckEnvGIDIndex, check.Warn, "NCCL_IB_GID_INDEX", "the rails' RoCE v2 GID index differs: leave NCCL_IB_GID_INDEX unset (NCCL ≥ 2.21 picks per device) or fix the GID tables")
 			}
 			for _, rail := range hp.Rails {
 				if g := hp.GIDByRail[rail]; g.Warning != "" {
-					finding("nccl.env.gid", check.Warn, rail, g.Warning)
+					finding(CheckEnvGID, check.Warn, rail, g.Warning)
 				}
 			}
 			roceClass(s, hp.Rails, add, finding)
@@ -93,7 +95,7 @@ func MakeEnv(snaps []*host.Snapshot) (Env, []check.Finding) {
 			if p.GDR {
 				on++
 			} else if p.Rail != "" {
-				finding("nccl.env.gdr", check.Warn, "GPU "+p.GPU.String(), fmt.Sprintf("GPUDirect RDMA predicted off with rail %s: %s", p.Rail, p.GDRReason))
+				finding(CheckEnvGDR, check.Warn, "GPU "+p.GPU.String(), fmt.Sprintf("GPUDirect RDMA predicted off with rail %s: %s", p.Rail, p.GDRReason))
 			}
 		}
 		if len(hp.GPUs) > 0 {
@@ -105,8 +107,8 @@ func MakeEnv(snaps []*host.Snapshot) (Env, []check.Finding) {
 	}
 	env.Common, env.Differ = common(env.Nodes)
 	if len(env.Differ) > 0 {
-		fs = append(fs, check.Finding{Check: "nccl.env.differ", Outcome: check.Warn, Subject: strings.Join(env.Differ, ", "),
-			Message: "these values differ between nodes: one mpirun -x or srun --export cannot carry them; use the per-node exports (a wrapper script sourcing them by hostname)"})
+		fs = append(fs, CheckEnvDiffer.Reporter("").New(check.Warn, strings.Join(env.Differ, ", "),
+			"these values differ between nodes: one mpirun -x or srun --export cannot carry them; use the per-node exports (a wrapper script sourcing them by hostname)"))
 	}
 	return env, fs
 }
@@ -116,7 +118,7 @@ func MakeEnv(snaps []*host.Snapshot) (Env, []check.Finding) {
 // 0, priority 0: lossy where only priority 3 has PFC). The export is
 // needed even where traffic_class is forced: GPU-initiated (DevX/GDAKI)
 // QPs ignore the kernel's traffic_class (NVIDIA/nccl#2383).
-func roceClass(s *host.Snapshot, rails []string, add func(name, value, reason string), finding func(id string, o check.Outcome, subject, msg string) *check.Finding) {
+func roceClass(s *host.Snapshot, rails []string, add func(name, value, reason string), finding func(e check.Entry, o check.Outcome, subject, msg string) *check.Finding) {
 	tc, prio, why := -1, -1, ""
 	for _, rail := range rails {
 		var q *host.RoCEQoS
@@ -132,11 +134,11 @@ func roceClass(s *host.Snapshot, rails []string, add func(name, value, reason st
 		}
 		switch {
 		case !ok:
-			finding("nccl.env.tc", check.Warn, "NCCL_IB_TC", fmt.Sprintf("no single lossless priority read on rail %s (trust and PFC: see doctor's roce.qos.path): NCCL_IB_TC left unset (NCCL's traffic class 0: DSCP 0, priority 0)", rail)).Fix =
+			finding(CheckEnvTC, check.Warn, "NCCL_IB_TC", fmt.Sprintf("no single lossless priority read on rail %s (trust and PFC: see doctor's roce.qos.path): NCCL_IB_TC left unset (NCCL's traffic class 0: DSCP 0, priority 0)", rail)).Fix =
 				[]string{"rdmalab doctor   # roce.qos.path names the lossless priority", "export NCCL_IB_TC=106 NCCL_IB_SL=3   # seed 001's priority 3 (DSCP 26)"}
 			return
 		case tc >= 0 && (t != tc || p != prio):
-			finding("nccl.env.tc", check.Warn, "NCCL_IB_TC", fmt.Sprintf("the rails' lossless class differs (%s: traffic class %d priority %d; %s: %d priority %d): fix the QoS so one class fits every rail", rails[0], tc, prio, rail, t, p))
+			finding(CheckEnvTC, check.Warn, "NCCL_IB_TC", fmt.Sprintf("the rails' lossless class differs (%s: traffic class %d priority %d; %s: %d priority %d): fix the QoS so one class fits every rail", rails[0], tc, prio, rail, t, p))
 			return
 		}
 		if why == "" {

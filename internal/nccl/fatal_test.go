@@ -35,7 +35,16 @@ func has(t *testing.T, fs []check.Finding, id string, o check.Outcome, host, sub
 		t.Errorf("missing %s %s host %q subject %q %q\n%s", o, id, host, subject, reason, dump(fs))
 		return check.Finding{}
 	}
+	fixed(t, fs[i])
 	return fs[i]
+}
+
+// fixed asserts a failure says what to do: a fix, and no empty line in it.
+func fixed(t *testing.T, f check.Finding) {
+	t.Helper()
+	if f.Outcome == check.Fail && (len(f.Fix) == 0 || slices.Contains(f.Fix, "")) {
+		t.Errorf("%s %s %q fails with fix %q", f.Check, f.Host, f.Subject, f.Fix)
+	}
 }
 
 func none(t *testing.T, fs []check.Finding, id string, o check.Outcome) {

@@ -167,8 +167,12 @@ func JudgeTests(subject string, r *TestRun, opt JudgeOptions) ([]check.Finding, 
 		r.Collective = opt.Collective
 	}
 	var fs []check.Finding
-	add := func(id string, o check.Outcome, msg string, ev ...check.Evidence) *check.Finding {
-		fs = append(fs, check.Finding{Check: id, Outcome: o, Subject: subject, Message: msg, Evidence: ev})
+	// add reports a finding of the rule e; the pointer is for setting its
+	// specific fixes at once, before the next add.
+	add := func(e check.Entry, o check.Outcome, msg string, ev ...check.Evidence) *check.Finding {
+		f := e.Reporter("").New(o, subject, "%s", msg)
+		f.Evidence = ev
+		fs = append(fs, f)
 		return &fs[len(fs)-1]
 	}
 	ev := func(what, value string) check.Evidence {
@@ -178,20 +182,20 @@ func JudgeTests(subject string, r *TestRun, opt JudgeOptions) ([]check.Finding, 
 	// complete
 	switch {
 	case r.Truncated:
-		add("nccl.tests.complete", check.Fail, fmt.Sprintf("JSON output ends mid-document after %d sizes: the run (or the capture) was cut short", len(r.Rows)))
+		add(CheckTestsComplete, check.Fail, fmt.Sprintf("JSON output ends mid-document after %d sizes: the run (or the capture) was cut short", len(r.Rows)))
 	case len(r.Rows) == 0:
-		add("nccl.tests.complete", check.Fail, "no result rows: the run stopped before its first size (a hang at init, or a crash)")
+		add(CheckTestsComplete, check.Fail, "no result rows: the run stopped before its first size (a hang at init, or a crash)")
 	case r.Started && !r.Concluded:
-		add("nccl.tests.complete", check.Fail, fmt.Sprintf("\"Collective test starting\" without \"concluded\": the run stopped after %s", humanBytes(r.Rows[len(r.Rows)-1].SizeBytes)),
+		add(CheckTestsComplete, check.Fail, fmt.Sprintf("\"Collective test starting\" without \"concluded\": the run stopped after %s", humanBytes(r.Rows[len(r.Rows)-1].SizeBytes)),
 			ev("last size", humanBytes(r.Rows[len(r.Rows)-1].SizeBytes)))
 	case r.Format == "text" && r.AvgBusbwGBps == nil && r.FromHeader:
-		add("nccl.tests.complete", check.Unknown, fmt.Sprintf("a table pasted from its column header, ending at %s without the \"# Avg bus bandwidth\" line: whether the run concluded is not in the paste", humanBytes(r.Rows[len(r.Rows)-1].SizeBytes)),
+		add(CheckTestsComplete, check.Unknown, fmt.Sprintf("a table pasted from its column header, ending at %s without the \"# Avg bus bandwidth\" line: whether the run concluded is not in the paste", humanBytes(r.Rows[len(r.Rows)-1].SizeBytes)),
 			ev("last size", humanBytes(r.Rows[len(r.Rows)-1].SizeBytes))).Fix = []string{"paste the whole output, down to \"# Avg bus bandwidth\""}
 	case r.Format == "text" && r.AvgBusbwGBps == nil:
-		add("nccl.tests.complete", check.Fail, fmt.Sprintf("no \"# Avg bus bandwidth\" line: the run stopped after %s (killed, timed out, or hung)", humanBytes(r.Rows[len(r.Rows)-1].SizeBytes)),
+		add(CheckTestsComplete, check.Fail, fmt.Sprintf("no \"# Avg bus bandwidth\" line: the run stopped after %s (killed, timed out, or hung)", humanBytes(r.Rows[len(r.Rows)-1].SizeBytes)),
 			ev("last size", humanBytes(r.Rows[len(r.Rows)-1].SizeBytes)))
 	default:
-		add("nccl.tests.complete", check.Pass, fmt.Sprintf("%d sizes up to %s, run concluded", len(r.Rows), humanBytes(r.Rows[len(r.Rows)-1].SizeBytes)))
+		add(CheckTestsComplete, check.Pass, fmt.Sprintf("%d sizes up to %s, run concluded", len(r.Rows), humanBytes(r.Rows[len(r.Rows)-1].SizeBytes)))
 	}
 	if len(r.Rows) == 0 {
 		return fs, s
@@ -217,20 +221,20 @@ func JudgeTests(subject string, r *TestRun, opt JudgeOptions) ([]check.Finding, 
 		if r.OutOfBounds != nil {
 			n = fmt.Sprint(*r.OutOfBounds)
 		}
-		f := add("nccl.tests.correctness", check.Fail, fmt.Sprintf("corrupted results: %s sizes out of bounds, #wrong up to %g at %s — whatever the bandwidth, this run is wrong", n, worst, humanBytes(worstAt)),
+		f := add(CheckTestsCorrectness, check.Fail, fmt.Sprintf("corrupted results: %s sizes out of bounds, #wrong up to %g at %s — whatever the bandwidth, this run is wrong", n, worst, humanBytes(worstAt)),
 			ev("Out of bounds values", n), ev("largest #wrong", fmt.Sprintf("%g at %s", worst, humanBytes(worstAt))))
 		f.Fix = []string{"rerun without in-network reduction (SHARP/INC) and with NCCL_ALGO=Ring to isolate it", "check the NIC and switch firmware and the RDMA MTU on every hop"}
 	case unchecked == 2*len(r.Rows):
-		f := add("nccl.tests.correctness", check.Unknown, "results were not validated (validation: 0, N/A in every row): corruption would not show")
+		f := add(CheckTestsCorrectness, check.Unknown, "results were not validated (validation: 0, N/A in every row): corruption would not show")
 		f.Fix = []string{"rerun with -c 1 (the default)"}
 	default:
-		add("nccl.tests.correctness", check.Pass, fmt.Sprintf("every checked size correct (%s 0, out of bounds %s)", r.CheckColumn, orQ(r.OutOfBounds)))
+		add(CheckTestsCorrectness, check.Pass, fmt.Sprintf("every checked size correct (%s 0, out of bounds %s)", r.CheckColumn, orQ(r.OutOfBounds)))
 	}
 
 	// implausible in-place or out-of-place algbw
 	for _, row := range r.Rows {
 		if row.InPlace.AlgbwGBps > maxPlausibleGBps || row.OutOfPlace.AlgbwGBps > maxPlausibleGBps {
-			add("nccl.tests.implausible", check.Warn, fmt.Sprintf("algbw %.0f GB/s at %s is faster than any GPU memory: the operation did no work (single rank in-place); such rows say nothing about the fabric",
+			add(CheckTestsImplausible, check.Warn, fmt.Sprintf("algbw %.0f GB/s at %s is faster than any GPU memory: the operation did no work (single rank in-place); such rows say nothing about the fabric",
 				max(row.InPlace.AlgbwGBps, row.OutOfPlace.AlgbwGBps), humanBytes(row.SizeBytes)))
 			break
 		}
@@ -239,7 +243,7 @@ func JudgeTests(subject string, r *TestRun, opt JudgeOptions) ([]check.Finding, 
 	// every number a measurement: inf, NaN or a busbw beyond any GPU
 	// interconnect is an error of the run or the capture, never a result
 	if msg := badMeasurement(r.Rows); msg != "" {
-		add("nccl.tests.measurement", check.Fail, msg).Fix = []string{"rerun and keep the whole output; a number beyond physics is never judged as bandwidth"}
+		add(CheckTestsMeasurement, check.Fail, msg).Fix = []string{"rerun and keep the whole output; a number beyond physics is never judged as bandwidth"}
 		return fs, s
 	}
 
@@ -256,10 +260,10 @@ func JudgeTests(subject string, r *TestRun, opt JudgeOptions) ([]check.Finding, 
 		fs[0].Evidence = append(fs[0].Evidence, ev("Avg bus bandwidth (not used: it averages tiny sizes in)", fmt.Sprintf("%g GB/s", *r.AvgBusbwGBps)))
 	}
 	if peak > 0 && plateau < 0.8*peak && peakAt < last.SizeBytes {
-		add("nccl.tests.plateau", check.Warn, fmt.Sprintf("busbw falls at large sizes: %.2f GB/s at %s, %.2f GB/s at the largest sizes (%.0f%%): memory pressure, PCIe or fabric congestion, or a rail going slow mid-run",
+		add(CheckTestsPlateau, check.Warn, fmt.Sprintf("busbw falls at large sizes: %.2f GB/s at %s, %.2f GB/s at the largest sizes (%.0f%%): memory pressure, PCIe or fabric congestion, or a rail going slow mid-run",
 			peak, humanBytes(peakAt), plateau, 100*plateau/peak), ev("peak busbw", fmt.Sprintf("%.2f GB/s at %s", peak, humanBytes(peakAt))), ev("plateau busbw", fmt.Sprintf("%.2f GB/s", plateau)))
 	} else if rising {
-		add("nccl.tests.plateau", check.Warn, fmt.Sprintf("busbw still rising at the largest size (%s): the plateau was not reached, so the run understates the fabric", humanBytes(last.SizeBytes))).Fix =
+		add(CheckTestsPlateau, check.Warn, fmt.Sprintf("busbw still rising at the largest size (%s): the plateau was not reached, so the run understates the fabric", humanBytes(last.SizeBytes))).Fix =
 			[]string{"rerun with -e 8G (or at least 1G) so the large-message plateau shows"}
 	}
 
@@ -274,11 +278,11 @@ func JudgeTests(subject string, r *TestRun, opt JudgeOptions) ([]check.Finding, 
 	hosts := r.Hosts()
 	switch {
 	case n == 1:
-		add("nccl.tests.busbw", check.Unknown, fmt.Sprintf("single rank: nothing crosses a link (busbw %.2f GB/s by definition), so this says nothing about the fabric", plateau)).Fix =
+		add(CheckTestsBusbw, check.Unknown, fmt.Sprintf("single rank: nothing crosses a link (busbw %.2f GB/s by definition), so this says nothing about the fabric", plateau)).Fix =
 			[]string{"run across at least two nodes (rdmalab nccl run --cluster FILE) to measure the network"}
 		return fs, s
 	case s.Nodes == 1:
-		add("nccl.tests.busbw", check.Unknown, fmt.Sprintf("one node (%s): traffic stays on NVLink/PCIe, not the network; plateau busbw %.2f GB/s", cmpOr(strings.Join(hosts, ","), "--nodes 1"), plateau),
+		add(CheckTestsBusbw, check.Unknown, fmt.Sprintf("one node (%s): traffic stays on NVLink/PCIe, not the network; plateau busbw %.2f GB/s", cmpOr(strings.Join(hosts, ","), "--nodes 1"), plateau),
 			ev("busbw plateau", fmt.Sprintf("%.2f GB/s", plateau)), ev("factor", expl)).Fix = []string{"run across at least two nodes (rdmalab nccl run --cluster FILE) to measure the network"}
 		return fs, s
 	case s.Nodes == 0:
@@ -286,14 +290,14 @@ func JudgeTests(subject string, r *TestRun, opt JudgeOptions) ([]check.Finding, 
 		if nWhy != "" {
 			msg = fmt.Sprintf("plateau busbw %.2f GB/s over %d ranks (%s), but the output names no hosts and --nodes was not given: how many nodes (and so NICs) carried it is unknown", plateau, n, nWhy)
 		}
-		f := add("nccl.tests.busbw", check.Unknown, msg, ev("busbw plateau", fmt.Sprintf("%.2f GB/s", plateau)))
+		f := add(CheckTestsBusbw, check.Unknown, msg, ev("busbw plateau", fmt.Sprintf("%.2f GB/s", plateau)))
 		if nWhy != "" {
 			f.Evidence = append(f.Evidence, ev("ranks", nWhy))
 		}
 		f.Fix = []string{fmt.Sprintf("give the node count: rdmalab nccl judge %s --nodes N --ranks-per-node R --expect-rate RATE --rails RAILS (N × R = the %s ranks of the run)", subject, cmpOr(itoaPos(n), "run's"))}
 		return fs, s
 	case opt.NIC.RateGbps <= 0:
-		f := add("nccl.tests.busbw", check.Unknown, fmt.Sprintf("plateau busbw %.2f GB/s over %d nodes, but the NIC rate is unknown, so it is not judged", plateau, s.Nodes),
+		f := add(CheckTestsBusbw, check.Unknown, fmt.Sprintf("plateau busbw %.2f GB/s over %d nodes, but the NIC rate is unknown, so it is not judged", plateau, s.Nodes),
 			ev("busbw plateau", fmt.Sprintf("%.2f GB/s", plateau)))
 		if expl != "" {
 			f.Evidence = append(f.Evidence, ev("factor", expl))
@@ -323,25 +327,25 @@ func JudgeTests(subject string, r *TestRun, opt JudgeOptions) ([]check.Finding, 
 	explained := reduces && !strings.EqualFold(opt.Algo, "Ring") && frac <= 2*1.05
 	switch {
 	case frac > 1.05 && explained:
-		f := add("nccl.tests.busbw", check.Warn, fmt.Sprintf("busbw %.2f GB/s is above what the NICs can carry (%.1f GB/s, %.0f%%): nccl-tests computes busbw with the ring factor, and Tree/NVLS/CollNet (SHARP) move less data per rank, so this is the formula, not a faster network — it proves nothing about the NICs", plateau, ceiling, 100*frac), evs...)
+		f := add(CheckTestsBusbw, check.Warn, fmt.Sprintf("busbw %.2f GB/s is above what the NICs can carry (%.1f GB/s, %.0f%%): nccl-tests computes busbw with the ring factor, and Tree/NVLS/CollNet (SHARP) move less data per rank, so this is the formula, not a faster network — it proves nothing about the NICs", plateau, ceiling, 100*frac), evs...)
 		f.Fix = []string{"judge the network with NCCL_ALGO=Ring (rdmalab nccl run sets it) and --algo Ring"}
 	case frac > 1.05:
 		msg := fmt.Sprintf("busbw %.2f GB/s is %.0f%% of what the NICs can carry (%.1f GB/s): beyond physics, so a measurement error or a wrong expectation (more rails or a faster NIC than given, or a run that did not cross the network) — never a good result", plateau, 100*frac, ceiling)
 		if strings.EqualFold(opt.Algo, "Ring") {
 			msg = fmt.Sprintf("busbw %.2f GB/s with NCCL_ALGO=Ring is %.0f%% of what the NICs can carry (%.1f GB/s): the expectation is wrong (more rails or a faster NIC than given) or the run did not cross the network", plateau, 100*frac, ceiling)
 		}
-		f := add("nccl.tests.busbw", check.Fail, msg, evs...)
+		f := add(CheckTestsBusbw, check.Fail, msg, evs...)
 		f.Fix = []string{"check --expect-rate and --rails against the nodes (rdmalab inventory), and that the ranks ran on different nodes"}
 	case frac >= HealthyFraction:
-		add("nccl.tests.busbw", check.Pass, fmt.Sprintf("busbw plateau %.2f GB/s is %.0f%% of the NIC ceiling %.1f GB/s", plateau, 100*frac, ceiling), evs...)
+		add(CheckTestsBusbw, check.Pass, fmt.Sprintf("busbw plateau %.2f GB/s is %.0f%% of the NIC ceiling %.1f GB/s", plateau, 100*frac, ceiling), evs...)
 	case frac >= DegradedFraction:
-		add("nccl.tests.busbw", check.Warn, fmt.Sprintf("busbw plateau %.2f GB/s is %.0f%% of the NIC ceiling %.1f GB/s (healthy ≥ %.0f%%): a slow rail, GPUDirect off on some ranks, or congestion", plateau, 100*frac, ceiling, 100*HealthyFraction), evs...)
+		add(CheckTestsBusbw, check.Warn, fmt.Sprintf("busbw plateau %.2f GB/s is %.0f%% of the NIC ceiling %.1f GB/s (healthy ≥ %.0f%%): a slow rail, GPUDirect off on some ranks, or congestion", plateau, 100*frac, ceiling, 100*HealthyFraction), evs...)
 	case fell && peak/ceiling >= HealthyFraction:
 		// the path carried line rate at smaller sizes: it is RDMA, and the fall is the problem
-		add("nccl.tests.busbw", check.Fail, fmt.Sprintf("busbw at the largest sizes %.2f GB/s is %.0f%% of the NIC ceiling %.1f GB/s, after reaching %.0f%% at %s: the path is RDMA, the fall at large sizes is the fault (see nccl.tests.plateau)",
+		add(CheckTestsBusbw, check.Fail, fmt.Sprintf("busbw at the largest sizes %.2f GB/s is %.0f%% of the NIC ceiling %.1f GB/s, after reaching %.0f%% at %s: the path is RDMA, the fall at large sizes is the fault (see nccl.tests.plateau)",
 			plateau, 100*frac, ceiling, 100*peak/ceiling, humanBytes(peakAt)), evs...)
 	default:
-		f := add("nccl.tests.busbw", check.Fail, fmt.Sprintf("busbw plateau %.2f GB/s is %.0f%% of the NIC ceiling %.1f GB/s: RDMA is likely not used (NET/Socket) or GPUDirect is off", plateau, 100*frac, ceiling), evs...)
+		f := add(CheckTestsBusbw, check.Fail, fmt.Sprintf("busbw plateau %.2f GB/s is %.0f%% of the NIC ceiling %.1f GB/s: RDMA is likely not used (NET/Socket) or GPUDirect is off", plateau, 100*frac, ceiling), evs...)
 		f.Fix = []string{"rerun with NCCL_DEBUG=INFO and look for NET/Socket or a channel without /GDRDMA (rdmalab judge the log)"}
 	}
 	return fs, s

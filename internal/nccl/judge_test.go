@@ -149,6 +149,9 @@ func TestJudgeEveryCapturedFile(t *testing.T) {
 			if worst != c.worst {
 				t.Errorf("worst outcome %s, want %s\n%s", worst, c.worst, dump(fs))
 			}
+			for _, f := range fs {
+				fixed(t, f)
+			}
 			if c.rows > 0 {
 				runs := payload.(*FileResult).Runs
 				if len(runs) != 1 || len(runs[0].Rows) != c.rows {

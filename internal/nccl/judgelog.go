@@ -35,8 +35,12 @@ func (h *HostLog) said() bool {
 // nodes, WARN lines, NCCL versions, and hosts that did not log at all.
 func JudgeDebug(d *DebugLog, opt JudgeOptions) []check.Finding {
 	var fs []check.Finding
-	add := func(id string, o check.Outcome, host, subject, msg string, ev ...check.Evidence) *check.Finding {
-		fs = append(fs, check.Finding{Check: id, Outcome: o, Host: host, Subject: subject, Message: msg, Evidence: ev})
+	// add reports a finding of the rule e; the pointer is for setting its
+	// specific fixes at once, before the next add.
+	add := func(e check.Entry, o check.Outcome, host, subject, msg string, ev ...check.Evidence) *check.Finding {
+		f := e.Reporter(host).New(o, subject, "%s", msg)
+		f.Evidence = ev
+		fs = append(fs, f)
 		return &fs[len(fs)-1]
 	}
 	if v, ok := d.LaunchEnv["NCCL_NET_GDR_LEVEL"]; ok && !slices.ContainsFunc(d.Hosts, func(h *HostLog) bool { _, set := h.Env["NCCL_NET_GDR_LEVEL"]; return set }) {
@@ -44,7 +48,7 @@ func JudgeDebug(d *DebugLog, opt JudgeOptions) []check.Finding {
 	}
 	if !opt.AllowSocket {
 		if name, v, why := tcpByEnv(d.LaunchEnv); name != "" {
-			f := add("nccl.log.socket", check.Fail, "", name, fmt.Sprintf("%s=%s on the launch line: %s — a TCP run judged as RDMA", name, v, why),
+			f := add(CheckLogSocket, check.Fail, "", name, fmt.Sprintf("%s=%s on the launch line: %s — a TCP run judged as RDMA", name, v, why),
 				check.Evidence{What: "launch line", Value: d.LaunchLines[name], Source: "the command line in the log"})
 			f.Fix = []string{"remove " + name + "=" + v + " from the launch (mpirun -x, srun --export, export) and rerun", "or judge with --allow-socket if TCP between nodes is what was meant"}
 		}
@@ -61,7 +65,7 @@ func JudgeDebug(d *DebugLog, opt JudgeOptions) []check.Finding {
 			versions[v] = append(versions[v], h.Host)
 		}
 		for _, f := range h.Failures {
-			add("nccl.log.failure", check.Fail, h.Host, "nccl-tests", "the test stopped: "+f, ev("line", f))
+			add(CheckLogFailure, check.Fail, h.Host, "nccl-tests", "the test stopped: "+f, ev("line", f))
 		}
 
 		// plugins: a failure outweighs "absent" on the same host
@@ -77,14 +81,14 @@ func JudgeDebug(d *DebugLog, opt JudgeOptions) []check.Finding {
 		}
 		switch {
 		case len(missing) > 0:
-			f := add("nccl.log.plugin", check.Fail, h.Host, "net plugin", "NCCL was told to use a network whose plugin is not there: "+missing[0], ev("WARN", strings.Join(missing, "; ")))
+			f := add(CheckLogPlugin, check.Fail, h.Host, "net plugin", "NCCL was told to use a network whose plugin is not there: "+missing[0], ev("WARN", strings.Join(missing, "; ")))
 			f.Fix = []string{"install the plugin (libnccl-net-*.so) on every node and put it on LD_LIBRARY_PATH, or unset NCCL_NET"}
 		case len(failed) > 0:
 			fallback := "NCCL fell back to " + cmpOr(strings.Join(h.Networks, ", "), "another network (none named)")
-			f := add("nccl.log.plugin", check.Warn, h.Host, "net plugin", "a net plugin loaded but failed to initialise; "+fallback, ev("lines", strings.Join(failed, "; ")))
+			f := add(CheckLogPlugin, check.Warn, h.Host, "net plugin", "a net plugin loaded but failed to initialise; "+fallback, ev("lines", strings.Join(failed, "; ")))
 			f.Fix = []string{"remove the failing plugin from LD_LIBRARY_PATH or fix it, so every node takes the same path"}
 		case slices.Contains(h.Plugins, "absent"):
-			add("nccl.log.plugin", check.Pass, h.Host, "net plugin", "no external net plugin: NCCL uses its internal IB and Socket transports")
+			add(CheckLogPlugin, check.Pass, h.Host, "net plugin", "no external net plugin: NCCL uses its internal IB and Socket transports")
 		}
 
 		// network chosen
@@ -107,15 +111,15 @@ func JudgeDebug(d *DebugLog, opt JudgeOptions) []check.Finding {
 		envName, envVal, envWhy := tcpByEnv(h.Env)
 		switch {
 		case envName != "" && !opt.AllowSocket:
-			f := add("nccl.log.socket", check.Fail, h.Host, envName, fmt.Sprintf("%s set by environment to %s on %s: %s — a TCP run judged as RDMA", envName, envVal, h.Host, envWhy),
+			f := add(CheckLogSocket, check.Fail, h.Host, envName, fmt.Sprintf("%s set by environment to %s on %s: %s — a TCP run judged as RDMA", envName, envVal, h.Host, envWhy),
 				ev(envName, envVal))
 			f.Fix = []string{"unset " + envName + " on every rank and rerun", "or judge with --allow-socket if TCP between nodes is what was meant"}
 		case len(socketCh) > 0 && !opt.AllowSocket:
-			f := add("nccl.log.socket", check.Fail, h.Host, "inter-node channels", fmt.Sprintf("%d inter-node channel(s) of %s use NET/Socket: the RDMA path is not being used", len(socketCh), h.Host),
+			f := add(CheckLogSocket, check.Fail, h.Host, "inter-node channels", fmt.Sprintf("%d inter-node channel(s) of %s use NET/Socket: the RDMA path is not being used", len(socketCh), h.Host),
 				ev("channel", socketCh[0].Line))
 			f.Fix = []string{"check that NCCL sees the HCAs (NCCL_IB_HCA, /dev/infiniband, ibv_devinfo) and that NCCL_IB_DISABLE is not set", "rdmalab nccl env --snapshot <host>.json"}
 		case slices.Contains(h.Networks, "Socket") && !ib && !opt.AllowSocket:
-			add("nccl.log.socket", check.Fail, h.Host, "network", "NCCL chose NET/Socket: inter-node traffic will not use RDMA", ev("network", "Socket"))
+			add(CheckLogSocket, check.Fail, h.Host, "network", "NCCL chose NET/Socket: inter-node traffic will not use RDMA", ev("network", "Socket"))
 		case ib:
 			devs := make([]string, len(h.NetIB))
 			layers := map[string][]string{}
@@ -130,21 +134,21 @@ func JudgeDebug(d *DebugLog, opt JudgeOptions) []check.Finding {
 			if h.OOB != "" {
 				msg += "; OOB " + h.OOB
 			}
-			add("nccl.log.network", check.Pass, h.Host, "network", msg, ev("NET/IB", strings.Join(devs, " ")))
+			add(CheckLogNetwork, check.Pass, h.Host, "network", msg, ev("NET/IB", strings.Join(devs, " ")))
 			if len(layers) > 1 {
 				ls := slices.Sorted(maps.Keys(layers))
-				f := add("nccl.log.mixed-layers", check.Warn, h.Host, "NET/IB devices", fmt.Sprintf("NET/IB mixes link layers (%s): rings that pair an IB rail with a RoCE NIC cannot connect or run at the slower NIC's rate", describeLayers(ls, layers)))
+				f := add(CheckLogMixedLayers, check.Warn, h.Host, "NET/IB devices", fmt.Sprintf("NET/IB mixes link layers (%s): rings that pair an IB rail with a RoCE NIC cannot connect or run at the slower NIC's rate", describeLayers(ls, layers)))
 				f.Fix = []string{"list only the fabric's HCAs: export NCCL_IB_HCA=" + strings.Join(layers[majority(layers)], ",")}
 			}
 		case len(h.Networks) > 0:
-			add("nccl.log.network", check.Pass, h.Host, "network", "NCCL uses network "+strings.Join(h.Networks, ", "))
+			add(CheckLogNetwork, check.Pass, h.Host, "network", "NCCL uses network "+strings.Join(h.Networks, ", "))
 		case len(ibCh) > 0:
 			// NCCL before 2.4 printed no "Using network" line: its
 			// "Ring 00 : … via NET/IB/0" lines say it
-			add("nccl.log.network", check.Pass, h.Host, "network", fmt.Sprintf("NCCL's channels cross the network via NET/IB (%d channel line(s), e.g. %q)", len(ibCh), ibCh[0].Line),
+			add(CheckLogNetwork, check.Pass, h.Host, "network", fmt.Sprintf("NCCL's channels cross the network via NET/IB (%d channel line(s), e.g. %q)", len(ibCh), ibCh[0].Line),
 				ev("channel", ibCh[0].Line))
 		default:
-			add("nccl.log.network", check.Unknown, h.Host, "network", "the log does not say which network NCCL chose (no \"NET/IB : Using\", \"Using network\" or channel line): set NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=INIT,NET")
+			add(CheckLogNetwork, check.Unknown, h.Host, "network", "the log does not say which network NCCL chose (no \"NET/IB : Using\", \"Using network\" or channel line): set NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=INIT,NET")
 		}
 
 		// GPUDirect RDMA
@@ -174,12 +178,12 @@ func JudgeDebug(d *DebugLog, opt JudgeOptions) []check.Finding {
 			if noGDR > 0 {
 				evs = append(evs, ev("NET/IB channels without /GDRDMA", fmt.Sprint(noGDR)))
 			}
-			f := add("nccl.log.gdr", o, h.Host, "GPUDirect RDMA", why+": network traffic stages through host memory (often 5–10× slower)", evs...)
+			f := add(CheckLogGDR, o, h.Host, "GPUDirect RDMA", why+": network traffic stages through host memory (often 5–10× slower)", evs...)
 			f.Fix = []string{"modprobe nvidia-peermem (or use the open kernel module's DMA-BUF)", "put GPU and NIC under one PCIe switch or raise NCCL_NET_GDR_LEVEL", "rdmalab nccl env --snapshot <host>.json shows the path level per GPU"}
 		case len(gdrCh) > 0 || len(h.GDR) > 0:
-			add("nccl.log.gdr", check.Pass, h.Host, "GPUDirect RDMA", fmt.Sprintf("GPUDirect RDMA enabled (%d channel(s) via /GDRDMA, %d HCA(s) enabled)", len(gdrCh), len(h.GDR)))
+			add(CheckLogGDR, check.Pass, h.Host, "GPUDirect RDMA", fmt.Sprintf("GPUDirect RDMA enabled (%d channel(s) via /GDRDMA, %d HCA(s) enabled)", len(gdrCh), len(h.GDR)))
 		case haveExpect && expect && ib:
-			add("nccl.log.gdr", check.Unknown, h.Host, "GPUDirect RDMA", "GPUDirect RDMA was predicted on, but the log shows no HCA or channel line to confirm it (set NCCL_DEBUG_SUBSYS=INIT,NET)")
+			add(CheckLogGDR, check.Unknown, h.Host, "GPUDirect RDMA", "GPUDirect RDMA was predicted on, but the log shows no HCA or channel line to confirm it (set NCCL_DEBUG_SUBSYS=INIT,NET)")
 		}
 
 		if v, ok := h.Env["NCCL_NET_GDR_LEVEL"]; ok {
@@ -199,12 +203,12 @@ func JudgeDebug(d *DebugLog, opt JudgeOptions) []check.Finding {
 				if len(h.Chains) > 0 {
 					evs = append(evs, ev("error chain after it", strings.Join(h.Chains, ", ")))
 				}
-				f := add("nccl.log.fatal", check.Fail, h.Host, "NCCL WARN", belief+": "+w, evs...)
+				f := add(CheckLogFatal, check.Fail, h.Host, "NCCL WARN", belief+": "+w, evs...)
 				f.Fix = fatalFix(w, h.Host)
 			case WarnHarmless:
-				add("nccl.log.warn", check.Pass, h.Host, "NCCL WARN", belief+": "+w, ev("WARN", w))
+				add(CheckLogWarn, check.Pass, h.Host, "NCCL WARN", belief+": "+w, ev("WARN", w))
 			default:
-				add("nccl.log.warn", check.Warn, h.Host, "NCCL WARN", w, ev("WARN", w))
+				add(CheckLogWarn, check.Warn, h.Host, "NCCL WARN", w, ev("WARN", w))
 			}
 		}
 	}
@@ -215,17 +219,17 @@ func JudgeDebug(d *DebugLog, opt JudgeOptions) []check.Finding {
 		for _, v := range slices.Sorted(maps.Keys(versions)) {
 			parts = append(parts, fmt.Sprintf("%s on %s", v, strings.Join(versions[v], ", ")))
 		}
-		add("nccl.log.version", check.Fail, "", "NCCL version", "hosts run different NCCL versions ("+strings.Join(parts, "; ")+"): mismatched versions hang or crash at init")
+		add(CheckLogVersion, check.Fail, "", "NCCL version", "hosts run different NCCL versions ("+strings.Join(parts, "; ")+"): mismatched versions hang or crash at init")
 	} else if len(versions) == 1 {
 		for v, hs := range versions {
-			add("nccl.log.version", check.Pass, "", "NCCL version", fmt.Sprintf("NCCL %s on %s", v, strings.Join(hs, ", ")))
+			add(CheckLogVersion, check.Pass, "", "NCCL version", fmt.Sprintf("NCCL %s on %s", v, strings.Join(hs, ", ")))
 		}
 	}
 
 	// a host that did not log is named, never assumed like another
 	for _, h := range opt.Hosts {
 		if hl := d.Host(h); hl == nil || !hl.said() {
-			add("nccl.log.silent", check.Unknown, h, "NCCL_DEBUG", h+" took part in the run but its NCCL_DEBUG lines are not in the log: its transport is unknown, not assumed like the others'").Fix =
+			add(CheckLogSilent, check.Unknown, h, "NCCL_DEBUG", h+" took part in the run but its NCCL_DEBUG lines are not in the log: its transport is unknown, not assumed like the others'").Fix =
 				[]string{"run with NCCL_DEBUG=INFO exported to every rank (mpirun -x NCCL_DEBUG, srun --export=ALL)"}
 		}
 	}
@@ -255,19 +259,19 @@ func majority(layers map[string][]string) string {
 // GPUDirect RDMA across the CPU interconnect, LOC turns it off; PIX, PXB
 // (the default) and PHB (through the host bridge, as seed 001 sets it) are
 // levels the hardware may well give.
-func gdrLevelFinding(add func(id string, o check.Outcome, host, subject, msg string, ev ...check.Evidence) *check.Finding, host, v, source string) {
+func gdrLevelFinding(add func(e check.Entry, o check.Outcome, host, subject, msg string, ev ...check.Evidence) *check.Finding, host, v, source string) {
 	e := check.Evidence{What: "NCCL_NET_GDR_LEVEL", Value: v, Source: source}
 	switch strings.ToUpper(v) {
 	case "SYS":
-		add("nccl.log.gdr-level", check.Warn, host, "NCCL_NET_GDR_LEVEL", "NCCL_NET_GDR_LEVEL=SYS forces GPUDirect RDMA for every GPU↔NIC pair, even across the interconnect between sockets, where peer reads are slow (often slower than staging through host memory) or unsupported", e).Fix =
+		add(CheckLogGDRLevel, check.Warn, host, "NCCL_NET_GDR_LEVEL", "NCCL_NET_GDR_LEVEL=SYS forces GPUDirect RDMA for every GPU↔NIC pair, even across the interconnect between sockets, where peer reads are slow (often slower than staging through host memory) or unsupported", e).Fix =
 			[]string{"unset it (default PXB), or set PHB where GPU and NIC share a socket and it measures faster", "rdmalab nccl env --snapshot <host>.json shows each GPU's path level"}
 	case "LOC":
-		add("nccl.log.gdr-level", check.Warn, host, "NCCL_NET_GDR_LEVEL", "NCCL_NET_GDR_LEVEL=LOC turns GPUDirect RDMA off: network traffic stages through host memory", e).Fix =
+		add(CheckLogGDRLevel, check.Warn, host, "NCCL_NET_GDR_LEVEL", "NCCL_NET_GDR_LEVEL=LOC turns GPUDirect RDMA off: network traffic stages through host memory", e).Fix =
 			[]string{"unset it unless GPUDirect RDMA is known broken here"}
 	case "PIX", "PXB", "PHB", "NODE":
-		add("nccl.log.gdr-level", check.Pass, host, "NCCL_NET_GDR_LEVEL", fmt.Sprintf("NCCL_NET_GDR_LEVEL=%s: GPUDirect RDMA up to %s (NCCL's default is PXB)", v, v), e)
+		add(CheckLogGDRLevel, check.Pass, host, "NCCL_NET_GDR_LEVEL", fmt.Sprintf("NCCL_NET_GDR_LEVEL=%s: GPUDirect RDMA up to %s (NCCL's default is PXB)", v, v), e)
 	default:
-		add("nccl.log.gdr-level", check.Warn, host, "NCCL_NET_GDR_LEVEL", fmt.Sprintf("NCCL_NET_GDR_LEVEL=%s: numeric levels changed meaning between NCCL versions; name the level (PIX, PXB, PHB, SYS)", v), e)
+		add(CheckLogGDRLevel, check.Warn, host, "NCCL_NET_GDR_LEVEL", fmt.Sprintf("NCCL_NET_GDR_LEVEL=%s: numeric levels changed meaning between NCCL versions; name the level (PIX, PXB, PHB, SYS)", v), e)
 	}
 }
 
@@ -276,7 +280,7 @@ func gdrLevelFinding(add func(id string, o check.Outcome, host, subject, msg str
 // never touches; without NCCL_GIN_IB_TC or NCCL_IB_TC they carry DSCP 0,
 // the lossy priority of a RoCE fabric lossless on another
 // (NVIDIA/nccl#2383). On InfiniBand-only rails the DSCP does not matter.
-func ginTCFinding(add func(id string, o check.Outcome, host, subject, msg string, ev ...check.Evidence) *check.Finding, h *HostLog) {
+func ginTCFinding(add func(e check.Entry, o check.Outcome, host, subject, msg string, ev ...check.Evidence) *check.Finding, h *HostLog) {
 	if len(h.GIN) == 0 {
 		return
 	}
@@ -292,12 +296,12 @@ func ginTCFinding(add func(id string, o check.Outcome, host, subject, msg string
 	for _, name := range []string{"NCCL_GIN_IB_TC", "NCCL_IB_TC"} {
 		if v, ok := h.Env[name]; ok {
 			e = append(e, check.Evidence{What: name, Value: v, Source: src + ": \"" + name + " set by environment\""})
-			add("nccl.log.gin-tc", check.Pass, h.Host, "GPU-initiated networking", fmt.Sprintf("GPU-initiated (GDAKI) QPs carry %s=%s, set by environment", name, v), e...)
+			add(CheckLogGINTC, check.Pass, h.Host, "GPU-initiated networking", fmt.Sprintf("GPU-initiated (GDAKI) QPs carry %s=%s, set by environment", name, v), e...)
 			return
 		}
 	}
 	e = append(e, check.Evidence{What: "NCCL_GIN_IB_TC / NCCL_IB_TC", Value: "not set by environment (no \"set by environment\" line): NCCL uses traffic class 0", Source: src})
-	f := add("nccl.log.gin-tc", check.Warn, h.Host, "GPU-initiated networking",
+	f := add(CheckLogGINTC, check.Warn, h.Host, "GPU-initiated networking",
 		"GPU-initiated networking (GDAKI) is on and NCCL_IB_TC is unset: its GPU-built (DevX) QPs ignore the kernel's per-port traffic_class and send with DSCP 0, on the lossy priority while the host's own QPs may be lossless; under load they drop, retry out and hang the kernel (NVIDIA/nccl#2383)", e...)
 	f.Fix = []string{"export NCCL_IB_TC=<the lossless class> on every rank: rdmalab nccl env --snapshot <host>.json computes it (106 for DSCP 26 on priority 3)", "or NCCL_GIN_IB_TC for GIN traffic alone (NCCL ≥ 2.30.7)"}
 }

@@ -10,38 +10,48 @@ import (
 	"github.com/rdmalab/rdmalab/internal/check"
 )
 
-// RASCatalog is the checks an ncclras report and a poll of a live RAS
-// endpoint report. Part of Catalog.
-var RASCatalog = []check.Entry{
-	{ID: "nccl.ras.ranks", Title: "Every rank of every communicator answers RAS",
+// The checks of an ncclras report and a poll of a live RAS endpoint.
+var (
+	CheckRASRanks = check.Entry{ID: "nccl.ras.ranks", Title: "Every rank of every communicator answers RAS",
 		Why:    "A rank RAS gets no data from (INCOMPLETE: stopped, exited, unreachable) or has declared DEAD (60 s unreachable) stops every collective of its communicators: the job hangs or dies there.",
 		Source: "NCCL ras.rst; ncclras text (Errors: INCOMPLETE, DEAD, #g-c INCOMPLETE) and JSON (missing_ranks: unresponsive, considered_dead)",
 		Fixes:  []string{"look at the process named on its host (dmesg, nvidia-smi, the job's log) before restarting the job"},
-		Needs:  "an ncclras report (text or -f json) or a live RAS endpoint", UnknownWhen: "RAS collected no communicator data"},
-	{ID: "nccl.ras.status", Title: "No communicator is in error or aborting",
+		Needs:  "an ncclras report (text or -f json) or a live RAS endpoint", UnknownWhen: "RAS collected no communicator data"}
+	CheckRASStatus = check.Entry{ID: "nccl.ras.status", Title: "No communicator is in error or aborting",
 		Why:    "A communicator in ABORT or with an initialisation or asynchronous error on a rank will not complete another collective.",
 		Source: "ncclras Status/Errors columns; JSON init_state (0 initialised, 7 in progress), async_error, abort_flag",
 		Fixes:  []string{"read the rank's own NCCL_DEBUG=WARN lines (rdmalab nccl judge its log)"},
-		Needs:  "the report's communicator table or ranks", UnknownWhen: "never"},
-	{ID: "nccl.ras.progress", Title: "The ranks of a communicator launched the same collectives (one report)",
+		Needs:  "the report's communicator table or ranks", UnknownWhen: "never"}
+	CheckRASProgress = check.Entry{ID: "nccl.ras.progress", Title: "The ranks of a communicator launched the same collectives (one report)",
 		Why:    "A MISMATCH in collective counts names lagging ranks, but NCCL launches asynchronously: one snapshot's skew can be normal. Only counts frozen across polls are a hang (nccl.ras.hang).",
 		Source: "NCCL ras.rst (MISMATCH needs repetition); docs/examples/08_ras",
 		Fixes:  []string{"poll it: rdmalab nccl ras --host HOST --interval 5s --polls 3"},
-		Needs:  "one report's collective counts", UnknownWhen: "never"},
-	{ID: "nccl.ras.hang", Title: "No rank stays behind, frozen, across polls",
+		Needs:  "one report's collective counts", UnknownWhen: "never"}
+	CheckRASHang = check.Entry{ID: "nccl.ras.hang", Title: "No rank stays behind, frozen, across polls",
 		Why:    "A rank whose collective count stays the same across polls while the others are ahead is stuck there (a hang the whole communicator waits on); one that lags but moves is a straggler (slow GPU, NIC or link).",
 		Source: "NCCL ras.rst (the same counts on repeated queries indicate a stuck rank); rdmalab nccl ras",
 		Fixes:  []string{"on the rank's host: rdmalab doctor, the rank's GPU and rail NIC; retest its rail with rdmalab bench"},
-		Needs:  "two or more polls of a live RAS endpoint", UnknownWhen: "never: one poll is nccl.ras.progress"},
-	{ID: "nccl.ras.collection", Title: "RAS gathered its data without timeouts",
+		Needs:  "two or more polls of a live RAS endpoint", UnknownWhen: "never: one poll is nccl.ras.progress"}
+	CheckRASCollection = check.Entry{ID: "nccl.ras.collection", Title: "RAS gathered its data without timeouts",
 		Why:    "Communication timeouts while RAS gathers mean some processes answered late or not at all: the report may be partial.",
 		Source: "ncclras Warnings: TIMEOUT; JSON ras.timeouts_count",
 		Fixes:  []string{"rerun ncclras with a longer -t"},
-		Needs:  "the report", UnknownWhen: "never"},
-	{ID: "nccl.ras.read", Title: "The RAS report was read as written",
+		Needs:  "the report", UnknownWhen: "never"}
+	CheckRASRead = check.Entry{ID: "nccl.ras.read", Title: "The RAS report was read as written",
 		Why:    "NCCL 2.28.x wrote invalid JSON for a missing rank (no comma between nvml_dev and status); the repair that reads it is named so nothing is silently guessed.",
 		Source: "NCCL client_support.cc JSON writer",
-		Needs:  "the report", UnknownWhen: "never"},
+		Needs:  "the report", UnknownWhen: "never"}
+)
+
+// RASCatalog is the checks an ncclras report and a poll of a live RAS
+// endpoint report. Part of Catalog.
+var RASCatalog = []check.Entry{
+	CheckRASRanks,
+	CheckRASStatus,
+	CheckRASProgress,
+	CheckRASHang,
+	CheckRASCollection,
+	CheckRASRead,
 }
 
 // JudgeRASFile reads and judges one ncclras report (o: what follows a
@@ -81,15 +91,19 @@ func JudgeRAS(source string, r *RASReport, o *RASOptions) []check.Finding {
 
 func judgeRASState(source string, r *RASReport, o *RASOptions) []check.Finding {
 	var fs []check.Finding
-	add := func(id string, o check.Outcome, host, subject, msg string, ev ...check.Evidence) *check.Finding {
-		fs = append(fs, check.Finding{Check: id, Outcome: o, Host: host, Subject: subject, Message: msg, Evidence: ev})
+	// add reports a finding of the rule e; the pointer is for setting its
+	// specific fixes or path at once, before the next add.
+	add := func(e check.Entry, o check.Outcome, host, subject, msg string, ev ...check.Evidence) *check.Finding {
+		f := e.Reporter(host).New(o, subject, "%s", msg)
+		f.Evidence = ev
+		fs = append(fs, f)
 		return &fs[len(fs)-1]
 	}
 	ev := func(what, value string) check.Evidence {
 		return check.Evidence{What: what, Value: value, Source: source}
 	}
 	for _, rep := range r.Repairs {
-		add("nccl.ras.read", check.Warn, "", "ncclras JSON", rep, ev("repair", rep))
+		add(CheckRASRead, check.Warn, "", "ncclras JSON", rep, ev("repair", rep))
 	}
 	lookHere := func(host string, pid int) []string {
 		return []string{fmt.Sprintf("on %s: is PID %d still there (ps -p %d), what did it print last (its NCCL_DEBUG=WARN lines), dmesg for GPU Xid or NIC errors", host, pid, pid)}
@@ -104,7 +118,7 @@ func judgeRASState(source string, r *RASReport, o *RASOptions) []check.Finding {
 			if k.Dead {
 				state = "is considered DEAD by RAS (unreachable for 60 s): its communicators cannot complete another collective"
 			}
-			f := add("nccl.ras.ranks", check.Fail, k.Host, fmt.Sprintf("rank %d", k.Rank), fmt.Sprintf("%s of %s %s", k.Where(), commName(c), state),
+			f := add(CheckRASRanks, check.Fail, k.Host, fmt.Sprintf("rank %d", k.Rank), fmt.Sprintf("%s of %s %s", k.Where(), commName(c), state),
 				ev("missing rank", k.Where()))
 			f.Fix = lookHere(k.Host, k.PID)
 			o.attachPath(f, k)
@@ -115,7 +129,7 @@ func judgeRASState(source string, r *RASReport, o *RASOptions) []check.Finding {
 			if c.CommsInGroup > 0 && c.RanksInGroup < c.CommsInGroup*c.Size {
 				msg = fmt.Sprintf("%s is INCOMPLETE: %d of %d ranks answered RAS", commName(c), c.RanksInGroup, c.CommsInGroup*c.Size)
 			}
-			add("nccl.ras.ranks", check.Fail, "", strings.TrimPrefix(commName(c), "communicator "), msg+" (the report does not name them: rerun ncclras -v)").Fix = []string{"ncclras -v on a node of the job names the missing ranks"}
+			add(CheckRASRanks, check.Fail, "", strings.TrimPrefix(commName(c), "communicator "), msg+" (the report does not name them: rerun ncclras -v)").Fix = []string{"ncclras -v on a node of the job names the missing ranks"}
 		}
 	}
 	for _, p := range r.MissingProcesses {
@@ -123,33 +137,33 @@ func judgeRASState(source string, r *RASReport, o *RASOptions) []check.Finding {
 			continue
 		}
 		bad++
-		add("nccl.ras.ranks", check.Fail, p.Host, fmt.Sprintf("PID %d", p.PID), fmt.Sprintf("process %d on %s managing GPU %s sent RAS no communicator data (INCOMPLETE: stopped, exited or unreachable)", p.PID, p.Host, p.GPU),
+		add(CheckRASRanks, check.Fail, p.Host, fmt.Sprintf("PID %d", p.PID), fmt.Sprintf("process %d on %s managing GPU %s sent RAS no communicator data (INCOMPLETE: stopped, exited or unreachable)", p.PID, p.Host, p.GPU),
 			ev("missing process", fmt.Sprintf("PID %d on %s, GPU %s", p.PID, p.Host, p.GPU))).Fix = lookHere(p.Host, p.PID)
 	}
 	for _, p := range r.DeadProcesses {
 		bad++
-		add("nccl.ras.ranks", check.Fail, p.Host, fmt.Sprintf("PID %d", p.PID), fmt.Sprintf("process %d on %s managing GPU %s is considered DEAD by RAS (unreachable via the RAS network for 60 s)", p.PID, p.Host, p.GPU),
+		add(CheckRASRanks, check.Fail, p.Host, fmt.Sprintf("PID %d", p.PID), fmt.Sprintf("process %d on %s managing GPU %s is considered DEAD by RAS (unreachable via the RAS network for 60 s)", p.PID, p.Host, p.GPU),
 			ev("dead process", fmt.Sprintf("PID %d on %s, GPU %s", p.PID, p.Host, p.GPU))).Fix = lookHere(p.Host, p.PID)
 	}
 	if n := r.DeadCount - len(r.DeadProcesses); n > 0 {
 		bad++
-		add("nccl.ras.ranks", check.Fail, "", "DEAD", fmt.Sprintf("%d job process(es) considered DEAD by RAS that the report does not list (rerun ncclras -v)", n))
+		add(CheckRASRanks, check.Fail, "", "DEAD", fmt.Sprintf("%d job process(es) considered DEAD by RAS that the report does not list (rerun ncclras -v)", n))
 	}
 	if n := r.MissingCount - len(r.MissingProcesses); n > 0 && bad == 0 {
 		bad++
-		add("nccl.ras.ranks", check.Fail, "", "INCOMPLETE", fmt.Sprintf("RAS is missing communicator data from %d job process(es) the report does not list (rerun ncclras -v)", n))
+		add(CheckRASRanks, check.Fail, "", "INCOMPLETE", fmt.Sprintf("RAS is missing communicator data from %d job process(es) the report does not list (rerun ncclras -v)", n))
 	}
 	switch {
 	case bad > 0:
 	case r.NoCommData || len(r.Comms) == 0:
-		add("nccl.ras.ranks", check.Unknown, "", "communicators", "RAS collected no communicator data: no NCCL communicator answered, so whether the ranks are alive is not in the report").Fix =
+		add(CheckRASRanks, check.Unknown, "", "communicators", "RAS collected no communicator data: no NCCL communicator answered, so whether the ranks are alive is not in the report").Fix =
 			[]string{"run ncclras (or rdmalab nccl ras --host HOST) on a node of the job while it runs"}
 	default:
 		ranks := 0
 		for _, c := range r.Comms {
 			ranks += max(len(c.Ranks), c.RanksInGroup, c.Size*max(c.CommsInGroup, 1)*boolInt(len(c.Ranks) == 0 && c.RanksInGroup == 0))
 		}
-		add("nccl.ras.ranks", check.Pass, "", "communicators", fmt.Sprintf("every rank of %d communicator(s) answered RAS (%d ranks)", len(r.Comms), ranks))
+		add(CheckRASRanks, check.Pass, "", "communicators", fmt.Sprintf("every rank of %d communicator(s) answered RAS (%d ranks)", len(r.Comms), ranks))
 	}
 
 	// status and errors
@@ -161,7 +175,7 @@ func judgeRASState(source string, r *RASReport, o *RASOptions) []check.Finding {
 			if len(c.RankErrors) > 0 {
 				msg += ": " + strings.Join(c.RankErrors, "; ")
 			}
-			add("nccl.ras.status", check.Fail, "", strings.TrimPrefix(commName(c), "communicator "), msg)
+			add(CheckRASStatus, check.Fail, "", strings.TrimPrefix(commName(c), "communicator "), msg)
 		}
 		for _, k := range c.Ranks {
 			var why []string
@@ -176,7 +190,7 @@ func judgeRASState(source string, r *RASReport, o *RASOptions) []check.Finding {
 			}
 			if len(why) > 0 {
 				statusBad++
-				o.attachPath(add("nccl.ras.status", check.Fail, k.Host, fmt.Sprintf("rank %d", k.Rank), fmt.Sprintf("%s of %s: %s", k.Where(), commName(c), strings.Join(why, ", "))), k)
+				o.attachPath(add(CheckRASStatus, check.Fail, k.Host, fmt.Sprintf("rank %d", k.Rank), fmt.Sprintf("%s of %s: %s", k.Where(), commName(c), strings.Join(why, ", "))), k)
 			}
 		}
 	}
@@ -187,10 +201,10 @@ func judgeRASState(source string, r *RASReport, o *RASOptions) []check.Finding {
 				st = append(st, c.Status)
 			}
 		}
-		add("nccl.ras.status", check.Pass, "", "communicators", "no communicator in error or aborting"+strings.TrimSuffix(" ("+strings.Join(st, ", ")+")", " ()"))
+		add(CheckRASStatus, check.Pass, "", "communicators", "no communicator in error or aborting"+strings.TrimSuffix(" ("+strings.Join(st, ", ")+")", " ()"))
 	}
 	if r.Timeouts > 0 {
-		add("nccl.ras.collection", check.Warn, "", "RAS", fmt.Sprintf("RAS met %d communication timeout(s) while gathering: some processes answered late or not at all, so the report may be partial", r.Timeouts))
+		add(CheckRASCollection, check.Warn, "", "RAS", fmt.Sprintf("RAS met %d communication timeout(s) while gathering: some processes answered late or not at all, so the report may be partial", r.Timeouts))
 	}
 	return fs
 }
@@ -282,14 +296,16 @@ func judgeRASProgress(source string, r *RASReport, o *RASOptions) []check.Findin
 		msg += ": lagging rank(s) — one poll is not a verdict (NCCL launches collectives asynchronously; a straggler is called only once it stays frozen across polls)"
 		host := l.host()
 		fix := "rdmalab nccl ras --host " + cmpOr(host, "HOST") + " --interval 5s --polls 3   # on a node of the job, or with NCCL_RAS_ADDR listening beyond localhost"
-		fs = append(fs, check.Finding{Check: "nccl.ras.progress", Outcome: check.Warn, Host: host, Subject: strings.TrimPrefix(commName(l.comm), "communicator ") + " " + l.op,
-			Message: msg, Evidence: []check.Evidence{{What: l.op + " counts", Value: l.behindText(), Source: source}}, Fix: []string{fix}})
+		f := CheckRASProgress.Reporter(host).New(check.Warn, strings.TrimPrefix(commName(l.comm), "communicator ")+" "+l.op, "%s", msg)
+		f.Evidence = []check.Evidence{{What: l.op + " counts", Value: l.behindText(), Source: source}}
+		f.Fix = []string{fix}
 		if len(l.named) == 1 {
-			o.attachPath(&fs[len(fs)-1], l.named[0])
+			o.attachPath(&f, l.named[0])
 		}
+		fs = append(fs, f)
 	}
 	if len(fs) == 0 && len(r.Comms) > 0 && !r.NoCommData {
-		fs = append(fs, check.Finding{Check: "nccl.ras.progress", Outcome: check.Pass, Subject: "communicators", Message: "no collective-count mismatch: the ranks that answered launched the same number of each collective"})
+		fs = append(fs, CheckRASProgress.Reporter("").New(check.Pass, "communicators", "no collective-count mismatch: the ranks that answered launched the same number of each collective"))
 	}
 	return fs
 }
@@ -321,8 +337,9 @@ func JudgeRASPolls(source string, polls []RASPoll, o *RASOptions) []check.Findin
 	if len(ok) < 2 {
 		fs = append(fs, judgeRASProgress(source, last.Report, o)...)
 		if len(polls) > 1 {
-			fs = append(fs, check.Finding{Check: "nccl.ras.hang", Outcome: check.Unknown, Subject: "polls", Message: fmt.Sprintf("only 1 of %d polls answered: whether a lagging rank moves is unknown", len(polls)),
-				Fix: []string{"poll again with a longer --timeout"}})
+			f := CheckRASHang.Reporter("").New(check.Unknown, "polls", "only 1 of %d polls answered: whether a lagging rank moves is unknown", len(polls))
+			f.Fix = []string{"poll again with a longer --timeout"}
+			fs = append(fs, f)
 		}
 		return fs
 	}
@@ -388,8 +405,8 @@ func JudgeRASPolls(source string, polls []RASPoll, o *RASOptions) []check.Findin
 					msg = fmt.Sprintf("rank %d on host %s stuck at %s %s while others reached %s for %d polls (%s): a hang at this rank (%s) — the rest of %s waits on it",
 						rk.Rank, rk.Host, l.op, opCount(counts[0]), opCount(tops[len(tops)-1]), len(ok), span, rk.Where(), commName(l.comm))
 				}
-				f := check.Finding{Check: "nccl.ras.hang", Outcome: check.Fail, Host: host, Subject: subject, Message: msg,
-					Evidence: []check.Evidence{{What: l.op + " count per poll", Value: joinCounts(counts) + " (others: " + joinCounts(tops) + ")", Source: source}}}
+				f := CheckRASHang.Reporter(host).New(check.Fail, subject, "%s", msg)
+				f.Evidence = []check.Evidence{{What: l.op + " count per poll", Value: joinCounts(counts) + " (others: " + joinCounts(tops) + ")", Source: source}}
 				f.Fix = hangFix(rk)
 				if rk.Rank >= 0 {
 					o.attachPath(&f, rk)
@@ -397,10 +414,9 @@ func JudgeRASPolls(source string, polls []RASPoll, o *RASOptions) []check.Findin
 				out = append(out, f)
 				continue
 			}
-			f := check.Finding{Check: "nccl.ras.hang", Outcome: check.Warn, Host: host, Subject: subject,
-				Message:  fmt.Sprintf("%s lags but moves: %s %s over %d polls (%s) while others %s: a straggler (slow, not stuck)", who, l.op, joinCounts(counts), len(ok), span, joinCounts(tops)),
-				Evidence: []check.Evidence{{What: l.op + " count per poll", Value: joinCounts(counts), Source: source}},
-				Fix:      hangFix(rk)}
+			f := CheckRASHang.Reporter(host).New(check.Warn, subject, "%s lags but moves: %s %s over %d polls (%s) while others %s: a straggler (slow, not stuck)", who, l.op, joinCounts(counts), len(ok), span, joinCounts(tops))
+			f.Evidence = []check.Evidence{{What: l.op + " count per poll", Value: joinCounts(counts), Source: source}}
+			f.Fix = hangFix(rk)
 			if rk.Rank >= 0 {
 				o.attachPath(&f, rk)
 			}
@@ -416,7 +432,7 @@ func JudgeRASPolls(source string, polls []RASPoll, o *RASOptions) []check.Findin
 		if skew+seen > 0 {
 			msg += fmt.Sprintf(": counts differed in some polls and moved on — launch skew, not a hang")
 		}
-		out = append(out, check.Finding{Check: "nccl.ras.hang", Outcome: check.Pass, Subject: "polls", Message: msg})
+		out = append(out, CheckRASHang.Reporter("").New(check.Pass, "polls", "%s", msg))
 		if seen > 0 {
 			out = append(out, judgeRASProgress(source, last.Report, o)...)
 		}

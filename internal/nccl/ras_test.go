@@ -66,6 +66,7 @@ func TestRASEveryCapture(t *testing.T) {
 			}
 			healthy := !strings.Contains(rel, "fault") && !strings.Contains(rel, "missing") && !strings.Contains(rel, "MISMATCH")
 			for _, f := range fs {
+				fixed(t, f)
 				if healthy && f.Outcome != check.Pass {
 					t.Errorf("healthy capture: %s %s %s", f.Outcome, f.Check, f.Message)
 				}

@@ -60,11 +60,15 @@ func IBDiag(d *phy.IBDiag) []check.Finding {
 		if what == "" {
 			what = "the messages are in " + orDefault(d.Log, "ibdiagnet's log")
 		}
-		f := check.Finding{Check: IDIBDiagStage, Outcome: out, Subject: "ibdiagnet stage " + st.Name, Message: fmt.Sprintf("%s: %s: %s (%s)", st.Name, counts, what, srcIBDiag), Evidence: ev, Fix: fix}
+		f := CheckIBDiagStage.Reporter("").New(out, "ibdiagnet stage "+st.Name, "%s: %s: %s (%s)", st.Name, counts, what, srcIBDiag)
+		f.Evidence = ev
+		if f.Fix != nil { // a failure or warning: the stage's own fix
+			f.Fix = fix
+		}
 		fs = append(fs, f)
 	}
 	if len(clean) > 0 {
-		fs = append(fs, check.Finding{Check: IDIBDiagStage, Outcome: check.Pass, Subject: "ibdiagnet stages", Message: fmt.Sprintf("%d stage(s) found no errors or warnings: %s", len(clean), strings.Join(clean, ", "))})
+		fs = append(fs, CheckIBDiagStage.Reporter("").New(check.Pass, "ibdiagnet stages", "%d stage(s) found no errors or warnings: %s", len(clean), strings.Join(clean, ", ")))
 	}
 	check.Sort(fs)
 	return fs

@@ -29,7 +29,7 @@ func module(p phy.Port) []check.Finding {
 	for q, t := range m.Thresholds {
 		if why := inconsistent(t); why != "" {
 			bad[q] = why
-			f := find(IDModuleReading, check.Warn, p.Name(), readAgain(p), "the module's %s thresholds contradict each other (%s: %s): a reading error of the module or its decoder; its %s readings are not judged against them", q, strings.TrimSpace(strings.TrimSuffix(t.Text, "; ")), why, q)
+			f := find(CheckModuleReading, check.Warn, p.Name(), readAgain(p), "the module's %s thresholds contradict each other (%s: %s): a reading error of the module or its decoder; its %s readings are not judged against them", q, strings.TrimSpace(strings.TrimSuffix(t.Text, "; ")), why, q)
 			f.Evidence = []check.Evidence{ev(string(q)+" thresholds", t.Text, p.Source)}
 			fs = append(fs, f)
 		}
@@ -39,7 +39,7 @@ func module(p phy.Port) []check.Finding {
 	for _, r := range m.Readings {
 		name := readingName(r)
 		if why := unphysical(r); why != "" {
-			f := find(IDModuleReading, check.Warn, laneSubject(p, r), readAgain(p), "%s reads %s: %s — a reading error, not an alarm; not judged against the thresholds", name, r.Text, why)
+			f := find(CheckModuleReading, check.Warn, laneSubject(p, r), readAgain(p), "%s reads %s: %s — a reading error, not an alarm; not judged against the thresholds", name, r.Text, why)
 			f.Evidence = []check.Evidence{ev(name, r.Text, p.Source)}
 			fs = append(fs, f)
 			continue
@@ -56,12 +56,12 @@ func module(p phy.Port) []check.Finding {
 		line := fmt.Sprintf("%s %s %s (%s)", name, strconv.FormatFloat(r.Value, 'g', -1, 64), r.Unit, why)
 		switch out {
 		case check.Fail:
-			f := find(IDModuleDDM, check.Fail, laneSubject(p, r), moduleFix(p, r), "%s %s %s outside the module's own %s: %s (%s)", name, strconv.FormatFloat(r.Value, 'g', -1, 64), r.Unit, levelName(t), why, srcModule)
+			f := find(CheckModuleDDM, check.Fail, laneSubject(p, r), moduleFix(p, r), "%s %s %s outside the module's own %s: %s (%s)", name, strconv.FormatFloat(r.Value, 'g', -1, 64), r.Unit, levelName(t), why, srcModule)
 			f.Evidence = []check.Evidence{ev(name, r.Text, p.Source), ev(string(r.Quantity)+" thresholds", t.Text, p.Source)}
 			fs = append(fs, f)
 			fails = append(fails, line)
 		case check.Warn:
-			f := find(IDModuleDDM, check.Warn, laneSubject(p, r), moduleFix(p, r), "%s %s %s outside the module's own warning thresholds: %s (%s)", name, strconv.FormatFloat(r.Value, 'g', -1, 64), r.Unit, why, srcModule)
+			f := find(CheckModuleDDM, check.Warn, laneSubject(p, r), moduleFix(p, r), "%s %s %s outside the module's own warning thresholds: %s (%s)", name, strconv.FormatFloat(r.Value, 'g', -1, 64), r.Unit, why, srcModule)
 			f.Evidence = []check.Evidence{ev(name, r.Text, p.Source), ev(string(r.Quantity)+" thresholds", t.Text, p.Source)}
 			fs = append(fs, f)
 			warns = append(warns, line)
@@ -70,7 +70,7 @@ func module(p phy.Port) []check.Finding {
 		}
 	}
 	if len(fails)+len(warns) == 0 && len(passes) > 0 {
-		f := find(IDModuleDDM, check.Pass, p.Name(), nil, "%d module readings inside the module's own thresholds (%s)", len(passes), srcModule)
+		f := find(CheckModuleDDM, check.Pass, p.Name(), nil, "%d module readings inside the module's own thresholds (%s)", len(passes), srcModule)
 		for _, l := range passes {
 			f.Evidence = append(f.Evidence, ev("reading", l, p.Source))
 		}
@@ -81,7 +81,7 @@ func module(p phy.Port) []check.Finding {
 		if m.Elided {
 			why += " (the author cut the listing with \"...\")"
 		}
-		f := find(IDModuleDDM, check.Unknown, p.Name(), nil, "%d readings (%s) not judged: %s", len(unjudged), strings.Join(unjudged, ", "), why)
+		f := find(CheckModuleDDM, check.Unknown, p.Name(), nil, "%d readings (%s) not judged: %s", len(unjudged), strings.Join(unjudged, ", "), why)
 		fs = append(fs, f)
 	}
 	return fs
@@ -264,19 +264,19 @@ func flags(p phy.Port) []check.Finding {
 		var f check.Finding
 		switch {
 		case m.Passive && (strings.Contains(name, "los") || strings.Contains(name, "lol")):
-			f = find(IDModuleFlags, check.Pass, p.Name(), nil, "%s set on %s, but the cable is passive copper (no receiver, no CDR): the bit is no signal indication%s", fl.Name, lanes, upNote(p, up))
+			f = find(CheckModuleFlags, check.Pass, p.Name(), nil, "%s set on %s, but the cable is passive copper (no receiver, no CDR): the bit is no signal indication%s", fl.Name, lanes, upNote(p, up))
 		case strings.Contains(name, "fault"):
-			f = find(IDModuleFlags, check.Fail, p.Name(), readAgain(p), "%s on %s: the module reports a transmitter fault", fl.Name, lanes)
+			f = find(CheckModuleFlags, check.Fail, p.Name(), readAgain(p), "%s on %s: the module reports a transmitter fault", fl.Name, lanes)
 		case strings.Contains(name, "warning"):
-			f = find(IDModuleFlags, check.Warn, p.Name(), readAgain(p), "the module's own %s flag is set (%s): latched since it was last read", fl.Name, lanes)
+			f = find(CheckModuleFlags, check.Warn, p.Name(), readAgain(p), "the module's own %s flag is set (%s): latched since it was last read", fl.Name, lanes)
 		case strings.Contains(name, "alarm"):
-			f = find(IDModuleFlags, check.Fail, p.Name(), readAgain(p), "the module's own %s flag is set (%s): latched since it was last read", fl.Name, lanes)
+			f = find(CheckModuleFlags, check.Fail, p.Name(), readAgain(p), "the module's own %s flag is set (%s): latched since it was last read", fl.Name, lanes)
 		case p.State == "":
-			f = find(IDModuleFlags, check.Warn, p.Name(), readAgain(p), "%s on %s: the module reported a loss on those lanes (latched since it was last read); the port's state is not in this output (ethtool %s shows the link)", fl.Name, lanes, ifName(p))
+			f = find(CheckModuleFlags, check.Warn, p.Name(), readAgain(p), "%s on %s: the module reported a loss on those lanes (latched since it was last read); the port's state is not in this output (ethtool %s shows the link)", fl.Name, lanes, ifName(p))
 		case up:
-			f = find(IDModuleFlags, check.Warn, p.Name(), readAgain(p), "%s latched on %s while the port is Active: a loss since the flags were last read (a bring-up or a flap); read again to see whether it recurs", fl.Name, lanes)
+			f = find(CheckModuleFlags, check.Warn, p.Name(), readAgain(p), "%s latched on %s while the port is Active: a loss since the flags were last read (a bring-up or a flap); read again to see whether it recurs", fl.Name, lanes)
 		default:
-			f = find(IDModuleFlags, check.Fail, p.Name(), cableFix(p, "no light or lock"), "%s on %s and the port is not up (%s): no light or no lock on those lanes", fl.Name, lanes, orDefault(p.State, "state not shown"))
+			f = find(CheckModuleFlags, check.Fail, p.Name(), cableFix(p, "no light or lock"), "%s on %s and the port is not up (%s): no light or no lock on those lanes", fl.Name, lanes, orDefault(p.State, "state not shown"))
 		}
 		f.Evidence = e
 		fs = append(fs, f)
@@ -311,11 +311,11 @@ func power(p phy.Port) []check.Finding {
 	var f check.Finding
 	switch {
 	case m.LowPower == nil:
-		f = find(IDModulePower, check.Unknown, p.Name(), nil, "%s", m.PowerLine)
+		f = find(CheckModulePower, check.Unknown, p.Name(), nil, "%s", m.PowerLine)
 	case *m.LowPower:
-		f = find(IDModulePower, check.Fail, p.Name(), []string{fmt.Sprintf("ethtool --set-module %s power-mode-policy high", ifName(p))}, "the host holds the module in low-power mode (%s): it does not transmit", m.PowerLine)
+		f = find(CheckModulePower, check.Fail, p.Name(), []string{fmt.Sprintf("ethtool --set-module %s power-mode-policy high", ifName(p))}, "the host holds the module in low-power mode (%s): it does not transmit", m.PowerLine)
 	default:
-		f = find(IDModulePower, check.Pass, p.Name(), nil, "module in high-power mode (%s)", m.PowerLine)
+		f = find(CheckModulePower, check.Pass, p.Name(), nil, "module in high-power mode (%s)", m.PowerLine)
 	}
 	f.Evidence = e
 	return []check.Finding{f}

@@ -47,9 +47,13 @@ func Port(p phy.Port) []check.Finding {
 	return fs
 }
 
-func find(id string, out check.Outcome, subject string, fix []string, format string, a ...any) check.Finding {
-	f := check.Finding{Check: id, Outcome: out, Subject: subject, Message: fmt.Sprintf(format, a...)}
-	if out == check.Fail || out == check.Warn {
+// find is a finding of the rule e about the port subject names (Port sets
+// the host). fix is the rule's specific fixes, naming the port's own
+// device or interface; where the output named neither (no fix, or only
+// empty commands) the catalog's fixes stand.
+func find(e check.Entry, out check.Outcome, subject string, fix []string, format string, a ...any) check.Finding {
+	f := e.Reporter("").New(out, subject, "%s", fmt.Sprintf(format, a...))
+	if fix = slices.DeleteFunc(slices.Clone(fix), func(s string) bool { return s == "" }); len(fix) > 0 && f.Fix != nil {
 		f.Fix = fix
 	}
 	return f
@@ -140,7 +144,7 @@ func cut(p phy.Port) []check.Finding {
 	if p.Cut == "" {
 		return nil
 	}
-	f := find(IDCut, check.Unknown, p.Name(), nil, "the output was cut in %s: what is whole before it is judged; the facts after it are not in the file", p.Cut)
+	f := find(CheckCut, check.Unknown, p.Name(), nil, "the output was cut in %s: what is whole before it is judged; the facts after it are not in the file", p.Cut)
 	f.Evidence = []check.Evidence{ev("cut", p.Cut, p.Source)}
 	f.Fix = []string{"judge the whole output: " + orDefault(mlxlinkCmd(p, fmt.Sprintf("--json > %s-%d.mlxlink.json", p.Device, max(p.Port, 1))), "save the tool's whole output to a file")}
 	return []check.Finding{f}
@@ -155,11 +159,11 @@ func linkState(p phy.Port) []check.Finding {
 	var f check.Finding
 	switch {
 	case st == "active":
-		f = find(IDLinkState, check.Pass, p.Name(), nil, "port Active (%s) at %s %dx", p.PhysState, p.Speed, p.Width)
+		f = find(CheckLinkState, check.Pass, p.Name(), nil, "port Active (%s) at %s %dx", p.PhysState, p.Speed, p.Width)
 	case strings.HasPrefix(st, "disable"):
-		f = find(IDLinkState, check.Warn, p.Name(), []string{mlxlinkCmd(p, "-a UP (if the port is meant to carry traffic)")}, "port %s: turned off, carries no traffic", p.State)
+		f = find(CheckLinkState, check.Warn, p.Name(), []string{mlxlinkCmd(p, "-a UP (if the port is meant to carry traffic)")}, "port %s: turned off, carries no traffic", p.State)
 	default:
-		f = find(IDLinkState, check.Fail, p.Name(), cableFix(p, "no link"), "port %s (%s): no link to a partner", p.State, p.PhysState)
+		f = find(CheckLinkState, check.Fail, p.Name(), cableFix(p, "no link"), "port %s (%s): no link to a partner", p.State, p.PhysState)
 	}
 	f.Evidence = e
 	return []check.Finding{f}
@@ -185,7 +189,7 @@ func speedOf(name string) (gbps float64, ib string) {
 func linkSpeed(p phy.Port) []check.Finding {
 	if p.Speed == "" || len(p.Enabled) == 0 {
 		if p.Speed != "" && p.Cut != "" {
-			return []check.Finding{find(IDLinkSpeed, check.Unknown, p.Name(), nil, "runs %s %dx; the enabled and cable speed lists were cut from the output (%s)", p.Speed, p.Width, p.Cut)}
+			return []check.Finding{find(CheckLinkSpeed, check.Unknown, p.Name(), nil, "runs %s %dx; the enabled and cable speed lists were cut from the output (%s)", p.Speed, p.Width, p.Cut)}
 		}
 		return nil
 	}
@@ -218,15 +222,15 @@ func linkSpeed(p phy.Port) []check.Finding {
 		op = float64(linkrate.SpeedRank(opIB))
 	}
 	if best == 0 || op == 0 {
-		f := find(IDLinkSpeed, check.Unknown, p.Name(), nil, "runs %s; the speeds both port and cable support (%s) are not names rdmalab compares", p.Speed, strings.Join(both, ","))
+		f := find(CheckLinkSpeed, check.Unknown, p.Name(), nil, "runs %s; the speeds both port and cable support (%s) are not names rdmalab compares", p.Speed, strings.Join(both, ","))
 		f.Evidence = e
 		return []check.Finding{f}
 	}
 	var f check.Finding
 	if op < best {
-		f = find(IDLinkSpeed, check.Fail, p.Name(), cableFix(p, "speed downshift"), "runs %s although the port is enabled for and the cable supports %s: the link trained below its capability", p.Speed, bestName)
+		f = find(CheckLinkSpeed, check.Fail, p.Name(), cableFix(p, "speed downshift"), "runs %s although the port is enabled for and the cable supports %s: the link trained below its capability", p.Speed, bestName)
 	} else {
-		f = find(IDLinkSpeed, check.Pass, p.Name(), nil, "runs %s, the fastest speed both the port and the cable support", p.Speed)
+		f = find(CheckLinkSpeed, check.Pass, p.Name(), nil, "runs %s, the fastest speed both the port and the cable support", p.Speed)
 	}
 	f.Evidence = e
 	return []check.Finding{f}
@@ -248,13 +252,13 @@ func fecMode(p phy.Port) []check.Finding {
 		if _, ib := ibSpeed(p.Speed); ib {
 			fix = []string{mlxlinkCmd(p, "--fec (per the vendor's guide; both ends)")}
 		}
-		f = find(IDFECMode, check.Fail, p.Name(), fix, "FEC %s on %s %dx, whose PAM4 lanes need RS-FEC (%s)", p.FEC.Active, p.Speed, p.Width, srcRSFEC)
+		f = find(CheckFECMode, check.Fail, p.Name(), fix, "FEC %s on %s %dx, whose PAM4 lanes need RS-FEC (%s)", p.FEC.Active, p.Speed, p.Width, srcRSFEC)
 	case p.FEC.Kind == phy.FECNone && !known:
-		f = find(IDFECMode, check.Unknown, p.Name(), nil, "FEC %s; whether the speed needs RS-FEC is not in this output (ethtool %s shows the speed: 50G per lane and up needs RS)", p.FEC.Active, ifName(p))
+		f = find(CheckFECMode, check.Unknown, p.Name(), nil, "FEC %s; whether the speed needs RS-FEC is not in this output (ethtool %s shows the speed: 50G per lane and up needs RS)", p.FEC.Active, ifName(p))
 	case p.FEC.Kind == phy.FECNone:
-		f = find(IDFECMode, check.Pass, p.Name(), nil, "no FEC at %s %dx: NRZ lanes may run without one; the BER rules judge the link", p.Speed, p.Width)
+		f = find(CheckFECMode, check.Pass, p.Name(), nil, "no FEC at %s %dx: NRZ lanes may run without one; the BER rules judge the link", p.Speed, p.Width)
 	default:
-		f = find(IDFECMode, check.Pass, p.Name(), nil, "FEC active: %s", p.FEC.Active)
+		f = find(CheckFECMode, check.Pass, p.Name(), nil, "FEC active: %s", p.FEC.Active)
 	}
 	f.Evidence = e
 	return []check.Finding{f}
@@ -296,17 +300,17 @@ func effectiveBER(p phy.Port) []check.Finding {
 	var f check.Finding
 	switch {
 	case errs == 0 && n >= zeroErrorFactor/EffectiveBERLimit:
-		f = find(IDEffectiveBER, check.Pass, p.Name(), nil, "no errors after FEC in %s at %g Gb/s (%.2g bits): effective BER < %.1g at 95%% confidence; %s", c.Window, rateGbps(p), n, zeroErrorFactor/n, lim)
+		f = find(CheckEffectiveBER, check.Pass, p.Name(), nil, "no errors after FEC in %s at %g Gb/s (%.2g bits): effective BER < %.1g at 95%% confidence; %s", c.Window, rateGbps(p), n, zeroErrorFactor/n, lim)
 	case errs == 0 && n > 0:
 		need := zeroErrorFactor / EffectiveBERLimit / (rateGbps(p) * 1e9) / 60
-		f = find(IDEffectiveBER, check.Unknown, p.Name(), nil, "no errors after FEC, but %s at %g Gb/s is only %.2g bits: zero errors there shows BER < %.1g, not < %g; %s is not a BER over this window", c.Window, rateGbps(p), n, zeroErrorFactor/n, EffectiveBERLimit, textOr(c.EffectiveBER))
+		f = find(CheckEffectiveBER, check.Unknown, p.Name(), nil, "no errors after FEC, but %s at %g Gb/s is only %.2g bits: zero errors there shows BER < %.1g, not < %g; %s is not a BER over this window", c.Window, rateGbps(p), n, zeroErrorFactor/n, EffectiveBERLimit, textOr(c.EffectiveBER))
 		when := "once the counters hold 3e12 bits"
 		if rateGbps(p) > 0 {
 			when = fmt.Sprintf("once the window is at least %.1f min (3e12 bits at %g Gb/s)", need, rateGbps(p))
 		}
 		f.Fix = []string{fmt.Sprintf("read the counters again %s: %s", when, orDefault(mlxlinkCmd(p, "-c"), "mlxlink -c on this port"))}
 	case errs == 0:
-		f = find(IDEffectiveBER, check.Unknown, p.Name(), nil, "no errors after FEC, but the output lacks the window or the speed (%s; speed %q width %d), so how many bits were counted is not known", c.Window, p.Speed, p.Width)
+		f = find(CheckEffectiveBER, check.Unknown, p.Name(), nil, "no errors after FEC, but the output lacks the window or the speed (%s; speed %q width %d), so how many bits were counted is not known", c.Window, p.Speed, p.Width)
 		f.Fix = []string{"save mlxlink -c with its Operational Info (speed, width) and Time Since Last Clear: " + orDefault(mlxlinkCmd(p, "-c"), "mlxlink -d <this port's device> -c")}
 	default:
 		ber, how := 0.0, ""
@@ -318,11 +322,11 @@ func effectiveBER(p phy.Port) []check.Finding {
 		}
 		switch {
 		case ber >= EffectiveBERLimit || ber == 0 && errs > 0:
-			f = find(IDEffectiveBER, check.Fail, p.Name(), cableFix(p, "errors after FEC"), "errors left after FEC: %s, BER %.2g ≥ %g (%s; window: %s)", orDefault(how, fmt.Sprintf("%.0f errors", errs)), ber, EffectiveBERLimit, srcBER, c.Window)
+			f = find(CheckEffectiveBER, check.Fail, p.Name(), cableFix(p, "errors after FEC"), "errors left after FEC: %s, BER %.2g ≥ %g (%s; window: %s)", orDefault(how, fmt.Sprintf("%.0f errors", errs)), ber, EffectiveBERLimit, srcBER, c.Window)
 		case ber > 0:
-			f = find(IDEffectiveBER, check.Warn, p.Name(), cableFix(p, "errors after FEC"), "errors left after FEC (frames were lost): %s, BER %.2g, below the limit %g (%s)", how, ber, EffectiveBERLimit, srcBER)
+			f = find(CheckEffectiveBER, check.Warn, p.Name(), cableFix(p, "errors after FEC"), "errors left after FEC (frames were lost): %s, BER %.2g, below the limit %g (%s)", how, ber, EffectiveBERLimit, srcBER)
 		default:
-			f = find(IDEffectiveBER, check.Pass, p.Name(), nil, "no errors after FEC (%s)", c.Window)
+			f = find(CheckEffectiveBER, check.Pass, p.Name(), nil, "no errors after FEC (%s)", c.Window)
 		}
 	}
 	f.Evidence = e
@@ -369,13 +373,13 @@ func rawBER(p phy.Port) []check.Finding {
 	e = append(e, ev("window", c.Window, p.Source))
 	var f check.Finding
 	if worst >= KP4InputBER {
-		f = find(IDRawBER, check.Fail, p.Name(), cableFix(p, "raw BER at the FEC's limit"), "raw BER %.2g (%s) at or above RS(544,514)'s design input %.1e: codewords will fail (%s; window: %s)", worst, where, KP4InputBER, srcKP4, c.Window)
+		f = find(CheckRawBER, check.Fail, p.Name(), cableFix(p, "raw BER at the FEC's limit"), "raw BER %.2g (%s) at or above RS(544,514)'s design input %.1e: codewords will fail (%s; window: %s)", worst, where, KP4InputBER, srcKP4, c.Window)
 	} else {
 		margin := "no errors"
 		if worst > 0 {
 			margin = fmt.Sprintf("%.1f orders of magnitude below", math.Log10(KP4InputBER/worst))
 		}
-		f = find(IDRawBER, check.Pass, p.Name(), nil, "worst raw BER %.2g (%s): %s RS(544,514)'s design input %.1e (%s; window: %s)", worst, where, margin, KP4InputBER, srcKP4, c.Window)
+		f = find(CheckRawBER, check.Pass, p.Name(), nil, "worst raw BER %.2g (%s): %s RS(544,514)'s design input %.1e (%s; window: %s)", worst, where, margin, KP4InputBER, srcKP4, c.Window)
 	}
 	f.Evidence = e
 	return []check.Finding{f}
@@ -390,7 +394,7 @@ func uncorrectable(p phy.Port) []check.Finding {
 	if p.Tool == "ethtool -S" && c.Symbol == nil {
 		// A paste with PHY counters but not the one that counts what the
 		// FEC could not correct: whether frames were lost is not shown.
-		f := find(IDUncorrectable, check.Unknown, p.Name(), nil, "the output shows PHY counters but not rx_pcs_symbol_err_phy, which counts what the FEC could not correct (a grep or the author dropped it, or the NIC lacks the counter group): whether frames were lost is not shown")
+		f := find(CheckUncorrectable, check.Unknown, p.Name(), nil, "the output shows PHY counters but not rx_pcs_symbol_err_phy, which counts what the FEC could not correct (a grep or the author dropped it, or the NIC lacks the counter group): whether frames were lost is not shown")
 		f.Fix = []string{fmt.Sprintf("ethtool -S %s | grep -E 'symbol_err|corrected_bits|lane'", ifName(p))}
 		fs = append(fs, f)
 	}
@@ -404,9 +408,9 @@ func uncorrectable(p phy.Port) []check.Finding {
 		e := []check.Evidence{ev(x.name, strconv.FormatUint(*x.v, 10), p.Source), ev("window", c.Window, p.Source)}
 		var f check.Finding
 		if *x.v > 0 {
-			f = find(IDUncorrectable, check.Fail, p.Name(), cableFix(p, "uncorrectable errors"), "%s = %d: errors the FEC could not correct, frames were lost (limit: none; %s); window: %s", x.name, *x.v, srcBER, c.Window)
+			f = find(CheckUncorrectable, check.Fail, p.Name(), cableFix(p, "uncorrectable errors"), "%s = %d: errors the FEC could not correct, frames were lost (limit: none; %s); window: %s", x.name, *x.v, srcBER, c.Window)
 		} else {
-			f = find(IDUncorrectable, check.Pass, p.Name(), nil, "%s = 0 (window: %s)", x.name, c.Window)
+			f = find(CheckUncorrectable, check.Pass, p.Name(), nil, "%s = 0 (window: %s)", x.name, c.Window)
 		}
 		f.Evidence = e
 		fs = append(fs, f)
@@ -446,13 +450,13 @@ func histogram(p phy.Port) []check.Finding {
 	var f check.Finding
 	switch {
 	case t == 0:
-		f = find(IDHistogram, check.Unknown, p.Name(), nil, "worst codeword needed %d corrected symbols; the FEC's correction limit is not known for %q", hi, activeOf(p))
+		f = find(CheckHistogram, check.Unknown, p.Name(), nil, "worst codeword needed %d corrected symbols; the FEC's correction limit is not known for %q", hi, activeOf(p))
 	case hi > t:
-		f = find(IDHistogram, check.Fail, p.Name(), cableFix(p, "uncorrectable codewords"), "codewords with %d errored symbols, beyond the %d %s corrects: uncorrectable (%s)", hi, t, kind, srcFECCap)
+		f = find(CheckHistogram, check.Fail, p.Name(), cableFix(p, "uncorrectable codewords"), "codewords with %d errored symbols, beyond the %d %s corrects: uncorrectable (%s)", hi, t, kind, srcFECCap)
 	case hi == t:
-		f = find(IDHistogram, check.Warn, p.Name(), cableFix(p, "FEC at its limit"), "the worst codeword needed all %d symbols %s corrects: one more and it is lost (%s)", t, kind, srcFECCap)
+		f = find(CheckHistogram, check.Warn, p.Name(), cableFix(p, "FEC at its limit"), "the worst codeword needed all %d symbols %s corrects: one more and it is lost (%s)", t, kind, srcFECCap)
 	default:
-		f = find(IDHistogram, check.Pass, p.Name(), nil, "worst codeword needed %d of the %d symbols %s corrects (%s)", max(hi, 0), t, kind, srcFECCap)
+		f = find(CheckHistogram, check.Pass, p.Name(), nil, "worst codeword needed %d of the %d symbols %s corrects (%s)", max(hi, 0), t, kind, srcFECCap)
 	}
 	f.Evidence = e
 	return []check.Finding{f}
@@ -513,7 +517,7 @@ func lanes(p phy.Port) []check.Finding {
 	}
 	e := []check.Evidence{ev(what, strings.Join(texts, ","), p.Source), ev("window", c.Window, p.Source)}
 	if len(bad) == 0 || len(bad) > len(vals)/2 {
-		f := find(IDLane, check.Pass, p.Name(), nil, "errors spread over the lanes (%s): no lane ten times the median", strings.Join(texts, ","))
+		f := find(CheckLane, check.Pass, p.Name(), nil, "errors spread over the lanes (%s): no lane ten times the median", strings.Join(texts, ","))
 		f.Evidence = e
 		return []check.Finding{f}
 	}
@@ -528,7 +532,7 @@ func lanes(p phy.Port) []check.Finding {
 		if sum := sumOf(vals); minCount > 0 && sum > 0 {
 			share = fmt.Sprintf(", %.0f%% of the port's", 100*vals[i]/sum)
 		}
-		f := find(IDLane, out, fmt.Sprintf("%s lane %d", p.Name(), i), cableFix(p, fmt.Sprintf("lane %d", i)),
+		f := find(CheckLane, out, fmt.Sprintf("%s lane %d", p.Name(), i), cableFix(p, fmt.Sprintf("lane %d", i)),
 			"lane %d (counting from 0) has %s raw errors%s, ≥10× the port's median lane (%g): one bad lane of the cable or module (%s: %s; window: %s)%s", i, texts[i], share, base, what, strings.Join(texts, ","), c.Window, lost)
 		f.Evidence = e
 		fs = append(fs, f)
@@ -579,9 +583,9 @@ func linkDown(p phy.Port) []check.Finding {
 	e = append(e, ev("window", c.Window, p.Source))
 	var f check.Finding
 	if bad {
-		f = find(IDLinkDown, check.Warn, p.Name(), cableFix(p, "link drops"), "%s in %s: the link dropped or retrained", strings.Join(parts, ", "), c.Window)
+		f = find(CheckLinkDown, check.Warn, p.Name(), cableFix(p, "link drops"), "%s in %s: the link dropped or retrained", strings.Join(parts, ", "), c.Window)
 	} else {
-		f = find(IDLinkDown, check.Pass, p.Name(), nil, "%s in %s", strings.Join(parts, ", "), c.Window)
+		f = find(CheckLinkDown, check.Pass, p.Name(), nil, "%s in %s", strings.Join(parts, ", "), c.Window)
 	}
 	f.Evidence = e
 	return []check.Finding{f}
@@ -594,9 +598,9 @@ func trouble(p phy.Port) []check.Finding {
 	e := []check.Evidence{ev("Status Opcode", p.StatusOpcode, p.Source), ev("Recommendation", p.Recommendation, p.Source)}
 	var f check.Finding
 	if p.StatusOpcode == "0" {
-		f = find(IDTrouble, check.Pass, p.Name(), nil, "firmware status opcode 0: %s", p.Recommendation)
+		f = find(CheckTrouble, check.Pass, p.Name(), nil, "firmware status opcode 0: %s", p.Recommendation)
 	} else {
-		f = find(IDTrouble, check.Warn, p.Name(), []string{p.Recommendation}, "firmware status opcode %s: %s", p.StatusOpcode, p.Recommendation)
+		f = find(CheckTrouble, check.Warn, p.Name(), []string{p.Recommendation}, "firmware status opcode %s: %s", p.StatusOpcode, p.Recommendation)
 	}
 	f.Evidence = e
 	return []check.Finding{f}

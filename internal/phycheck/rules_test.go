@@ -73,10 +73,16 @@ type want struct {
 
 func (w want) String() string { return fmt.Sprintf("%s %s on %q", w.out, w.id, w.subject) }
 
-// expect asserts every wanted finding is there and that nothing else
-// failed or warned.
+// expect asserts every wanted finding is there, that nothing else
+// failed or warned, and that every failure and warning says what to do
+// (no empty command where the output named no device).
 func expect(t *testing.T, fs []check.Finding, ws ...want) {
 	t.Helper()
+	for _, f := range fs {
+		if (f.Outcome == check.Fail || f.Outcome == check.Warn) && (len(f.Fix) == 0 || slices.Contains(f.Fix, "")) {
+			t.Errorf("%s %s %s: fix %q", f.Outcome, f.Check, f.Subject, f.Fix)
+		}
+	}
 	for _, w := range ws {
 		if !slices.ContainsFunc(fs, func(f check.Finding) bool {
 			return f.Check == w.id && f.Outcome == w.out && strings.Contains(f.Subject, w.subject)
@@ -242,6 +248,8 @@ func TestFaults(t *testing.T) {
 		{"contradicting range", y(`"61 [-10..80]"`, `"61 [80..-10]"`), []want{{IDModuleReading, "mlx5_2", check.Warn}}},
 		{"speed downshift", y(`"Speed" : "400G"`, `"Speed" : "200G"`), []want{{IDLinkSpeed, "mlx5_2", check.Fail}}},
 		{"FEC off on PAM4", y(`"FEC" : "Standard_RS-FEC - (544,514)"`, `"FEC" : "No FEC"`), []want{{IDFECMode, "mlx5_2", check.Fail}}},
+		// No "# mlxlink -d" line: no device to name, so the catalog's fix, never "".
+		{"port disabled, no device named", strings.Replace(string(yuuki), `"State" : "Active"`, `"State" : "Disabled"`, 1), []want{{IDLinkState, "", check.Warn}}},
 		{"port polling", y(`"State" : "Active"`, `"State" : "Polling"`), []want{{IDLinkState, "mlx5_2", check.Fail}}},
 		{"link drops", y(`"Link Down Counter" : "0"`, `"Link Down Counter" : "3"`), []want{{IDLinkDown, "mlx5_2", check.Warn}}},
 		{"histogram at the limit", strings.Replace(string(hist), "\"[15]\",\n\t\t\t\t\t\t\"0\"", "\"[15]\",\n\t\t\t\t\t\t\"4\"", 1), []want{{IDHistogram, "", check.Warn}}},

@@ -416,18 +416,21 @@ func (l *Locator) ObserveByName(src, dst string, slow bool, round int) error {
 // Finding is the verdict as the one finding shape: anything slow fails,
 // and the message says what is to blame and how sure that is.
 func (v Verdict) Finding(f *route.Fabric) check.Finding {
-	fd := check.Finding{Check: "schedule.locate", Outcome: check.Fail, Subject: "fabric",
-		Message: v.What + " (" + v.State + ")"}
+	subject := "fabric"
+	if len(v.Links) > 0 {
+		subject = f.LinkName(v.Links[0])
+	}
+	r := CheckLocate.Reporter("")
+	fd := r.New(check.Fail, subject, "%s (%s)", v.What, v.State)
 	if v.State == "clean" {
-		fd.Outcome, fd.Message = check.Pass, v.What
+		fd = r.New(check.Pass, subject, "%s", v.What)
 	}
 	for _, l := range v.Links {
 		fd.Evidence = append(fd.Evidence, check.Evidence{What: "suspect link", Value: f.LinkName(l), Source: "pair measurements and forwarding tables"})
 	}
 	fd.Evidence = append(fd.Evidence, check.Evidence{What: "how sure", Value: v.Sure})
-	if len(v.Links) > 0 {
-		fd.Subject = f.LinkName(v.Links[0])
-		fd.Fix = []string{"reseat or replace the cable, then check both ports' counters: rdmalab fabric check"}
+	if len(v.Links) > 0 && fd.Outcome == check.Fail {
+		fd.Fix = []string{"reseat or replace the cable " + subject + ", then check both ports' counters: rdmalab fabric check"}
 	}
 	return fd
 }

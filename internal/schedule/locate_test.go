@@ -213,7 +213,8 @@ func TestVerdictNamesPorts(t *testing.T) {
 	}
 	t.Logf("%s: %s", v.What, v.Sure)
 	fd := v.Finding(f)
-	if fd.Outcome != "fail" || fd.Subject != "leaf03 port 6 → spine02 port 3" || len(fd.Evidence) != 2 {
+	if fd.Check != "schedule.locate" || fd.Outcome != "fail" || fd.Subject != "leaf03 port 6 → spine02 port 3" || len(fd.Evidence) != 2 ||
+		len(fd.Fix) != 1 || !strings.Contains(fd.Fix[0], "leaf03 port 6 → spine02 port 3") {
 		t.Errorf("finding: %+v", fd)
 	}
 	// by name, as a runner reports it: node0001 → node0016 crosses no fault here

@@ -130,25 +130,25 @@ func (r *Result) Findings() []check.Finding {
 		for _, u := range pl.Unrouted[:min(n, 10)] {
 			ev = append(ev, check.Evidence{What: u.From + " → " + u.To, Value: u.Reason, Source: "forwarding tables"})
 		}
-		fs = append(fs, check.Finding{Check: "schedule.unrouted", Outcome: check.Fail, Subject: "routes",
-			Message:  fmt.Sprintf("%d host pairs have no route in the forwarding tables (first %d listed)", n, len(ev)),
-			Evidence: ev, Fix: []string{"check the subnet manager's log for routing errors and re-sweep (opensm, or 'ibdiagnet -r')"}})
+		f := CheckUnrouted.Reporter("").New(check.Fail, "routes", "%d host pairs have no route in the forwarding tables (first %d listed)", n, len(ev))
+		f.Evidence = ev
+		f.Fix = []string{"check the subnet manager's log for routing errors and re-sweep (opensm, or 'ibdiagnet -r')"}
+		fs = append(fs, f)
 	}
 	if n := len(pl.Uncoverable); n > 0 {
 		var ev []check.Evidence
 		for _, l := range pl.Uncoverable[:min(n, 10)] {
 			ev = append(ev, check.Evidence{What: "link", Value: l.From.Name + " → " + l.To.Name, Source: "forwarding tables"})
 		}
-		fs = append(fs, check.Finding{Check: "schedule.uncoverable", Outcome: check.Warn, Subject: "links",
-			Message:  fmt.Sprintf("%d directed links carry no host-to-host route, so no benchmark between hosts can test them (first %d listed)", n, len(ev)),
-			Evidence: ev})
+		f := CheckUncoverable.Reporter("").New(check.Warn, "links", "%d directed links carry no host-to-host route, so no benchmark between hosts can test them (first %d listed)", n, len(ev))
+		f.Evidence = ev
+		fs = append(fs, f)
 	}
 	for _, p := range pl.Problems {
-		fs = append(fs, check.Finding{Check: "schedule.input", Outcome: check.Unknown, Subject: "inputs", Message: p})
+		fs = append(fs, CheckInput.Reporter("").New(check.Unknown, "inputs", "%s", p))
 	}
 	if pl.Covered != pl.Coverable {
-		fs = append(fs, check.Finding{Check: "schedule.cover", Outcome: check.Fail, Subject: "schedule",
-			Message: fmt.Sprintf("the schedule covers %d of %d coverable links", pl.Covered, pl.Coverable)})
+		fs = append(fs, CheckCover.Reporter("").New(check.Fail, "schedule", "the schedule covers %d of %d coverable links", pl.Covered, pl.Coverable))
 	}
 	return fs
 }

@@ -60,7 +60,7 @@ func TestPlanUnroutedFails(t *testing.T) {
 	f2 := smallFabricMutated(t, "fattree-2x4x4-updn.opensm-lfts.dump", "leaf01", f.CAs[15].LID)
 	res := Plan(f2, "x")
 	fs := res.Findings()
-	if !check.Failed(fs) || fs[0].Check != "schedule.unrouted" || len(res.Payload.Unrouted) != 4 {
+	if !check.Failed(fs) || fs[0].Check != "schedule.unrouted" || fs[0].Outcome != check.Fail || fs[0].Subject != "routes" || len(fs[0].Fix) == 0 || fs[0].Fix[0] == "" || len(res.Payload.Unrouted) != 4 {
 		t.Fatalf("findings %+v, unrouted %+v", fs, res.Payload.Unrouted)
 	}
 	if res.Payload.Covered != res.Payload.Coverable {
