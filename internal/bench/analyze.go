@@ -107,14 +107,14 @@ func (a *analysis) selectRecords(recs []Record) {
 			continue
 		}
 		if r.Retest && r.Suspect == "" {
-			a.dirRetests[r.dirKey()] = r
+			a.dirRetests[r.DirKey()] = r
 			continue
 		}
 		if r.Retest {
 			a.retests = append(a.retests, r)
 			continue
 		}
-		final[r.dirKey()] = r
+		final[r.DirKey()] = r
 	}
 	for _, r := range final {
 		a.rep.Directions = append(a.rep.Directions, Direction{Record: r})
@@ -295,7 +295,7 @@ func (a *analysis) judgeDirection(d *Direction) {
 	if d.Noisy {
 		d.NoisyWhy = strings.Join(noisy, "; ")
 	}
-	if r, ok := a.dirRetests[d.dirKey()]; ok && d.Bad {
+	if r, ok := a.dirRetests[d.DirKey()]; ok && d.Bad {
 		d.Retest = &r
 	}
 	// Passing against nothing is no pass: with no rate declared, no

@@ -87,7 +87,7 @@ type Report struct {
 	// per-direction verdicts of GPU against host memory.
 	CUDA      *Report         `json:"cuda,omitempty"`
 	Cover     *Cover          `json:"cover,omitempty"`  // --schedule cover: the localiser's verdict
-	Rounds    *RoundsUsed     `json:"rounds,omitempty"` // what the run took (bench.Run sets it)
+	Rounds    *RoundsUsed     `json:"rounds,omitempty"` // what the run took (benchrun.Run sets it)
 	GPUDirect []check.Finding `json:"gpudirect,omitempty"`
 	Findings  []check.Finding `json:"-"`
 	// layer is the cluster file's link layer, as written.

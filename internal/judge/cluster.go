@@ -14,7 +14,6 @@ import (
 	"github.com/rdmalab/rdmalab/internal/fabriccheck"
 	"github.com/rdmalab/rdmalab/internal/hostcheck"
 	"github.com/rdmalab/rdmalab/internal/intake"
-	"github.com/rdmalab/rdmalab/internal/rules"
 )
 
 // Cluster is the judge step of report: it runs the doctor and fabric
@@ -95,17 +94,6 @@ func documentOf(in *intake.Inputs, run intake.BenchRun) string {
 	return dup
 }
 
-// benchRun is bench's entry for a run that measured nothing it can judge.
-// Bench keeps it in its catalog without a name of its own; the one list
-// of catalogs gives it (a missing entry stops the program at start).
-var benchRun = func() check.Entry {
-	e, ok := rules.Lookup("bench.run")
-	if !ok {
-		panic("judge: no catalog entry bench.run")
-	}
-	return e
-}()
-
 // judgeLog judges each test of a bench --results log with bench.Analyze
 // against a cluster made of the nodes it names: no cluster file, so no
 // declared rate and default thresholds (peers only). A torn last line (an
@@ -146,14 +134,14 @@ func judgeLog(l *intake.Input) []intake.BenchRun {
 		rep := bench.Analyze(c, k.engine, k.test, latency, rs, nil, nil)
 		run := intake.BenchRun{Report: rep, Source: l.Name, FromLog: true, Findings: rep.Findings}
 		if h.Nodes > len(names) {
-			f := benchRun.Reporter("").New(check.Unknown, "cluster", "the results log's cluster has %d nodes but its %s %s records name %d: the others were never measured (an interrupted run?)", h.Nodes, k.engine, k.test, len(names))
+			f := bench.CheckRun.Reporter("").New(check.Unknown, "cluster", "the results log's cluster has %d nodes but its %s %s records name %d: the others were never measured (an interrupted run?)", h.Nodes, k.engine, k.test, len(names))
 			f.Evidence = []check.Evidence{header}
 			run.Findings = append(run.Findings, f)
 		}
 		out = append(out, run)
 	}
 	if len(order) == 0 {
-		f := benchRun.Reporter("").New(check.Unknown, "cluster", "the results log holds no result: nothing was measured")
+		f := bench.CheckRun.Reporter("").New(check.Unknown, "cluster", "the results log holds no result: nothing was measured")
 		f.Evidence = []check.Evidence{header}
 		out = append(out, intake.BenchRun{Report: &bench.Report{Engine: "?", Test: "?"}, Source: l.Name, FromLog: true, Findings: []check.Finding{f}})
 	}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -120,16 +119,16 @@ func JudgeRun(raw []byte, r RunResult, opt JudgeOptions, timeout time.Duration) 
 		if len(stuck) > 0 && len(stuck) < len(r.Nodes) {
 			msg += fmt.Sprintf("; %s never logged NCCL Init COMPLETE: look there first (plugin or OOB interface differs, wrong GID index)", strings.Join(stuck, ", "))
 		}
-		f := runRule("nccl.run.timeout").Reporter("").Fail(subject, "%s", msg)
+		f := CheckRunTimeout.Reporter("").Fail(subject, "%s", msg)
 		f.Evidence = append(f.Evidence, logEv)
 		fs = append(fs, *f)
 	case r.Error != "":
-		f := runRule("nccl.run.exit").Reporter("").Fail(subject, "the launch failed: %s (see the log)", r.Error)
+		f := CheckRunExit.Reporter("").Fail(subject, "the launch failed: %s (see the log)", r.Error)
 		f.Evidence = append(f.Evidence, logEv)
 		fs = append(fs, *f)
 	}
 	if len(r.Leftovers) > 0 {
-		f := runRule("nccl.run.leftover").Reporter("").Warn(subject, "%d process(es) of this run were still alive after it ended and were killed: %s", len(r.Leftovers), strings.Join(r.Leftovers, "; "))
+		f := CheckRunLeftover.Reporter("").Warn(subject, "%d process(es) of this run were still alive after it ended and were killed: %s", len(r.Leftovers), strings.Join(r.Leftovers, "; "))
 		fs = append(fs, *f)
 	}
 	for i := range fs {
@@ -139,13 +138,4 @@ func JudgeRun(raw []byte, r RunResult, opt JudgeOptions, timeout time.Duration) 
 	}
 	check.Sort(fs)
 	return fs, sum
-}
-
-// runRule is the catalog entry of one of a run's own checks.
-func runRule(id string) check.Entry {
-	i := slices.IndexFunc(Catalog, func(e check.Entry) bool { return e.ID == id })
-	if i < 0 {
-		panic("nccl: no catalog entry " + id)
-	}
-	return Catalog[i]
 }
