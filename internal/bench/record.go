@@ -51,7 +51,6 @@ func (r Record) Failed() bool { return r.Error != "" || r.TimedOut || r.NotMeasu
 // DirKey names a direction of a test.
 func (r Record) DirKey() string { return r.From + ">" + r.To + "|" + r.Engine + "|" + r.Test }
 
-
 // PairKey names an unordered pair of a test: the same whichever end is
 // listed first, so reordering the cluster file re-measures nothing.
 func PairKey(a, b, engine, test string) string {
