@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/benchrun"
@@ -112,6 +111,7 @@ saved).`,
 				}
 				return output.write(cmd.OutOrStdout(), envelope.BenchPlan, nil, d, func() error { return d.Write(cmd.OutOrStdout()) })
 			}
+			saved := sayOnStop("the directions finished are saved in %s: run the same command with --resume to measure the rest", userfile.Name(o.Results))
 			rep, err := benchrun.Run(ctx, o)
 			if ctx.Err() != nil {
 				// No report: the verdict of a run cut short would judge
@@ -119,7 +119,7 @@ saved).`,
 				if rep == nil {
 					return &exitError{code: ExitInterrupted, err: errors.New("interrupted before round 1; nothing was measured")}
 				}
-				return &exitError{code: ExitInterrupted, err: fmt.Errorf("interrupted; the directions finished are saved in %s: run the same command with --resume to measure the rest", userfile.Name(o.Results))}
+				return &exitError{code: ExitInterrupted, err: errors.New("interrupted; " + saved)}
 			}
 			if err != nil {
 				return usageErr("%v", err)

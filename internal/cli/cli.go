@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -40,6 +41,21 @@ const (
 // read of a pipe or a terminal cannot be cancelled, and a command must
 // end within a second of a signal whatever it is blocked on.
 const stopGrace = 600 * time.Millisecond
+
+// stopNote is what a command asks Main to say if the process is ended
+// before the command can say it itself (stopGrace ran out, as it can on a
+// loaded machine, or a second signal came): where its work is saved and
+// how to go on. Set once the command's results log is open; every record
+// in it is synced, so what it says holds however the process ends.
+var stopNote atomic.Pointer[string]
+
+// sayOnStop sets the stop note and returns it, for the command's own
+// interrupted message.
+func sayOnStop(format string, a ...any) string {
+	msg := fmt.Sprintf(format, a...)
+	stopNote.Store(&msg)
+	return msg
+}
 
 // signalled is the cause of a context cancelled by a signal.
 type signalled struct{ sig os.Signal }
@@ -105,6 +121,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	defer killAll()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
+	stopNote.Store(nil)
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
@@ -124,7 +141,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		case <-time.After(stopGrace):
 		case <-sigs:
 		}
-		fmt.Fprintln(stderr, "rdmalab: interrupted")
+		if n := stopNote.Load(); n != nil {
+			fmt.Fprintf(stderr, "rdmalab: interrupted; %s\n", userfile.Escape(*n))
+		} else {
+			fmt.Fprintln(stderr, "rdmalab: interrupted")
+		}
 		killAll()
 		os.Exit(interruptCode(ctx))
 	}()

@@ -370,11 +370,12 @@ interrupted.`,
 				results = filepath.Join(dir, "results.jsonl")
 			}
 			ctx := cmd.Context()
+			saved := sayOnStop("the runs finished are saved in %[1]s: run the same command with --results %[1]s --resume to run the rest", userfile.Name(results))
 			rs, err := ncclrun.Run(ctx, ncclrun.RunOptions{Cluster: cl, NodeCounts: o.nodes, Tests: o.tests, TestArgs: o.testArgs,
 				RanksPerNode: o.ranks, Env: vars, Timeout: o.timeout, Dir: dir, Launcher: l, Progress: cmd.ErrOrStderr(),
 				Results: results, ClusterFile: o.cluster, Mode: mode, Judge: judge})
 			if errors.Is(err, context.Canceled) {
-				return &exitError{code: ExitInterrupted, err: fmt.Errorf("interrupted; the runs finished are saved in %[1]s: run the same command with --results %[1]s --resume to run the rest", userfile.Name(results))}
+				return &exitError{code: ExitInterrupted, err: errors.New("interrupted; " + saved)}
 			}
 			if err != nil {
 				return usageErr("%v", err)
