@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"testing"
 	"time"
 )
@@ -64,5 +65,75 @@ func TestTCPServerEndsWithItsContext(t *testing.T) {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the server's blocking read outlived its context")
+	}
+}
+
+// A client blocked in a write to a peer that reads nothing ends when its
+// context does: the blocking write is woken, not left behind.
+func TestTCPClientEndsWithItsContext(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		// accept and never read: the client's socket buffer fills
+		c, err := ln.Accept()
+		if err == nil {
+			defer c.Close()
+			time.Sleep(10 * time.Second)
+		}
+	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := RunTCPClient(ctx, ln.Addr().String(), "bw", 60, 0)
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("a cancelled send reported a result")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the client's blocking write outlived its context")
+	}
+}
+
+// The bulk phase runs on a duplicate of the socket: a test leaves no
+// descriptor open behind it, at either end.
+func TestTCPEngineClosesItsSockets(t *testing.T) {
+	fds := func() int {
+		es, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Skip("no /proc/self/fd:", err)
+		}
+		return len(es)
+	}
+	run := func() {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		done := make(chan error, 1)
+		go func() { done <- ServeTCP(ctx, addr, io.Discard) }()
+		if _, err := RunTCPClient(ctx, addr, "bw", 0.05, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	run() // the runtime's own descriptors (epoll, its eventfd) exist from here on
+	before := fds()
+	run()
+	if after := fds(); after != before {
+		t.Errorf("%d descriptors open before a test, %d after", before, after)
 	}
 }
