@@ -12,6 +12,8 @@
 # samples. Root is needed (namespaces); traffic never leaves them; the
 # namespaces and processes are removed on exit, Ctrl-C included.
 #   sudo bench/tcp-vs-iperf3.sh [seconds] [samples] [both|lo|veth]
+# RDMALAB=path uses that rdmalab binary instead of building this tree's (to
+# compare two versions of the engine against the same iperf3).
 # NICE=-10 runs both tools at that niceness (equally), to keep a loaded
 # machine's other work from deciding the ratio.
 set -euo pipefail
@@ -44,7 +46,11 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-go build -o "$tmp/rdmalab" ./cmd/rdmalab
+if [ -n "${RDMALAB:-}" ]; then
+  cp "$RDMALAB" "$tmp/rdmalab"
+else
+  go build -o "$tmp/rdmalab" ./cmd/rdmalab
+fi
 
 ip netns add "${ns}a"
 ip netns add "${ns}b"
