@@ -6,8 +6,9 @@
 #   lo:   the loopback of a network namespace this script makes, and
 #   veth: a veth pair between two network namespaces it makes.
 # Every sample is printed as it is measured (with the sender's and the
-# receiver's context switches per GB when perf is installed), then per place
-# both medians, each side's spread ((max-min)/median), the ratio of the
+# receiver's context switches and CPU time per GB when perf is installed:
+# on a loaded machine the CPU a GB costs says more than the rate), then per
+# place both medians, each side's spread ((max-min)/median), the ratio of the
 # medians (rdmalab / iperf3) and the range of the ratios of adjacent
 # samples. Root is needed (namespaces); traffic never leaves them; the
 # namespaces and processes are removed on exit, Ctrl-C included.
@@ -70,12 +71,19 @@ measure() {
   local name=$1 n=$2
   shift 2
   if command -v perf >/dev/null; then
-    ip netns exec "$n" nice -n "$nice" perf stat -x, -e context-switches -o "$tmp/$name.cs" -- "$@"
+    ip netns exec "$n" nice -n "$nice" perf stat -x, -e context-switches,task-clock -o "$tmp/$name.cs" -- "$@"
   else
     ip netns exec "$n" nice -n "$nice" "$@"
   fi
 }
-cs() { [ -f "$tmp/$1.cs" ] && awk -F, '/context-switches/ {print $1}' "$tmp/$1.cs" || echo -; }
+# counts NAME: "context-switches task-clock-ms" from perf, or "- -"
+counts() {
+  if [ -f "$tmp/$1.cs" ]; then
+    awk -F, '/context-switches/ {c = $1} /task-clock/ {t = $1} END {print c, t}' "$tmp/$1.cs"
+  else
+    echo - -
+  fi
+}
 listening() { # NS PORT: wait for a listener
   for _ in $(seq 100); do
     ip netns exec "$1" ss -Hltn "sport = :$2" | grep -q . && return 0
@@ -107,11 +115,16 @@ sample() { # WHO PLACE I SRVADDR CLIENTNS: one sample, printed, appended to $tmp
   local who=$1 place=$2 i=$3 g b
   read -r g b < <("${who}_once" "$4" "$5") || true
   [ -n "${b:-}" ] || { echo "$place sample $i of $who failed" >&2; exit 1; }
-  echo "$g" >>"$tmp/$place.$who"
-  printf '%-5s sample %2d  %-8s %6.2f Gb/s  context switches/GB: sender %s, receiver %s\n' "$place" "$i" \
-    "$([ "$who" = ours ] && echo rdmalab || echo iperf3)" "$g" \
-    "$(python3 -c 'import sys; c, b = sys.argv[1], float(sys.argv[2]); print(c if c == "-" else round(float(c) / (b / 1e9)))' "$(cs cli)" "$b")" \
-    "$(python3 -c 'import sys; c, b = sys.argv[1], float(sys.argv[2]); print(c if c == "-" else round(float(c) / (b / 1e9)))' "$(cs srv)" "$b")"
+  # Gb/s, then per GB: sender's and receiver's context switches and CPU ms
+  python3 - "$g" "$b" $(counts cli) $(counts srv) >>"$tmp/$place.$who" <<'PY'
+import sys
+g, b = float(sys.argv[1]), float(sys.argv[2]) / 1e9
+per = lambda v: "-" if v == "-" else f"{float(v) / b:.0f}"
+print(g, *(per(v) for v in sys.argv[3:7]))
+PY
+  read -r g scs scpu rcs rcpu < <(tail -1 "$tmp/$place.$who")
+  printf '%-5s sample %2d  %-8s %6.2f Gb/s   per GB: sender %5s context switches %4s CPU ms, receiver %5s, %4s\n' \
+    "$place" "$i" "$([ "$who" = ours ] && echo rdmalab || echo iperf3)" "$g" "$scs" "$scpu" "$rcs" "$rcpu"
 }
 
 echo "rdmalab tcp engine vs iperf3 -l 1M: $secs s a sample, $runs samples each, nice $nice; $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) at start"
@@ -133,13 +146,21 @@ python3 - "$tmp" $places <<'PY'
 import statistics, sys
 tmp, places = sys.argv[1], sys.argv[2:]
 name = {"lo": "loopback", "veth": "veth pair"}
+def load(p, who):
+    return [l.split() for l in open(f"{tmp}/{p}.{who}")]
+def med(rows, k):
+    v = [float(r[k]) for r in rows if r[k] != "-"]
+    return f"{statistics.median(v):.0f}" if v else "-"
 for p in places:
-    ours = [float(x) for x in open(f"{tmp}/{p}.ours")]
-    ipf = [float(x) for x in open(f"{tmp}/{p}.iperf")]
+    o, i = load(p, "ours"), load(p, "iperf")
+    ours, ipf = [float(r[0]) for r in o], [float(r[0]) for r in i]
     mo, mi = statistics.median(ours), statistics.median(ipf)
     spread = lambda v, m: (max(v) - min(v)) / m * 100
-    pairs = sorted(o / i for o, i in zip(ours, ipf))
+    pairs = sorted(a / b for a, b in zip(ours, ipf))
     print(f"{name[p]}: rdmalab median {mo:.2f} Gb/s (spread {spread(ours, mo):.0f}%), "
           f"iperf3 median {mi:.2f} Gb/s (spread {spread(ipf, mi):.0f}%): "
           f"ratio {mo / mi:.2f} (adjacent samples {pairs[0]:.2f}-{pairs[-1]:.2f})")
+    for who, rows in (("rdmalab", o), ("iperf3", i)):
+        print(f"  {who:8s} median per GB: sender {med(rows, 1)} context switches, {med(rows, 2)} CPU ms; "
+              f"receiver {med(rows, 3)}, {med(rows, 4)} CPU ms")
 PY
