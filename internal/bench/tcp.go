@@ -57,7 +57,7 @@ func ServeTCP(ctx context.Context, addr string, out io.Writer) error {
 	}
 	switch strings.TrimSpace(mode) {
 	case "bw":
-		buf := make([]byte, 1<<20)
+		buf := make([]byte, rcvBuffer)
 		// what the reader already holds beyond the test line, then the
 		// socket itself, blocking
 		n := int64(r.Buffered())

@@ -37,6 +37,15 @@ import (
 // nothing against a write of a MiB.
 const yieldEvery = 5 * time.Millisecond
 
+// The receiver reads into rcvBuffer bytes and wakes when rcvLowat are
+// queued (measured on loopback: 4 MiB and 512 KiB, or 1 MiB, cost the
+// receiver 77–104 CPU ms a GB against 103–160 for 1 MiB reads waking on
+// any data, and iperf3's 110–155).
+const (
+	rcvBuffer = 4 << 20
+	rcvLowat  = 512 << 10
+)
+
 // rawSocket is a connection's socket, taken out of Go's poller, in
 // blocking mode. Its methods are called from one goroutine; only the
 // shutdown of a cancelled context comes from another.
@@ -190,6 +199,14 @@ func receiveAll(ctx context.Context, s *rawSocket, buf []byte) (n int64, first t
 		}
 		if first.IsZero() {
 			first = time.Now()
+			// From now on a read wakes for half a MiB, not for every
+			// segment: half the reads and context switches of the
+			// receiver, a third less of its CPU a GB. Not before the
+			// first data, whose arrival starts the clock. The end of
+			// the stream wakes it whatever is queued.
+			if err := syscall.SetsockoptInt(s.fd, syscall.SOL_SOCKET, syscall.SO_RCVLOWAT, rcvLowat); err != nil {
+				return n, first, os.NewSyscallError("setsockopt SO_RCVLOWAT", err)
+			}
 		}
 		n += int64(k)
 	}
