@@ -137,3 +137,52 @@ func TestTCPEngineClosesItsSockets(t *testing.T) {
 		t.Errorf("%d descriptors open before a test, %d after", before, after)
 	}
 }
+
+// The server counts every byte, the tail the end of the stream leaves
+// under the receiver's wake-up threshold included: a client sending an
+// exact amount, neither a whole number of reads nor of the threshold,
+// gets that amount back.
+func TestTCPServerCountsEveryByte(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- ServeTCP(ctx, addr, io.Discard) }()
+	var conn net.Conn
+	for range 100 {
+		if conn, err = net.Dial("tcp", addr); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	const want = 2*rcvBuffer + rcvLowat + 12345
+	if _, err := fmt.Fprintf(conn, "bw\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Write(make([]byte, want)); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	var secs float64
+	if _, err := fmt.Fscanf(conn, "%d %f\n", &n, &secs); err != nil {
+		t.Fatal(err)
+	}
+	if n != want || secs <= 0 {
+		t.Errorf("server counted %d bytes in %g s, the client sent %d", n, secs, want)
+	}
+	if err := <-done; err != nil {
+		t.Error(err)
+	}
+}
