@@ -18,7 +18,8 @@ import (
 // poller every full socket buffer parked and woke the goroutine (36,000
 // context switches a 5 s loopback run against iperf3's 651).
 //
-// Two more costs of the runtime were measured (perf, loopback, per GB):
+// Two costs of Go's runtime were measured besides (perf, loopback, per
+// GB):
 //   - the socket stays registered in the runtime's epoll, edge-triggered,
 //     so every arrival of data woke the thread waiting in netpoll for
 //     nothing (the receiver: 1,400–1,900 epoll_pwait a GB for ~1,050
@@ -37,10 +38,10 @@ import (
 // nothing against a write of a MiB.
 const yieldEvery = 5 * time.Millisecond
 
-// The receiver reads into rcvBuffer bytes and wakes when rcvLowat are
-// queued (measured on loopback: 4 MiB and 512 KiB, or 1 MiB, cost the
-// receiver 77–104 CPU ms a GB against 103–160 for 1 MiB reads waking on
-// any data, and iperf3's 110–155).
+// The receiver reads into rcvBuffer bytes and its read wakes when
+// rcvLowat are queued, not at every segment: on loopback that cost it
+// 77–104 CPU ms a GB, against 103–160 for 1 MiB reads waking on any data
+// and iperf3's 110–155 (a threshold of 1 MiB did the same as 512 KiB).
 const (
 	rcvBuffer = 4 << 20
 	rcvLowat  = 512 << 10
