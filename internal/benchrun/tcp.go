@@ -57,7 +57,7 @@ func ServeTCP(ctx context.Context, addr string, out io.Writer) error {
 	}
 	switch strings.TrimSpace(mode) {
 	case "bw":
-		buf := make([]byte, 1<<20)
+		buf := make([]byte, rcvBuffer)
 		// what the reader already holds beyond the test line, then the
 		// socket itself, blocking
 		n := int64(r.Buffered())
@@ -66,9 +66,15 @@ func ServeTCP(ctx context.Context, addr string, out io.Writer) error {
 			start = time.Now()
 		}
 		r.Discard(r.Buffered())
-		k, first, err := receiveAll(ctx, conn, buf)
+		peer := conn.RemoteAddr()
+		sock, err := detach(ctx, conn)
 		if err != nil {
-			return fmt.Errorf("receive: %w", err)
+			return fmt.Errorf("receive from %s: %w", peer, err)
+		}
+		defer sock.Close()
+		k, first, err := receiveAll(ctx, sock, buf)
+		if err != nil {
+			return fmt.Errorf("receive from %s: %w", peer, err)
 		}
 		n += k
 		if start.IsZero() {
@@ -79,8 +85,10 @@ func ServeTCP(ctx context.Context, addr string, out io.Writer) error {
 		}
 		secs := time.Since(start).Seconds()
 		// The client half-closed; the count goes back on the same connection.
-		_, err = fmt.Fprintf(conn, "%d %.9f\n", n, secs)
-		return err
+		if _, err := fmt.Fprintf(sock, "%d %.9f\n", n, secs); err != nil {
+			return fmt.Errorf("send the count to %s: %w", peer, err)
+		}
+		return nil
 	case "lat":
 		b := make([]byte, 1)
 		for {
@@ -122,15 +130,20 @@ func RunTCPClient(ctx context.Context, addr, mode string, seconds float64, count
 	switch mode {
 	case "bw":
 		buf := make([]byte, 1<<20)
-		if _, err := sendFor(ctx, conn, buf, time.Duration(seconds*float64(time.Second))); err != nil {
+		sock, err := detach(ctx, conn)
+		if err != nil {
 			return nil, fmt.Errorf("send to %s: %w", addr, err)
 		}
-		if err := conn.(*net.TCPConn).CloseWrite(); err != nil {
-			return nil, err
+		defer sock.Close()
+		if _, err := sendFor(ctx, sock, buf, time.Duration(seconds*float64(time.Second))); err != nil {
+			return nil, fmt.Errorf("send to %s: %w", addr, err)
+		}
+		if err := sock.CloseWrite(); err != nil {
+			return nil, fmt.Errorf("end the send to %s: %w", addr, err)
 		}
 		var n int64
 		var secs float64
-		if _, err := fmt.Fscanf(conn, "%d %f\n", &n, &secs); err != nil {
+		if _, err := fmt.Fscanf(sock, "%d %f\n", &n, &secs); err != nil {
 			return nil, fmt.Errorf("read the server's count: %w", err)
 		}
 		if secs <= 0 {
