@@ -109,13 +109,16 @@ launcher:
 		t.Fatal(err)
 	}
 	defer l.Close()
-	// The timeout must outlast a healthy launch: time one ssh login (a
-	// shell whose rc files are slow makes every rank slow to start).
+	// The timeout must outlast a healthy launch and rank 0's whole table
+	// (the 3-node run is judged on all 27 rows while n3 hangs): time one
+	// ssh login (a shell whose rc files are slow makes every rank slow to
+	// start), and leave room for a loaded machine (8 s once cut rank 0's
+	// table in a fresh root under load).
 	login := time.Now()
 	if out, err := exec.Command("ssh", c.SSHArgs(c.Addrs[0], "true")...).CombinedOutput(); err != nil {
 		t.Fatalf("ssh: %v %s", err, out)
 	}
-	timeout := 8*time.Second + 3*time.Since(login)
+	timeout := 16*time.Second + 3*time.Since(login)
 	var prog bytes.Buffer
 	start := time.Now()
 	results := filepath.Join(c.Dir, "runs", "results.jsonl")
