@@ -79,6 +79,9 @@ type Options struct {
 	// schedule names carries its two ports' PHY facts from their phy[]
 	// (docs/phy.md), or says there is no PHY evidence.
 	Hosts []*host.Snapshot
+	// Agent (tcp engine) runs each node's work of a round in one agent
+	// session instead of a server and a client process per sample.
+	Agent bool
 }
 
 // UsageError is a flag or input bench refuses before doing anything.
@@ -129,6 +132,9 @@ func (o *Options) Validate() error {
 		if _, err := linkrate.ParseLayer(o.Layer); err != nil {
 			return &UsageError{fmt.Errorf("--expect-link-layer: %w", err)}
 		}
+	}
+	if o.Agent && o.Engine != "tcp" {
+		return &UsageError{errors.New("--agent runs the tcp engine's samples: add --engine tcp (perftest runs a process per sample)")}
 	}
 	if o.UseCUDA && (o.Engine != "perftest" || strings.HasSuffix(o.Test, "_lat")) {
 		return &UsageError{errors.New("--use-cuda needs --engine perftest and a bandwidth test (ib_write_bw, ib_read_bw, ib_send_bw)")}
@@ -264,7 +270,7 @@ func Run(ctx context.Context, o Options) (*bench.Report, error) {
 		fmt.Fprintf(o.Progress, "schedule %s\n", sched.Why())
 	}
 	r := &Runner{Cluster: c, Launcher: l, Engine: eng, Plan: sched, Samples: o.Samples, Timeout: o.Timeout,
-		RunID: launch.NewRunID(), Log: log, KeepFailed: o.KeepFailed, Retest: !o.NoRetest, Progress: o.Progress}
+		RunID: launch.NewRunID(), Log: log, KeepFailed: o.KeepFailed, Retest: !o.NoRetest, Progress: o.Progress, Agent: o.Agent}
 	// a node gets as long to answer the probe as one test may take
 	unready := Preflight(ctx, l, c.Nodes, eng, max(15*time.Second, o.Timeout))
 	if ctx.Err() != nil {

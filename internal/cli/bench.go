@@ -163,6 +163,7 @@ saved).`,
 	f.Lookup("hosts").Hidden = true
 	f.IntVar(&fabricPort, "port", 0, "port of --ca")
 	outputFlag(f, &output, "table or json")
+	f.BoolVar(&o.Agent, "agent", false, "tcp engine: one session per node per round, an agent running all of the node's samples, instead of a server and a client process per sample")
 	f.BoolVar(&dryRun, "dry-run", false, "print the plan (each schedule's rounds, pairs per round, expected wall time and the orchestrator's peak memory) and start nothing")
 	c.AddCommand(newBenchAgentCmd(), newBenchScheduleCmd())
 	return c
@@ -199,6 +200,17 @@ func newBenchAgentCmd() *cobra.Command {
 	cli.Flags().StringVar(&connect, "connect", "", "address:port")
 	cli.Flags().StringVar(&test, "test", "bw", "bw or lat")
 	cli.Flags().Float64Var(&seconds, "seconds", 2, "seconds to send (bw)")
-	c.AddCommand(srv, cli)
+	// One session per node per round (bench --agent): the node's steps on
+	// stdin, one JSON line each; the answers on stdout.
+	session := &cobra.Command{
+		Use: "session", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := benchrun.RunAgent(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout()); err != nil {
+				return usageErr("%v", err)
+			}
+			return nil
+		},
+	}
+	c.AddCommand(srv, cli, session)
 	return c
 }
