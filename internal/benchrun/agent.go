@@ -409,4 +409,3 @@ func (r *Runner) runOnceAgent(ctx context.Context, pa *pairAgents, from, to clus
 	t := res.Result
 	return Measure{Gbps: t.Gbps, P50Us: t.P50Us, P99Us: t.P99Us, P999Us: t.P999Us}, nil
 }
-

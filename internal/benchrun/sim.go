@@ -2,13 +2,13 @@ package benchrun
 
 import (
 	"context"
-	"io"
-	"net"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"math"
+	"net"
 	"slices"
 	"strings"
 	"time"
