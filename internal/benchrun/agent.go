@@ -11,6 +11,8 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/cluster"
@@ -71,45 +73,113 @@ func RunAgent(ctx context.Context, in io.Reader, out io.Writer) error {
 }
 
 func runAgent(ctx context.Context, in io.Reader, out io.Writer, ops agentOps) error {
+	var mu sync.Mutex
 	enc := json.NewEncoder(out)
-	say := func(l AgentLine) { _ = enc.Encode(l) }
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 4096), 64<<10)
-	for sc.Scan() {
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-			continue
-		}
-		st, err := parseAgentStep(sc.Bytes())
-		if err != nil {
-			say(AgentLine{Seq: st.Seq, Event: "error", Error: err.Error()})
-			return err
-		}
-		sctx, cancel := context.WithTimeout(ctx, time.Duration(st.TimeoutS*float64(time.Second)))
-		switch st.Op {
-		case "serve":
-			err = ops.serve(sctx, st.Addr, func(a net.Addr) { say(AgentLine{Seq: st.Seq, Event: "listening", Addr: a.String()}) })
-			if err == nil {
-				say(AgentLine{Seq: st.Seq, Event: "done"})
+	say := func(l AgentLine) {
+		mu.Lock()
+		defer mu.Unlock()
+		_ = enc.Encode(l)
+	}
+	// stdin is read while a step runs: a cancel of the running step (its
+	// peer failed) must reach it.
+	type item struct {
+		st  AgentStep
+		err error
+	}
+	items := make(chan item)
+	quit := make(chan struct{})
+	defer close(quit)
+	go func() {
+		defer close(items)
+		put := func(it item) bool {
+			select {
+			case items <- it:
+				return it.err == nil
+			case <-quit:
+				return false
 			}
-		case "client":
-			var res *TCPResult
-			if res, err = ops.client(sctx, st.Addr, st.Test, st.Seconds); err == nil {
-				say(AgentLine{Seq: st.Seq, Event: "result", Result: res})
+		}
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 4096), 64<<10)
+		for sc.Scan() {
+			if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+				continue
+			}
+			st, err := parseAgentStep(sc.Bytes())
+			if !put(item{st, err}) {
+				return
 			}
 		}
-		if err != nil {
-			if sctx.Err() == context.DeadlineExceeded {
-				err = fmt.Errorf("%s %s: gave up after %gs: %w", st.Op, st.Addr, st.TimeoutS, err)
-			}
-			say(AgentLine{Seq: st.Seq, Event: "error", Error: err.Error()})
+		if err := sc.Err(); err != nil {
+			put(item{err: fmt.Errorf("read the steps: %w", err)})
 		}
-		cancel()
-		if ctx.Err() != nil {
-			return ctx.Err()
+	}()
+	var queue []AgentStep
+	running, cur := false, 0
+	cancel := func() {}
+	finished := make(chan struct{}, 1)
+	run := func(st AgentStep) {
+		sctx, stop := context.WithTimeout(ctx, time.Duration(st.TimeoutS*float64(time.Second)))
+		running, cur, cancel = true, st.Seq, stop
+		go func() {
+			defer func() { finished <- struct{}{} }()
+			defer stop()
+			var err error
+			switch st.Op {
+			case "serve":
+				err = ops.serve(sctx, st.Addr, func(a net.Addr) { say(AgentLine{Seq: st.Seq, Event: "listening", Addr: a.String()}) })
+				if err == nil {
+					say(AgentLine{Seq: st.Seq, Event: "done"})
+				}
+			case "client":
+				var res *TCPResult
+				if res, err = ops.client(sctx, st.Addr, st.Test, st.Seconds); err == nil {
+					say(AgentLine{Seq: st.Seq, Event: "result", Result: res})
+				}
+			}
+			if err != nil {
+				if sctx.Err() == context.DeadlineExceeded {
+					err = fmt.Errorf("%s %s: gave up after %gs: %w", st.Op, st.Addr, st.TimeoutS, err)
+				}
+				say(AgentLine{Seq: st.Seq, Event: "error", Error: err.Error()})
+			}
+		}()
+	}
+	wait := func() {
+		if running {
+			cancel()
+			<-finished
+			running = false
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("read the steps: %w", err)
+	for items != nil || len(queue) > 0 || running {
+		if !running && len(queue) > 0 {
+			run(queue[0])
+			queue = queue[1:]
+		}
+		select {
+		case it, ok := <-items:
+			switch {
+			case !ok:
+				items = nil
+			case it.err != nil:
+				say(AgentLine{Seq: it.st.Seq, Event: "error", Error: it.err.Error()})
+				wait()
+				return it.err
+			case it.st.Op == "cancel":
+				if running && it.st.Seq == cur {
+					cancel()
+				}
+				queue = slices.DeleteFunc(queue, func(q AgentStep) bool { return q.Seq == it.st.Seq })
+			default:
+				queue = append(queue, it.st)
+			}
+		case <-finished:
+			running = false
+		case <-ctx.Done():
+			wait()
+			return ctx.Err()
+		}
 	}
 	return nil
 }
@@ -123,10 +193,13 @@ func parseAgentStep(b []byte) (AgentStep, error) {
 	if err := d.Decode(&st); err != nil {
 		return st, fmt.Errorf("unreadable step %q: %v", clip(b), err)
 	}
+	if st.Op == "cancel" {
+		return st, nil // the step Seq, running or queued, if any
+	}
 	_, _, aerr := net.SplitHostPort(st.Addr)
 	switch {
 	case st.Op != "serve" && st.Op != "client":
-		return st, fmt.Errorf("step %d: unknown op %q (want serve or client)", st.Seq, st.Op)
+		return st, fmt.Errorf("step %d: unknown op %q (want serve, client or cancel)", st.Seq, st.Op)
 	case aerr != nil:
 		return st, fmt.Errorf("step %d: address %q: %v", st.Seq, st.Addr, aerr)
 	case st.TimeoutS <= 0:
@@ -270,14 +343,25 @@ func (s *agentSession) step(st AgentStep) (int, error) {
 	st.Seq = s.seq
 	b, _ := json.Marshal(st)
 	if _, err := s.in.Write(append(b, '\n')); err != nil {
+		// The agent is gone (or going): why it ended says more than the
+		// broken pipe.
 		select {
 		case <-s.done:
 			return 0, s.end
-		default:
+		case <-time.After(5 * time.Second):
 		}
 		return 0, fmt.Errorf("send a step to the agent on %s: %w", s.node.Name, err)
 	}
 	return s.seq, nil
+}
+
+// cancel stops step seq on the agent if it still runs (its answer, an
+// error, is skipped by next).
+func (s *agentSession) cancel(seq int) {
+	if s.in != nil {
+		b, _ := json.Marshal(AgentStep{Seq: seq, Op: "cancel"})
+		_, _ = s.in.Write(append(b, '\n'))
+	}
 }
 
 // next is the next answer to step seq, or why there is none.
@@ -289,6 +373,8 @@ func (s *agentSession) next(ctx context.Context, seq int) (AgentLine, error) {
 			return AgentLine{}, s.end
 		case m.err != nil:
 			return AgentLine{}, m.err
+		case m.line.Seq < seq:
+			return s.next(ctx, seq) // the answer of a step given up on
 		case m.line.Seq != seq:
 			return AgentLine{}, fmt.Errorf("agent on %s: answered step %d, step %d was asked", s.node.Name, m.line.Seq, seq)
 		}
@@ -386,15 +472,20 @@ func (r *Runner) runOnceAgent(ctx context.Context, pa *pairAgents, from, to clus
 		return Measure{}, fail(fmt.Errorf("server on %s did not start: %s", server.Name, l.Error))
 	}
 	e := r.Engine.(*tcpEngine)
+	// The server waits for its client: a client that failed takes it
+	// down, as the kill of its process did.
 	cseq, err := cli.step(AgentStep{Op: "client", Addr: addr, Test: e.test, Seconds: float64(e.seconds), TimeoutS: bound})
 	if err != nil {
+		srv.cancel(seq)
 		return Measure{}, fail(err)
 	}
 	res, err := cli.next(tctx, cseq)
 	if err != nil {
+		srv.cancel(seq)
 		return Measure{}, fail(err)
 	}
 	if res.Event != "result" {
+		srv.cancel(seq)
 		return Measure{}, fail(fmt.Errorf("on %s: %s", client.Name, cmp.Or(res.Error, "answered "+res.Event)))
 	}
 	// The server ends once its client is done; as with a process per

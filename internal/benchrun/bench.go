@@ -80,7 +80,8 @@ type Options struct {
 	// (docs/phy.md), or says there is no PHY evidence.
 	Hosts []*host.Snapshot
 	// Agent (tcp engine) runs each node's work of a round in one agent
-	// session instead of a server and a client process per sample.
+	// session instead of a server and a client process per sample; the
+	// perftest engine runs a process per end and sample whatever it says.
 	Agent bool
 }
 
@@ -132,9 +133,6 @@ func (o *Options) Validate() error {
 		if _, err := linkrate.ParseLayer(o.Layer); err != nil {
 			return &UsageError{fmt.Errorf("--expect-link-layer: %w", err)}
 		}
-	}
-	if o.Agent && o.Engine != "tcp" {
-		return &UsageError{errors.New("--agent runs the tcp engine's samples: add --engine tcp (perftest runs a process per sample)")}
 	}
 	if o.UseCUDA && (o.Engine != "perftest" || strings.HasSuffix(o.Test, "_lat")) {
 		return &UsageError{errors.New("--use-cuda needs --engine perftest and a bandwidth test (ib_write_bw, ib_read_bw, ib_send_bw)")}

@@ -163,7 +163,7 @@ saved).`,
 	f.Lookup("hosts").Hidden = true
 	f.IntVar(&fabricPort, "port", 0, "port of --ca")
 	outputFlag(f, &output, "table or json")
-	f.BoolVar(&o.Agent, "agent", false, "tcp engine: one session per node per round, an agent running all of the node's samples, instead of a server and a client process per sample")
+	f.BoolVar(&o.Agent, "agent", true, "tcp engine: one session per node per round, an agent running all of the node's samples (--agent=false: a server and a client process per sample, as perftest runs)")
 	f.BoolVar(&dryRun, "dry-run", false, "print the plan (each schedule's rounds, pairs per round, expected wall time and the orchestrator's peak memory) and start nothing")
 	c.AddCommand(newBenchAgentCmd(), newBenchScheduleCmd())
 	return c
