@@ -2,16 +2,20 @@ package benchrun
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/bench"
+	"github.com/rdmalab/rdmalab/internal/cluster"
+	"github.com/rdmalab/rdmalab/internal/launch"
 	"github.com/rdmalab/rdmalab/internal/testhost"
 )
 
@@ -268,5 +272,65 @@ launcher:
 	out, err = exec.Command(bin, "bench", "--cluster", cluster, "--engine", "tcp", "--results", filepath.Join(c.Dir, "r2.jsonl"), "--rounds", rounds).CombinedOutput()
 	if exitCode(err) != 2 || !strings.Contains(string(out), "n9") {
 		t.Errorf("unknown node in the round file: exit %d\n%s", exitCode(err), out)
+	}
+}
+
+// countStarts counts the processes a launcher starts (sessions, for the
+// bench agent).
+type countStarts struct {
+	launch.Launcher
+	n atomic.Int64
+}
+
+func (c *countStarts) Start(ctx context.Context, s launch.Spec) (launch.Process, error) {
+	c.n.Add(1)
+	return c.Launcher.Start(ctx, s)
+}
+
+// Over real sshd in four namespaces, 3 circle rounds of 2 pairs, 2 samples
+// a direction: with the agent a round starts one ssh session per node (12
+// in all), a process per end and sample starts 48; both measure every
+// direction and leave nothing behind.
+func TestBenchAgentSessionsPerRoundInNamespaces(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the built binary over ssh (not under the race detector); scripts/test runs it without -short")
+	}
+	c := testhost.StartNetCluster(t, "benchagent", 4)
+	bin := testhost.Rdmalab(t)
+	file := c.ClusterFile(bin, 26400, nil, "")
+	cl, err := cluster.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, agent := range []bool{true, false} {
+		dir, err := os.MkdirTemp("", "rl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		l := &countStarts{Launcher: launch.For(cl, launch.Setup{ControlDir: dir, ConnectTimeout: 10 * time.Second})}
+		results := filepath.Join(c.Dir, fmt.Sprintf("agent-%v.jsonl", agent))
+		start := time.Now()
+		rep, err := Run(context.Background(), Options{ClusterFile: file, Engine: "tcp", Seconds: 1, Samples: 2, Timeout: 15 * time.Second,
+			Results: results, NoRetest: true, Launcher: l, Agent: agent})
+		l.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs := readLog(t, results)
+		for _, r := range recs {
+			if r.Failed() || len(r.SamplesGbps) != 2 {
+				t.Errorf("agent %v: %s → %s: %+v", agent, r.From, r.To, r)
+			}
+		}
+		want := int64(48)
+		if agent {
+			want = 12 // 3 rounds × 4 nodes
+		}
+		if got := l.n.Load(); got != want || len(recs) != 12 || rep.Rounds.Measured != 3 {
+			t.Errorf("agent %v: %d processes started over ssh, want %d; %d records, %d rounds", agent, got, want, len(recs), rep.Rounds.Measured)
+		}
+		t.Logf("4 hosts, 3 rounds, 2 samples of 1 s: agent %v: %d ssh sessions started (besides probes and reaps), %s", agent, l.n.Load(), time.Since(start).Round(100*time.Millisecond))
+		assertNothingLeft(t, c)
 	}
 }
