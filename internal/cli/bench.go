@@ -45,6 +45,9 @@ unless --without-unready. Each test has its own --timeout that kills both ends
 (the remote process group, over the ssh control connection, and a deadline on
 the node as a backstop); a node that stops answering, or times out with two
 partners, is taken out of later rounds and its pairs recorded as not measured.
+With the tcp engine a round starts one session per node, an agent that runs
+all of the node's samples of the round (--agent=false: a server and a client
+process per sample, as the perftest engine always runs).
 
 Every finished direction is appended and synced to --results at once. A
 results file is never truncated: --resume continues it (re-measuring failed
