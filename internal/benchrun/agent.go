@@ -262,7 +262,7 @@ type agentMsg struct {
 // startAgent starts node's agent; a session that could not start answers
 // every step with why.
 func (r *Runner) startAgent(ctx context.Context, n cluster.Node, steps int) *agentSession {
-	s := &agentSession{node: n, lines: make(chan agentMsg), quit: make(chan struct{}), done: make(chan struct{})}
+	s := &agentSession{node: n, lines: make(chan agentMsg, 8), quit: make(chan struct{}), done: make(chan struct{})}
 	fail := func(err error) *agentSession {
 		s.end = err
 		close(s.done)
@@ -308,11 +308,14 @@ func (s *agentSession) read() {
 		}
 		l, err := ParseAgentLine(s.node.Name, sc.Bytes())
 		if err != nil {
+			// not sent: the end of the answers says it, so a step
+			// waiting for the end (a broken pipe) is not waiting on us
 			garbled = err
 			s.proc.Kill()
+			continue
 		}
-		if !send(agentMsg{line: l, err: err}) && garbled == nil {
-			garbled = errors.New("unused")
+		if !send(agentMsg{line: l}) {
+			garbled = errors.New("no one reads the answers any more")
 		}
 	}
 	if err := sc.Err(); err != nil {
