@@ -79,6 +79,10 @@ type Options struct {
 	// schedule names carries its two ports' PHY facts from their phy[]
 	// (docs/phy.md), or says there is no PHY evidence.
 	Hosts []*host.Snapshot
+	// Agent (tcp engine) runs each node's work of a round in one agent
+	// session instead of a server and a client process per sample; the
+	// perftest engine runs a process per end and sample whatever it says.
+	Agent bool
 }
 
 // UsageError is a flag or input bench refuses before doing anything.
@@ -264,7 +268,7 @@ func Run(ctx context.Context, o Options) (*bench.Report, error) {
 		fmt.Fprintf(o.Progress, "schedule %s\n", sched.Why())
 	}
 	r := &Runner{Cluster: c, Launcher: l, Engine: eng, Plan: sched, Samples: o.Samples, Timeout: o.Timeout,
-		RunID: launch.NewRunID(), Log: log, KeepFailed: o.KeepFailed, Retest: !o.NoRetest, Progress: o.Progress}
+		RunID: launch.NewRunID(), Log: log, KeepFailed: o.KeepFailed, Retest: !o.NoRetest, Progress: o.Progress, Agent: o.Agent}
 	// a node gets as long to answer the probe as one test may take
 	unready := Preflight(ctx, l, c.Nodes, eng, max(15*time.Second, o.Timeout))
 	if ctx.Err() != nil {

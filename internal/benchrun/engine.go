@@ -94,6 +94,10 @@ func (e *tcpEngine) Client(server, _ cluster.Node, port int) []string {
 	return []string{e.bin, "bench", "agent", "tcp-client", "--connect", fmt.Sprintf("%s:%d", server.Data, port), "--test", e.test, "--seconds", fmt.Sprint(e.seconds)}
 }
 
+// Agent is the one process a round starts on a node (Runner.Agent): it
+// reads the node's steps on stdin.
+func (e *tcpEngine) Agent() []string { return []string{e.bin, "bench", "agent", "session"} }
+
 func (e *tcpEngine) Parse(out []byte) (Measure, error) {
 	t, err := ParseTCPResult(out)
 	if err != nil {

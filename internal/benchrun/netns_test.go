@@ -2,16 +2,21 @@ package benchrun
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rdmalab/rdmalab/internal/bench"
+	"github.com/rdmalab/rdmalab/internal/cluster"
+	"github.com/rdmalab/rdmalab/internal/launch"
 	"github.com/rdmalab/rdmalab/internal/testhost"
 )
 
@@ -269,4 +274,76 @@ launcher:
 	if exitCode(err) != 2 || !strings.Contains(string(out), "n9") {
 		t.Errorf("unknown node in the round file: exit %d\n%s", exitCode(err), out)
 	}
+}
+
+// countStarts counts the processes a launcher starts (sessions, for the
+// bench agent).
+type countStarts struct {
+	launch.Launcher
+	n atomic.Int64
+}
+
+func (c *countStarts) Start(ctx context.Context, s launch.Spec) (launch.Process, error) {
+	c.n.Add(1)
+	return c.Launcher.Start(ctx, s)
+}
+
+// Over real sshd in eight namespaces, 7 circle rounds of 4 pairs, 2
+// samples a direction: with the agent a round starts one ssh session per
+// node (56 in all), a process per end and sample starts 224; both measure
+// every direction and leave nothing behind.
+func TestBenchAgentSessionsPerRoundInNamespaces(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the built binary over ssh (not under the race detector); scripts/test runs it without -short")
+	}
+	const n = 8
+	c := testhost.StartNetCluster(t, "benchagent", n)
+	bin := testhost.Rdmalab(t)
+	file := c.ClusterFile(bin, 26400, nil, "")
+	cl, err := cluster.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, agent := range []bool{true, false} {
+		dir, err := os.MkdirTemp("", "rl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		l := &countStarts{Launcher: launch.For(cl, launch.Setup{ControlDir: dir, ConnectTimeout: 10 * time.Second})}
+		results := filepath.Join(c.Dir, fmt.Sprintf("agent-%v.jsonl", agent))
+		start, cpu := time.Now(), cpuSeconds()
+		rep, err := Run(context.Background(), Options{ClusterFile: file, Engine: "tcp", Seconds: 1, Samples: 2, Timeout: 15 * time.Second,
+			Results: results, NoRetest: true, Launcher: l, Agent: agent})
+		l.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs := readLog(t, results)
+		for _, r := range recs {
+			if r.Failed() || len(r.SamplesGbps) != 2 {
+				t.Errorf("agent %v: %s → %s: %+v", agent, r.From, r.To, r)
+			}
+		}
+		rounds := n - 1
+		want := int64(rounds * n / 2 * 2 * 2 * 2) // pairs × directions × samples × ends
+		if agent {
+			want = int64(rounds * n) // one per node a round
+		}
+		if got := l.n.Load(); got != want || len(recs) != n*(n-1) || rep.Rounds.Measured != rounds {
+			t.Errorf("agent %v: %d processes started over ssh, want %d; %d records, %d rounds", agent, got, want, len(recs), rep.Rounds.Measured)
+		}
+		t.Logf("%d hosts, %d rounds, 2 samples of 1 s: agent %v: %d ssh sessions started (besides probes and reaps), %s, %.2f CPU-s of the orchestrator and its ssh", n, rounds, agent, l.n.Load(), time.Since(start).Round(100*time.Millisecond), cpuSeconds()-cpu)
+		assertNothingLeft(t, c)
+	}
+}
+
+// cpuSeconds is the CPU this process and its waited-for children (ssh)
+// used so far.
+func cpuSeconds() float64 {
+	var self, kids syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids)
+	sec := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+	return sec(self.Utime) + sec(self.Stime) + sec(kids.Utime) + sec(kids.Stime)
 }

@@ -49,6 +49,10 @@ type Runner struct {
 	// bounded by it whatever the cluster's size; a bigger round runs in
 	// waves.
 	Window int
+	// Agent (tcp engine only) starts one agent session per node of a pair
+	// per round, which runs all of the node's samples in the round,
+	// instead of a server and a client process per sample.
+	Agent bool
 
 	mu        sync.Mutex
 	records   []bench.Record
@@ -274,7 +278,9 @@ func (r *Runner) runRound(ctx context.Context, round int, pairs []bench.Pair) {
 			if (p.A+p.B+round)%2 == 1 {
 				first, second = b, a
 			}
-			rec := r.runDirection(ctx, round, first, second, "")
+			pa := r.agents(ctx, a, b, 2)
+			defer pa.close()
+			rec := r.runDirection(ctx, round, first, second, "", pa)
 			if ctx.Err() != nil && rec.Failed() {
 				return // interrupted, not measured: --resume will
 			}
@@ -283,7 +289,7 @@ func (r *Runner) runRound(ctx context.Context, round int, pairs []bench.Pair) {
 				r.record(r.skip(round, second, first, fmt.Sprintf("%s → %s timed out", first.Name, second.Name)))
 				return
 			}
-			rec = r.runDirection(ctx, round, second, first, "")
+			rec = r.runDirection(ctx, round, second, first, "", pa)
 			if ctx.Err() != nil && rec.Failed() {
 				return
 			}
@@ -404,12 +410,19 @@ func (r *Runner) probeTimeout() time.Duration {
 }
 
 // runDirection measures from → to Samples times; the first failure ends it.
-func (r *Runner) runDirection(ctx context.Context, round int, from, to cluster.Node, suspect string) bench.Record {
+// pa, when not nil, are the pair's agents (Runner.Agent).
+func (r *Runner) runDirection(ctx context.Context, round int, from, to cluster.Node, suspect string, pa *pairAgents) bench.Record {
 	rec := bench.Record{From: from.Name, To: to.Name, Engine: r.Engine.Name(), Test: r.Engine.Test(), Round: round,
 		Retest: suspect != "", Suspect: suspect, Started: time.Now().UTC()}
 	var p99, p999 []float64
 	for range max(r.Samples, 1) {
-		m, err := r.runOnce(ctx, from, to)
+		var m Measure
+		var err *runErr
+		if pa != nil {
+			m, err = r.runOnceAgent(ctx, pa, from, to)
+		} else {
+			m, err = r.runOnce(ctx, from, to)
+		}
 		if err != nil {
 			rec.Error = err.msg
 			rec.ErrorNode = err.node
@@ -455,6 +468,15 @@ type runErr struct {
 // reused while the run lasts.
 func (r *Runner) freshPort() int {
 	return r.Cluster.Launcher.BasePort + 1 + int(r.seq.Add(1)%20000)
+}
+
+// agents starts the agents of a pair's two nodes for its directions, or
+// is nil without Runner.Agent.
+func (r *Runner) agents(ctx context.Context, a, b cluster.Node, directions int) *pairAgents {
+	if _, tcp := r.Engine.(*tcpEngine); !r.Agent || !tcp {
+		return nil // perftest: a process per end and sample, as it runs
+	}
+	return r.startPair(ctx, a, b, directions)
 }
 
 // runOnce starts the server, waits for it to listen, runs the client and
@@ -653,7 +675,9 @@ func (r *Runner) runRetests(ctx context.Context, jobs []retestJob) bool {
 			window <- struct{}{}
 			wg.Go(func() {
 				defer func() { <-window }()
-				rec := r.runDirection(ctx, 0, nodes[j.from], nodes[j.to], j.suspect)
+				pa := r.agents(ctx, nodes[j.from], nodes[j.to], 1)
+				defer pa.close()
+				rec := r.runDirection(ctx, 0, nodes[j.from], nodes[j.to], j.suspect, pa)
 				if ctx.Err() != nil && rec.Failed() {
 					interrupted.Store(true)
 					return

@@ -57,7 +57,8 @@ func fakeTCP(c *cluster.Cluster, rate func(from, to string) (float64, error)) *l
 	for _, n := range c.Nodes {
 		byAddr[n.Data] = n.Name
 	}
-	return &launch.Fake{Run: func(node string, argv []string) launch.FakeRun {
+	f := &launch.Fake{}
+	f.Run = func(node string, argv []string) launch.FakeRun {
 		if slices.Contains(argv, "tcp-server") {
 			return launch.FakeRun{Stdout: Ready + "\n"}
 		}
@@ -72,7 +73,9 @@ func fakeTCP(c *cluster.Cluster, rate func(from, to string) (float64, error)) *l
 		}
 		b, _ := json.Marshal(TCPResult{Mode: "bw", Gbps: g})
 		return launch.FakeRun{Stdout: string(b) + "\n"}
-	}}
+	}
+	f.Session = FakeAgent(f.Run)
+	return f
 }
 
 func runFake(t *testing.T, c *cluster.Cluster, l launch.Launcher, prior []bench.Record, retest bool) ([]bench.Record, *Runner) {

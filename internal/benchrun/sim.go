@@ -1,11 +1,14 @@
 package benchrun
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"math"
+	"net"
 	"slices"
 	"strings"
 	"time"
@@ -39,7 +42,8 @@ func (s *SimFleet) Launcher(c *cluster.Cluster) *launch.Fake {
 		byAddr[n.Data] = n.Name
 	}
 	ready := launch.FakeRun{Stdout: Ready + "\n"}
-	return &launch.Fake{NoRecord: true, Run: func(node string, argv []string) launch.FakeRun {
+	f := &launch.Fake{NoRecord: true}
+	f.Run = func(node string, argv []string) launch.FakeRun {
 		if slices.Contains(argv, "tcp-server") {
 			return ready
 		}
@@ -51,7 +55,9 @@ func (s *SimFleet) Launcher(c *cluster.Cluster) *launch.Fake {
 		to, port := byAddr[addr[:strings.LastIndex(addr, ":")]], addr[strings.LastIndex(addr, ":")+1:]
 		b, _ := json.Marshal(TCPResult{Mode: "bw", Gbps: s.rate(node, to, port)})
 		return launch.FakeRun{Stdout: string(b) + "\n"}
-	}}
+	}
+	f.Session = FakeAgent(f.Run)
+	return f
 }
 
 // rate is what from → to carries in one sample (the port tells samples
@@ -120,4 +126,49 @@ func SimClusterFile(n int) string {
 		fmt.Fprintf(&b, "  - {name: sim%05d, ssh: root@sim%05d.fleet, data: 10.%d.%d.%d}\n", i+1, i+1, 16+(i+1)>>16, ((i+1)>>8)&255, (i+1)&255)
 	}
 	return b.String()
+}
+
+// FakeAgent answers the bench agent's sessions (launch.Fake.Session) with
+// the same fake that answers a process per sample (run: the tcp engine's
+// tcp-server and tcp-client argv), so a fake fleet behaves the same with
+// and without Runner.Agent.
+func FakeAgent(run func(node string, argv []string) launch.FakeRun) func(ctx context.Context, node string, argv []string, stdin io.Reader, stdout io.Writer) error {
+	return func(ctx context.Context, node string, _ []string, stdin io.Reader, stdout io.Writer) error {
+		ops := agentOps{
+			serve: func(ctx context.Context, addr string, listening func(net.Addr)) error {
+				r := run(node, []string{"rdmalab", "bench", "agent", "tcp-server", "--listen", addr})
+				if r.Err != nil {
+					return r.Err
+				}
+				listening(fakeAddr(addr))
+				return nil
+			},
+			client: func(ctx context.Context, addr, test string, seconds float64) (*TCPResult, error) {
+				r := run(node, []string{"rdmalab", "bench", "agent", "tcp-client", "--connect", addr, "--test", test, "--seconds", fmt.Sprint(seconds)})
+				switch {
+				case r.Hang:
+					<-ctx.Done()
+					return nil, ctx.Err()
+				case r.Err != nil:
+					return nil, r.Err
+				}
+				return ParseTCPResult([]byte(r.Stdout))
+			},
+		}
+		// stdin ends when the orchestrator closes it; a kill cancels ctx
+		// but a blocked read of stdin would not see it
+		go func() { <-ctx.Done(); closeReader(stdin) }()
+		return runAgent(ctx, stdin, stdout, ops)
+	}
+}
+
+type fakeAddr string
+
+func (a fakeAddr) Network() string { return "tcp" }
+func (a fakeAddr) String() string  { return string(a) }
+
+func closeReader(r io.Reader) {
+	if c, ok := r.(io.Closer); ok {
+		c.Close()
+	}
 }

@@ -36,13 +36,18 @@ const Ready = "rdmalab-agent listening"
 // counts bytes until the client closes and reports them with the elapsed
 // time, for lat it echoes. It gives up when ctx ends.
 func ServeTCP(ctx context.Context, addr string, out io.Writer) error {
+	return serveTCP(ctx, addr, func(a net.Addr) { fmt.Fprintf(out, "%s %s\n", Ready, a) })
+}
+
+// serveTCP is ServeTCP saying that it listens through listening.
+func serveTCP(ctx context.Context, addr string, listening func(net.Addr)) error {
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", addr, err)
 	}
 	defer ln.Close()
-	fmt.Fprintf(out, "%s %s\n", Ready, ln.Addr())
+	listening(ln.Addr())
 	go func() { <-ctx.Done(); ln.Close() }()
 	conn, err := ln.Accept()
 	if err != nil {

@@ -45,6 +45,9 @@ unless --without-unready. Each test has its own --timeout that kills both ends
 (the remote process group, over the ssh control connection, and a deadline on
 the node as a backstop); a node that stops answering, or times out with two
 partners, is taken out of later rounds and its pairs recorded as not measured.
+With the tcp engine a round starts one session per node, an agent that runs
+all of the node's samples of the round (--agent=false: a server and a client
+process per sample, as the perftest engine always runs).
 
 Every finished direction is appended and synced to --results at once. A
 results file is never truncated: --resume continues it (re-measuring failed
@@ -163,6 +166,7 @@ saved).`,
 	f.Lookup("hosts").Hidden = true
 	f.IntVar(&fabricPort, "port", 0, "port of --ca")
 	outputFlag(f, &output, "table or json")
+	f.BoolVar(&o.Agent, "agent", true, "tcp engine: one session per node per round, an agent running all of the node's samples (--agent=false: a server and a client process per sample, as perftest runs)")
 	f.BoolVar(&dryRun, "dry-run", false, "print the plan (each schedule's rounds, pairs per round, expected wall time and the orchestrator's peak memory) and start nothing")
 	c.AddCommand(newBenchAgentCmd(), newBenchScheduleCmd())
 	return c
@@ -199,6 +203,17 @@ func newBenchAgentCmd() *cobra.Command {
 	cli.Flags().StringVar(&connect, "connect", "", "address:port")
 	cli.Flags().StringVar(&test, "test", "bw", "bw or lat")
 	cli.Flags().Float64Var(&seconds, "seconds", 2, "seconds to send (bw)")
-	c.AddCommand(srv, cli)
+	// One session per node per round (bench --agent): the node's steps on
+	// stdin, one JSON line each; the answers on stdout.
+	session := &cobra.Command{
+		Use: "session", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := benchrun.RunAgent(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout()); err != nil {
+				return usageErr("%v", err)
+			}
+			return nil
+		},
+	}
+	c.AddCommand(srv, cli, session)
 	return c
 }

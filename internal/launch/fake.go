@@ -22,6 +22,10 @@ type Fake struct {
 	// NoRecord keeps no Calls: a simulated fleet of thousands of nodes
 	// starts millions of fake processes.
 	NoRecord bool
+	// Session, when set, answers a Start that has a Stdin (the bench
+	// agent): it reads the instructions and writes the answers until
+	// stdin ends or ctx does (Kill); its error is Wait's.
+	Session func(ctx context.Context, node string, argv []string, stdin io.Reader, stdout io.Writer) error
 
 	mu      sync.Mutex
 	calls   []Call
@@ -50,9 +54,26 @@ func (f *Fake) Calls() []Call {
 
 // Start implements Launcher.
 func (f *Fake) Start(ctx context.Context, sp Spec) (Process, error) {
-	r := f.Run(sp.Node.Name, sp.Argv)
+	var r FakeRun
+	if sp.Stdin == nil || f.Session == nil {
+		r = f.Run(sp.Node.Name, sp.Argv)
+	}
 	p := &fakeProc{f: f, run: r, killed: make(chan struct{})}
-	if !r.Hang {
+	if sp.Stdin != nil && f.Session != nil {
+		pr, pw := io.Pipe()
+		p.out, p.pw = pr, pw
+		p.session = make(chan error, 1)
+		sctx, cancel := context.WithCancel(context.Background())
+		go func() { <-p.killed; cancel() }()
+		go func() {
+			err := f.Session(sctx, sp.Node.Name, sp.Argv, sp.Stdin, pw)
+			if sctx.Err() != nil {
+				err = errors.New("killed")
+			}
+			pw.Close()
+			p.session <- err
+		}()
+	} else if !r.Hang {
 		p.out = strings.NewReader(r.Stdout)
 	} else {
 		pr, pw := io.Pipe()
@@ -84,11 +105,21 @@ type fakeProc struct {
 	killed chan struct{}
 	once   sync.Once
 	stop   func() bool
+	// session ends with the Session's error (a Start with a Stdin)
+	session chan error
 }
 
 func (p *fakeProc) Stdout() io.Reader { return p.out }
 
 func (p *fakeProc) Wait() error {
+	if p.session != nil {
+		err := <-p.session
+		p.stop()
+		p.f.mu.Lock()
+		delete(p.f.running, p)
+		p.f.mu.Unlock()
+		return err
+	}
 	if p.run.Hang {
 		<-p.killed
 	}

@@ -40,6 +40,10 @@ type Spec struct {
 	// Deadline bounds the process on the node itself (timeout -k), a
 	// backstop should the kill from here never arrive.
 	Deadline time.Duration
+	// Stdin, when set, is the process's standard input (the bench agent
+	// reads its instructions there); nil is the null device. An *os.File
+	// is handed to the process as is, no goroutine copies it.
+	Stdin io.Reader
 }
 
 // Launcher starts and reaps processes on nodes.

@@ -27,6 +27,7 @@ func (Local) Start(ctx context.Context, sp Spec) (Process, error) {
 	argv := append([]string{"timeout", "-k", "2", strconv.Itoa(deadlineSeconds(sp.Deadline))}, sp.Argv...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), EnvRun+"="+sp.Run)
+	cmd.Stdin = sp.Stdin
 	procgroup.Lead(cmd)
 	cmd.WaitDelay = 2 * time.Second
 	p := &groupProc{cmd: cmd, node: sp.Node.Name, kill: func(pid int) { _ = procgroup.Stop(pid, 0) }}

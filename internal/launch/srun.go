@@ -55,6 +55,7 @@ func (s Srun) srun(ctx context.Context, args []string) *exec.Cmd {
 func (s Srun) Start(ctx context.Context, sp Spec) (Process, error) {
 	argv := append([]string{"timeout", "-k", "2", strconv.Itoa(deadlineSeconds(sp.Deadline))}, sp.Argv...)
 	cmd := s.command(context.WithoutCancel(ctx), sp.Node, EnvRun+"="+sp.Run, argv...)
+	cmd.Stdin = sp.Stdin // one task: srun forwards its stdin to it
 	node := sp.Node.Name
 	p := &groupProc{cmd: cmd, node: node,
 		// SIGTERM makes srun signal the step's tasks and cancel the step;

@@ -78,6 +78,7 @@ func (s *SSH) Start(ctx context.Context, sp Spec) (Process, error) {
 	remote := fmt.Sprintf("%s=%s; export %s; echo rdmalab-pid $$ >&2; exec timeout -k 2 %d %s",
 		EnvRun, shellJoin([]string{sp.Run}), EnvRun, deadlineSeconds(sp.Deadline), shellJoin(sp.Argv))
 	cmd := s.command(context.WithoutCancel(ctx), sp.Node, remote)
+	cmd.Stdin = sp.Stdin
 	p := &sshProc{s: s, node: sp.Node, cmd: cmd, pid: make(chan int, 1)}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
