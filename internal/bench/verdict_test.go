@@ -360,6 +360,19 @@ func TestVerdictInsideTheRunsNoise(t *testing.T) {
 	if f := findingsOf(rep, check.Fail); len(f) != 1 || !strings.Contains(f[0].Message, "measured again it is still bad") {
 		t.Errorf("still bad on retest: %+v", f)
 	}
+	// Measured again just under the threshold, far from the first
+	// measurement (seen on a loaded machine's veth: 60%, then 88%): the two
+	// differ by more than the retest's shortfall, so nothing is confirmed.
+	retest.Gbps, retest.SamplesGbps = 88, []float64{87, 88, 89}
+	rep = Analyze(c, "tcp", "bw", false, append(recs, retest), nil, nil)
+	if check.Failed(rep.Findings) {
+		t.Errorf("a retest inside the two measurements' spread failed: %+v", findingsOf(rep, check.Fail))
+	}
+	if w := findingsOf(rep, check.Warn); !slices.ContainsFunc(w, func(f check.Finding) bool {
+		return f.Check == "bench.direction.slow" && f.Subject == "n2 → n3" && strings.Contains(f.Message, "not confirmed, likely noise") && len(f.Fix) > 0
+	}) {
+		t.Errorf("a retest inside the noise: want a warning on n2 → n3, got %+v", w)
+	}
 }
 
 // One perftest latency pair (no peers to compare with) is judged against
