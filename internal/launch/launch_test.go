@@ -2,6 +2,7 @@ package launch
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -22,7 +23,10 @@ func TestShellJoinQuotes(t *testing.T) {
 // Reap finds nothing of the run afterwards, and a run's leftover is found.
 func TestLocalKillsTheGroupAndReaps(t *testing.T) {
 	n := cluster.Node{Name: "here"}
-	run := "test-" + strings.ReplaceAll(t.Name(), "/", "-")
+	// The run's name holds this test process's PID: Reap finds a run's
+	// processes by name across the machine, and another `go test` of this
+	// package running at once (a loaded CI machine) must not be seen.
+	run := fmt.Sprintf("test-%s-%d", strings.ReplaceAll(t.Name(), "/", "-"), os.Getpid())
 	p, err := Local{}.Start(context.Background(), Spec{Node: n, Run: run, Deadline: time.Minute, Argv: []string{"sh", "-c", "sleep 60 & echo started; wait"}})
 	if err != nil {
 		t.Fatal(err)
