@@ -77,13 +77,6 @@ func (r *Reporter) Pass(subject, format string, a ...any) *Finding {
 	return r.Report(Pass, subject, format, a...)
 }
 
-// Add records findings made with New (or by a helper of the same check).
-func (r *Reporter) Add(fs ...Finding) {
-	for i := range fs {
-		*r.out = append(*r.out, &fs[i])
-	}
-}
-
 // Findings is everything reported through this reporter and those made
 // from it by On, in order.
 func (r *Reporter) Findings() []Finding {
