@@ -130,7 +130,7 @@ func ParseDebug(b []byte) *DebugLog {
 		d.Hosts = append(d.Hosts, hl)
 		return hl
 	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc := bufio.NewScanner(bytes.NewReader(UntangleMPITags(b)))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	// the WARN the previous line ended, for a continuation on this one
 	var lastWarn *HostLog

@@ -72,7 +72,7 @@ var ncclHostRE = lazyre.New(`^(\S+?):(\d+:\d+ \[\d+\] NCCL (?:INFO|WARN))`)
 // file names them, and a node that said nothing is missed by name.
 func attribute(raw []byte, hosts []string, ranksPerNode int) []byte {
 	var b bytes.Buffer
-	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc := bufio.NewScanner(bytes.NewReader(UntangleMPITags(raw)))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line, rank := StripMPIPrefix(sc.Text())

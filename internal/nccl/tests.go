@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -105,6 +106,70 @@ func (r *TestRun) Hosts() []string {
 // a second tag in its middle: "… 7.96 [1,0]<stdout>:     0 …".
 var ompiTag = lazyre.New(`\[\d+,\d+\]<std(?:out|err)>:`)
 
+// UntangleMPITags puts the streams of an `mpirun --tag-output` log back
+// into whole lines. Open MPI tags each chunk it forwards and each line
+// inside one, but the chunks of different ranks reach mpirun as they
+// come, so on a busy node one rank's line can be cut by another rank's
+// chunk:
+//
+//	[1,0]<stdout>:#      4096  [1,1]<stdout>:n2:7:7 [0] NCCL INFO …\n[1,0]<stdout>:  1024  float …\n
+//
+// A tag owns the text after it up to its first newline; text after that
+// newline and before the next tag is mpirun's own and passes as is. Each
+// line is written, tagged once, when its stream completes it; lines still
+// open at the end (a rank killed mid-line) close the output in the order
+// they opened. Text without tags is returned unchanged, and untangled
+// text untangles to itself.
+func UntangleMPITags(b []byte) []byte {
+	if !bytes.Contains(b, []byte("]<std")) {
+		return b
+	}
+	locs := ompiTag().FindAllIndex(b, -1)
+	if locs == nil {
+		return b
+	}
+	out := bytes.NewBuffer(make([]byte, 0, len(b)+64))
+	out.Write(b[:locs[0][0]])
+	type open struct {
+		tag  string
+		line []byte
+	}
+	var pending []open // few: one per rank stream with a cut line
+	for i, loc := range locs {
+		tag := string(b[loc[0]:loc[1]])
+		end := len(b)
+		if i+1 < len(locs) {
+			end = locs[i+1][0]
+		}
+		own, rest := b[loc[1]:end], []byte(nil)
+		if nl := bytes.IndexByte(own, '\n'); nl >= 0 {
+			own, rest = own[:nl+1], own[nl+1:]
+		}
+		k := slices.IndexFunc(pending, func(o open) bool { return o.tag == tag })
+		switch {
+		case k >= 0 && own[len(own)-1] == '\n':
+			out.WriteString(tag)
+			out.Write(pending[k].line)
+			out.Write(own)
+			pending = slices.Delete(pending, k, k+1)
+		case k >= 0:
+			pending[k].line = append(pending[k].line, own...)
+		case len(own) > 0 && own[len(own)-1] == '\n':
+			out.WriteString(tag)
+			out.Write(own)
+		default:
+			pending = append(pending, open{tag, slices.Clone(own)})
+		}
+		out.Write(rest)
+	}
+	for _, o := range pending {
+		out.WriteString(o.tag)
+		out.Write(o.line)
+		out.WriteByte('\n')
+	}
+	return out.Bytes()
+}
+
 // StripMPIPrefix removes Open MPI --tag-output tags (at the start and,
 // where a chunk boundary put one, inside the line) and returns the rank
 // the first one named (-1 when none).
@@ -138,6 +203,7 @@ var (
 // output) and returns its runs in order. Lines that belong to neither are
 // skipped: nccl-tests output is always mixed with launcher and NCCL noise.
 func ParseTests(b []byte) []*TestRun {
+	b = UntangleMPITags(b)
 	if bytes.Contains(b, []byte(`"nccl-tests structured output"`)) {
 		b = ompiTag().ReplaceAll(b, nil) // JSON is not line-based: untag it whole
 	}

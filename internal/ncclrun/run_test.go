@@ -100,6 +100,9 @@ launcher:
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(control)
+	// mpirun's own session directory, apart from another test's mpirun on
+	// this machine (the nodes have theirs: testhost gives each its own)
+	t.Setenv("TMPDIR", control)
 	ssh := &launch.SSH{Options: cl.Launcher.Options, KnownHosts: cl.Launcher.KnownHosts, ControlDir: control}
 	// rtc ^hwloc: Debian 12's orted now and then segfaults in
 	// hwloc_shmem_topology_write (a mapping at a fixed address that ASLR

@@ -157,11 +157,19 @@ func (c *NetCluster) startSSHD(i int) {
 	empty := filepath.Join(c.Dir, "empty-rc")
 	os.WriteFile(empty, nil, 0o644)
 	home, _ := os.UserHomeDir()
+	// Every node has its own temporary directory, as real nodes have their
+	// own /tmp: programs that keep session state there (Open MPI's orted)
+	// would otherwise share it with the other "nodes" and with concurrent
+	// tests, and one's cleanup can remove the directory another is making.
+	tmp := filepath.Join(c.Dir, fmt.Sprintf("t%d", i+1))
+	if err := os.MkdirAll(tmp, 0o1777); err != nil {
+		c.t.Fatal(err)
+	}
 	wrap := fmt.Sprintf(`for f in %[1]s/.bashrc %[1]s/.profile %[1]s/.bash_profile; do [ -e "$f" ] && mount --bind %[2]s "$f"; done; exec "$@"`, home, empty)
 	sshd := exec.Command("ip", "netns", "exec", c.NS[i], "unshare", "-m", "--propagation", "private", "sh", "-c", wrap, "sh", "/usr/sbin/sshd", "-D", "-e", "-f", "/dev/null",
 		"-h", hostKey, "-o", "ListenAddress="+c.Addrs[i], "-o", "PidFile=none", "-o", "StrictModes=no",
 		"-o", "AuthorizedKeysFile="+filepath.Join(c.Dir, "authorized_keys"), "-o", "PermitRootLogin=yes",
-		"-o", "UsePAM=no", "-o", "MaxStartups=100", "-o", "MaxSessions=100")
+		"-o", "UsePAM=no", "-o", "MaxStartups=100", "-o", "MaxSessions=100", "-o", "SetEnv=TMPDIR="+tmp)
 	log, _ := os.OpenFile(filepath.Join(c.Dir, fmt.Sprintf("sshd%d.log", i+1)), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	sshd.Stdout, sshd.Stderr = log, log
 	if err := sshd.Start(); err != nil {
