@@ -146,15 +146,16 @@ func UntangleMPITags(b []byte) []byte {
 			own, rest = own[:nl+1], own[nl+1:]
 		}
 		k := slices.IndexFunc(pending, func(o open) bool { return o.tag == tag })
+		ends := bytes.HasSuffix(own, []byte("\n"))
 		switch {
-		case k >= 0 && own[len(own)-1] == '\n':
+		case k >= 0 && ends:
 			out.WriteString(tag)
 			out.Write(pending[k].line)
 			out.Write(own)
 			pending = slices.Delete(pending, k, k+1)
 		case k >= 0:
 			pending[k].line = append(pending[k].line, own...)
-		case len(own) > 0 && own[len(own)-1] == '\n':
+		case ends:
 			out.WriteString(tag)
 			out.Write(own)
 		default:

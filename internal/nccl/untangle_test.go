@@ -160,3 +160,26 @@ func findingLines(fs []check.Finding) string {
 	}
 	return b.String()
 }
+
+// FuzzUntangle: whatever the bytes, untangling ends, untangled text
+// untangles to itself, and no byte of a rank's text is lost (the text
+// with every tag and newline removed has the same bytes, reordered).
+func FuzzUntangle(f *testing.F) {
+	f.Add([]byte("[1,0]<stdout>:a[1,1]<stdout>:b\nzz[1,0]<stdout>:c\n"))
+	f.Add([]byte("plain\n"))
+	f.Add([]byte("[1,0]<stderr>:[1,0]<stdout>:\n\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		once := UntangleMPITags(b)
+		if twice := UntangleMPITags(once); !bytes.Equal(once, twice) {
+			t.Fatalf("%q → %q → %q", b, once, twice)
+		}
+		strip := func(b []byte) []byte {
+			s := bytes.ReplaceAll(ompiTag().ReplaceAll(b, nil), []byte("\n"), nil)
+			slices.Sort(s)
+			return s
+		}
+		if !bytes.Equal(strip(b), strip(once)) {
+			t.Fatalf("bytes changed: %q → %q", b, once)
+		}
+	})
+}
