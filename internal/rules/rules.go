@@ -37,7 +37,7 @@ func Catalogs() []Catalog {
 		{"fabric", "rdmalab fabric check (and judge on the fabric tools' outputs)", fabriccheck.Catalog},
 		{"bench", "rdmalab bench, report on a results log, judge on perftest output", append(append(slices.Clone(bench.Catalog), bench.CoverCatalog...), gpudirect.BenchEntry)},
 		{"nccl", "rdmalab nccl env / run / judge, and judge on nccl-tests and NCCL_DEBUG logs", nccl.Catalog},
-		{"schedule", "rdmalab bench --schedule, schedule locate", schedule.Catalog},
+		{"schedule", "rdmalab bench --schedule", schedule.Catalog},
 		{"plan", "rdmalab plan vms (refusals fail, notes warn)", plan.Catalog},
 		{"slurm", "rdmalab slurm health", slurm.Catalog},
 		{"compare", "rdmalab compare, and report given two runs", compare.Catalog},

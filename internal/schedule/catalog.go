@@ -24,11 +24,6 @@ var (
 		Why:    "A cover schedule that leaves a coverable link untested would let a bad cable pass.",
 		Source: "cover rounds",
 		Needs:  "the coverable links and the rounds", UnknownWhen: "never"}
-	CheckLocate = check.Entry{ID: "schedule.locate", Title: "The slow links are located",
-		Why:    "From the rounds' results, the one link (or the node) every slow pair shares is the likely fault; how sure that is is said.",
-		Source: "one-fault localisation over the cover rounds",
-		Fixes:  []string{"check the named cable or port (mlxlink), then measure again"},
-		Needs:  "the rounds' results joined with their routes", UnknownWhen: "never: an undecided location is reported as a fail naming the candidates"}
 )
 
 // Catalog lists every check the schedule reports (docs/checks.md is made
@@ -38,5 +33,4 @@ var Catalog = []check.Entry{
 	CheckUncoverable,
 	CheckInput,
 	CheckCover,
-	CheckLocate,
 }

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/route"
 )
 
@@ -411,26 +410,4 @@ func (l *Locator) ObserveByName(src, dst string, slow bool, round int) error {
 	}
 	l.Observe(Observation{s, d, slow, round})
 	return nil
-}
-
-// Finding is the verdict as the one finding shape: anything slow fails,
-// and the message says what is to blame and how sure that is.
-func (v Verdict) Finding(f *route.Fabric) check.Finding {
-	subject := "fabric"
-	if len(v.Links) > 0 {
-		subject = f.LinkName(v.Links[0])
-	}
-	r := CheckLocate.Reporter("")
-	fd := r.New(check.Fail, subject, "%s (%s)", v.What, v.State)
-	if v.State == "clean" {
-		fd = r.New(check.Pass, subject, "%s", v.What)
-	}
-	for _, l := range v.Links {
-		fd.Evidence = append(fd.Evidence, check.Evidence{What: "suspect link", Value: f.LinkName(l), Source: "pair measurements and forwarding tables"})
-	}
-	fd.Evidence = append(fd.Evidence, check.Evidence{What: "how sure", Value: v.Sure})
-	if len(v.Links) > 0 && fd.Outcome == check.Fail {
-		fd.Fix = []string{"reseat or replace the cable " + subject + ", then check both ports' counters: rdmalab fabric check"}
-	}
-	return fd
 }

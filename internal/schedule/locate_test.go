@@ -212,11 +212,6 @@ func TestVerdictNamesPorts(t *testing.T) {
 		t.Errorf("uplink: %+v", v)
 	}
 	t.Logf("%s: %s", v.What, v.Sure)
-	fd := v.Finding(f)
-	if fd.Check != "schedule.locate" || fd.Outcome != "fail" || fd.Subject != "leaf03 port 6 → spine02 port 3" || len(fd.Evidence) != 2 ||
-		len(fd.Fix) != 1 || !strings.Contains(fd.Fix[0], "leaf03 port 6 → spine02 port 3") {
-		t.Errorf("finding: %+v", fd)
-	}
 	// by name, as a runner reports it: node0001 → node0016 crosses no fault here
 	loc.Reset()
 	if err := loc.ObserveByName("node0001", "node0016", false, 0); err != nil {
@@ -225,7 +220,7 @@ func TestVerdictNamesPorts(t *testing.T) {
 	if err := loc.ObserveByName("node0001", "gpu99", false, 0); err == nil {
 		t.Error("an unknown node was accepted")
 	}
-	if v := loc.Verdict(); v.State != "clean" || v.Finding(f).Outcome != "pass" {
+	if v := loc.Verdict(); v.State != "clean" || len(v.Links) != 0 {
 		t.Errorf("clean: %+v", v)
 	}
 }
