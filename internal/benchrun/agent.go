@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -238,6 +239,61 @@ func clip(b []byte) string {
 		b = b[:120]
 	}
 	return userfile.Escape(string(b))
+}
+
+// probeAgents starts the agent on every node not already unready with
+// nothing to do: this rdmalab reads the end of its instructions and exits
+// 0; an rdmalab without `bench agent session` (an older build on the
+// nodes) fails, and its node is named unready before anything is
+// measured, instead of every direction failing with its usage text as if
+// the link were at fault.
+func (r *Runner) probeAgents(ctx context.Context, e *tcpEngine, unready map[string]string, timeout time.Duration) map[string]string {
+	bad := map[string]string{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 64)
+	for _, n := range r.Cluster.Nodes {
+		if _, out := unready[n.Name]; out {
+			continue
+		}
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			pctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			err := runEmpty(pctx, r.Launcher, launch.Spec{Node: n, Argv: e.Agent(), Run: r.RunID, Deadline: timeout, Stdin: strings.NewReader("")})
+			if err == nil || ctx.Err() != nil {
+				return
+			}
+			mu.Lock()
+			bad[n.Name] = fmt.Sprintf("its rdmalab (%s) did not run 'bench agent session' (an older rdmalab there?); install this rdmalab on the node, or run with --agent=false (%v)", e.bin, err)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return bad
+}
+
+// runEmpty runs sp to its end within ctx, its output discarded.
+func runEmpty(ctx context.Context, l launch.Launcher, sp launch.Spec) error {
+	p, err := l.Start(ctx, sp)
+	if err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, _ = io.Copy(io.Discard, p.Stdout())
+		done <- p.Wait()
+	}()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		p.Kill()
+		if err = <-done; err == nil {
+			err = ctx.Err()
+		}
+	}
+	return err
 }
 
 // agentSession is one node's agent for a round, seen from the

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -271,6 +272,9 @@ func Run(ctx context.Context, o Options) (*bench.Report, error) {
 		RunID: launch.NewRunID(), Log: log, KeepFailed: o.KeepFailed, Retest: !o.NoRetest, Progress: o.Progress, Agent: o.Agent}
 	// a node gets as long to answer the probe as one test may take
 	unready := Preflight(ctx, l, c.Nodes, eng, max(15*time.Second, o.Timeout))
+	if tcp, ok := eng.(*tcpEngine); ok && o.Agent && ctx.Err() == nil {
+		maps.Copy(unready, r.probeAgents(ctx, tcp, unready, max(15*time.Second, o.Timeout)))
+	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}

@@ -128,3 +128,53 @@ func interruptAt(t *testing.T, prefix, bin string, args ...string) int {
 	}()
 	return exitCode(cmd.Wait())
 }
+
+// TestOlderRdmalabOnTheNodes: the nodes' rdmalab is an older build (a
+// stand-in: the real binary, except that it knows no 'bench agent
+// session', as before the agent existed). bench stops before measuring,
+// exit 2, naming each node, the binary and the way out; with
+// --agent=false the same nodes are measured (a process per sample).
+func TestOlderRdmalabOnTheNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the built binary (not under the race detector)")
+	}
+	dir := testhost.TempDir(t)
+	bin := testhost.Rdmalab(t)
+	old := filepath.Join(dir, "old-rdmalab")
+	os.WriteFile(old, []byte(`#!/bin/sh
+if [ "$1 $2 $3" = "bench agent session" ]; then
+  echo 'Error: unknown command "session" for "rdmalab bench agent"' >&2
+  echo "Run 'rdmalab bench agent --help' for usage." >&2
+  exit 1
+fi
+exec `+bin+` "$@"
+`), 0o755)
+	cluster := filepath.Join(dir, "cluster.yaml")
+	os.WriteFile(cluster, []byte(`nodes:
+  - {name: n1, data: 127.0.0.1}
+  - {name: n2, data: 127.0.0.2}
+link: {layer: TCP, rate_gbps: 1, mtu_bytes: 1500}
+launcher: {type: local, rdmalab: `+old+`, base_port: 23450}
+`), 0o644)
+	args := []string{"bench", "--cluster", cluster, "--engine", "tcp", "--seconds", "1", "--samples", "1", "--timeout", "30s", "--no-retest"}
+	cmd := exec.Command(bin, append(args, "--results", filepath.Join(dir, "a.jsonl"))...)
+	out, err := cmd.CombinedOutput()
+	if code := exitCode(err); code != 2 {
+		t.Fatalf("exit %d, want 2:\n%s", code, out)
+	}
+	for _, n := range []string{"n1", "n2"} {
+		if !strings.Contains(string(out), n+": its rdmalab ("+old+") did not run 'bench agent session'") || !strings.Contains(string(out), "--agent=false") {
+			t.Errorf("%s not named as running an older rdmalab:\n%s", n, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a.jsonl")); err == nil {
+		if recs := readLog(t, filepath.Join(dir, "a.jsonl")); len(recs) > 0 {
+			t.Errorf("%d directions measured before the nodes were ready", len(recs))
+		}
+	}
+	cmd = exec.Command(bin, append(args, "--results", filepath.Join(dir, "b.jsonl"), "--agent=false")...)
+	out, err = cmd.CombinedOutput()
+	if code := exitCode(err); code == 2 || len(readLog(t, filepath.Join(dir, "b.jsonl"))) != 2 {
+		t.Fatalf("--agent=false: exit %d:\n%s", code, out)
+	}
+}
