@@ -11,6 +11,7 @@ import (
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/fabric"
 	"github.com/rdmalab/rdmalab/internal/host"
+	"github.com/rdmalab/rdmalab/internal/phycheck"
 	"github.com/rdmalab/rdmalab/internal/portstate"
 	"github.com/rdmalab/rdmalab/internal/route"
 	"github.com/rdmalab/rdmalab/internal/schedule"
@@ -228,15 +229,21 @@ func (o *RASOptions) attachPath(f *check.Finding, k RASRank) {
 	f.Message += fmt.Sprintf("; its GPU's rail is %s port %d", dev, port)
 	node := k.Host
 	var partners []string
+	// the rail's cable by its ends: the host's port, and the switch's
+	// when the fabric names it; each with its own physical layer, or
+	// "no PHY evidence"
+	ends := []phycheck.End{{Host: s.Hostname, Device: dev, Port: port, Netdev: netdevOf(s, dev, port), Name: fmt.Sprintf("%s %s port %d", s.Hostname, dev, port)}}
 	if o.Fabric != nil {
-		cable, found := cableOf(o.Fabric, s, dev, port)
+		cable, far, found := cableOf(o.Fabric, s, dev, port)
 		f.Evidence = append(f.Evidence, check.Evidence{What: "cable", Value: cable, Source: cmpOr(o.Fabric.Source, "the fabric snapshot")})
 		if found {
 			f.Message += ", cabled " + cable
+			ends = append(ends, phycheck.EndOf(o.snapshots(), far.NodeGUID, far.Port, fmt.Sprintf("%s port %d", far.NodeDesc, far.Port)))
 		}
-		if len(o.Routes) > 0 {
-			node, partners = o.railRoutes(f, s, node, dev, port)
-		}
+	}
+	f.Evidence = append(f.Evidence, phycheck.CableEvidence(ends, phycheck.HostFacts(o.snapshots()))...)
+	if o.Fabric != nil && len(o.Routes) > 0 {
+		node, partners = o.railRoutes(f, s, node, dev, port)
 	}
 	why := "hosts of the fabric whose routes to and from the rail cross its links"
 	if len(partners) == 0 {
@@ -481,12 +488,36 @@ func caKey(fs *fabric.Snapshot, s *host.Snapshot, dev string, port int) (route.P
 	return route.PortKey{}, false
 }
 
+// snapshots are every host snapshot given, once each.
+func (o *RASOptions) snapshots() []*host.Snapshot {
+	out := slices.Clone(o.Snapshots)
+	for _, h := range slices.Sorted(maps.Keys(o.Hosts)) {
+		if s := o.Hosts[h]; !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// netdevOf is the first netdev of a host's RDMA port ("" for none).
+func netdevOf(s *host.Snapshot, dev string, port int) string {
+	if d := s.RDMA(dev); d != nil {
+		for _, p := range d.Ports {
+			if p.Port == port && len(p.NetDevs) > 0 {
+				return p.NetDevs[0]
+			}
+		}
+	}
+	return ""
+}
+
 // cableOf names the link from a host's RDMA port to the fabric: the
-// port's far end in the fabric snapshot, found by the NIC's node GUID.
-func cableOf(fs *fabric.Snapshot, s *host.Snapshot, dev string, port int) (string, bool) {
+// port's far end in the fabric snapshot, found by the NIC's node GUID, and
+// that end (its description the fabric's name for the node).
+func cableOf(fs *fabric.Snapshot, s *host.Snapshot, dev string, port int) (string, fabric.End, bool) {
 	d := s.RDMA(dev)
 	if d == nil || d.NodeGUID.IsZero() {
-		return fmt.Sprintf("%s has no node GUID in the snapshot of %s: its cable cannot be found in the fabric", dev, s.Hostname), false
+		return fmt.Sprintf("%s has no node GUID in the snapshot of %s: its cable cannot be found in the fabric", dev, s.Hostname), fabric.End{}, false
 	}
 	names := fs.Names()
 	for i := range fs.Ports {
@@ -495,14 +526,14 @@ func cableOf(fs *fabric.Snapshot, s *host.Snapshot, dev string, port int) (strin
 			continue
 		}
 		if p.Remote == nil {
-			return fmt.Sprintf("%s port %d (%s) has no link in the fabric snapshot", dev, port, d.NodeGUID), false
+			return fmt.Sprintf("%s port %d (%s) has no link in the fabric snapshot", dev, port, d.NodeGUID), fabric.End{}, false
 		}
-		far := p.Remote.NodeDesc
-		if names.Known(p.Remote.NodeGUID) {
-			far = names.Node(p.Remote.NodeGUID)
+		far := *p.Remote
+		if names.Known(far.NodeGUID) {
+			far.NodeDesc = names.Node(far.NodeGUID)
 		}
 		state := strings.TrimSpace(strings.Join([]string{p.Width, p.Speed, p.State.String()}, " "))
-		return fmt.Sprintf("%s port %d ↔ %s port %d (%s)", dev, port, far, p.Remote.Port, state), true
+		return fmt.Sprintf("%s port %d ↔ %s port %d (%s)", dev, port, far.NodeDesc, far.Port, state), far, true
 	}
-	return fmt.Sprintf("no port of node GUID %s (%s) in the fabric snapshot", d.NodeGUID, dev), false
+	return fmt.Sprintf("no port of node GUID %s (%s) in the fabric snapshot", d.NodeGUID, dev), fabric.End{}, false
 }

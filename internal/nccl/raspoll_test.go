@@ -1,6 +1,8 @@
 package nccl
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -9,7 +11,10 @@ import (
 	"github.com/rdmalab/rdmalab/internal/check"
 	"github.com/rdmalab/rdmalab/internal/fabric"
 	"github.com/rdmalab/rdmalab/internal/host"
+	"github.com/rdmalab/rdmalab/internal/phy"
+	"github.com/rdmalab/rdmalab/internal/phycheck"
 	"github.com/rdmalab/rdmalab/internal/portstate"
+	"github.com/rdmalab/rdmalab/internal/testhost"
 )
 
 // replayed is n polls of the given reports, one each (the last one
@@ -134,5 +139,58 @@ func TestRASPathToCable(t *testing.T) {
 		return e.What == "cable" && strings.Contains(e.Value, "no port of node GUID")
 	}) {
 		t.Errorf("%s %+v", f.Message, f.Evidence)
+	}
+}
+
+// The rail's cable carries each end's physical layer: the frozen rank 7's
+// rail mlx5_3 port 1 with a real mlxlink capture of a CX7 400GbE port
+// saved for it (one lane's raw errors raised past the limit, as in the
+// cover test) shows that lane on the host end, and the leaf's end says it
+// has no PHY evidence. The capture as taken (healthy) shows its facts and
+// no failure; without any capture both ends say so.
+func TestRASPathCableCarriesPHY(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(testhost.SharedTestdata(t), "mlxlink", "yuuki-rdma-exporter_mft-4.34.1_cx7-fw28.47_400GbE-DR4-osfp_module-counters_json_vendor-anonymized.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	polls := replayed(t, 2, capture(t, rasSleepFault))
+	judge := func(mlxlink []byte) (check.Finding, []check.Evidence) {
+		hgx := load(t, "hgx-h200")
+		if mlxlink != nil {
+			ps, err := phy.Named(mlxlink, "mlx5_3-1.mlxlink.json", hgx.Hostname)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hgx.Phy = ps
+		}
+		nic := hgx.RDMA("mlx5_3")
+		leaf := host.GUID(0x7cfe900300a0b0c0)
+		fab := &fabric.Snapshot{Source: "test fabric", Nodes: []fabric.Node{{GUID: leaf, Type: "Switch", Desc: "leaf-3 QM9700", Ports: 64}, {GUID: nic.NodeGUID, Type: "CA", Desc: "hgx-h200-01 mlx5_3", Ports: 1}},
+			Ports: []fabric.Port{{NodeGUID: nic.NodeGUID, NodeDesc: "hgx-h200-01 mlx5_3", NodeType: "CA", Num: 1, State: portstate.Active, Width: "4X", Speed: "NDR",
+				Remote: &fabric.End{NodeGUID: leaf, NodeDesc: "leaf-3 QM9700", Port: 17}}}}
+		fs := JudgeRASPolls("x", polls, &RASOptions{Hosts: map[string]*host.Snapshot{"node1": hgx}, Fabric: fab})
+		f := has(t, fs, "nccl.ras.hang", check.Fail, "node1", "rank 7", "cabled mlx5_3 port 1 ↔ leaf-3 QM9700 port 17")
+		var ev []check.Evidence
+		for _, e := range f.Evidence {
+			if strings.HasPrefix(e.What, phycheck.EvidencePrefix) {
+				ev = append(ev, e)
+			}
+		}
+		return f, ev
+	}
+	_, ev := judge([]byte(strings.Replace(string(b), `"3017647"`, `"993017647"`, 1)))
+	if len(ev) != 2 || !strings.Contains(ev[0].What, "hgx-h200-01 mlx5_3 port 1") || !strings.Contains(ev[0].Value, phycheck.IDLane) ||
+		!strings.Contains(ev[0].Value, "lane 0") || !strings.Contains(ev[0].Source, "mlx5_3-1.mlxlink.json") ||
+		ev[1].What != phycheck.EvidencePrefix+"leaf-3 QM9700 port 17" || ev[1].Value != phycheck.NoEvidence {
+		t.Errorf("bad lane: want the host end's lane 0 and the leaf's end without evidence: %+v", ev)
+	}
+	_, ev = judge(b)
+	t.Logf("healthy: %+v", ev)
+	if len(ev) != 2 || ev[0].Value == phycheck.NoEvidence || strings.Contains(ev[0].Value, "fail") || strings.Contains(ev[0].Value, phycheck.IDLane) {
+		t.Errorf("healthy capture: %+v", ev)
+	}
+	_, ev = judge(nil)
+	if len(ev) != 2 || ev[0].Value != phycheck.NoEvidence || ev[1].Value != phycheck.NoEvidence {
+		t.Errorf("no capture: %+v", ev)
 	}
 }
