@@ -69,9 +69,9 @@ and the finding names the cable by both ends (switch GUID, name and port), or
 the node whose HCA or cable is slow with every partner, with the pairs that
 crossed it slow and at speed and how sure (docs/schedule.md).
 
-Exit codes: 0 every direction proven, 1 a node, pair or direction failed, 2 could
-not run (bad flag or file, unready nodes), 3 unproven (nothing failed, but a
-direction could not be judged: no rate declared and too few peers, or the
+Exit codes: 0 every direction proven, 1 a node, pair or direction failed, 2
+could not run (bad flag or file, unready nodes), 3 unproven (nothing failed, but
+a direction could not be judged: no rate declared and too few peers, or the
 measurements overrule the declared rate), 130 interrupted (finished work is
 saved).`,
 		Example: `  rdmalab bench --cluster cluster.yaml --engine perftest --test ib_write_bw

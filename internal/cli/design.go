@@ -130,12 +130,12 @@ func newDesignFabricCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "fabric",
 		Short: "Size a leaf/spine or InfiniBand fat-tree fabric and write its cabling plan",
-		Long: `fabric sizes the data fabric for --endpoints NIC ports (or --nodes × --nics-per-node
-rail NICs) on --radix-port switches: whether one switch suffices, else a
-two-tier leaf/spine (k-port switches: up to k²/2 hosts on k leaves and k/2
-spines non-blocking) or a three-tier fat tree (up to k³/4); cables,
-oversubscription, and the inter-node allreduce busbw to expect (line rate / 8
-per NIC, in GB/s, seed 001).
+		Long: `fabric sizes the data fabric for --endpoints NIC ports (or --nodes ×
+--nics-per-node rail NICs) on --radix-port switches: whether one switch
+suffices, else a two-tier leaf/spine (k-port switches: up to k²/2 hosts on k
+leaves and k/2 spines non-blocking) or a three-tier fat tree (up to k³/4);
+cables, oversubscription, and the inter-node allreduce busbw to expect (line
+rate / 8 per NIC, in GB/s, seed 001).
 
 The layer follows --rate ("4X NDR" is InfiniBand, 400GbE is Ethernet) unless
 --link-layer says. --plan FILE.yaml writes the cabling plan (node descriptions

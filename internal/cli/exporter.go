@@ -44,14 +44,14 @@ func newExporterCmd() *cobra.Command {
     per NUMA node;
   - doctor's findings as rdmalab_finding{check,severity,subject} 1 and counts
     per outcome, evaluated at most every --findings.interval and cached;
-  - with --collector.fabric, the InfiniBand fabric seen from this node: per switch and
-    HCA port counters, rates and links from one discovery plus PMA queries,
-    fabric check's findings, subnet managers. Scans run in the background
-    and a scrape serves the last one.
+  - with --collector.fabric, the InfiniBand fabric seen from this node: per
+    switch and HCA port counters, rates and links from one discovery plus PMA
+    queries, fabric check's findings, subnet managers. Scans run in the
+    background and a scrape serves the last one.
 Every collector reports rdmalab_scrape_collector_{duration_seconds,success};
 one failing device or collector never blanks the others. Nothing is written
-to the host. The host collectors need no privileges; --collector.fabric needs access
-to the umad device (root or the rdma group).
+to the host. The host collectors need no privileges; --collector.fabric needs
+access to the umad device (root or the rdma group).
 
 --web.config.file takes the Prometheus exporter-toolkit file for TLS and
 basic auth. --textfile PATH gathers once, writes PATH for node_exporter's

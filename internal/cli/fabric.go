@@ -193,7 +193,8 @@ func newFabricCheckCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "check",
 		Short: "Check a fabric: slow links, down ports, errors, subnet managers, cabling",
-		Long: `check judges a fabric (a live scan, or --fabric FILE from 'fabric scan -o json'):
+		Long: `check judges a fabric (a live scan, or --fabric FILE from 'fabric scan
+-o json'):
 
   links below the rate they should run at, one finding per link naming both
   ends by description and GUID: against --expect-rate when given; otherwise
@@ -201,13 +202,14 @@ func newFabricCheckCmd() *cobra.Command {
   ConnectX ever did 12X) and what the other links of the same class
   (CA↔Switch, Switch↔Switch) run at; iblinkinfo's "Could be" hint (what both
   ends support) fails a link below it even when its peers run alike, unless
-  the hints are ibsim's advertise-everything kind (12X on every port). Error counters over their
-  thresholds (0, as ibqueryerrors; --threshold NAME=N), saturated counters,
-  counters rising between two samples (--interval); counters that could not
-  be read are unknown, never "no errors". No subnet manager, two masters, SMs
-  sharing a priority; linked ports without a LID or not Active; and with
-  --topology, the cabling against the plan (an ibnetdiscover file, an ibsim
-  netlist or a YAML list of links, docs/cabling.md), matched by GUID.
+  the hints are ibsim's advertise-everything kind (12X on every port).
+  Error counters over their thresholds (0, as ibqueryerrors; --threshold
+  NAME=N), saturated counters, counters rising between two samples
+  (--interval); counters that could not be read are unknown, never "no
+  errors". No subnet manager, two masters, SMs sharing a priority; linked
+  ports without a LID or not Active; and with --topology, the cabling
+  against the plan (an ibnetdiscover file, an ibsim netlist or a YAML list
+  of links, docs/cabling.md), matched by GUID.
 Every check is described in docs/checks.md (section fabric).
 
 Exit codes: 0 proven healthy, 1 failures found, 2 could not run, 3 unproven

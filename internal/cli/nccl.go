@@ -37,8 +37,8 @@ level, GPUDirect RDMA, RoCE GID index, bootstrap interface) and writes the
 environment that makes it so (env); runs nccl-tests on 2, 4, 8 … nodes of a
 cluster file through Open MPI's mpirun and judges every run (run); and judges
 saved nccl-tests output, NCCL_DEBUG logs and ncclras reports (judge); and
-polls a running job's RAS service to tell a hang from a straggler (ras). docs/nccl.md walks
-through seed 001's bring-up with these commands.`,
+polls a running job's RAS service to tell a hang from a straggler (ras).
+docs/nccl.md walks through seed 001's bring-up with these commands.`,
 		Example: `  rdmalab nccl env --snapshot example:hgx-h200
   source <(rdmalab nccl env --snapshot example:hgx-h200)   # sets, runs nothing
   rdmalab nccl env --snapshot example:hgx-h200 --launch-lines 2>/dev/null
@@ -277,8 +277,8 @@ replaces it; one run writes it at a time. Raw logs go to --dir.
 busbw is judged against the cluster file's link (rate, layer, MTU) times
 --rails.
 
-Exit codes: 0 every run proven, 1 a run failed or was judged failing, 2 could not
-run, 3 unproven (a run's bandwidth or transport could not be judged), 130
+Exit codes: 0 every run proven, 1 a run failed or was judged failing, 2 could
+not run, 3 unproven (a run's bandwidth or transport could not be judged), 130
 interrupted.`,
 		Example: `  rdmalab nccl run --cluster cluster.yaml --gpus-per-node 8 --rails 8 \
       --snapshot node1.json --test all_reduce_perf --test all_gather_perf

@@ -35,12 +35,13 @@ func newPlanCheckCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "check DOMAIN.xml...",
 		Short: "Judge existing libvirt domains against the host: pinning, NUMA, memory, hugepages, devices",
-		Long: `plan check reads libvirt domains (virsh dumpxml output or /etc/libvirt/qemu/NAME.xml;
-pasted excerpts are judged on what they show) and judges each against the host
-they run on: every vCPU pinned, and to the NUMA nodes of the VM's passed
-devices; memory strict on those nodes; hugepage backing; emulator threads off
-the CPUs that back vCPUs; no host CPU pinned to two VMs; every passed device on
-the host and local to the VM. Domains given together are judged together.
+		Long: `plan check reads libvirt domains (virsh dumpxml output or
+/etc/libvirt/qemu/NAME.xml; pasted excerpts are judged on what they show) and
+judges each against the host they run on: every vCPU pinned, and to the NUMA
+nodes of the VM's passed devices; memory strict on those nodes; hugepage
+backing; emulator threads off the CPUs that back vCPUs; no host CPU pinned to
+two VMs; every passed device on the host and local to the VM. Domains given
+together are judged together.
 
 Exit codes: 0 placed well, 1 findings, 2 a file is not a domain or the host
 could not be read, 3 unproven (nothing could be checked).`,

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/spf13/cobra"
 )
 
 // A mistyped command, subcommand or flag is exit 2 with what was meant;
@@ -60,4 +62,20 @@ func TestHelpFitsTheWidth(t *testing.T) {
 	for _, p := range append(paths, []string{}) {
 		walk(p)
 	}
+	// The descriptions' prose is laid out for 80 columns as written: a
+	// longer line would be cut by the wrapper mid-paragraph, its tail
+	// indented apart from its sentence. (A table row, a term and its
+	// description apart by a gap of spaces, wraps under its description.)
+	var long func(c *cobra.Command)
+	long = func(c *cobra.Command) {
+		for _, l := range strings.Split(c.Long, "\n") {
+			if utf8.RuneCountInString(l) > 80 && !strings.Contains(strings.TrimLeft(l, " "), "  ") {
+				t.Errorf("%s: a line of its description is %d columns: %q", c.CommandPath(), utf8.RuneCountInString(l), l)
+			}
+		}
+		for _, s := range c.Commands() {
+			long(s)
+		}
+	}
+	long(root)
 }
