@@ -8,10 +8,7 @@ import (
 	"os/exec"
 	"path"
 	"strconv"
-	"sync"
-	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rdmalab/rdmalab/internal/hostfs"
 	"github.com/rdmalab/rdmalab/internal/inventory"
 	"github.com/rdmalab/rdmalab/internal/phy"
@@ -41,16 +38,11 @@ var (
 // phyPoll gathers the PHY facts of the host once.
 type phyPoll = func(ctx context.Context) ([]phy.Port, error)
 
-// phyPoller polls in the background and serves the last result.
+// phyPoller polls in the background and serves the last result (and, for
+// --textfile, its text).
 type phyPoller struct {
-	mu      sync.RWMutex
-	metrics []prometheus.Metric
-	block   *textBlock
-	at      time.Time
-	err     error
-	polled  bool
-	cancel  context.CancelFunc
-	done    chan struct{}
+	lastPoll
+	block *textBlock
 }
 
 func newPHYPoller(fsys *hostfs.FS, o Options) *phyPoller {
@@ -58,25 +50,15 @@ func newPHYPoller(fsys *hostfs.FS, o Options) *phyPoller {
 	if poll == nil {
 		poll = livePHYPoll(fsys, o)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	p := &phyPoller{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(p.done)
-		t := time.NewTicker(o.PHYInterval)
-		defer t.Stop()
-		for {
-			facts, err := safePoll(ctx, poll)
-			ms, berr := build(func(m *emitter) { emitPHY(m, facts) })
-			p.mu.Lock()
-			p.metrics, p.block, p.at, p.err, p.polled = ms, textOf(ms), o.Now(), errors.Join(err, berr), true
-			p.mu.Unlock()
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	}()
+	p := &phyPoller{lastPoll: lastPoll{polledDesc: phyPolledDesc}}
+	p.start(o.PHYInterval, func(ctx context.Context) {
+		facts, err := safePoll(ctx, poll)
+		ms, berr := build(func(m *emitter) { emitPHY(m, facts) })
+		p.mu.Lock()
+		p.block = textOf(ms)
+		p.mu.Unlock()
+		p.set(ms, o.Now(), errors.Join(err, berr))
+	})
 	return p
 }
 
@@ -89,25 +71,6 @@ func safePoll(ctx context.Context, poll phyPoll) (ps []phy.Port, err error) {
 	return ps, err
 }
 
-func (p *phyPoller) close() {
-	p.cancel()
-	<-p.done
-}
-
-// update copies the last poll's metrics: no tool runs here.
-func (p *phyPoller) update(_ context.Context, ch chan<- prometheus.Metric) error {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	if !p.polled {
-		return nil
-	}
-	for _, m := range p.metrics {
-		ch <- m
-	}
-	ch <- prometheus.MustNewConstMetric(phyPolledDesc, prometheus.GaugeValue, float64(p.at.UnixNano())/1e9)
-	return p.err
-}
-
 func (p *phyPoller) text(context.Context) ([]*textBlock, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
@@ -115,7 +78,7 @@ func (p *phyPoller) text(context.Context) ([]*textBlock, error) {
 		return nil, nil
 	}
 	at := newTextBlock()
-	err := at.addMetric(prometheus.MustNewConstMetric(phyPolledDesc, prometheus.GaugeValue, float64(p.at.UnixNano())/1e9))
+	err := at.addMetric(p.stamp())
 	return []*textBlock{p.block, at}, errors.Join(p.err, err)
 }
 

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rdmalab/rdmalab/internal/nccl"
 	"github.com/rdmalab/rdmalab/internal/ncclrun"
 )
@@ -106,67 +105,50 @@ func rankStates(r *nccl.RASReport) map[rankKey]rankState {
 
 // rasPoller polls the RAS endpoint in the background.
 type rasPoller struct {
-	mu      sync.RWMutex
-	metrics []prometheus.Metric
-	at      time.Time
-	polled  bool
-	cancel  context.CancelFunc
-	done    chan struct{}
+	lastPoll
 	// first is closed once the first poll is served (or the poller
 	// stopped): --textfile waits for it.
-	first chan struct{}
+	first     chan struct{}
+	firstOnce sync.Once
 }
 
 func newRASPoller(o Options) *rasPoller {
-	ctx, cancel := context.WithCancel(context.Background())
-	p := &rasPoller{cancel: cancel, done: make(chan struct{}), first: make(chan struct{})}
-	go func() {
-		defer close(p.done)
-		var once sync.Once
-		defer once.Do(func() { close(p.first) })
-		t := time.NewTicker(o.NCCLRASInterval)
-		defer t.Stop()
-		var lastOK time.Time
-		var lastErr string
-		for {
-			var rep *nccl.RASReport
-			err := safely(func() error {
-				b, err := ncclrun.QueryRAS(ctx, o.NCCLRAS, o.NCCLRASTimeout)
-				if err == nil {
-					rep, err = nccl.ParseRAS(b)
-				}
-				return err
-			})
-			if ctx.Err() != nil {
-				return
+	p := &rasPoller{lastPoll: lastPoll{polledDesc: rasPolledDesc}, first: make(chan struct{})}
+	var lastOK time.Time
+	var lastErr string
+	p.start(o.NCCLRASInterval, func(ctx context.Context) {
+		var rep *nccl.RASReport
+		err := safely(func() error {
+			b, err := ncclrun.QueryRAS(ctx, o.NCCLRAS, o.NCCLRASTimeout)
+			if err == nil {
+				rep, err = nccl.ParseRAS(b)
 			}
-			now := o.Now()
-			switch {
-			case err == nil:
-				lastOK = now
-				if lastErr != "" {
-					o.Logger.Info("NCCL RAS endpoint answers again", "addr", o.NCCLRAS)
-				}
-				lastErr = ""
-			case err.Error() != lastErr: // once per change, not every poll
-				lastErr = err.Error()
-				o.Logger.Warn("NCCL RAS poll", "addr", o.NCCLRAS, "err", err)
-			}
-			ms, berr := build(func(m *emitter) { emitRAS(m, rep, err, lastOK) })
-			if berr != nil {
-				o.Logger.Warn("NCCL RAS metrics", "err", berr)
-			}
-			p.mu.Lock()
-			p.metrics, p.at, p.polled = ms, now, true
-			p.mu.Unlock()
-			once.Do(func() { close(p.first) })
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
+			return err
+		})
+		if ctx.Err() != nil {
+			return
 		}
-	}()
+		now := o.Now()
+		switch {
+		case err == nil:
+			lastOK = now
+			if lastErr != "" {
+				o.Logger.Info("NCCL RAS endpoint answers again", "addr", o.NCCLRAS)
+			}
+			lastErr = ""
+		case err.Error() != lastErr: // once per change, not every poll
+			lastErr = err.Error()
+			o.Logger.Warn("NCCL RAS poll", "addr", o.NCCLRAS, "err", err)
+		}
+		ms, berr := build(func(m *emitter) { emitRAS(m, rep, err, lastOK) })
+		if berr != nil {
+			o.Logger.Warn("NCCL RAS metrics", "err", berr)
+		}
+		// An endpoint that does not answer is rdmalab_nccl_ras_up 0, not a
+		// failed collector: no job running there is an ordinary state.
+		p.set(ms, now, nil)
+		p.firstOnce.Do(func() { close(p.first) })
+	})
 	return p
 }
 
@@ -192,22 +174,6 @@ func emitRAS(m *emitter, rep *nccl.RASReport, err error, lastOK time.Time) {
 }
 
 func (p *rasPoller) close() {
-	p.cancel()
-	<-p.done
-}
-
-// update copies the last poll's metrics: RAS is never asked here. An
-// endpoint that does not answer is rdmalab_nccl_ras_up 0, not a failed
-// collector: no job running there is an ordinary state.
-func (p *rasPoller) update(_ context.Context, ch chan<- prometheus.Metric) error {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	if !p.polled {
-		return nil
-	}
-	for _, m := range p.metrics {
-		ch <- m
-	}
-	ch <- prometheus.MustNewConstMetric(rasPolledDesc, prometheus.GaugeValue, float64(p.at.UnixNano())/1e9)
-	return nil
+	p.lastPoll.close()
+	p.firstOnce.Do(func() { close(p.first) })
 }
