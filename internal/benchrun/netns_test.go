@@ -100,22 +100,36 @@ func TestBenchOverSSHInNamespaces(t *testing.T) {
 	if strings.Contains(all, "address already in use") {
 		t.Errorf("a port was reused while held:\n%s", all)
 	}
-	named := map[string]bool{}
+	// named: what the summary's FAIL section names. A warning on a healthy
+	// direction is not a verdict on it (a retest inside the noise of a
+	// machine loaded by other tests says "not confirmed, likely noise").
+	named, warned := map[string]bool{}, map[string]bool{}
+	section := ""
 	for _, l := range strings.Split(stdout.String(), "\n") {
 		f := strings.Fields(l)
-		if len(f) >= 2 && strings.HasPrefix(f[0], "bench.") {
+		switch {
+		case len(f) == 2 && strings.HasPrefix(f[1], "("):
+			section = f[0]
+		case len(f) >= 2 && strings.HasPrefix(f[0], "bench.") && section == "FAIL":
 			named[f[1]+" "+f[0]] = true
+		case len(f) >= 2 && strings.HasPrefix(f[0], "bench."):
+			warned[f[1]+" "+f[0]] = true
 		}
 	}
 	want := map[string]bool{"n1 bench.node.send": true, "n2 bench.node.receive": true, "n3 bench.node.unreachable": true, "n4 bench.node.unreachable": true, "n5 bench.node.unreachable": true}
 	for k := range named {
 		if !want[k] {
-			t.Errorf("named %s", k)
+			t.Errorf("named %s\n%s", k, stdout.String())
+		}
+	}
+	for k := range warned {
+		if !want[k] {
+			t.Logf("warned (not failed) %s", k)
 		}
 	}
 	for k := range want {
 		if !named[k] {
-			t.Errorf("did not name %s", k)
+			t.Errorf("did not name %s\n%s", k, stdout.String())
 		}
 	}
 	if !strings.Contains(stdout.String(), "it is still bad") {
