@@ -1,6 +1,7 @@
 package hostcheck
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -631,4 +632,90 @@ func roceMTUPath(rep *check.Reporter, s *host.Snapshot, o Options) {
 			f.Evidence = fe
 		}
 	})
+}
+
+// roceMTU: RoCE MTU = largest IB MTU <= netdev MTU - 96 (iboe_get_mtu).
+func roceMTU(rep *check.Reporter, s *host.Snapshot, o Options) {
+	roceNetdevs(s, func(name, sub string, n *host.NetDev) {
+		rdmaMTU := linkrate.RoCEMTU(n.MTUBytes)
+		var f *check.Finding
+		if rdmaMTU >= 4096 {
+			f = rep.Pass(sub, "netdev MTU %d gives RDMA MTU %d", n.MTUBytes, rdmaMTU)
+		} else {
+			f = rep.Warn(sub, "netdev MTU %d limits RDMA MTU to %d (4096 needs ≥ 4192)", n.MTUBytes, rdmaMTU)
+			f.Fix = []string{fmt.Sprintf("c=$(nmcli -g GENERAL.CONNECTION device show %s); nmcli con modify \"$c\" 802-3-ethernet.mtu 4200 && nmcli con up \"$c\"", name), "ip link set " + name + " mtu 4200   # not persistent", "set the same MTU on the peer and every switch port"}
+		}
+		f.Evidence = []check.Evidence{ev("mtu", strconv.Itoa(n.MTUBytes), readAt(s, n.Sources, "mtu"))}
+	})
+}
+
+// roceNetdevs calls fn for every netdev of every active RoCE port.
+func roceNetdevs(s *host.Snapshot, fn func(name, subject string, n *host.NetDev)) {
+	activePorts(s, func(d host.RDMADevice, p host.RDMAPort) {
+		if p.LinkLayer != "Ethernet" {
+			return
+		}
+		for _, name := range p.NetDevs {
+			if n := s.NetDev(name); n != nil {
+				fn(name, portSubject(d.Name, p.Port)+" ("+name+")", n)
+			}
+		}
+	})
+}
+
+func roceGID(rep *check.Reporter, s *host.Snapshot, o Options) {
+	// routable counts the RoCE ports that have a RoCE v2 IPv4 GID: one
+	// port without one beside others that have it is a port left out of
+	// the addressing (a warning), not a host without routed RoCE.
+	routable, roce := 0, 0
+	roceGIDPorts(s, func(d host.RDMADevice, p host.RDMAPort) {
+		if p.LinkLayer != "Ethernet" {
+			return
+		}
+		roce++
+		if slices.ContainsFunc(p.GIDs, func(g host.GID) bool { return g.Type == host.GIDTypeRoCEv2 && g.IPv4 != "" }) {
+			routable++
+		}
+	})
+	minor := func(f *check.Finding) {
+		if routable > 0 && f.Outcome == check.Fail {
+			f.Outcome = check.Warn
+			f.Message += fmt.Sprintf("; %d of the host's %d RoCE ports have one, so this one is left out of the routed fabric", routable, roce)
+		}
+	}
+	roceGIDPorts(s, func(d host.RDMADevice, p host.RDMAPort) {
+		if p.LinkLayer != "Ethernet" {
+			return
+		}
+		sub := portSubject(d.Name, p.Port)
+		var v2 *host.GID
+		for i, g := range p.GIDs {
+			if g.Type == host.GIDTypeRoCEv2 && g.IPv4 != "" {
+				v2 = &p.GIDs[i]
+				break
+			}
+		}
+		var f *check.Finding
+		switch {
+		case v2 != nil:
+			f = rep.Pass(sub, "RoCE v2 GID index %d for %s: use -x %d / NCCL_IB_GID_INDEX=%d", v2.Index, v2.IPv4, v2.Index, v2.Index)
+			f.Evidence = []check.Evidence{ev("gid", fmt.Sprintf("%d %s %s %s", v2.Index, v2.GID, v2.Type, v2.NetDev), readAt(s, p.Sources, fmt.Sprintf("gids/%d", v2.Index)))}
+		case p.GIDTableMissing:
+			f = rep.Unknown(sub, "the GID table (gids/) is not in the source: cannot tell which GIDs the port has")
+		case len(p.GIDs) == 0:
+			f = rep.Fail(sub, "no GIDs at all: the port has no usable address")
+			f.Fix = gidFixes(rep.Entry(), d, p)
+		default:
+			f = rep.Fail(sub, "no RoCE v2 GID with an IPv4 address (%d GIDs, none usable for routed RoCE v2)", len(p.GIDs))
+			f.Fix = gidFixes(rep.Entry(), d, p)
+		}
+		minor(f)
+	})
+}
+
+// gidFixes are roce.gid.v2's fixes for one port: its device, port number
+// and netdev filled in.
+func gidFixes(e check.Entry, d host.RDMADevice, p host.RDMAPort) []string {
+	nd := cmp.Or(strings.Join(p.NetDevs, " "), "the netdev of "+portSubject(d.Name, p.Port))
+	return fixesWith(fixesWith(fixesWith(e.Fixes, "<netdev>", nd), "<dev>", d.Name), "<port>", strconv.Itoa(p.Port))
 }
