@@ -3,9 +3,13 @@ package benchrun
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -176,5 +180,65 @@ launcher: {type: local, rdmalab: `+old+`, base_port: 23450}
 	out, err = cmd.CombinedOutput()
 	if code := exitCode(err); code == 2 || len(readLog(t, filepath.Join(dir, "b.jsonl"))) != 2 {
 		t.Fatalf("--agent=false: exit %d:\n%s", code, out)
+	}
+}
+
+// TestPortInUseIsNotTheLink: another program listens on the port a sample
+// was given (another run on the same nodes, a service). The sample is taken
+// on the next fresh port and nothing fails; when three ports in a row are
+// taken, the direction's error says so and names launcher.base_port, not a
+// link fault in other words.
+func TestPortInUseIsNotTheLink(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the built binary (not under the race detector)")
+	}
+	dir := testhost.TempDir(t)
+	bin := testhost.Rdmalab(t)
+	const base = 23470
+	cluster := filepath.Join(dir, "cluster.yaml")
+	os.WriteFile(cluster, []byte(`nodes:
+  - {name: n1, data: 127.0.0.1}
+  - {name: n2, data: 127.0.0.2}
+link: {layer: TCP, rate_gbps: 1, mtu_bytes: 1500}
+launcher: {type: local, rdmalab: `+bin+`, base_port: `+strconv.Itoa(base)+`}
+`), 0o644)
+	hold := func(ports ...int) func() {
+		var ls []net.Listener
+		for _, p := range ports {
+			for _, a := range []string{"127.0.0.1", "127.0.0.2"} {
+				l, err := net.Listen("tcp", net.JoinHostPort(a, strconv.Itoa(p)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				ls = append(ls, l)
+			}
+		}
+		return func() {
+			for _, l := range ls {
+				l.Close()
+			}
+		}
+	}
+	run := func(name string, extra ...string) (string, []bench.Record) {
+		results := filepath.Join(dir, name+".jsonl")
+		out, _ := exec.Command(bin, append([]string{"bench", "--cluster", cluster, "--engine", "tcp", "--seconds", "1", "--samples", "1",
+			"--timeout", "30s", "--no-retest", "--results", results}, extra...)...).CombinedOutput()
+		return string(out), readLog(t, results)
+	}
+	// the first sample's port (the run's ports start at base+2) is held
+	release := hold(base + 2)
+	out, recs := run("one")
+	release()
+	if len(recs) != 2 || slices.ContainsFunc(recs, func(r bench.Record) bool { return r.Failed() }) || !strings.Contains(out, "port in use, taking the sample on the next port") {
+		t.Errorf("one port held: %+v\n%s", recs, out)
+	}
+	// three in a row: the first sample fails, saying why
+	release = hold(base+2, base+3, base+4)
+	defer release()
+	out, recs = run("three")
+	i := slices.IndexFunc(recs, func(r bench.Record) bool { return r.Failed() })
+	if i < 0 || !strings.Contains(recs[i].Error, "address already in use") || !strings.Contains(recs[i].Error, "3 fresh ports in a row were in use") ||
+		!strings.Contains(recs[i].Error, fmt.Sprintf("launcher.base_port %d", base)) {
+		t.Errorf("three ports held: %+v\n%s", recs, out)
 	}
 }

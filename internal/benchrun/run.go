@@ -418,10 +418,24 @@ func (r *Runner) runDirection(ctx context.Context, round int, from, to cluster.N
 	for range max(r.Samples, 1) {
 		var m Measure
 		var err *runErr
-		if pa != nil {
-			m, err = r.runOnceAgent(ctx, pa, from, to)
-		} else {
-			m, err = r.runOnce(ctx, from, to)
+		// A port some other program (or another run on the same nodes)
+		// holds says nothing of the link: the sample is taken again on
+		// the next fresh port, and only a third clash is an error, named
+		// as what it is.
+		for attempt := 1; ; attempt++ {
+			if pa != nil {
+				m, err = r.runOnceAgent(ctx, pa, from, to)
+			} else {
+				m, err = r.runOnce(ctx, from, to)
+			}
+			if err == nil || !strings.Contains(err.msg, "address already in use") || ctx.Err() != nil {
+				break
+			}
+			if attempt == portAttempts {
+				err.msg += fmt.Sprintf(" (%d fresh ports in a row were in use: another program or another rdmalab run listens on this run's ports, from launcher.base_port %d up; give this run a free range)", portAttempts, r.Cluster.Launcher.BasePort)
+				break
+			}
+			r.progress("  %s → %s: port in use, taking the sample on the next port\n", from.Name, to.Name)
 		}
 		if err != nil {
 			rec.Error = err.msg
@@ -456,6 +470,10 @@ func (r *Runner) runDirection(ctx context.Context, round int, from, to cluster.N
 	}
 	return rec
 }
+
+// portAttempts is how many fresh ports a sample tries when the one it
+// was given is in use.
+const portAttempts = 3
 
 type runErr struct {
 	msg      string
