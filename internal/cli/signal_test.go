@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -322,7 +323,8 @@ func TestNCCLResultsLogExclusive(t *testing.T) {
 		args = append(args, strings.NewReplacer("%s", "lock", "%m", marker).Replace(a))
 	}
 	first := exec.Command(bin, args...)
-	first.Stdout, first.Stderr = io.Discard, io.Discard
+	var firstOut syncBuffer
+	first.Stdout, first.Stderr = &firstOut, &firstOut
 	if err := first.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +345,7 @@ func TestNCCLResultsLogExclusive(t *testing.T) {
 	first.Process.Signal(syscall.SIGTERM)
 	first.Wait()
 	if code := first.ProcessState.ExitCode(); code != ExitTerminated {
-		t.Errorf("the first run: exit %d, want %d", code, ExitTerminated)
+		t.Errorf("the first run: exit %d, want %d\n%s", code, ExitTerminated, firstOut.String())
 	}
 	if left := leftBehind(marker, time.Second); len(left) > 0 {
 		t.Errorf("left running: %s", strings.Join(left, "; "))
@@ -355,4 +357,22 @@ func TestNCCLResultsLogExclusive(t *testing.T) {
 	if _, _, valid, err := nccl.Results.Parse(b); err != nil || valid != len(b) {
 		t.Errorf("the first run's log: %d of %d bytes valid, %v\n%s", valid, len(b), err, b)
 	}
+}
+
+// syncBuffer is a buffer a child's stdout and stderr write at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

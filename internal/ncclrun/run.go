@@ -111,6 +111,12 @@ func Run(ctx context.Context, o RunOptions) ([]nccl.RunResult, error) {
 			j := launch.Job{Nodes: nodes[:k], RanksPerNode: max(o.RanksPerNode, 1), Env: exports, Argv: append([]string{test}, targs...),
 				Run: run, Deadline: o.Timeout + 5*time.Second, Dir: o.Dir}
 			r := runOne(ctx, o, j, algo)
+			if ctx.Err() != nil {
+				// Stopped part-way: not a run to judge (its launch was
+				// killed by the stop, not by a fault) nor to log as done;
+				// --resume runs it again.
+				return out, ctx.Err()
+			}
 			out = append(out, r)
 			if err := log.Append(r); err != nil {
 				return out, err
