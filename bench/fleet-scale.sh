@@ -10,7 +10,8 @@
 #     round and the projected wall time at the default --seconds 5
 #     --samples 3 on a real fleet (docs/bench.md says how it is projected);
 #   - 20,000 simulated nodes, the same, to show nothing runs out.
-# Fails when the 20,000-node plan takes over 5 s or 1 GB, or the 2,048-node
+# Fails when the 20,000-node plan takes over 5 CPU-s or 1 GB (CPU, not wall:
+# the suite runs this on a loaded machine, where the wall time doubles), or the 2,048-node
 # run names the wrong thing, takes over 1 GB, 200 threads or 15 min.
 #   bench/fleet-scale.sh [--quick]     (--quick: skips the 20,000-node run)
 set -euo pipefail
@@ -27,7 +28,7 @@ rows+=("$("$bin" -nodes 2048)")
 printf '%s\n' "${rows[@]}" | python3 -c '
 import json, sys
 rows = [json.loads(l) for l in sys.stdin]
-cols = [("nodes", "nodes", "{}"), ("schedule", "schedule", "{}"), ("to round 1", "to_first_round_s", "{:.2f} s"),
+cols = [("nodes", "nodes", "{}"), ("schedule", "schedule", "{}"), ("to round 1", "to_first_round_s", "{:.2f} s"), ("CPU to round 1", "cpu_to_first_round_s", "{:.2f} s"),
         ("RSS at round 1", "rss_first_round_mb", "{:.0f} MB"), ("rounds used", None, None), ("peak RSS", "peak_rss_mb", "{:.0f} MB"),
         ("peak threads", "peak_threads", "{}"), ("CPU/round", "cpu_per_round_s", "{:.2f} s"), ("projected wall", "projected_wall_min", "{:.1f} min"),
         ("slow cable of", "slow", "{}"), ("named", None, None)]
@@ -45,8 +46,8 @@ for row in table:
     print("  ".join(v.ljust(w[i]) for i, v in enumerate(row)))
 bad = []
 for r in rows:
-    if r["slow"] == "" and r["schedule"] == "matching" and (r["to_first_round_s"] > 5 or r["rss_first_round_mb"] > 1024):
-        bad.append("%d nodes to round 1: %.2f s, %.0f MB" % (r["nodes"], r["to_first_round_s"], r["rss_first_round_mb"]))
+    if r["slow"] == "" and r["schedule"] == "matching" and (r["cpu_to_first_round_s"] > 5 or r["rss_first_round_mb"] > 1024):
+        bad.append("%d nodes to round 1: %.2f CPU-s, %.0f MB" % (r["nodes"], r["cpu_to_first_round_s"], r["rss_first_round_mb"]))
     if r["slow"]:
         want = {r["slow"] + " bench.node.send", r["slow"] + " bench.node.receive"}
         if set(r["named"] or []) != want:

@@ -29,11 +29,14 @@ import (
 )
 
 type result struct {
-	Simulated        bool     `json:"simulated"`
-	Nodes            int      `json:"nodes"`
-	Schedule         string   `json:"schedule"`
-	ToFirstRoundS    float64  `json:"to_first_round_s"`
-	RSSFirstRoundMB  float64  `json:"rss_first_round_mb"`
+	Simulated       bool    `json:"simulated"`
+	Nodes           int     `json:"nodes"`
+	Schedule        string  `json:"schedule"`
+	ToFirstRoundS   float64 `json:"to_first_round_s"`
+	RSSFirstRoundMB float64 `json:"rss_first_round_mb"`
+	// CPUToFirstRoundS is the CPU the plan to round 1 took: what a loaded
+	// machine does not inflate the way it does the wall time.
+	CPUToFirstRoundS float64  `json:"cpu_to_first_round_s"`
 	MeasuredRounds   int      `json:"measured_rounds"`
 	RetestRounds     int      `json:"retest_rounds"`
 	PeakRSSMB        float64  `json:"peak_rss_mb"`
@@ -173,6 +176,7 @@ func main() {
 	}
 	res.ToFirstRoundS = time.Duration(w.first.Load()).Seconds()
 	res.RSSFirstRoundMB = float64(w.firstRSS.Load()) / 1024
+	res.CPUToFirstRoundS = time.Duration(w.firstCPU.Load()).Seconds()
 	res.PeakRSSMB = float64(maxRSS()) / 1024
 	res.PeakThreads = peak.Load()
 	res.OrchestratorS = total.Seconds()
