@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"slices"
@@ -202,7 +203,13 @@ func TestRunnerAgentGarbledAndHanging(t *testing.T) {
 		t.Error("no direction failed on n2's garbled answer")
 	}
 	if timeouts > 2 || !strings.Contains(r.Out()["n5"], "timed out with") {
-		t.Errorf("%d timeouts, out %v", timeouts, r.Out())
+		// every record, to tell how n5's directions ended (once seen in
+		// a fresh root under load: no timeout, nobody out)
+		var all strings.Builder
+		for _, rec := range recs {
+			fmt.Fprintf(&all, "  round %d %s → %s: timed out %v, error %q, not measured %q\n", rec.Round, rec.From, rec.To, rec.TimedOut, rec.Error, rec.NotMeasured)
+		}
+		t.Errorf("%d timeouts, out %v\n%s", timeouts, r.Out(), all.String())
 	}
 	b, _ := json.Marshal(r.Out())
 	t.Logf("out: %s", b)
