@@ -232,16 +232,17 @@ func (o *RASOptions) attachPath(f *check.Finding, k RASRank) {
 	// the rail's cable by its ends: the host's port, and the switch's
 	// when the fabric names it; each with its own physical layer, or
 	// "no PHY evidence"
+	snaps := o.snapshots()
 	ends := []phycheck.End{{Host: s.Hostname, Device: dev, Port: port, Netdev: netdevOf(s, dev, port), Name: fmt.Sprintf("%s %s port %d", s.Hostname, dev, port)}}
 	if o.Fabric != nil {
 		cable, far, found := cableOf(o.Fabric, s, dev, port)
 		f.Evidence = append(f.Evidence, check.Evidence{What: "cable", Value: cable, Source: cmpOr(o.Fabric.Source, "the fabric snapshot")})
 		if found {
 			f.Message += ", cabled " + cable
-			ends = append(ends, phycheck.EndOf(o.snapshots(), far.NodeGUID, far.Port, fmt.Sprintf("%s port %d", far.NodeDesc, far.Port)))
+			ends = append(ends, phycheck.EndOf(snaps, far.NodeGUID, far.Port, fmt.Sprintf("%s port %d", far.NodeDesc, far.Port)))
 		}
 	}
-	f.Evidence = append(f.Evidence, phycheck.CableEvidence(ends, phycheck.HostFacts(o.snapshots()))...)
+	f.Evidence = append(f.Evidence, phycheck.CableEvidence(ends, phycheck.HostFacts(snaps))...)
 	if o.Fabric != nil && len(o.Routes) > 0 {
 		node, partners = o.railRoutes(f, s, node, dev, port)
 	}
