@@ -467,6 +467,10 @@ func (s *agentSession) close() {
 	}
 }
 
+// agentBackstop is how long after the orchestrator's timeout an agent
+// gives up a step by itself.
+const agentBackstop = 5 * time.Second
+
 // pairAgents are the agents of a pair's two nodes for a round.
 type pairAgents struct{ a, b *agentSession }
 
@@ -503,11 +507,15 @@ func (r *Runner) runOnceAgent(ctx context.Context, pa *pairAgents, from, to clus
 	addr := net.JoinHostPort(server.Data, fmt.Sprint(r.freshPort()))
 	tctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	defer cancel()
+	deadline, _ := tctx.Deadline()
+	// past the deadline is a timeout even when an answer reached us before
+	// the timer marked tctx done (a loaded orchestrator)
+	expired := func() bool { return tctx.Err() != nil || !time.Now().Before(deadline) }
 	fail := func(err error) *runErr {
-		if tctx.Err() != nil {
+		if expired() {
 			pa.kill()
 		}
-		if tctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+		if expired() && ctx.Err() == nil {
 			return &runErr{msg: fmt.Sprintf("timed out after %s; both ends killed", r.Timeout), timedOut: true}
 		}
 		if u, ok := launch.IsUnreachable(err); ok {
@@ -518,7 +526,12 @@ func (r *Runner) runOnceAgent(ctx context.Context, pa *pairAgents, from, to clus
 		}
 		return &runErr{msg: err.Error()}
 	}
-	bound := r.Timeout.Seconds()
+	// The agent's own bound only keeps a node from running a step forever
+	// when the orchestrator is gone. It falls after the orchestrator's:
+	// were they equal, a hanging client's agent could answer "gave up"
+	// first, recorded as an error rather than a timeout, and the node
+	// that hangs would never be taken out (seen once under load).
+	bound := (r.Timeout + agentBackstop).Seconds()
 	seq, err := srv.step(AgentStep{Op: "serve", Addr: addr, TimeoutS: bound})
 	if err != nil {
 		return Measure{}, fail(err)
@@ -549,7 +562,7 @@ func (r *Runner) runOnceAgent(ctx context.Context, pa *pairAgents, from, to clus
 	}
 	// The server ends once its client is done; as with a process per
 	// sample, what it says then does not change the measurement.
-	if _, err := srv.next(tctx, seq); err != nil && tctx.Err() != nil {
+	if _, err := srv.next(tctx, seq); err != nil && expired() {
 		pa.kill()
 		if ctx.Err() == nil {
 			return Measure{}, &runErr{msg: fmt.Sprintf("timed out after %s; both ends killed", r.Timeout), timedOut: true}

@@ -1,6 +1,7 @@
 package benchrun
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -214,3 +216,52 @@ func TestRunnerAgentGarbledAndHanging(t *testing.T) {
 	b, _ := json.Marshal(r.Out())
 	t.Logf("out: %s", b)
 }
+
+// An agent gives up a step by itself only after the orchestrator's own
+// timeout: a hanging client is then always the orchestrator's timeout
+// (which takes its node out), never the agent's "gave up" error.
+func TestAgentBoundFallsAfterTheTimeout(t *testing.T) {
+	c := testCluster(t, 4, "")
+	f := fakeTCP(c, func(from, to string) (float64, error) { return 95, nil })
+	var (
+		mu    sync.Mutex
+		steps []AgentStep
+	)
+	run := f.Session
+	f.Session = func(ctx context.Context, node string, argv []string, stdin io.Reader, stdout io.Writer) error {
+		pr, pw := io.Pipe()
+		go func() {
+			sc := bufio.NewScanner(pr)
+			for sc.Scan() {
+				var st AgentStep
+				if json.Unmarshal(sc.Bytes(), &st) == nil {
+					mu.Lock()
+					steps = append(steps, st)
+					mu.Unlock()
+				}
+			}
+			io.Copy(io.Discard, pr)
+		}()
+		tee := struct {
+			io.Reader
+			io.Closer
+		}{io.TeeReader(stdin, pw), closerFunc(func() error { closeReader(stdin); return pw.Close() })}
+		defer pw.Close()
+		return run(ctx, node, argv, tee, stdout)
+	}
+	_, r := runFakeAgent(t, c, f, false)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(steps) == 0 {
+		t.Fatal("no agent step seen")
+	}
+	for _, st := range steps {
+		if got := time.Duration(st.TimeoutS * float64(time.Second)); got <= r.Timeout {
+			t.Errorf("%s step bounded at %s on the node, want later than the run's timeout, %s", st.Op, got, r.Timeout)
+		}
+	}
+}
+
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
