@@ -23,10 +23,10 @@ var (
 		Fixes:  []string{"read the rank's own NCCL_DEBUG=WARN lines (rdmalab nccl judge its log)"},
 		Needs:  "the report's communicator table or ranks", UnknownWhen: "never"}
 	CheckRASProgress = check.Entry{ID: "nccl.ras.progress", Title: "The ranks of a communicator launched the same collectives (one report)",
-		Why:    "A MISMATCH in collective counts names lagging ranks, but NCCL launches asynchronously: one snapshot's skew can be normal. Only counts frozen across polls are a hang (nccl.ras.hang).",
+		Why:    "A MISMATCH in collective counts names lagging ranks, but NCCL launches asynchronously: one snapshot's skew can be normal, and so can a hang. One report with a mismatch leaves the question open (unproven, never healthy) until a second poll shows whether the lagging rank moves: frozen counts are a hang (nccl.ras.hang).",
 		Source: "NCCL ras.rst (MISMATCH needs repetition); docs/examples/08_ras",
 		Fixes:  []string{"poll it: rdmalab nccl ras --host HOST --interval 5s --polls 3"},
-		Needs:  "one report's collective counts", UnknownWhen: "never"}
+		Needs:  "one report's collective counts", UnknownWhen: "one report shows a collective-count mismatch: whether the lagging rank moves needs polls"}
 	CheckRASHang = check.Entry{ID: "nccl.ras.hang", Title: "No rank stays behind, frozen, across polls",
 		Why:    "A rank whose collective count stays the same across polls while the others are ahead is stuck there (a hang the whole communicator waits on); one that lags but moves is a straggler (slow GPU, NIC or link).",
 		Source: "NCCL ras.rst (the same counts on repeated queries indicate a stuck rank); rdmalab nccl ras",
@@ -77,15 +77,15 @@ func commName(c RASComm) string {
 }
 
 // JudgeRAS judges one report: missing and dead ranks, communicators in
-// error, and collective-count mismatches (a warning: one report is not a
-// verdict on a hang).
+// error, and collective-count mismatches (unknown: one report can tell a
+// hang from launch skew neither way, so it is not healthy either).
 //
 // With snapshots in o, a named suspect rank is followed to its GPU's rail
 // NIC and port, and the finding offers the bench command that retests it.
 func JudgeRAS(source string, r *RASReport, o *RASOptions) []check.Finding {
 	o = o.withReport(r)
 	fs := judgeRASState(source, r, o)
-	fs = append(fs, judgeRASProgress(source, r, o)...)
+	fs = append(fs, judgeRASProgress(source, r, o, check.Unknown)...)
 	return fs
 }
 
@@ -282,7 +282,10 @@ func (l lag) host() string {
 	return ""
 }
 
-func judgeRASProgress(source string, r *RASReport, o *RASOptions) []check.Finding {
+// judgeRASProgress reports each collective-count mismatch of one report as
+// lag: unknown when that report is all there is (it decides nothing either
+// way), a warning beside polls that already showed no rank stays behind.
+func judgeRASProgress(source string, r *RASReport, o *RASOptions, lag check.Outcome) []check.Finding {
 	var fs []check.Finding
 	for _, l := range lagsOf(r) {
 		msg := fmt.Sprintf("%s: %s, while %d rank(s) reached %s %s", commName(l.comm), l.behindText(), l.topN, l.op, opCount(l.top))
@@ -296,7 +299,7 @@ func judgeRASProgress(source string, r *RASReport, o *RASOptions) []check.Findin
 		msg += ": lagging rank(s) — one poll is not a verdict (NCCL launches collectives asynchronously; a straggler is called only once it stays frozen across polls)"
 		host := l.host()
 		fix := "rdmalab nccl ras --host " + cmpOr(host, "HOST") + " --interval 5s --polls 3   # on a node of the job, or with NCCL_RAS_ADDR listening beyond localhost"
-		f := CheckRASProgress.Reporter(host).New(check.Warn, strings.TrimPrefix(commName(l.comm), "communicator ")+" "+l.op, "%s", msg)
+		f := CheckRASProgress.Reporter(host).New(lag, strings.TrimPrefix(commName(l.comm), "communicator ")+" "+l.op, "%s", msg)
 		f.Evidence = []check.Evidence{{What: l.op + " counts", Value: l.behindText(), Source: source}}
 		f.Fix = []string{fix}
 		if len(l.named) == 1 {
@@ -335,7 +338,7 @@ func JudgeRASPolls(source string, polls []RASPoll, o *RASOptions) []check.Findin
 	o = o.withReport(last.Report)
 	fs := judgeRASState(source, last.Report, o)
 	if len(ok) < 2 {
-		fs = append(fs, judgeRASProgress(source, last.Report, o)...)
+		fs = append(fs, judgeRASProgress(source, last.Report, o, check.Unknown)...)
 		if len(polls) > 1 {
 			f := CheckRASHang.Reporter("").New(check.Unknown, "polls", "only 1 of %d polls answered: whether a lagging rank moves is unknown", len(polls))
 			f.Fix = []string{"poll again with a longer --timeout"}
@@ -434,7 +437,7 @@ func JudgeRASPolls(source string, polls []RASPoll, o *RASOptions) []check.Findin
 		}
 		out = append(out, CheckRASHang.Reporter("").New(check.Pass, "polls", "%s", msg))
 		if seen > 0 {
-			out = append(out, judgeRASProgress(source, last.Report, o)...)
+			out = append(out, judgeRASProgress(source, last.Report, o, check.Warn)...)
 		}
 	}
 	check.Sort(out)

@@ -41,7 +41,7 @@ func TestRASPollFrozenIsHang(t *testing.T) {
 	}
 	// one poll of the same report is no verdict
 	fs = JudgeRASPolls("x", polls[:1], nil)
-	has(t, fs, "nccl.ras.progress", check.Warn, "node1", "#0-0 (78db921d1c117b4a) AllReduce", "one poll is not a verdict")
+	has(t, fs, "nccl.ras.progress", check.Unknown, "node1", "#0-0 (78db921d1c117b4a) AllReduce", "one poll is not a verdict")
 	none(t, fs, "nccl.ras.hang", check.Fail)
 }
 

@@ -68,7 +68,7 @@ var deciding = map[string]bool{
 	"bench.perftest.latency": true, "bench.link.rate-suspect": true, "bench.cover": true, "bench.cover.inconclusive": true,
 	"nccl.tests.complete": true, "nccl.tests.correctness": true, "nccl.tests.busbw": true, "nccl.env.rails": true,
 	"nccl.log.network": true, "nccl.log.silent": true, "nccl.log.failure": true, "nccl.log.fatal": true, "nccl.log.socket": true,
-	"nccl.tests.measurement": true, "nccl.ras.ranks": true, "nccl.ras.hang": true, "nccl.ras.status": true, "nccl.run.exit": true, "nccl.run.timeout": true,
+	"nccl.tests.measurement": true, "nccl.ras.ranks": true, "nccl.ras.hang": true, "nccl.ras.progress": true, "nccl.ras.status": true, "nccl.run.exit": true, "nccl.run.timeout": true,
 	"compare.direction": true, "compare.node": true, "compare.missing": true, "compare.self": true,
 	"slurm.health.read": true, "schedule.input": true,
 	"phy.ber.effective": true, "phy.fec.uncorrectable": true, "phy.link.state": true, "phy.output.cut": true,
