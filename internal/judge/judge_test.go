@@ -152,7 +152,7 @@ func TestJudgeEveryRealOutput(t *testing.T) {
 		{"nccl-debug/alps-gh200_aws-ofi-plugin-not-found_WARN.log", nccl, "nccl.log.network", []string{"fail nccl.log.failure: nccl-tests", "fail nccl.log.plugin: net plugin", "fail nccl.log.plugin: net plugin", "unknown nccl.log.network: network"}},
 		{"nccl-debug/azure-nd96isr-h100-v5_mixed-IB-RoCE-devices_excerpt.log", nccl, "nccl.log.gdr nccl.log.network nccl.log.warn", []string{"warn nccl.log.mixed-layers: NET/IB devices"}},
 		{"nccl-debug/nccl-issue-1232_socket-ifname_mpi-prefixed_excerpt.log", nccl, "nccl.log.plugin", []string{"unknown nccl.log.network: network", "unknown nccl.log.network: network"}},
-		{"nccl-debug/nccl-issue-1537_RoCE_GDR-disabled_excerpt.log", nccl, "nccl.log.network", []string{"warn nccl.log.gdr: GPUDirect RDMA"}},
+		{"nccl-debug/nccl-issue-1537_RoCE_GDR-disabled_excerpt.log", nccl, "nccl.log.network", []string{"fail nccl.log.gdr: GPUDirect RDMA"}},
 		{"nccl-debug/nccl-issue-1866_H100-2vm_nccl-2.27.6_init_excerpt.log", nccl, "nccl.log.plugin nccl.log.version", []string{"unknown nccl.log.network: network", "unknown nccl.log.network: network"}},
 		{"nccl-debug/nccl-issue-367_old-ring-format_NET-Socket_shm_excerpt.log", nccl, "", []string{"fail nccl.log.socket: inter-node channels"}},
 		{"nccl-debug/nccl-issue-398_aws-2node_P2P-IPC_NET-Socket_excerpt.log", nccl, "", []string{"fail nccl.log.socket: inter-node channels", "fail nccl.log.socket: inter-node channels"}},

@@ -50,7 +50,7 @@ var (
 		Fixes: []string{"NCCL_IB_HCA listing only the rails of one layer"},
 		Needs: "the NET/IB device list", UnknownWhen: "never"}
 	CheckLogGDR = check.Entry{ID: "nccl.log.gdr", Title: "GPUDirect RDMA is on in the run",
-		Why: "Without GPUDirect RDMA, network traffic stages through host memory (often 5–10× slower).", Source: "NCCL_DEBUG log (GDR lines, /GDRDMA channels)",
+		Why: "Without GPUDirect RDMA, network traffic stages through host memory (often 5–10× slower). NCCL's \"GPU Direct RDMA Disabled for HCA\" means it found no peer-memory support at all (no nvidia-peermem, no DMA-BUF): that fails, unless the host's snapshot predicted GPUDirect off anyway. Channels without /GDRDMA on an HCA that has it are NCCL's choice by path distance: a warning, a failure where the prediction said on.", Source: "NCCL_DEBUG log (GDR lines, /GDRDMA channels)",
 		Fixes: []string{"modprobe nvidia-peermem", "NCCL_NET_GDR_LEVEL if the path is longer than PXB"},
 		Needs: "the log's GDR and channel lines", UnknownWhen: "GPUDirect was predicted on but no line confirms it"}
 	CheckLogWarn = check.Entry{ID: "nccl.log.warn", Title: "NCCL printed no warning it did not shrug off",

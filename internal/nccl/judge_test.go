@@ -88,8 +88,8 @@ func TestJudgeEveryCapturedFile(t *testing.T) {
 			{"nccl.log.network", check.Unknown, "node0", "network", "does not say which network"},
 			{"nccl.log.network", check.Unknown, "node2", "network", "does not say which network"},
 			{"nccl.log.plugin", check.Pass, "node2", "net plugin", "internal"}}},
-		"nccl-debug/nccl-issue-1537_RoCE_GDR-disabled_excerpt.log": {worst: check.Warn, wants: []want{
-			{"nccl.log.gdr", check.Warn, "hostname1", "GPUDirect RDMA", "GPUDirect RDMA is off"},
+		"nccl-debug/nccl-issue-1537_RoCE_GDR-disabled_excerpt.log": {worst: check.Fail, wants: []want{
+			{"nccl.log.gdr", check.Fail, "hostname1", "GPUDirect RDMA", "NCCL found no GPUDirect RDMA support for mlx5_0, mlx5_1 (no nvidia-peermem or DMA-BUF registered)"},
 			{"nccl.log.network", check.Pass, "hostname1", "network", "mlx5_0:1/RoCE mlx5_1:1/RoCE"}}},
 		"nccl-debug/nccl-issue-1866_H100-2vm_nccl-2.27.6_init_excerpt.log": {worst: check.Unknown, wants: []want{
 			{"nccl.log.version", check.Pass, "", "NCCL version", "2.27.6+cuda13.0 on cl4-gpu03-vm, cl4-gpu04-vm"},
@@ -204,6 +204,14 @@ func TestGDRExpectedButOff(t *testing.T) {
 		return f.Check == "nccl.log.gdr" && f.Outcome == check.Fail && strings.Contains(f.Message, "prediction")
 	}) {
 		t.Errorf("not failed:\n%s", dump(fs))
+	}
+	// the host's snapshot predicted GPUDirect off (its GPUs sit too far
+	// from the NICs): the missing peer memory costs nothing more, a warning
+	fs, _, _ = JudgeFile("x", b, JudgeOptions{GDRExpected: map[string]bool{"hostname1": false}})
+	if !slices.ContainsFunc(fs, func(f check.Finding) bool {
+		return f.Check == "nccl.log.gdr" && f.Outcome == check.Warn && f.Host == "hostname1"
+	}) || check.Failed(fs) {
+		t.Errorf("predicted off, yet not a lone warning:\n%s", dump(fs))
 	}
 }
 

@@ -168,8 +168,14 @@ func JudgeDebug(d *DebugLog, opt JudgeOptions) []check.Finding {
 		switch {
 		case len(off) > 0 || noGDR > 0:
 			o, why := check.Warn, "GPUDirect RDMA is off"
-			if haveExpect && expect {
+			switch {
+			case haveExpect && expect:
 				o, why = check.Fail, "GPUDirect RDMA is off where the prediction said it would be on"
+			case len(off) > 0 && !haveExpect:
+				// "Disabled for HCA" is NCCL finding no peer-memory support
+				// at all (no nvidia-peermem, no DMA-BUF), not its choice by
+				// path distance (that shows as channels without /GDRDMA)
+				o, why = check.Fail, "NCCL found no GPUDirect RDMA support for "+strings.Join(off, ", ")+" (no nvidia-peermem or DMA-BUF registered), so GPUDirect RDMA is off (a GPU job over RDMA NICs is meant to use it; only GPUs that cannot, such as GeForce, expect this)"
 			}
 			var evs []check.Evidence
 			if len(off) > 0 {
