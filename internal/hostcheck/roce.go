@@ -144,6 +144,21 @@ func roceQoSPath(rep *check.Reporter, s *host.Snapshot, o Options) {
 		}
 		var f *check.Finding
 		switch {
+		case q.Trust == nil && q.PFC != nil && len(q.PFC.Value) == 0:
+			// PFC off on every priority: lossy whatever the trust mode
+			// maps the traffic to, so the unread trust decides nothing
+			ecnAny := q.ECNNotify != nil && q.ECNReact != nil && slices.ContainsFunc(q.ECNNotify.Value, func(p int) bool { return slices.Contains(q.ECNReact.Value, p) })
+			switch {
+			case ecnAny:
+				f = rep.Warn(sub, "PFC off on every priority: RoCE traffic is lossy (ECN only, on priority %s)", prioList(q.ECNNotify.Value))
+			default:
+				cc := "ECN state unread"
+				if q.ECNNotify != nil && q.ECNReact != nil {
+					cc = "no ECN on any priority"
+				}
+				f = rep.Fail(sub, "PFC off on every priority, %s: RoCE traffic is lossy whatever priority the trust mode gives it (RoCE needs a lossless priority, or ECN that slows senders before the switch drops)", cc)
+			}
+			fix(f, 3)
 		case q.Trust == nil || q.PFC == nil:
 			var missing []string
 			if q.Trust == nil {

@@ -91,6 +91,30 @@ func TestRoCEHealthySeed(t *testing.T) {
 	}
 }
 
+// PFC off on every priority is lossy whatever the unread trust mode maps
+// the traffic to: with ECN on, a warning (lossy by design, ECN only); with
+// ECN unread, a failure (the before-config dcb capture, judge's test).
+func TestRoCEPFCOffTrustUnread(t *testing.T) {
+	s := roceTree(t, func(t *testing.T, r string) {
+		write(t, r, seedNet+"qos/pfc", "PFC configuration:\n\tpriority    0   1   2   3   4   5   6   7\n\tenabled     0   0   0   0   0   0   0   0")
+		if err := os.Remove(filepath.Join(r, seedNet+"qos/trust")); err != nil {
+			t.Fatal(err)
+		}
+	}, "")
+	var got []string
+	for _, f := range Run(s, Options{}) {
+		if f.Check == "roce.qos.path" && f.Subject == "mlx5_0 port 1 (enp65s0f0np0)" {
+			got = append(got, string(f.Outcome)+" "+f.Message)
+			if len(f.Fix) == 0 {
+				t.Error("no fix")
+			}
+		}
+	}
+	if len(got) != 1 || !strings.HasPrefix(got[0], "warn PFC off on every priority: RoCE traffic is lossy (ECN only, on priority 3)") {
+		t.Errorf("got %q", got)
+	}
+}
+
 // quietPorts is a synthetic ethtool -S of a healthy lossless port (no
 // capture of one exists in the shared testdata): a few pauses, no storm.
 const quietPorts = "NIC statistics:\n     rx_prio3_pause: 120\n     tx_prio3_pause: 40\n     tx_pause_storm_error_events: 0\n     rx_discards_phy: 0\n"
@@ -227,9 +251,10 @@ func TestRoCEStandInQoSTools(t *testing.T) {
 		{"mlnx_qos", "mlnx_qos/setup-nic-lossless-layer3_eth4-mlx5_2_set-x-trace_trust-dscp_pfc-prio3_twice_no-buffer-row.txt", "mlnx_qos -i enp65s0f0np0 line 43",
 			map[string]check.Outcome{"roce.qos.path": check.Pass, "roce.pfc.single": check.Pass, "roce.ecn": check.Unknown, "roce.cnp": check.Unknown}},
 		// Inbox dcb before the lab's configuration: PFC off everywhere, no
-		// DSCP APP entries, so the trust mode stays unknown.
+		// DSCP APP entries, so the trust mode stays unknown, and it decides
+		// nothing: no priority is lossless, and ECN is unread.
 		{"dcb", "dcb/roce-lab-gpuserver1_cx3-ens6_before-config_script-wrapped_pfc-all-off_no-dscp-map.txt", "",
-			map[string]check.Outcome{"roce.qos.path": check.Unknown, "roce.pfc.single": check.Pass, "roce.ecn": check.Unknown, "roce.cnp": check.Unknown}},
+			map[string]check.Outcome{"roce.qos.path": check.Fail, "roce.pfc.single": check.Pass, "roce.ecn": check.Unknown, "roce.cnp": check.Unknown}},
 		// After: PFC on 3 and AF31 → 3 (trust dscp implied by the APP entry).
 		{"dcb", "dcb/roce-lab-gpuserver_cx3-ens6_after-config_dcb-pfc-prio3-on_dcb-app-dscp-AF31-3.txt", "dcb -j pfc show dev enp65s0f0np0 line 6 (DSCP APP entries: mlx5 lists them only under trust dscp)",
 			map[string]check.Outcome{"roce.qos.path": check.Pass, "roce.pfc.single": check.Pass, "roce.ecn": check.Unknown, "roce.cnp": check.Unknown}},

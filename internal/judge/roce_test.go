@@ -32,6 +32,10 @@ func TestJudgeRoCECaptures(t *testing.T) {
 		{"show_gids/rdma-bench-c-header-comment_star-prefixed_3dev-roce-v1-v2_tabs.txt", "show_gids", nil, 3},
 		{"dcb/dpaa2-eth-netdev-2020_lldptool-t-V-PFC_eth1_willing_pfc-enabled-1-3-7.txt", "dcb / lldptool",
 			[]string{"roce.pfc.single eth1: PFC on 3 priorities (1,3,7)", "roce.qos.path eth1: trust mode not read"}, 0},
+		// The same lab host before its configuration: PFC off on every
+		// priority, whatever the unread trust mode, and ECN not shown.
+		{"dcb/roce-lab-gpuserver1_cx3-ens6_before-config_script-wrapped_pfc-all-off_no-dscp-map.txt", "dcb / lldptool",
+			[]string{"roce.qos.path interface not named in the output: PFC off on every priority, ECN state unread: RoCE traffic is lossy"}, 2},
 		{"dcb/roce-lab-gpuserver_cx3-ens6_after-config_dcb-pfc-prio3-on_dcb-app-dscp-AF31-3.txt", "dcb / lldptool",
 			[]string{"roce.qos.path ens6: trust dscp, priority 3 is lossless"}, 1},
 		{"ethtool-S/bpf-list-2024-xdp-regression_mlx5_kernel-6.5_nonzero-only_rx_discards_phy-441G_tx_global_pause_buffer-passed-thres.txt", "ethtool -S",
