@@ -25,6 +25,7 @@ func TestExitContractJudge(t *testing.T) {
 	}{
 		{[]string{filepath.Join(shared, "ibtools/gpud-ibstat/ibstat.47.0.h100.all.active.0.txt")}, ExitOK, "verdict: HEALTHY"},
 		{[]string{filepath.Join(shared, "ibtools/ibqueryerrors/ompi-users-2009_ibcheckerrors_legacy_InfiniscaleIII.txt")}, ExitFindings, "verdict: FAILED"},
+		{[]string{filepath.Join(shared, "grace-blackwell/dra-driver-issue-626_gb200_nvidia-smi-q-grep-C3-Fabric_Completed-Success-clique2_health-Unhealthy_first-gpu-only.txt")}, ExitFindings, "gpu.fabric"},
 		{[]string{notOutput}, ExitUsage, "not a saved output"},
 		{[]string{filepath.Join(shared, "mlxlink/lshca-issue-11_cx5-mt4119_IB-EDR-4x_mlxlink-p1-json_cut-mid-object_excerpt.txt")}, ExitUnproven, "verdict: UNPROVEN"},
 		{[]string{filepath.Join(shared, "ncclras/nccl-docs-example-08_ras_sleep-fault_rank7-straggler_MISMATCH-AllReduce-64-vs-60_table-onward_masked.txt")}, ExitUnproven, "to answer it: rdmalab nccl ras --host node1 --interval 5s --polls 3"},

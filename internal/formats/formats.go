@@ -39,6 +39,7 @@ var Formats = []Format{
 	{"ncclras (NCCL RAS)", "NCCL's RAS report (text or -f json): communicators, ranks with host, PID, GPU and state", nccl.SniffRAS, readRAS},
 	{NCCLFormat, "nccl-tests tables and NCCL_DEBUG logs: busbw, errors, transports", nccl.Sniff, readNCCL},
 	{"nvidia-smi topo -m", "the GPU↔NIC matrix: rails, GPUDirect levels", host.SniffTopo, readTopo},
+	{"nvidia-smi -q (Fabric)", "each GPU's multi-node NVLink registration: state, status, clique, health, bandwidth", host.SniffGPUFabric, readGPUFabric},
 	{"perftest", "ib_*_bw / ib_*_lat runs: bandwidth, latency, MTU, link layer, warnings", bench.SniffPerftest, readPerftest},
 	{"ibv_devinfo", "ports of each HCA (-v: width, speed, MTU) into a host snapshot", host.SniffDevinfo, readPorts(host.ParseDevinfo)},
 	{"ibstatus", "ports of each HCA into a host snapshot", host.SniffIBStatus, readPorts(host.ParseIBStatus)},
@@ -65,7 +66,7 @@ var Formats = []Format{
 // Saved is one saved output read: the file, its format and the model.
 //
 // Models: *HostPart (a partial host snapshot), *fabric.Snapshot,
-// *CheckErrors, *host.Topo, PerftestRuns, *NCCLOutput.
+// *CheckErrors, *host.Topo, host.GPUFabrics, PerftestRuns, *NCCLOutput.
 type Saved struct {
 	File   string
 	Format *Format

@@ -82,6 +82,10 @@ func readNCCL(name string, b []byte) (any, error) { return &NCCLOutput{Text: b},
 
 func readTopo(name string, b []byte) (any, error) { return host.ParseTopo(b) }
 
+func readGPUFabric(name string, b []byte) (any, error) {
+	return host.ParseGPUFabric(b, filepath.Base(name))
+}
+
 func readPerftest(name string, b []byte) (any, error) {
 	runs, err := bench.ParsePerftestRuns(string(b))
 	if err != nil {

@@ -370,6 +370,7 @@ func Catalog() []check.Entry {
 	}
 	out = append(out, gpudirect.ReadinessCatalog...)
 	out = append(out, gpudirect.TopoCatalog...)
+	out = append(out, gpudirect.FabricCatalog...)
 	out = append(out, RisingEntry)
 	for _, k := range FleetRules {
 		out = append(out, k.Entry)

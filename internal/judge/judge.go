@@ -106,6 +106,8 @@ func Judge(name string, model any, opt Options) ([]check.Finding, any, error) {
 			fs = append(fs, gpudirect.CompareTopo(m, opt.Snapshot)...)
 		}
 		return fs, m, nil
+	case host.GPUFabrics:
+		return gpudirect.JudgeFabric(m), m, nil
 	case formats.PerftestRuns:
 		// Only what was expected: an empty layer lets the run's own Link
 		// type decide (Expect.Link would default it to InfiniBand).

@@ -38,6 +38,9 @@ func TestJudgeEveryRealOutput(t *testing.T) {
 		pass string
 		bad  []string
 	}{
+		{"grace-blackwell/dra-driver-issue-626_gb200_nvidia-smi-q-grep-C3-Fabric_Completed-Success-clique2_health-Unhealthy_first-gpu-only.txt", "nvidia-smi -q (Fabric)", "", []string{"fail gpu.fabric: fabric block 1"}},
+		{"grace-blackwell/gb200-4gpu-8nic_nvidia-smi-topo-m_all-NIC-SYS_gpu-numa-ids_leading-space-prompt.txt", topo, "topo.gpus topo.rail", nil},
+		{"grace-blackwell/k8s-test-infra-issue-371_gb200_nvidia-smi-nvlink-s-18x53.125_and-nvlink-info-fw_author-elided_excerpt.txt", "", "", nil},
 		{"ibtools/azure-hbv3/ibdev2netdev_ibv_devices.txt", "", "", nil},
 		{"ibtools/azure-hbv3/ibstat.txt", "ibstat", "ib.sm port.state", nil},
 		{"ibtools/azure-hbv3/ibv_devinfo.txt", "ibv_devinfo", "ib.sm port.state", nil},
@@ -232,7 +235,7 @@ func TestJudgeEveryRealOutput(t *testing.T) {
 			}
 		})
 	}
-	for _, dir := range []string{"ibtools", "ibnetdiscover", "perftest", "perftest-latency", "perftest-warnings", "nccl-tests", "nccl-debug", "ncclras", "nvidia-smi-topo", "lspci", "rdma-tool"} {
+	for _, dir := range []string{"grace-blackwell", "ibtools", "ibnetdiscover", "perftest", "perftest-latency", "perftest-warnings", "nccl-tests", "nccl-debug", "ncclras", "nvidia-smi-topo", "lspci", "rdma-tool"} {
 		filepath.Walk(filepath.Join(root, dir), func(p string, info os.FileInfo, err error) error {
 			if err == nil && !info.IsDir() {
 				rel, _ := filepath.Rel(root, p)
