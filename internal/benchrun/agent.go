@@ -512,10 +512,12 @@ func (r *Runner) runOnceAgent(ctx context.Context, pa *pairAgents, from, to clus
 	// the timer marked tctx done (a loaded orchestrator)
 	expired := func() bool { return tctx.Err() != nil || !time.Now().Before(deadline) }
 	fail := func(err error) *runErr {
-		if expired() {
+		// one reading: a timeout reported is always a pair killed
+		late := expired()
+		if late {
 			pa.kill()
 		}
-		if expired() && ctx.Err() == nil {
+		if late && ctx.Err() == nil {
 			return &runErr{msg: fmt.Sprintf("timed out after %s; both ends killed", r.Timeout), timedOut: true}
 		}
 		if u, ok := launch.IsUnreachable(err); ok {
